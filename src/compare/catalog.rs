@@ -1,0 +1,158 @@
+//! The check catalog: every check's stable id, default severity and a one-line
+//! summary. Ids are what users write in config files and read in reports, so
+//! they never change once released.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Serialize, Serializer};
+
+/// How serious a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    /// Worth knowing; never fails a run.
+    Info,
+    /// Likely to hurt someone; fails nothing by default.
+    Warning,
+    /// Breaks the cluster or its users; fails the run (exit 1).
+    Error,
+}
+
+impl Severity {
+    /// The lower-case name used in output and config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Severity {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+macro_rules! catalog {
+    ($( $variant:ident => $id:literal, $sev:ident, $summary:literal; )*) => {
+        /// A check of the catalog.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Check { $( #[doc = $summary] $variant, )* }
+
+        impl Check {
+            /// Every check, in catalog order.
+            pub const ALL: &'static [Check] = &[ $( Check::$variant, )* ];
+
+            /// The stable id (`storedVersionRemoval`).
+            pub fn id(self) -> &'static str {
+                match self { $( Check::$variant => $id, )* }
+            }
+
+            /// The most serious severity the check reports with by default.
+            pub fn default_severity(self) -> Severity {
+                match self { $( Check::$variant => Severity::$sev, )* }
+            }
+
+            /// One line on what the check catches.
+            pub fn summary(self) -> &'static str {
+                match self { $( Check::$variant => $summary, )* }
+            }
+        }
+    };
+}
+
+catalog! {
+    // CRD level.
+    Scope => "scope", Error, "spec.scope changed (Namespaced <-> Cluster): immutable, rejected by the API server.";
+    StoredVersionRemoval => "storedVersionRemoval", Error, "a version listed in status.storedVersions is removed from spec.versions: rejected by the API server.";
+    ServedVersionRemoval => "servedVersionRemoval", Warning, "a served version is removed or set to served: false: its clients get 404.";
+    StorageVersionChange => "storageVersionChange", Info, "the storage version moves: new writes use the new version, old objects stay stored as before.";
+    Names => "names", Error, "group/kind/plural/singular/listKind changed (error); shortNames or categories removed (warning).";
+    Subresources => "subresources", Error, "status or scale subresource removed (error); status added changes what writes persist (warning).";
+    PrinterColumns => "printerColumns", Info, "additionalPrinterColumns added, removed or changed: kubectl get output changes.";
+    Conversion => "conversion", Error, "conversion Webhook -> None, webhook CA dropped, or None with differing served schemas.";
+    PreserveUnknownFields => "preserveUnknownFields", Error, "preserve-unknown-fields removed (CRD-level legacy flag or x-kubernetes-preserve-unknown-fields): pruning starts and drops stored data.";
+    Deprecation => "deprecation", Info, "a version becomes deprecated or its deprecationWarning changes.";
+    SelectableFields => "selectableFields", Warning, "a selectable field is removed: field selectors on it fail.";
+    NewCrd => "newCrd", Info, "the CRD exists only in the new manifests.";
+    AbsentCrd => "absentCrd", Info, "the CRD exists only in the old manifests (applying the new ones does not delete it).";
+    // Field level (same version name in old and new).
+    ExistingFieldRemoval => "existingFieldRemoval", Error, "a field is removed from a version's schema: stored data is pruned on the next write.";
+    Required => "required", Error, "a field becomes required on an existing object: creates and updates without it are rejected (never ratcheted).";
+    Type => "type", Error, "a field's type changes: existing values are rejected and clients fail to decode.";
+    Enum => "enum", Error, "enum restriction added or values removed (values added: info, configurable).";
+    Default => "default", Error, "default changed or removed (error) or added (warning): changes what clients read for existing objects.";
+    Minimum => "minimum", Error, "minimum added or raised.";
+    Maximum => "maximum", Error, "maximum added or lowered.";
+    MinLength => "minLength", Error, "minLength added or raised.";
+    MaxLength => "maxLength", Error, "maxLength added or lowered.";
+    MinItems => "minItems", Error, "minItems added or raised.";
+    MaxItems => "maxItems", Error, "maxItems added or lowered.";
+    MinProperties => "minProperties", Error, "minProperties added or raised.";
+    MaxProperties => "maxProperties", Error, "maxProperties added or lowered.";
+    ExclusiveMinimum => "exclusiveMinimum", Error, "exclusiveMinimum turned on: the minimum itself is no longer allowed.";
+    ExclusiveMaximum => "exclusiveMaximum", Error, "exclusiveMaximum turned on: the maximum itself is no longer allowed.";
+    MultipleOf => "multipleOf", Error, "multipleOf added, or changed to a value the old one is not a multiple of.";
+    UniqueItems => "uniqueItems", Error, "uniqueItems turned on (also forbidden in structural schemas).";
+    Pattern => "pattern", Error, "pattern added or changed (removal is safe, configurable).";
+    Format => "format", Error, "format added or changed (info when the API server does not validate that format).";
+    Nullable => "nullable", Error, "nullable removed: stored nulls are dropped and null writes rejected (added: info).";
+    XValidations => "xValidations", Error, "CEL rule (x-kubernetes-validations) added or changed; transition rules using oldSelf are never ratcheted. Message-only changes: info.";
+    ListType => "listType", Error, "x-kubernetes-list-type or list-map-keys changed: uniqueness and server-side-apply merging change (never ratcheted).";
+    MapType => "mapType", Warning, "x-kubernetes-map-type changed between granular and atomic: server-side-apply merging changes.";
+    AdditionalProperties => "additionalProperties", Error, "additionalProperties narrowed or removed: map entries are pruned or rejected.";
+    IntOrString => "intOrString", Error, "x-kubernetes-int-or-string removed: one of the two value types is now rejected.";
+    EmbeddedResource => "embeddedResource", Error, "x-kubernetes-embedded-resource changed: apiVersion/kind/metadata handling changes.";
+    OneOf => "oneOf", Error, "oneOf added or a branch removed (error) or added (warning); never ratcheted.";
+    AnyOf => "anyOf", Error, "anyOf added or a branch removed; never ratcheted (branch added: info).";
+    AllOf => "allOf", Error, "allOf added or a branch added; never ratcheted.";
+    Not => "not", Error, "not added or changed; never ratcheted.";
+    Description => "description", Info, "description changed (never fails).";
+    // Across versions of the new CRD.
+    ConversionDataLoss => "conversionDataLoss", Error, "with conversion None, a field only one of two served versions knows is silently dropped when written through the other.";
+    // The catch-all.
+    UnknownChange => "unknownChange", Error, "any other change no check understands (error with failMode: closed, warning with open).";
+}
+
+impl fmt::Display for Check {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+impl Serialize for Check {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.id())
+    }
+}
+
+impl FromStr for Check {
+    type Err = ();
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Check::ALL.iter().copied().find(|c| c.id() == s).ok_or(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn ids_are_unique_and_round_trip() {
+        let ids: HashSet<&str> = Check::ALL.iter().map(|c| c.id()).collect();
+        assert_eq!(ids.len(), Check::ALL.len());
+        for c in Check::ALL {
+            assert_eq!(c.id().parse::<Check>(), Ok(*c));
+        }
+    }
+}

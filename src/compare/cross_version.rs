@@ -1,0 +1,148 @@
+//! Checks across the served versions of the new CRD when conversion is
+//! `None`, the API server's default.
+//!
+//! With `None` the server converts an object between versions by rewriting
+//! `apiVersion` and nothing else, then prunes it with the target version's
+//! schema. Two consequences no other tool reports together:
+//!
+//! - schemas that disagree (a type, a bound, a new required field) make an
+//!   object valid in one version invalid in another (the field checks, run
+//!   on each pair older → newer);
+//! - a field that one served version describes and the storage version does
+//!   not is dropped when written through that version, and a field only the
+//!   storage version describes is lost when an object is updated through the
+//!   other one (`conversionDataLoss`).
+//!
+//! Problems the old CRD already had are not reported again.
+
+use super::fields::{Context, walk};
+use super::{Check, CheckOptions, Finding, Severity};
+use crate::crd::{Crd, CrdVersion};
+use crate::schema::version::compare_priority;
+use crate::schema::{FieldPath, Lookup, Schema, path::Segment};
+
+pub(super) fn check(old: Option<&Crd>, new: &Crd, options: &CheckOptions, out: &mut Vec<Finding>) {
+    if new.conversion_strategy() != "None" {
+        return;
+    }
+    let mut served: Vec<&CrdVersion> = new.served_versions().collect();
+    served.sort_by(|a, b| compare_priority(a.name(), b.name()));
+    let old_none = old.filter(|o| o.conversion_strategy() == "None");
+
+    if old.is_some() {
+        for (i, a) in served.iter().enumerate() {
+            for b in &served[i + 1..] {
+                let label = format!("{} -> {}", a.name(), b.name());
+                let mut found = pair_findings(&label, &a.schema, &b.schema, options);
+                // Grandfather what the old CRD already had for this pair.
+                if let Some(old) = old_none
+                    && let (Some(oa), Some(ob)) = (old.version(a.name()), old.version(b.name()))
+                    && oa.spec.served
+                    && ob.spec.served
+                {
+                    let before = pair_findings(&label, &oa.schema, &ob.schema, options);
+                    found.retain(|f| {
+                        !before.iter().any(|b| {
+                            b.check == f.check && b.path == f.path && b.message == f.message
+                        })
+                    });
+                }
+                out.extend(found);
+            }
+        }
+    }
+
+    let storage = new.storage_version();
+    for v in served.iter().filter(|v| v.name() != storage.name()) {
+        let mut losses = data_loss(&v.schema, &storage.schema, v.name(), storage.name());
+        if let Some(old) = old_none
+            && old.storage_version().name() == storage.name()
+            && let Some(ov) = old.version(v.name()).filter(|ov| ov.spec.served)
+        {
+            let before = data_loss(
+                &ov.schema,
+                &old.storage_version().schema,
+                v.name(),
+                storage.name(),
+            );
+            losses.retain(|l| {
+                !before
+                    .iter()
+                    .any(|b| b.path == l.path && b.message == l.message)
+            });
+        }
+        if old.is_none() {
+            // A brand-new CRD has no data to lose yet; the design flaw is
+            // still worth a warning.
+            for l in &mut losses {
+                l.severity = Severity::Warning;
+            }
+        }
+        out.extend(losses);
+    }
+}
+
+fn pair_findings(label: &str, a: &Schema, b: &Schema, options: &CheckOptions) -> Vec<Finding> {
+    let ctx = Context {
+        version: label.to_string(),
+        options,
+        cross_version: true,
+    };
+    let mut found = Vec::new();
+    walk(&ctx, a, b, &mut found);
+    found
+}
+
+/// Fields every object has regardless of the schema.
+fn implicit(p: &FieldPath) -> bool {
+    matches!(p.segments().first(), Some(Segment::Property(n)) if matches!(n.as_str(), "apiVersion" | "kind" | "metadata"))
+}
+
+/// The top-most paths `from` describes and `to` prunes.
+fn only_in(from: &Schema, to: &Schema) -> Vec<FieldPath> {
+    let mut out: Vec<FieldPath> = Vec::new();
+    for p in from.field_paths() {
+        if implicit(&p) || out.last().is_some_and(|last| p.starts_with(last)) {
+            continue;
+        }
+        if matches!(to.lookup(&p), Lookup::Pruned) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+fn data_loss(served: &Schema, storage: &Schema, v: &str, s: &str) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for p in only_in(served, storage) {
+        out.push(Finding {
+            check: Check::ConversionDataLoss,
+            severity: Severity::Error,
+            version: Some(v.to_string()),
+            path: Some(p.to_string()),
+            message: format!(
+                "{p} exists in served version {v} but not in storage version {s}: with conversion None an object \
+written through {v} is only relabelled {s} and then pruned with {s}'s schema, so this field is silently dropped \
+at storage time. Add it to {s}, or use a conversion webhook"
+            ),
+            old: None,
+            new: None,
+        });
+    }
+    for p in only_in(storage, served) {
+        out.push(Finding {
+            check: Check::ConversionDataLoss,
+            severity: Severity::Error,
+            version: Some(v.to_string()),
+            path: Some(p.to_string()),
+            message: format!(
+                "{p} exists in storage version {s} but not in served version {v}: reading through {v} prunes it, so \
+an update made through {v} (kubectl apply or edit, a controller using {v}) writes the object back without it. \
+Add it to {v}, or use a conversion webhook"
+            ),
+            old: None,
+            new: None,
+        });
+    }
+    out
+}

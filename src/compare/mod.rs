@@ -1,0 +1,177 @@
+//! Comparing an old and a new CRD: the check catalog, run in one pass.
+//!
+//! [`compare_crds`] runs the CRD-level checks ([`crd_level`]), walks the
+//! schema of every version present on both sides ([`fields`]), compares the
+//! served versions of the new CRD with each other when conversion is `None`
+//! ([`cross_version`]), and reports what no check consumed as
+//! `unknownChange`. It returns raw findings at their default severities;
+//! [`crate::config::Policy`] then applies the user's configuration.
+
+pub mod catalog;
+mod crd_level;
+mod cross_version;
+mod fields;
+mod messages;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::crd::Crd;
+
+pub use catalog::{Check, Severity};
+
+/// One thing a check found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    /// The check's stable id.
+    pub check: Check,
+    /// How serious it is.
+    pub severity: Severity,
+    /// The version (`v1`), the pair of served versions (`v1alpha1 -> v1`), or
+    /// none for CRD-wide findings.
+    pub version: Option<String>,
+    /// The schema path (`^.spec.size`), or none for CRD-wide findings.
+    pub path: Option<String>,
+    /// What changed, why it matters, and how to do it safely.
+    pub message: String,
+    /// The old value, when there is one.
+    pub old: Option<Value>,
+    /// The new value, when there is one.
+    pub new: Option<Value>,
+}
+
+/// Where the list of versions objects may be stored in came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum StoredVersionsSource {
+    /// The old CRD's `status.storedVersions` (a live object or its YAML).
+    Status,
+    /// Given with `--stored-versions`.
+    Flag,
+    /// Unknown: assumed to be just the old storage version.
+    Assumed,
+}
+
+/// The versions objects may still be stored in, and how we know.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StoredVersions {
+    /// Version names.
+    pub versions: Vec<String>,
+    /// Where they came from.
+    pub source: StoredVersionsSource,
+}
+
+impl StoredVersions {
+    /// Picks the best available answer: the old CRD's status, then the flag,
+    /// then the old storage version (an assumption the report spells out).
+    pub fn resolve(old: &Crd, flag: Option<&[String]>) -> StoredVersions {
+        if let Some(v) = &old.stored_versions
+            && !v.is_empty()
+        {
+            return StoredVersions {
+                versions: v.clone(),
+                source: StoredVersionsSource::Status,
+            };
+        }
+        if let Some(v) = flag {
+            return StoredVersions {
+                versions: v.to_vec(),
+                source: StoredVersionsSource::Flag,
+            };
+        }
+        StoredVersions {
+            versions: vec![old.storage_version().name().to_string()],
+            source: StoredVersionsSource::Assumed,
+        }
+    }
+}
+
+/// Per-check options where the safe direction is a matter of policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckOptions {
+    /// `enum.allowAdditions`: added enum values are info, not errors.
+    pub enum_allow_additions: bool,
+    /// `pattern.allowRemoval`: a removed pattern is not reported.
+    pub pattern_allow_removal: bool,
+    /// `nullable.allowAddition`: `nullable: true` added is info, not an error.
+    pub nullable_allow_addition: bool,
+    /// `xValidations.allowRemoval`: a removed CEL rule is not reported.
+    pub x_validations_allow_removal: bool,
+    /// `anyOf.allowAdditions`: an added anyOf branch is info, not an error.
+    pub any_of_allow_additions: bool,
+}
+
+impl Default for CheckOptions {
+    fn default() -> Self {
+        Self {
+            enum_allow_additions: true,
+            pattern_allow_removal: true,
+            nullable_allow_addition: true,
+            x_validations_allow_removal: true,
+            any_of_allow_additions: true,
+        }
+    }
+}
+
+/// Runs the whole catalog on one CRD present on both sides.
+pub fn compare_crds(
+    old: &Crd,
+    new: &Crd,
+    stored: &StoredVersions,
+    options: &CheckOptions,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    crd_level::check(old, new, stored, &mut out);
+    for new_version in &new.versions {
+        if let Some(old_version) = old.version(new_version.name()) {
+            let ctx = fields::Context {
+                version: new_version.name().to_string(),
+                options,
+                cross_version: false,
+            };
+            fields::walk(&ctx, &old_version.schema, &new_version.schema, &mut out);
+        }
+    }
+    cross_version::check(Some(old), new, options, &mut out);
+    out
+}
+
+/// Checks a CRD that exists only in the new manifests: it cannot break
+/// existing objects, but its own versions can still lose data.
+pub fn check_new_crd(new: &Crd, options: &CheckOptions) -> Vec<Finding> {
+    let mut out = vec![Finding {
+        check: Check::NewCrd,
+        severity: Severity::Info,
+        version: None,
+        path: None,
+        message: format!(
+            "new CRD (kind {}, versions {}): nothing in the cluster depends on it yet",
+            new.spec.names.kind,
+            new.versions
+                .iter()
+                .map(|v| v.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        old: None,
+        new: None,
+    }];
+    cross_version::check(None, new, options, &mut out);
+    out
+}
+
+/// The finding for a CRD that exists only in the old manifests.
+pub fn absent_crd(old: &Crd) -> Vec<Finding> {
+    vec![Finding {
+        check: Check::AbsentCrd,
+        severity: Severity::Info,
+        version: None,
+        path: None,
+        message: format!(
+            "not in the new manifests: applying them leaves {} in place; deleting it would delete every {} object",
+            old.name, old.spec.names.kind
+        ),
+        old: None,
+        new: None,
+    }]
+}

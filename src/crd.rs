@@ -1,0 +1,256 @@
+//! The CustomResourceDefinition model the checks read.
+//!
+//! The CRD's spec (names, versions, conversion, subresources, printer columns)
+//! is read with k8s-openapi's `apiextensions/v1` types; the schemas are taken
+//! out first and read into our own [`Schema`] model, which keeps every keyword
+//! (k8s-openapi's `JSONSchemaProps` would silently drop ones it does not know)
+//! and is cheaper to walk. The normalized document itself is kept in
+//! [`Crd::manifest`] for the commands that send it to a cluster.
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
+use serde_json::Value;
+use thiserror::Error;
+
+use crate::schema::{Schema, SchemaError};
+
+/// Why a document is not a usable CRD.
+#[derive(Debug, Error)]
+pub enum CrdError {
+    /// `metadata.name` is missing or empty.
+    #[error("CRD has no metadata.name")]
+    NoName,
+    /// The spec does not match `apiextensions.k8s.io/v1`.
+    #[error("CRD {name}: {source}")]
+    Spec {
+        name: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// `spec.versions` is empty.
+    #[error("CRD {name}: spec.versions is empty")]
+    NoVersions { name: String },
+    /// A version has no `schema.openAPIV3Schema`.
+    #[error("CRD {name}: version {version} has no schema.openAPIV3Schema")]
+    NoSchema { name: String, version: String },
+    /// The schema of a version cannot be read.
+    #[error("CRD {name}: version {version}: {source}")]
+    Schema {
+        name: String,
+        version: String,
+        #[source]
+        source: SchemaError,
+    },
+    /// Not exactly one version has `storage: true`.
+    #[error("CRD {name}: exactly one version must have storage: true, found {found}")]
+    StorageCount { name: String, found: String },
+    /// A version name appears twice.
+    #[error("CRD {name}: version {version} is listed twice")]
+    DuplicateVersion { name: String, version: String },
+}
+
+/// One entry of `spec.versions`, with its schema in our model.
+#[derive(Debug, Clone)]
+pub struct CrdVersion {
+    /// The typed version entry (its `schema` field is left empty).
+    pub spec: apiext::CustomResourceDefinitionVersion,
+    /// `schema.openAPIV3Schema`.
+    pub schema: Schema,
+}
+
+impl CrdVersion {
+    /// The version name, e.g. `v1beta1`.
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+}
+
+/// A CRD ready to be compared.
+#[derive(Debug, Clone)]
+pub struct Crd {
+    /// `metadata.name`, e.g. `widgets.example.com`.
+    pub name: String,
+    /// The typed spec (version schemas are left empty; see [`Crd::versions`]).
+    pub spec: apiext::CustomResourceDefinitionSpec,
+    /// The versions in the order the manifest lists them.
+    pub versions: Vec<CrdVersion>,
+    /// `status.storedVersions`, when the document carried a status (as
+    /// `kubectl get crd -o yaml` prints it).
+    pub stored_versions: Option<Vec<String>>,
+    /// The normalized (`apiextensions.k8s.io/v1`) document.
+    pub manifest: Value,
+}
+
+impl Crd {
+    /// Builds the model from a document already normalized to v1.
+    pub fn from_manifest(manifest: Value) -> Result<Crd, CrdError> {
+        let name = manifest
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+            .ok_or(CrdError::NoName)?
+            .to_string();
+        let mut spec_value = manifest.get("spec").cloned().unwrap_or(Value::Null);
+        // Take the schemas out before the typed parse: they are read into our
+        // own model, and parsing them twice would double the cost.
+        let mut raw_schemas = Vec::new();
+        if let Some(versions) = spec_value.get_mut("versions").and_then(Value::as_array_mut) {
+            for v in versions.iter_mut() {
+                let schema = v
+                    .get_mut("schema")
+                    .and_then(|s| s.as_object_mut())
+                    .and_then(|s| s.remove("openAPIV3Schema"));
+                raw_schemas.push(schema);
+                if let Some(obj) = v.as_object_mut() {
+                    obj.remove("schema");
+                }
+            }
+        }
+        let spec: apiext::CustomResourceDefinitionSpec = serde_json::from_value(spec_value)
+            .map_err(|source| CrdError::Spec {
+                name: name.clone(),
+                source,
+            })?;
+        if spec.versions.is_empty() {
+            return Err(CrdError::NoVersions { name });
+        }
+        let mut versions = Vec::with_capacity(spec.versions.len());
+        for (v, raw) in spec.versions.iter().zip(raw_schemas) {
+            if versions.iter().any(|x: &CrdVersion| x.name() == v.name) {
+                return Err(CrdError::DuplicateVersion {
+                    name,
+                    version: v.name.clone(),
+                });
+            }
+            let raw = raw.ok_or_else(|| CrdError::NoSchema {
+                name: name.clone(),
+                version: v.name.clone(),
+            })?;
+            let schema = Schema::from_value(&raw).map_err(|source| CrdError::Schema {
+                name: name.clone(),
+                version: v.name.clone(),
+                source,
+            })?;
+            versions.push(CrdVersion {
+                spec: v.clone(),
+                schema,
+            });
+        }
+        let storage: Vec<&str> = versions
+            .iter()
+            .filter(|v| v.spec.storage)
+            .map(CrdVersion::name)
+            .collect();
+        if storage.len() != 1 {
+            let found = if storage.is_empty() {
+                "none".to_string()
+            } else {
+                storage.join(", ")
+            };
+            return Err(CrdError::StorageCount { name, found });
+        }
+        let stored_versions = manifest
+            .pointer("/status/storedVersions")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            });
+        Ok(Crd {
+            name,
+            spec,
+            versions,
+            stored_versions,
+            manifest,
+        })
+    }
+
+    /// The version named `name`.
+    pub fn version(&self, name: &str) -> Option<&CrdVersion> {
+        self.versions.iter().find(|v| v.name() == name)
+    }
+
+    /// The storage version (exactly one exists; checked on construction).
+    pub fn storage_version(&self) -> &CrdVersion {
+        self.versions
+            .iter()
+            .find(|v| v.spec.storage)
+            .unwrap_or(&self.versions[0])
+    }
+
+    /// Versions with `served: true`.
+    pub fn served_versions(&self) -> impl Iterator<Item = &CrdVersion> {
+        self.versions.iter().filter(|v| v.spec.served)
+    }
+
+    /// `spec.conversion.strategy`, `None` when absent (the API server default).
+    pub fn conversion_strategy(&self) -> &str {
+        self.spec
+            .conversion
+            .as_ref()
+            .map_or("None", |c| c.strategy.as_str())
+    }
+
+    /// `spec.preserveUnknownFields` (true only on CRDs created as v1beta1).
+    pub fn preserve_unknown_fields(&self) -> bool {
+        self.spec.preserve_unknown_fields.unwrap_or(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn widget(versions: Value) -> Value {
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                     "names": {"kind": "Widget", "plural": "widgets"},
+                     "versions": versions}
+        })
+    }
+
+    #[test]
+    fn a_crd_with_two_storage_versions_is_refused() {
+        let s = json!({"openAPIV3Schema": {"type": "object"}});
+        let err = Crd::from_manifest(widget(json!([
+            {"name": "v1", "served": true, "storage": true, "schema": s},
+            {"name": "v2", "served": true, "storage": true, "schema": s}
+        ])))
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "CRD widgets.example.com: exactly one version must have storage: true, found v1, v2"
+        );
+    }
+
+    #[test]
+    fn a_version_without_schema_is_refused() {
+        let err = Crd::from_manifest(widget(
+            json!([{"name": "v1", "served": true, "storage": true}]),
+        ))
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "CRD widgets.example.com: version v1 has no schema.openAPIV3Schema"
+        );
+    }
+
+    #[test]
+    fn stored_versions_come_from_status() {
+        let mut m = widget(json!([{"name": "v1", "served": true, "storage": true,
+            "schema": {"openAPIV3Schema": {"type": "object"}}}]));
+        m["status"] = json!({"storedVersions": ["v1alpha1", "v1"]});
+        let crd = Crd::from_manifest(m).unwrap();
+        assert_eq!(
+            crd.stored_versions,
+            Some(vec!["v1alpha1".into(), "v1".into()])
+        );
+        assert_eq!(crd.storage_version().name(), "v1");
+        assert_eq!(crd.conversion_strategy(), "None");
+    }
+}

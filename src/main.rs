@@ -1,0 +1,163 @@
+//! `kubectl-crd_safety`: parse the command line, run the command, map the
+//! outcome to an exit code (0 safe, 1 error findings, 2 bad input, 3 cluster
+//! error). Everything else lives in the library.
+
+mod cli;
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use cli::{Cli, ColorChoice, Command, DiffArgs, FailModeArg, ModeArg, OutputFormat, ReportArgs};
+use crd_safety::compare::Check;
+use crd_safety::config::{Config, FailMode, Mode};
+use crd_safety::diff::{StoredVersionsArg, diff};
+use crd_safety::manifest::{self, Source};
+use crd_safety::report::{Report, TableOptions, render_markdown, render_table};
+
+/// A failure that stops the command, with the exit code it maps to.
+#[derive(Debug)]
+enum Failure {
+    /// Usage, configuration or input error: exit 2.
+    Input(String),
+}
+
+impl Failure {
+    fn exit_code(&self) -> u8 {
+        match self {
+            Failure::Input(_) => 2,
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Diff(args) => run_diff(args),
+        Command::Checks => print_checks(),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(f) => {
+            let Failure::Input(msg) = &f;
+            eprintln!("error: {msg}");
+            ExitCode::from(f.exit_code())
+        }
+    }
+}
+
+/// Writes to stdout; a closed pipe (`| head`) is a normal end, not an error.
+fn emit(text: &str) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(Failure::Input(format!("writing output: {e}"))),
+    }
+}
+
+fn load_config(args: &ReportArgs) -> Result<Config, Failure> {
+    let path = match &args.config {
+        Some(p) => Some(p.clone()),
+        None => {
+            let default = PathBuf::from(".crd-safety.yaml");
+            default.exists().then_some(default)
+        }
+    };
+    let mut config = match path {
+        Some(p) => Config::load(&p).map_err(|e| Failure::Input(e.to_string()))?,
+        None => Config::default(),
+    };
+    if let Some(m) = args.mode {
+        config.mode = match m {
+            ModeArg::Error => Mode::Error,
+            ModeArg::Warn => Mode::Warn,
+        };
+    }
+    if let Some(f) = args.fail_mode {
+        config.fail_mode = match f {
+            FailModeArg::Closed => FailMode::Closed,
+            FailModeArg::Open => FailMode::Open,
+        };
+    }
+    Ok(config)
+}
+
+fn use_color(choice: ColorChoice) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                && std::io::stdout().is_terminal()
+                && std::env::var("TERM").map_or(true, |t| t != "dumb")
+        }
+    }
+}
+
+fn table_width() -> u16 {
+    if let Some(w) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse::<u16>().ok())
+    {
+        return w.max(60);
+    }
+    if std::io::stdout().is_terminal()
+        && let Some(w) = comfy_table::Table::new().width()
+    {
+        return w.max(60);
+    }
+    140
+}
+
+fn render(report: &Report, args: &ReportArgs) -> String {
+    match args.output {
+        OutputFormat::Table => render_table(
+            report,
+            TableOptions {
+                color: use_color(args.color),
+                width: table_width(),
+                show_info: args.show_info,
+            },
+        ),
+        OutputFormat::Json => report.to_json() + "\n",
+        OutputFormat::Yaml => report.to_yaml(),
+        OutputFormat::Markdown => render_markdown(report),
+    }
+}
+
+fn run_diff(args: DiffArgs) -> Result<u8, Failure> {
+    if args.old == "-" && args.new == "-" {
+        return Err(Failure::Input(
+            "only one of OLD and NEW can be - (stdin)".into(),
+        ));
+    }
+    let config = load_config(&args.report)?;
+    let mut stored = StoredVersionsArg::default();
+    for v in &args.stored_versions {
+        stored.add(v).map_err(Failure::Input)?;
+    }
+    let old =
+        manifest::load(&[Source::parse(&args.old)]).map_err(|e| Failure::Input(e.to_string()))?;
+    let new =
+        manifest::load(&[Source::parse(&args.new)]).map_err(|e| Failure::Input(e.to_string()))?;
+    let report = diff(&old, &new, &stored, &config);
+    emit(&render(&report, &args.report))?;
+    Ok(report.exit_code())
+}
+
+fn print_checks() -> Result<u8, Failure> {
+    let mut text = String::new();
+    for c in Check::ALL {
+        text.push_str(&format!(
+            "{:<22} {:<8} {}\n",
+            c.id(),
+            c.default_severity().as_str(),
+            c.summary()
+        ));
+    }
+    emit(&text)?;
+    Ok(0)
+}

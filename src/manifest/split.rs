@@ -1,0 +1,125 @@
+//! Splitting a YAML stream into documents while keeping line numbers.
+//!
+//! The stream is cut at `---` / `...` marker lines (a marker at column 0 ends
+//! any block scalar, so this is exact), and each piece is parsed on its own.
+//! That gives every document its starting line, and lets a syntax error be
+//! reported at the right line of the file.
+
+use serde_json::Value;
+
+use super::{Location, ManifestError};
+
+fn is_marker(line: &str, marker: &str) -> bool {
+    line.strip_prefix(marker)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r']))
+}
+
+fn is_blank(text: &str) -> bool {
+    text.lines().all(|l| {
+        let t = l.trim();
+        t.is_empty() || t.starts_with('#')
+    })
+}
+
+/// Parses every non-empty document of `text`.
+pub(super) fn documents(text: &str, file: &str) -> Result<Vec<(Value, Location)>, ManifestError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut docs = Vec::new();
+    let mut start_line = 1usize;
+    let mut current = String::new();
+    for (i, line) in text.lines().enumerate() {
+        let line_no = i + 1;
+        if is_marker(line, "---") || is_marker(line, "...") {
+            parse_piece(&current, file, start_line, &mut docs)?;
+            current.clear();
+            start_line = line_no;
+            // Content may follow `--- ` on the marker line itself.
+            if let Some(rest) = line.strip_prefix("---") {
+                current.push_str(rest);
+            }
+            current.push('\n');
+        } else {
+            current.push_str(line);
+            current.push('\n');
+        }
+    }
+    parse_piece(&current, file, start_line, &mut docs)?;
+    Ok(docs)
+}
+
+fn parse_piece(
+    piece: &str,
+    file: &str,
+    start_line: usize,
+    docs: &mut Vec<(Value, Location)>,
+) -> Result<(), ManifestError> {
+    if is_blank(piece) {
+        return Ok(());
+    }
+    let options = serde_saphyr::options! { legacy_octal_numbers: true };
+    match serde_saphyr::from_str_with_options::<Value>(piece, options) {
+        Ok(Value::Null) => Ok(()),
+        Ok(value) => {
+            // The document starts at its first non-blank line.
+            let offset = piece
+                .lines()
+                .position(|l| {
+                    let t = l.trim();
+                    !t.is_empty() && !t.starts_with('#')
+                })
+                .unwrap_or(0);
+            docs.push((
+                value,
+                Location {
+                    file: file.to_string(),
+                    line: start_line + offset,
+                },
+            ));
+            Ok(())
+        }
+        Err(e) => {
+            let inner = e.without_snippet();
+            let line = inner
+                .location()
+                .map_or(start_line, |l| start_line + l.line() as usize - 1);
+            let text = inner.to_string();
+            let message = match text.rfind(" at line ") {
+                Some(i) => text[..i].to_string(),
+                None => text,
+            };
+            Err(ManifestError::Yaml {
+                location: Location {
+                    file: file.to_string(),
+                    line,
+                },
+                message,
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documents_keep_their_starting_lines() {
+        let text = "# header\na: 1\n---\n\nb: 2\n--- # trailing comment\nc: 3\n---\n";
+        let docs = documents(text, "f.yaml").unwrap();
+        let lines: Vec<usize> = docs.iter().map(|(_, l)| l.line).collect();
+        assert_eq!(lines, [2, 5, 7]);
+    }
+
+    #[test]
+    fn the_yaml_1_1_equals_sign_reads_as_a_string() {
+        let docs = documents("enum:\n- =\n- '!='\n", "f.yaml").unwrap();
+        assert_eq!(docs[0].0["enum"][0], "=");
+    }
+
+    #[test]
+    fn a_marker_inside_text_is_not_a_separator() {
+        let docs = documents("a: |\n  text\n  ---\n  more\n", "f.yaml").unwrap();
+        assert_eq!(docs.len(), 1);
+        assert_eq!(docs[0].0["a"], "text\n---\nmore\n");
+    }
+}

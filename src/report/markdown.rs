@@ -1,0 +1,106 @@
+//! Markdown for pull-request comments: a headline with the verdict, a table
+//! of warnings and errors per CRD, and info findings folded away.
+
+use super::{CrdStatus, Report};
+use crate::compare::{Finding, Severity};
+
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+fn code(s: Option<&str>) -> String {
+    match s {
+        Some(s) if !s.is_empty() => format!("`{}`", s.replace('`', "'").replace('|', "\\|")),
+        _ => String::new(),
+    }
+}
+
+fn rows(findings: &[&Finding], out: &mut String) {
+    out.push_str("| Severity | Check | Version | Path | Message |\n|---|---|---|---|---|\n");
+    for f in findings {
+        out.push_str(&format!(
+            "| {} | `{}` | {} | {} | {} |\n",
+            f.severity,
+            f.check,
+            cell(f.version.as_deref().unwrap_or("")),
+            code(f.path.as_deref()),
+            cell(&f.message)
+        ));
+    }
+}
+
+/// Renders the report as Markdown.
+pub fn render_markdown(report: &Report) -> String {
+    let icon = if report.summary.errors > 0 {
+        "❌"
+    } else if report.summary.warnings > 0 {
+        "⚠️"
+    } else {
+        "✅"
+    };
+    let mut out = format!("## {icon} crd-safety\n\n{}\n", report.summary_line());
+    if let Some(c) = &report.cluster {
+        out.push_str(&format!(
+            "\nCluster: context `{}`, server `{}`\n",
+            c.context, c.server
+        ));
+    }
+    for crd in &report.crds {
+        let badge = match crd.status {
+            CrdStatus::Unsafe => "❌ unsafe",
+            CrdStatus::Warning => "⚠️ warnings",
+            CrdStatus::Safe => "✅ safe",
+            CrdStatus::New => "🆕 new",
+            CrdStatus::Absent => "➖ absent",
+        };
+        out.push_str(&format!("\n### `{}`: {badge}\n\n", crd.name));
+        if let Some(sv) = &crd.stored_versions {
+            out.push_str(&format!(
+                "storedVersions: {} ({})\n\n",
+                sv.versions.join(", "),
+                match sv.source {
+                    crate::compare::StoredVersionsSource::Status => "from status",
+                    crate::compare::StoredVersionsSource::Flag => "from --stored-versions",
+                    crate::compare::StoredVersionsSource::Assumed =>
+                        "assumed: no status in the old manifest",
+                }
+            ));
+        }
+        let serious: Vec<&Finding> = crd
+            .findings
+            .iter()
+            .filter(|f| f.severity > Severity::Info)
+            .collect();
+        let info: Vec<&Finding> = crd
+            .findings
+            .iter()
+            .filter(|f| f.severity == Severity::Info)
+            .collect();
+        if serious.is_empty() {
+            out.push_str("No unsafe changes.\n");
+        } else {
+            rows(&serious, &mut out);
+        }
+        if !info.is_empty() {
+            out.push_str(&format!(
+                "\n<details><summary>{} info finding(s)</summary>\n\n",
+                info.len()
+            ));
+            rows(&info, &mut out);
+            out.push_str("\n</details>\n");
+        }
+        if !crd.excepted.is_empty() {
+            out.push_str("\nAccepted by exceptions:\n\n");
+            for e in &crd.excepted {
+                out.push_str(&format!(
+                    "- `{}` {} {}: {}\n",
+                    e.finding.check,
+                    e.finding.version.as_deref().unwrap_or(""),
+                    code(e.finding.path.as_deref()),
+                    cell(&e.reason)
+                ));
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,268 @@
+//! The report: one model for every output format, and its renderers.
+//!
+//! The JSON/YAML form is a contract for scripts (documented in README.md):
+//! `{"crds": [{"name", "status", "findings": [{"check", "severity",
+//! "version", "path", "message", "old", "new"}], ...}], "summary": {...}}`,
+//! with `version` and `path` null where they do not apply. Fields are only
+//! ever added to it.
+
+mod markdown;
+mod table;
+
+use serde::Serialize;
+
+use crate::compare::{Finding, Severity, StoredVersions};
+use crate::config::{Excepted, FailMode, Mode};
+use crate::manifest::Skipped;
+
+pub use markdown::render_markdown;
+pub use table::{TableOptions, render_table};
+
+/// The verdict on one CRD.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CrdStatus {
+    /// At least one error finding.
+    Unsafe,
+    /// Warnings, no errors.
+    Warning,
+    /// Nothing above info.
+    Safe,
+    /// Only in the new manifests (and no error).
+    New,
+    /// Only in the old manifests.
+    Absent,
+}
+
+impl CrdStatus {
+    /// Upper-case label for human output.
+    pub fn label(self) -> &'static str {
+        match self {
+            CrdStatus::Unsafe => "UNSAFE",
+            CrdStatus::Warning => "WARNING",
+            CrdStatus::Safe => "SAFE",
+            CrdStatus::New => "NEW",
+            CrdStatus::Absent => "ABSENT",
+        }
+    }
+}
+
+/// Everything found about one CRD.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CrdReport {
+    /// `metadata.name`.
+    pub name: String,
+    /// The verdict.
+    pub status: CrdStatus,
+    /// Where the old CRD came from (`file:line`, or the cluster).
+    pub old_source: Option<String>,
+    /// Where the new CRD came from.
+    pub new_source: Option<String>,
+    /// The stored versions the checks used, and where they came from.
+    pub stored_versions: Option<StoredVersions>,
+    /// Reported findings, most serious first.
+    pub findings: Vec<Finding>,
+    /// Findings accepted by configured exceptions.
+    pub excepted: Vec<Excepted>,
+}
+
+impl CrdReport {
+    /// Builds a CRD's entry; `base` is the status when nothing is serious
+    /// (`Safe`, `New` or `Absent`).
+    pub fn new(
+        name: String,
+        base: CrdStatus,
+        mut findings: Vec<Finding>,
+        excepted: Vec<Excepted>,
+    ) -> CrdReport {
+        // Most serious first; otherwise keep the checks' own order.
+        findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+        let worst = findings.iter().map(|f| f.severity).max();
+        let status = match worst {
+            Some(Severity::Error) => CrdStatus::Unsafe,
+            Some(Severity::Warning) if base == CrdStatus::Safe => CrdStatus::Warning,
+            _ => base,
+        };
+        CrdReport {
+            name,
+            status,
+            old_source: None,
+            new_source: None,
+            stored_versions: None,
+            findings,
+            excepted,
+        }
+    }
+
+    fn count(&self, s: Severity) -> usize {
+        self.findings.iter().filter(|f| f.severity == s).count()
+    }
+}
+
+/// A document that was not a CRD, for the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct SkippedDocument {
+    /// `apiVersion kind`.
+    pub kind: String,
+    /// `file:line`.
+    pub location: String,
+}
+
+impl From<&Skipped> for SkippedDocument {
+    fn from(s: &Skipped) -> Self {
+        SkippedDocument {
+            kind: s.kind.clone(),
+            location: s.location.to_string(),
+        }
+    }
+}
+
+/// Totals over the whole report.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    /// CRDs reported.
+    pub crds: usize,
+    /// CRDs with at least one error.
+    pub unsafe_crds: usize,
+    /// CRDs with warnings and no errors.
+    pub warning_crds: usize,
+    /// CRDs with nothing above info.
+    pub safe_crds: usize,
+    /// CRDs only in the new manifests.
+    pub new_crds: usize,
+    /// CRDs only in the old manifests.
+    pub absent_crds: usize,
+    /// Error findings.
+    pub errors: usize,
+    /// Warning findings.
+    pub warnings: usize,
+    /// Info findings.
+    pub infos: usize,
+    /// Findings accepted by exceptions.
+    pub excepted: usize,
+    /// Documents of other kinds that were skipped.
+    pub skipped_documents: usize,
+    /// Whether the run fails (errors found and mode is `error`).
+    pub failed: bool,
+}
+
+/// Where a live comparison read its old side (filled by the live commands).
+#[derive(Debug, Clone, Serialize)]
+pub struct ClusterInfo {
+    /// kubeconfig context name.
+    pub context: String,
+    /// API server URL.
+    pub server: String,
+}
+
+/// The whole report.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    /// One entry per CRD, in the order of the new manifests, then absent ones.
+    pub crds: Vec<CrdReport>,
+    /// Totals.
+    pub summary: Summary,
+    /// `error` or `warn`.
+    pub mode: Mode,
+    /// `closed` or `open`.
+    pub fail_mode: FailMode,
+    /// The cluster the old side came from, for live commands.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterInfo>,
+    /// Documents that were not CRDs.
+    pub skipped_documents: Vec<SkippedDocument>,
+}
+
+impl Report {
+    /// Assembles a report and its totals.
+    pub fn new(
+        crds: Vec<CrdReport>,
+        skipped: Vec<SkippedDocument>,
+        mode: Mode,
+        fail_mode: FailMode,
+    ) -> Report {
+        let mut s = Summary {
+            crds: crds.len(),
+            skipped_documents: skipped.len(),
+            ..Summary::default()
+        };
+        for c in &crds {
+            match c.status {
+                CrdStatus::Unsafe => s.unsafe_crds += 1,
+                CrdStatus::Warning => s.warning_crds += 1,
+                CrdStatus::Safe => s.safe_crds += 1,
+                CrdStatus::New => s.new_crds += 1,
+                CrdStatus::Absent => s.absent_crds += 1,
+            }
+            s.errors += c.count(Severity::Error);
+            s.warnings += c.count(Severity::Warning);
+            s.infos += c.count(Severity::Info);
+            s.excepted += c.excepted.len();
+        }
+        s.failed = s.errors > 0 && mode == Mode::Error;
+        Report {
+            crds,
+            summary: s,
+            mode,
+            fail_mode,
+            cluster: None,
+            skipped_documents: skipped,
+        }
+    }
+
+    /// The one-line summary: `3 CRDs: 1 unsafe (2 errors), 1 with warnings, 1 safe`.
+    pub fn summary_line(&self) -> String {
+        let s = &self.summary;
+        let plural =
+            |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        let mut parts = vec![format!(
+            "{} unsafe ({})",
+            s.unsafe_crds,
+            plural(s.errors, "error", "errors")
+        )];
+        parts.push(format!("{} with warnings", s.warning_crds));
+        parts.push(format!("{} safe", s.safe_crds));
+        if s.new_crds > 0 {
+            parts.push(format!("{} new", s.new_crds));
+        }
+        if s.absent_crds > 0 {
+            parts.push(format!("{} absent from the new manifests", s.absent_crds));
+        }
+        let mut line = format!("{}: {}", plural(s.crds, "CRD", "CRDs"), parts.join(", "));
+        if s.excepted > 0 {
+            line.push_str(&format!(
+                "; {} accepted by exceptions",
+                plural(s.excepted, "finding", "findings")
+            ));
+        }
+        if s.skipped_documents > 0 {
+            line.push_str(&format!(
+                "; {} of other kinds skipped",
+                plural(s.skipped_documents, "document", "documents")
+            ));
+        }
+        if self.mode == Mode::Warn && s.errors > 0 {
+            line.push_str(" (mode: warn, not failing)");
+        }
+        line
+    }
+
+    /// The process exit code this report calls for: 1 when it fails, else 0.
+    pub fn exit_code(&self) -> u8 {
+        u8::from(self.summary.failed)
+    }
+
+    /// Pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self)
+            .unwrap_or_else(|e| format!("{{\"error\": {:?}}}", e.to_string()))
+    }
+
+    /// YAML with the same structure as the JSON.
+    pub fn to_yaml(&self) -> String {
+        serde_saphyr::to_string(self).unwrap_or_else(|e| format!("error: {e:?}\n"))
+    }
+}

@@ -1,0 +1,155 @@
+//! The human report: one block per CRD with a findings table, and a summary
+//! line. Colors come from owo-colors and are decided by the caller (the
+//! binary resolves `--color`, `NO_COLOR` and whether stdout is a terminal),
+//! so rendering stays a pure function that tests can pin down.
+
+use comfy_table::{ContentArrangement, Table, presets};
+use owo_colors::OwoColorize;
+
+use super::{CrdReport, CrdStatus, Report};
+use crate::compare::{Severity, StoredVersionsSource};
+
+/// How to draw the table.
+#[derive(Debug, Clone, Copy)]
+pub struct TableOptions {
+    /// Use ANSI colors.
+    pub color: bool,
+    /// Total width to wrap the table to.
+    pub width: u16,
+    /// Show info findings (hidden by default: descriptions and printer
+    /// columns change in every release and would bury what matters).
+    pub show_info: bool,
+}
+
+fn paint_severity(s: Severity, color: bool) -> String {
+    if !color {
+        return s.as_str().to_string();
+    }
+    match s {
+        Severity::Error => s.as_str().red().bold().to_string(),
+        Severity::Warning => s.as_str().yellow().to_string(),
+        Severity::Info => s.as_str().blue().to_string(),
+    }
+}
+
+fn paint_status(s: CrdStatus, color: bool) -> String {
+    let l = s.label();
+    if !color {
+        return l.to_string();
+    }
+    match s {
+        CrdStatus::Unsafe => l.red().bold().to_string(),
+        CrdStatus::Warning => l.yellow().bold().to_string(),
+        CrdStatus::Safe => l.green().bold().to_string(),
+        CrdStatus::New => l.cyan().bold().to_string(),
+        CrdStatus::Absent => l.dimmed().to_string(),
+    }
+}
+
+/// Renders the whole report.
+pub fn render_table(report: &Report, opts: TableOptions) -> String {
+    let mut out = String::new();
+    if let Some(c) = &report.cluster {
+        out.push_str(&format!("context: {}  server: {}\n\n", c.context, c.server));
+    }
+    for crd in &report.crds {
+        render_crd(crd, opts, &mut out);
+        out.push('\n');
+    }
+    let line = report.summary_line();
+    if opts.color {
+        let painted = if report.summary.errors > 0 {
+            line.red().bold().to_string()
+        } else if report.summary.warnings > 0 {
+            line.yellow().to_string()
+        } else {
+            line.green().to_string()
+        };
+        out.push_str(&painted);
+    } else {
+        out.push_str(&line);
+    }
+    out.push('\n');
+    out
+}
+
+fn render_crd(crd: &CrdReport, opts: TableOptions, out: &mut String) {
+    let name = if opts.color {
+        crd.name.bold().to_string()
+    } else {
+        crd.name.clone()
+    };
+    out.push_str(&format!("{name}  {}", paint_status(crd.status, opts.color)));
+    let sources: Vec<String> = [("old", &crd.old_source), ("new", &crd.new_source)]
+        .iter()
+        .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k}: {v}")))
+        .collect();
+    if !sources.is_empty() {
+        out.push_str(&format!("  ({})", sources.join(", ")));
+    }
+    out.push('\n');
+    if let Some(sv) = &crd.stored_versions {
+        let how = match sv.source {
+            StoredVersionsSource::Status => "from status.storedVersions",
+            StoredVersionsSource::Flag => "from --stored-versions",
+            StoredVersionsSource::Assumed => {
+                "ASSUMED: the old manifest has no status; pass --stored-versions or run apply-check against the cluster"
+            }
+        };
+        out.push_str(&format!(
+            "storedVersions: {} ({how})\n",
+            sv.versions.join(", ")
+        ));
+    }
+    let shown: Vec<_> = crd
+        .findings
+        .iter()
+        .filter(|f| opts.show_info || f.severity > Severity::Info)
+        .collect();
+    let hidden = crd.findings.len() - shown.len();
+    if shown.is_empty() {
+        let what = if crd.findings.is_empty() {
+            "no changes found".to_string()
+        } else {
+            "no unsafe changes".to_string()
+        };
+        out.push_str(&format!("  {what}"));
+    } else {
+        let mut table = Table::new();
+        table
+            .load_style(presets::UTF8_FULL_CONDENSED)
+            .force_no_tty()
+            .set_content_arrangement(ContentArrangement::Dynamic)
+            .set_width(opts.width)
+            .set_header(vec!["SEVERITY", "CHECK", "VERSION", "PATH", "MESSAGE"]);
+        for f in shown {
+            table.add_row(vec![
+                paint_severity(f.severity, opts.color),
+                f.check.id().to_string(),
+                f.version.clone().unwrap_or_default(),
+                f.path.clone().unwrap_or_default(),
+                f.message.clone(),
+            ]);
+        }
+        if opts.color {
+            table.enforce_styling();
+        }
+        out.push_str(&table.to_string());
+    }
+    if hidden > 0 {
+        out.push_str(&format!(
+            "\n  {hidden} info finding{} hidden (--show-info to list)",
+            if hidden == 1 { "" } else { "s" }
+        ));
+    }
+    for e in &crd.excepted {
+        out.push_str(&format!(
+            "\n  accepted: {} {} {} ({})",
+            e.finding.check,
+            e.finding.version.as_deref().unwrap_or("-"),
+            e.finding.path.as_deref().unwrap_or("-"),
+            e.reason
+        ));
+    }
+    out.push('\n');
+}

@@ -1,0 +1,326 @@
+//! The structural-schema model: one [`Schema`] node per `openAPIV3Schema` node.
+//!
+//! Child schemas that give a value its shape (`properties`, `items`,
+//! `additionalProperties`) are typed children, so the comparison can walk old
+//! and new side by side. Every other keyword is kept as written in
+//! [`Schema::keywords`], so that a keyword no check understands is still seen
+//! by the unknown-change catch-all instead of being dropped by a typed parser.
+
+pub mod path;
+pub mod version;
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+use thiserror::Error;
+
+pub use path::FieldPath;
+
+/// Deeper schemas than this are refused: real CRDs stay far below it, and a
+/// bound keeps hostile input from exhausting the stack.
+pub const MAX_DEPTH: usize = 200;
+
+/// Why a schema could not be read into the model.
+#[derive(Debug, Error, PartialEq)]
+pub enum SchemaError {
+    /// A schema node is not a JSON object.
+    #[error("{path}: a schema must be an object, found {found}")]
+    NotAnObject { path: String, found: &'static str },
+    /// `properties` is not a map of schemas.
+    #[error("{path}: `properties` must be a map of schemas")]
+    BadProperties { path: String },
+    /// The schema nests deeper than [`MAX_DEPTH`].
+    #[error("{path}: schema nests deeper than {MAX_DEPTH} levels")]
+    TooDeep { path: String },
+}
+
+/// What `additionalProperties` says about map values.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AdditionalProperties {
+    /// `additionalProperties: true|false`.
+    Allowed(bool),
+    /// `additionalProperties: {schema}`: a map whose values follow the schema.
+    Schema(Box<Schema>),
+}
+
+/// One node of a structural schema.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Schema {
+    /// Every keyword except the child schemas below, as written.
+    pub keywords: BTreeMap<String, Value>,
+    /// `properties`, sorted by name.
+    pub properties: BTreeMap<String, Schema>,
+    /// `items` when it is a single schema (structural schemas allow only that;
+    /// the array form stays in `keywords`).
+    pub items: Option<Box<Schema>>,
+    /// `additionalProperties`.
+    pub additional_properties: Option<AdditionalProperties>,
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+impl Schema {
+    /// Reads a schema from its JSON form.
+    pub fn from_value(value: &Value) -> Result<Schema, SchemaError> {
+        Self::build(value, &FieldPath::root(), 0)
+    }
+
+    fn build(value: &Value, path: &FieldPath, depth: usize) -> Result<Schema, SchemaError> {
+        if depth > MAX_DEPTH {
+            return Err(SchemaError::TooDeep {
+                path: path.to_string(),
+            });
+        }
+        let Value::Object(map) = value else {
+            return Err(SchemaError::NotAnObject {
+                path: path.to_string(),
+                found: kind_of(value),
+            });
+        };
+        let mut node = Schema::default();
+        for (key, v) in map {
+            match key.as_str() {
+                "properties" => {
+                    let Value::Object(props) = v else {
+                        return Err(SchemaError::BadProperties {
+                            path: path.to_string(),
+                        });
+                    };
+                    for (name, child) in props {
+                        let child = Self::build(child, &path.property(name), depth + 1)?;
+                        node.properties.insert(name.clone(), child);
+                    }
+                }
+                "items" if v.is_object() => {
+                    node.items = Some(Box::new(Self::build(v, &path.items(), depth + 1)?));
+                }
+                "additionalProperties" => match v {
+                    Value::Bool(b) => {
+                        node.additional_properties = Some(AdditionalProperties::Allowed(*b))
+                    }
+                    Value::Object(_) => {
+                        node.additional_properties = Some(AdditionalProperties::Schema(Box::new(
+                            Self::build(v, &path.map_values(), depth + 1)?,
+                        )))
+                    }
+                    other => {
+                        return Err(SchemaError::NotAnObject {
+                            path: path.map_values().to_string(),
+                            found: kind_of(other),
+                        });
+                    }
+                },
+                _ => {
+                    node.keywords.insert(key.clone(), v.clone());
+                }
+            }
+        }
+        Ok(node)
+    }
+
+    /// The JSON form of this node (children included), for reports and for
+    /// comparing subschemas inside `allOf`/`anyOf`/`oneOf`/`not`.
+    pub fn to_value(&self) -> Value {
+        let mut map: Map<String, Value> = self
+            .keywords
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if !self.properties.is_empty() {
+            let props: Map<String, Value> = self
+                .properties
+                .iter()
+                .map(|(k, v)| (k.clone(), v.to_value()))
+                .collect();
+            map.insert("properties".into(), Value::Object(props));
+        }
+        if let Some(items) = &self.items {
+            map.insert("items".into(), items.to_value());
+        }
+        match &self.additional_properties {
+            Some(AdditionalProperties::Allowed(b)) => {
+                map.insert("additionalProperties".into(), Value::Bool(*b));
+            }
+            Some(AdditionalProperties::Schema(s)) => {
+                map.insert("additionalProperties".into(), s.to_value());
+            }
+            None => {}
+        }
+        Value::Object(map)
+    }
+
+    /// A keyword's raw value.
+    pub fn keyword(&self, name: &str) -> Option<&Value> {
+        self.keywords.get(name)
+    }
+
+    /// `type`, when it is a string.
+    pub fn type_name(&self) -> Option<&str> {
+        self.keyword("type").and_then(Value::as_str)
+    }
+
+    /// A string keyword such as `format` or `pattern`.
+    pub fn str_keyword(&self, name: &str) -> Option<&str> {
+        self.keyword(name).and_then(Value::as_str)
+    }
+
+    /// A boolean keyword; absent means false, as in the API server.
+    pub fn flag(&self, name: &str) -> bool {
+        self.keyword(name).and_then(Value::as_bool).unwrap_or(false)
+    }
+
+    /// A numeric keyword such as `minimum` or `maxLength`.
+    pub fn number(&self, name: &str) -> Option<f64> {
+        self.keyword(name).and_then(Value::as_f64)
+    }
+
+    /// `required` as a list of names.
+    pub fn required(&self) -> Vec<&str> {
+        self.keyword("required")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default()
+    }
+
+    /// `x-kubernetes-preserve-unknown-fields: true` on this node.
+    pub fn preserves_unknown_fields(&self) -> bool {
+        self.flag("x-kubernetes-preserve-unknown-fields")
+    }
+
+    /// The schema of map values, when `additionalProperties` is a schema.
+    pub fn map_values(&self) -> Option<&Schema> {
+        match &self.additional_properties {
+            Some(AdditionalProperties::Schema(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Every field path this schema describes (properties, items, map values),
+    /// parents before children, for the data-loss analysis.
+    pub fn field_paths(&self) -> Vec<FieldPath> {
+        let mut out = Vec::new();
+        self.collect_paths(&FieldPath::root(), &mut out);
+        out
+    }
+
+    fn collect_paths(&self, path: &FieldPath, out: &mut Vec<FieldPath>) {
+        for (name, child) in &self.properties {
+            let p = path.property(name);
+            out.push(p.clone());
+            child.collect_paths(&p, out);
+        }
+        if let Some(items) = &self.items {
+            items.collect_paths(&path.items(), out);
+        }
+        if let Some(values) = self.map_values() {
+            values.collect_paths(&path.map_values(), out);
+        }
+    }
+
+    /// The node at `path`, and whether an ancestor on the way (or the node's
+    /// parent) keeps unknown fields, which stops pruning below it.
+    pub fn lookup(&self, path: &FieldPath) -> Lookup<'_> {
+        let mut node = self;
+        for seg in path.segments() {
+            let next = match seg {
+                path::Segment::Property(name) => node.properties.get(name.as_str()),
+                path::Segment::Items => node.items.as_deref(),
+                path::Segment::MapValues => node.map_values(),
+            };
+            match next {
+                Some(n) => node = n,
+                None => {
+                    let kept = node.preserves_unknown_fields()
+                        || matches!(
+                            node.additional_properties,
+                            Some(AdditionalProperties::Allowed(true))
+                        ) && matches!(seg, path::Segment::Property(_));
+                    return if kept {
+                        Lookup::KeptUnknown
+                    } else {
+                        Lookup::Pruned
+                    };
+                }
+            }
+        }
+        Lookup::Found(node)
+    }
+}
+
+/// Where a path leads in a schema.
+#[derive(Debug)]
+pub enum Lookup<'a> {
+    /// The schema describes the path.
+    Found(&'a Schema),
+    /// Not described, but an enclosing node keeps unknown fields.
+    KeptUnknown,
+    /// Not described: the API server prunes it.
+    Pruned,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn children_are_typed_and_other_keywords_kept() {
+        let s = Schema::from_value(&json!({
+            "type": "object",
+            "title": "t",
+            "properties": {"spec": {"type": "object", "properties": {
+                "ports": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}}}},
+                "labels": {"type": "object", "additionalProperties": {"type": "string"}}
+            }}}
+        }))
+        .unwrap();
+        assert_eq!(s.keyword("title"), Some(&json!("t")));
+        let paths: Vec<String> = s.field_paths().iter().map(ToString::to_string).collect();
+        assert_eq!(
+            paths,
+            [
+                "^.spec",
+                "^.spec.labels",
+                "^.spec.ports",
+                "^.spec.ports[*].name"
+            ]
+        );
+        assert_eq!(
+            s.to_value()["properties"]["spec"]["properties"]["labels"]["additionalProperties"],
+            json!({"type": "string"})
+        );
+    }
+
+    #[test]
+    fn a_schema_that_is_not_an_object_is_an_error_with_its_path() {
+        let err = Schema::from_value(&json!({"properties": {"spec": "nope"}})).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "^.spec: a schema must be an object, found a string"
+        );
+    }
+
+    #[test]
+    fn lookup_reports_pruning_and_preserved_subtrees() {
+        let s = Schema::from_value(&json!({"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {"a": {"type": "string"}}},
+            "raw": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+        }}))
+        .unwrap();
+        let p = FieldPath::root().property("spec").property("b");
+        assert!(matches!(s.lookup(&p), Lookup::Pruned));
+        let p = FieldPath::root().property("raw").property("x");
+        assert!(matches!(s.lookup(&p), Lookup::KeptUnknown));
+        let p = FieldPath::root().property("spec").property("a");
+        assert!(matches!(s.lookup(&p), Lookup::Found(_)));
+    }
+}
