@@ -395,7 +395,7 @@ touches them, and clients decoding the field break. Add a new field (or version)
                 Check::Enum,
                 Severity::Error,
                 format!(
-                    "enum restriction added {}: any other value {TIGHTENED}; {TIGHTENED_FIX}",
+                    "enum restriction added {}: objects with any other value {TIGHTENED}; {TIGHTENED_FIX}",
                     list(&new_vals.iter().collect::<Vec<_>>())
                 ),
                 None,
@@ -559,8 +559,7 @@ value, silently changing its meaning. Keep the old default in this version",
             Check::MultipleOf,
             Severity::Error,
             format!(
-                "multipleOf {} -> {}: values that were valid are no longer multiples, so such objects \
-{TIGHTENED}",
+                "multipleOf {} -> {}: objects whose value is not a multiple of the new one {TIGHTENED}",
                 show(o.as_ref()),
                 show(n.as_ref())
             ),
@@ -592,7 +591,7 @@ x-kubernetes-list-type: set or map instead), and lists with duplicates would fai
         let (o, n) = (o.cloned(), n.cloned());
         let message = match (&o, &n) {
             (None, Some(p)) => format!(
-                "pattern {} added: values that do not match {TIGHTENED}; {TIGHTENED_FIX}",
+                "pattern {} added: objects whose value does not match {TIGHTENED}; {TIGHTENED_FIX}",
                 short(p, 60)
             ),
             (Some(_), None) => {
@@ -605,7 +604,7 @@ x-kubernetes-list-type: set or map instead), and lists with duplicates would fai
                 )
             }
             _ => format!(
-                "pattern changed {} -> {}: values matching only the old pattern {TIGHTENED}; {TIGHTENED_FIX}",
+                "pattern changed {} -> {}: objects whose value matches only the old pattern {TIGHTENED}; {TIGHTENED_FIX}",
                 show(o.as_ref()),
                 show(n.as_ref())
             ),
@@ -633,7 +632,7 @@ x-kubernetes-list-type: set or map instead), and lists with duplicates would fai
             (
                 Severity::Error,
                 format!(
-                    "format {} -> {}: the API server validates {new_format}, so values that do not conform \
+                    "format {} -> {}: the API server validates {new_format}, so objects whose value does not conform \
 {TIGHTENED}",
                     show(o.as_ref()),
                     show(n.as_ref())
@@ -919,12 +918,13 @@ does not describe is now pruned: {PRUNED}",
             &self.old.additional_properties,
             &self.new.additional_properties,
         );
-        let narrowed = match (o, n) {
-            (Some(AP::Schema(_)), None | Some(AP::Allowed(false))) => true,
-            (Some(AP::Allowed(true)), None | Some(AP::Allowed(false))) => true,
-            (Some(AP::Allowed(true)), Some(AP::Schema(_))) => true,
-            _ => false,
-        };
+        let narrowed = matches!(
+            (o, n),
+            (
+                Some(AP::Schema(_)) | Some(AP::Allowed(true)),
+                None | Some(AP::Allowed(false))
+            ) | (Some(AP::Allowed(true)), Some(AP::Schema(_)))
+        );
         if !narrowed {
             return;
         }
@@ -957,8 +957,8 @@ or rejected ({PRUNED})",
                 Check::IntOrString,
                 Severity::Error,
                 format!(
-                    "x-kubernetes-int-or-string removed: the field now accepts only {t}, so stored values of \
-the other type {TIGHTENED}"
+                    "x-kubernetes-int-or-string removed: the field now accepts only {t}, so objects holding the \
+other type {TIGHTENED}"
                 ),
                 Some(&Value::Bool(true)),
                 None,

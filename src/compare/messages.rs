@@ -1,14 +1,14 @@
 //! Phrases shared by the checks' messages, so that the same consequence is
 //! always explained the same way.
 
-/// Why tightening a value rule matters, and what ratcheting does about it.
-pub const TIGHTENED: &str = "existing objects that break the new rule cannot be created again as they are \
-(GitOps re-sync, backup restore), and updates that touch the field are rejected; on Kubernetes 1.30+ \
-(validation ratcheting) updates that leave the field unchanged still succeed, before 1.30 every update fails";
+/// What happens to stored objects a tightened rule rejects; reads after a
+/// subject such as "objects outside the new bound".
+pub const TIGHTENED: &str = "cannot be created again as they are (GitOps re-sync, restore) and are rejected \
+by updates that touch the field; updates that leave it unchanged still succeed on Kubernetes 1.30+ (validation \
+ratcheting), not before";
 
 /// The safe route for a tightened rule.
-pub const TIGHTENED_FIX: &str =
-    "check the stored objects first (apply-check --objects) or introduce the rule in a new version";
+pub const TIGHTENED_FIX: &str = "check the stored objects first (apply-check --objects)";
 
 /// Why a constraint under allOf/anyOf/oneOf/not is worse than a plain one.
 pub const NOT_RATCHETED: &str = "errors under allOf/anyOf/oneOf/not are never ratcheted, so every update of an \

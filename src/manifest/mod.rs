@@ -261,13 +261,13 @@ fn add_object(
     let api_version = map.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     // `kubectl get crd -o yaml` prints a `List`; a CustomResourceDefinitionList
     // is the typed form of the same thing.
-    if kind == "List" || kind.ends_with("List") {
-        if let Some(items) = map.get("items").and_then(Value::as_array) {
-            for item in items.clone() {
-                add_object(item, location.clone(), set)?;
-            }
-            return Ok(());
+    if kind.ends_with("List")
+        && let Some(items) = map.get("items").and_then(Value::as_array)
+    {
+        for item in items.clone() {
+            add_object(item, location.clone(), set)?;
         }
+        return Ok(());
     }
     let is_crd = kind == "CustomResourceDefinition"
         && matches!(
@@ -404,7 +404,7 @@ spec:
         let err = load_str(&text).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "crds.yaml:17: CRD widgets.example.com is defined twice (first at crds.yaml:1)"
+            "crds.yaml:16: CRD widgets.example.com is defined twice (first at crds.yaml:1)"
         );
     }
 
@@ -413,7 +413,17 @@ spec:
         let text = format!("{CRD}---\nkind: [oops\nspec: 1\n");
         let err = load_str(&text).unwrap_err();
         let msg = err.to_string();
-        assert!(msg.starts_with("crds.yaml:18: invalid YAML"), "{msg}");
+        assert!(msg.starts_with("crds.yaml:17: invalid YAML"), "{msg}");
+    }
+
+    #[test]
+    fn a_repeated_key_keeps_the_last_value_as_kubectl_does() {
+        let set = load_str(&CRD.replace(
+            "  scope: Namespaced\n",
+            "  scope: Cluster\n  scope: Namespaced\n",
+        ))
+        .unwrap();
+        assert_eq!(set.crds[0].crd.spec.scope, "Namespaced");
     }
 
     #[test]

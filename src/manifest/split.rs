@@ -56,7 +56,13 @@ fn parse_piece(
     if is_blank(piece) {
         return Ok(());
     }
-    let options = serde_saphyr::options! { legacy_octal_numbers: true };
+    // kubectl reads YAML 1.1 (`0755` is octal) and, with the API server,
+    // accepts a repeated key with a warning, the last one winning: released
+    // operator manifests rely on both.
+    let options = serde_saphyr::options! {
+        legacy_octal_numbers: true,
+        duplicate_keys: serde_saphyr::options::DuplicateKeyPolicy::LastWins,
+    };
     match serde_saphyr::from_str_with_options::<Value>(piece, options) {
         Ok(Value::Null) => Ok(()),
         Ok(value) => {

@@ -1,0 +1,208 @@
+//! Every upgrade pair of the shared corpus (`../shared/corpus`, real CRDs of
+//! public operators across releases) compares without a tool error, and the
+//! pairs PAIRS.md marks UNSAFE are flagged with the checks that match its
+//! reasons. Stored versions come from the project's history in the corpus,
+//! as PAIRS.md computes them: every version that was the storage version in
+//! a release up to the old one.
+//!
+//! Outside CI a missing corpus skips the test with a notice; with CI=true it
+//! fails.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use crd_safety::compare::{Check, Severity};
+use crd_safety::config::Config;
+use crd_safety::diff::{StoredVersionsArg, diff};
+use crd_safety::manifest::{self, Source};
+use serde_json::Value;
+
+fn corpus_dir() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
+    if dir.join("pairs.json").exists() {
+        return Some(dir);
+    }
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!(
+            "corpus not found at {} (required when CI=true)",
+            dir.display()
+        );
+    }
+    eprintln!(
+        "notice: corpus not found at {}; skipping the corpus test",
+        dir.display()
+    );
+    None
+}
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// One release: its name and the (CRD, storage version) pairs it ships.
+type Release = (String, Vec<(String, String)>);
+
+/// Releases per project, in manifest order (oldest first).
+fn storage_history(manifest: &Value) -> BTreeMap<String, Vec<Release>> {
+    let mut by_project: BTreeMap<String, Vec<Release>> = BTreeMap::new();
+    for entry in manifest.as_array().into_iter().flatten() {
+        let project = entry["project"].as_str().unwrap_or_default().to_string();
+        let release = entry["release"].as_str().unwrap_or_default().to_string();
+        let releases = by_project.entry(project).or_default();
+        if releases.last().map(|(r, _)| r) != Some(&release) {
+            releases.push((release.clone(), Vec::new()));
+        }
+        let current = &mut releases.last_mut().expect("pushed above").1;
+        for pair in entry["crd_versions"].as_array().into_iter().flatten() {
+            let (Some(crd), Some(version)) = (pair[0].as_str(), pair[1].as_str()) else {
+                continue;
+            };
+            if let Some(v) = version.strip_suffix('*') {
+                current.push((crd.to_string(), v.to_string()));
+            }
+        }
+    }
+    by_project
+}
+
+fn stored_versions_for(
+    history: &[(String, Vec<(String, String)>)],
+    old_release: &str,
+) -> StoredVersionsArg {
+    let mut arg = StoredVersionsArg::default();
+    let upto = history
+        .iter()
+        .position(|(r, _)| r == old_release)
+        .map_or(history.len(), |i| i + 1);
+    for (_, storage) in &history[..upto] {
+        for (crd, v) in storage {
+            let list = arg.by_crd.entry(crd.clone()).or_default();
+            if !list.contains(v) {
+                list.push(v.clone());
+            }
+        }
+    }
+    arg
+}
+
+/// The checks that answer one of PAIRS.md's reasons.
+fn expected_checks(issue: &str) -> Option<(Option<String>, &'static [Check])> {
+    let category = issue.split(']').next()?.trim_start_matches('[');
+    Some(match category {
+        "storage" => (None, &[Check::StoredVersionRemoval]),
+        "scope" => (None, &[Check::Scope]),
+        "client" => (None, &[Check::ServedVersionRemoval]),
+        "identity" => (None, &[Check::Names]),
+        "schema" => {
+            // "[schema] v1alpha2: required added x1, e.g. .spec.csr"
+            let rest = issue.split("] ").nth(1)?;
+            let (version, what) = rest.split_once(": ")?;
+            let kind = what.split(" x").next()?;
+            let checks: &'static [Check] = match kind {
+                "required added" => &[Check::Required],
+                "fields removed" => &[Check::ExistingFieldRemoval],
+                "type changed" => &[Check::Type],
+                "enum added" | "enum narrowed" => &[Check::Enum],
+                "bounds tightened" => &[
+                    Check::Minimum,
+                    Check::Maximum,
+                    Check::MinLength,
+                    Check::MaxLength,
+                    Check::MinItems,
+                    Check::MaxItems,
+                    Check::MinProperties,
+                    Check::MaxProperties,
+                ],
+                "preserve unknown removed" => &[Check::PreserveUnknownFields],
+                "nullable removed" => &[Check::Nullable],
+                _ => return None,
+            };
+            (Some(version.to_string()), checks)
+        }
+        _ => return None,
+    })
+}
+
+#[test]
+fn every_corpus_pair_compares_and_unsafe_pairs_are_flagged_with_the_right_checks() {
+    let Some(dir) = corpus_dir() else { return };
+    let pairs = read_json(&dir.join("pairs.json"));
+    let history = storage_history(&read_json(&dir.join("manifest.json")));
+    let config = Config::default();
+    let mut problems = Vec::new();
+    let mut compared = 0usize;
+    let mut checked_reasons = 0usize;
+    for pair in pairs.as_array().into_iter().flatten() {
+        let project = pair["project"].as_str().unwrap_or_default();
+        let old_dir = pair["old_dir"].as_str().unwrap_or_default();
+        let new_dir = pair["new_dir"].as_str().unwrap_or_default();
+        let label = format!("{old_dir} -> {new_dir}");
+        let old = match manifest::load(&[Source::Path(dir.join(old_dir))]) {
+            Ok(s) => s,
+            Err(e) => {
+                problems.push(format!("{label}: tool error on old side: {e}"));
+                continue;
+            }
+        };
+        let new = match manifest::load(&[Source::Path(dir.join(new_dir))]) {
+            Ok(s) => s,
+            Err(e) => {
+                problems.push(format!("{label}: tool error on new side: {e}"));
+                continue;
+            }
+        };
+        let stored = stored_versions_for(
+            history.get(project).map(Vec::as_slice).unwrap_or_default(),
+            pair["old"].as_str().unwrap_or_default(),
+        );
+        let report = diff(&old, &new, &stored, &config);
+        compared += 1;
+        if pair["verdict"] != "UNSAFE" {
+            continue;
+        }
+        for (crd_name, crd) in pair["crds"].as_object().into_iter().flatten() {
+            let Some(entry) = report.crds.iter().find(|c| &c.name == crd_name) else {
+                problems.push(format!("{label}: {crd_name} missing from the report"));
+                continue;
+            };
+            for issue in crd["issues"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+            {
+                let Some((version, checks)) = expected_checks(issue) else {
+                    continue;
+                };
+                checked_reasons += 1;
+                let found = entry.findings.iter().any(|f| {
+                    checks.contains(&f.check)
+                        && f.severity >= Severity::Warning
+                        && version
+                            .as_ref()
+                            .is_none_or(|v| f.version.as_deref() == Some(v.as_str()))
+                });
+                if !found {
+                    let got: BTreeSet<String> = entry
+                        .findings
+                        .iter()
+                        .filter(|f| f.severity >= Severity::Warning)
+                        .map(|f| format!("{}@{}", f.check, f.version.as_deref().unwrap_or("-")))
+                        .collect();
+                    problems.push(format!(
+                        "{label}: {crd_name}: {issue:?} not flagged; got {got:?}"
+                    ));
+                }
+            }
+        }
+    }
+    eprintln!("compared {compared} corpus pairs, checked {checked_reasons} unsafe reasons");
+    assert!(compared >= 170, "only {compared} pairs compared");
+    assert!(
+        problems.is_empty(),
+        "{} problem(s):\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+}
