@@ -383,17 +383,16 @@ new endpoint is serving before applying"
             );
         }
     }
-    if ns == "None" && new.served_versions().count() > 1 && schemas_differ(new) {
-        let already = old.conversion_strategy() == "None" && schemas_differ(old);
+    // Reported once, when it starts; a CRD that always had it is not news.
+    let already = os == "None" && schemas_differ(old);
+    if ns == "None" && new.served_versions().count() > 1 && schemas_differ(new) && !already {
         out.push(
             Check::Conversion,
-            if already { Severity::Info } else { Severity::Warning },
+            Severity::Warning,
             None,
-            format!(
-                "conversion is None but the served versions' schemas differ: the API server only rewrites \
-apiVersion, so a round trip through another version drops fields (see conversionDataLoss){}",
-                if already { "; the old CRD already had this" } else { "" }
-            ),
+            "conversion is None but the served versions' schemas differ: the API server only rewrites \
+apiVersion, so a round trip through another version drops fields (see conversionDataLoss)"
+                .to_string(),
             None,
             None,
         );

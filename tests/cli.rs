@@ -1,0 +1,383 @@
+//! The binary from the outside: what a user sees for each output format,
+//! exit codes, and one clear line for every kind of bad input.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs the plugin in the repository root with a fixed, colorless terminal.
+fn run(args: &[&str], stdin: Option<&str>) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kubectl-crd_safety"));
+    cmd.args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("NO_COLOR", "1")
+        .env("COLUMNS", "120")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("the binary starts");
+    {
+        let mut pipe = child.stdin.take().expect("stdin is piped");
+        if let Some(text) = stdin {
+            pipe.write_all(text.as_bytes())
+                .expect("stdin accepts the input");
+        }
+    }
+    let out = child.wait_with_output().expect("the binary finishes");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+const OLD: &str = "examples/widgets/old.yaml";
+const NEW: &str = "examples/widgets/new.yaml";
+
+fn temp_file(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).expect("temp file is written");
+    path.display().to_string()
+}
+
+/// Error lines name temp paths; show them relative to the temp dir.
+fn relative(text: &str, dir: &tempfile::TempDir) -> String {
+    text.replace(&format!("{}/", dir.path().display()), "")
+}
+
+#[test]
+fn an_unsafe_upgrade_prints_a_table_per_crd_and_exits_1() {
+    let r = run(&["diff", OLD, NEW], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.is_empty(), "{}", r.stderr);
+    insta::assert_snapshot!("widgets_table", r.stdout);
+}
+
+#[test]
+fn the_table_lists_info_findings_on_request() {
+    let r = run(&["diff", OLD, NEW, "--show-info"], None);
+    assert!(r.stdout.contains("description"));
+    let hidden = run(&["diff", OLD, NEW], None);
+    assert!(
+        hidden
+            .stdout
+            .contains("1 info finding hidden (--show-info to list)")
+    );
+}
+
+#[test]
+fn markdown_output_is_ready_for_a_pull_request_comment() {
+    let r = run(&["diff", OLD, NEW, "-o", "markdown"], None);
+    assert_eq!(r.code, 1);
+    insta::assert_snapshot!("widgets_markdown", r.stdout);
+}
+
+#[test]
+fn json_output_keeps_its_documented_contract() {
+    let r = run(&["diff", OLD, NEW, "-o", "json"], None);
+    assert_eq!(r.code, 1);
+    let v: Value = serde_json::from_str(&r.stdout).expect("stdout is JSON");
+    let crd = &v["crds"][0];
+    assert_eq!(crd["name"], "widgets.example.com");
+    assert_eq!(crd["status"], "unsafe");
+    assert_eq!(
+        crd["storedVersions"]["versions"],
+        serde_json::json!(["v1alpha1", "v1"])
+    );
+    assert_eq!(crd["storedVersions"]["source"], "status");
+    let findings = crd["findings"].as_array().expect("findings is a list");
+    for f in findings {
+        for key in [
+            "check", "severity", "version", "path", "message", "old", "new",
+        ] {
+            assert!(f.get(key).is_some(), "finding lacks {key}: {f}");
+        }
+        assert!(matches!(
+            f["severity"].as_str(),
+            Some("error" | "warning" | "info")
+        ));
+    }
+    let stored = findings
+        .iter()
+        .find(|f| f["check"] == "storedVersionRemoval")
+        .expect("stored version removal is reported");
+    assert_eq!(stored["severity"], "error");
+    assert_eq!(stored["version"], "v1alpha1");
+    assert!(
+        stored["path"].is_null(),
+        "CRD-wide findings have a null path"
+    );
+    let min = findings
+        .iter()
+        .find(|f| f["check"] == "minimum")
+        .expect("minimum is reported");
+    assert_eq!(min["path"], "^.spec.size");
+    assert_eq!(
+        (min["old"].as_i64(), min["new"].as_i64()),
+        (Some(1), Some(2))
+    );
+    let s = &v["summary"];
+    assert_eq!(s["crds"], 1);
+    assert_eq!(s["unsafeCrds"], 1);
+    assert_eq!(s["failed"], true);
+    assert_eq!(
+        s["errors"].as_u64(),
+        Some(findings.iter().filter(|f| f["severity"] == "error").count() as u64)
+    );
+    assert_eq!(v["mode"], "error");
+    assert_eq!(v["failMode"], "closed");
+}
+
+#[test]
+fn yaml_output_has_the_same_structure_as_json() {
+    let j: Value =
+        serde_json::from_str(&run(&["diff", OLD, NEW, "-o", "json"], None).stdout).expect("json");
+    let y: Value =
+        serde_saphyr::from_str(&run(&["diff", OLD, NEW, "-o", "yaml"], None).stdout).expect("yaml");
+    assert_eq!(j, y);
+}
+
+#[test]
+fn a_safe_upgrade_exits_0() {
+    let r = run(
+        &[
+            "diff",
+            "examples/safe-upgrade/old.yaml",
+            "examples/safe-upgrade/new.yaml",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    assert!(r.stdout.contains("gadgets.example.com  SAFE"));
+    assert!(
+        r.stdout.contains("storedVersions: v1 (ASSUMED"),
+        "the assumption is spelled out"
+    );
+}
+
+#[test]
+fn warn_mode_reports_errors_but_exits_0() {
+    let r = run(&["diff", OLD, NEW, "--mode", "warn"], None);
+    assert_eq!(r.code, 0);
+    assert!(r.stdout.contains("storedVersionRemoval"));
+    assert!(r.stdout.contains("(mode: warn, not failing)"));
+}
+
+#[test]
+fn a_config_file_changes_levels_and_records_exceptions() {
+    let r = run(
+        &[
+            "diff",
+            OLD,
+            NEW,
+            "--config",
+            "examples/crd-safety.yaml",
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    let v: Value = serde_json::from_str(&r.stdout).expect("json");
+    let crd = &v["crds"][0];
+    let checks: Vec<&str> = crd["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter_map(|f| f["check"].as_str())
+        .collect();
+    assert!(
+        !checks.contains(&"description"),
+        "description is ignored by the example config"
+    );
+    assert!(
+        !checks.contains(&"existingFieldRemoval"),
+        "legacyMode removal is excepted"
+    );
+    assert_eq!(crd["excepted"][0]["check"], "existingFieldRemoval");
+    assert_eq!(crd["excepted"][0]["path"], "^.spec.legacyMode");
+    assert!(
+        crd["excepted"][0]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("never read"))
+    );
+}
+
+#[test]
+fn stored_versions_from_the_flag_replace_the_assumption() {
+    let r = run(
+        &[
+            "diff",
+            "examples/conversion-none/old.yaml",
+            "examples/conversion-none/new.yaml",
+            "--stored-versions",
+            "sprockets.example.com=v1alpha1,v1beta1",
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    let v: Value = serde_json::from_str(&r.stdout).expect("json");
+    assert_eq!(v["crds"][0]["storedVersions"]["source"], "flag");
+    let loss = v["crds"][0]["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .find(|f| f["check"] == "storedVersionRemoval" && f["version"] == "v1alpha1");
+    assert!(
+        loss.is_some(),
+        "v1alpha1 is listed as stored and is absent from the new CRD"
+    );
+}
+
+#[test]
+fn the_old_side_can_come_from_stdin() {
+    let old = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(OLD))
+        .expect("example exists");
+    let r = run(&["diff", "-", NEW, "-o", "json"], Some(&old));
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let v: Value = serde_json::from_str(&r.stdout).expect("json");
+    assert_eq!(v["crds"][0]["oldSource"], "<stdin>:4");
+}
+
+#[test]
+fn a_directory_is_read_recursively_and_other_kinds_are_counted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("nested")).expect("mkdir");
+    let crd =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(NEW)).expect("example");
+    temp_file(&dir, "nested/crd.yaml", &crd);
+    temp_file(
+        &dir,
+        "ns.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: x}\n",
+    );
+    temp_file(&dir, "notes.txt", "not yaml: [\n");
+    let r = run(
+        &["diff", NEW, &dir.path().display().to_string(), "-o", "json"],
+        None,
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: Value = serde_json::from_str(&r.stdout).expect("json");
+    assert_eq!(v["summary"]["skippedDocuments"], 1);
+    assert_eq!(v["skippedDocuments"][0]["kind"], "v1 Namespace");
+}
+
+#[test]
+fn bad_input_gets_one_clear_line_and_exit_2() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let crd =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(NEW)).expect("example");
+    let cases = [
+        ("broken.yaml", "apiVersion: v1\nkind: [oops\n".to_string(), "broken.yaml:2: invalid YAML"),
+        ("broken.json", "{\"a\": }".to_string(), "broken.json:1: invalid JSON"),
+        ("scalar.yaml", "hello\n".to_string(), "scalar.yaml:1: not a Kubernetes object"),
+        (
+            "other.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n".to_string(),
+            "other.yaml: no CustomResourceDefinition found (1 document(s) read, 1 of another kind)",
+        ),
+        (
+            "twostorage.yaml",
+            crd.replace("  - name: v1\n", "  - name: v2\n    served: true\n    storage: true\n    schema: {openAPIV3Schema: {type: object}}\n  - name: v1\n"),
+            "twostorage.yaml:3: CRD widgets.example.com: exactly one version must have storage: true, found v2, v1",
+        ),
+        (
+            "noversions.yaml",
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: a.b.c}\nspec: {group: b.c, scope: Namespaced, names: {kind: A, plural: a}, versions: []}\n".to_string(),
+            "noversions.yaml:1: CRD a.b.c: spec.versions is empty",
+        ),
+        ("dup.yaml", format!("{crd}---\n{crd}"), "CRD widgets.example.com is defined twice (first at dup.yaml:3)"),
+    ];
+    for (name, text, want) in cases {
+        let path = temp_file(&dir, name, &text);
+        let r = run(&["diff", NEW, &path], None);
+        let stderr = relative(&r.stderr, &dir);
+        assert_eq!(r.code, 2, "{name}: {stderr}");
+        assert!(r.stdout.is_empty(), "{name}: nothing on stdout");
+        assert_eq!(stderr.lines().count(), 1, "{name}: one line: {stderr}");
+        assert!(
+            stderr.contains(want),
+            "{name}: {stderr:?} should contain {want:?}"
+        );
+        assert!(!stderr.contains("panicked"), "{name}");
+    }
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let missing = run(&["diff", NEW, "does/not/exist.yaml"], None);
+    assert_eq!(missing.code, 2);
+    assert!(
+        missing
+            .stderr
+            .starts_with("error: does/not/exist.yaml: No such file or directory"),
+        "{}",
+        missing.stderr
+    );
+    let both_stdin = run(&["diff", "-", "-"], None);
+    assert_eq!(both_stdin.code, 2);
+    assert!(
+        both_stdin
+            .stderr
+            .contains("only one of OLD and NEW can be -")
+    );
+    let no_args = run(&["diff"], None);
+    assert_eq!(no_args.code, 2);
+    let bad_flag = run(&["diff", OLD, NEW, "--stored-versions", "x="], None);
+    assert_eq!(bad_flag.code, 2);
+}
+
+#[test]
+fn a_bad_config_is_refused_naming_the_valid_keys() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = temp_file(&dir, "c.yaml", "checks:\n  enumz: ignore\n");
+    let r = run(&["diff", OLD, NEW, "--config", &path], None);
+    assert_eq!(r.code, 2);
+    let stderr = relative(&r.stderr, &dir);
+    assert!(
+        stderr.starts_with("error: c.yaml: checks: unknown check \"enumz\"; valid checks: scope,"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn color_is_used_only_when_asked_or_on_a_terminal() {
+    let plain = run(&["diff", OLD, NEW], None);
+    assert!(
+        !plain.stdout.contains('\u{1b}'),
+        "no escape codes when piped"
+    );
+    let forced = run(&["diff", OLD, NEW, "--color", "always"], None);
+    assert!(forced.stdout.contains("\u{1b}["), "--color always colors");
+}
+
+#[test]
+fn the_checks_command_lists_the_whole_catalog() {
+    let r = run(&["checks"], None);
+    assert_eq!(r.code, 0);
+    for c in crd_safety::compare::Check::ALL {
+        assert!(r.stdout.contains(c.id()), "{} missing", c.id());
+    }
+}
+
+#[test]
+fn help_documents_the_exit_codes() {
+    let r = run(&["diff", "--help"], None);
+    assert_eq!(r.code, 0);
+    for line in [
+        "0  no error findings",
+        "1  at least one error finding",
+        "2  usage",
+        "3  cluster error",
+    ] {
+        assert!(r.stdout.contains(line), "{line}");
+    }
+}
