@@ -1,0 +1,329 @@
+//! A real control plane for the live tests: etcd and kube-apiserver on
+//! loopback, started once per test binary, the way controller-runtime's
+//! envtest starts them.
+//!
+//! Binaries come from `KUBEBUILDER_ASSETS`, or are built once from the Go
+//! module proxy by `scripts/envtest-assets.sh`. When they cannot be had, the
+//! live tests are skipped with a notice, except with `CI=true`, where they
+//! fail. Each server runs under a tiny bash wrapper that kills it when the
+//! test process goes away (its stdin pipe closes), so no server outlives the
+//! tests even though the shared control plane is never dropped.
+
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// A running etcd + kube-apiserver and kubeconfigs for two users.
+pub struct ControlPlane {
+    /// Keeps certificates, data and kubeconfigs alive.
+    pub dir: tempfile::TempDir,
+    /// `https://127.0.0.1:<port>`.
+    pub server: String,
+    /// A user in `system:masters`.
+    pub admin_kubeconfig: PathBuf,
+    /// A user with no RBAC bindings at all (every request is forbidden).
+    pub restricted_kubeconfig: PathBuf,
+    /// The directory with kube-apiserver, etcd (and kubectl when available).
+    pub assets: PathBuf,
+    // Dropping these closes the wrappers' stdin, which stops the servers.
+    _guards: Vec<(Child, ChildStdin)>,
+}
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+fn sh(dir: &Path, script: &str) {
+    let out = Command::new("bash")
+        .arg("-euo")
+        .arg("pipefail")
+        .arg("-c")
+        .arg(script)
+        .current_dir(dir)
+        .output()
+        .expect("bash runs");
+    assert!(
+        out.status.success(),
+        "setup step failed: {script}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Finds or builds the binaries. `Err` is the reason they are unavailable.
+fn assets() -> Result<PathBuf, String> {
+    let out = Command::new("bash")
+        .arg(repo().join("scripts/envtest-assets.sh"))
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run scripts/envtest-assets.sh: {e}"))?;
+    match out.status.code() {
+        Some(0) => {
+            let text = String::from_utf8_lossy(&out.stdout);
+            let line = text.lines().last().unwrap_or("").trim().to_string();
+            Ok(PathBuf::from(line))
+        }
+        Some(3) => Err("envtest binaries are not available (see the line above)".into()),
+        other => panic!("scripts/envtest-assets.sh failed with {other:?}"),
+    }
+}
+
+/// The wrapper: start the server, wait for stdin to close (this process
+/// exited), then stop the server (SIGTERM, SIGKILL after 5 s) and remove
+/// `$CLEANUP` if set.
+const GUARD: &str = r#""$@" & server=$!
+stop() {
+  kill "$server" 2>/dev/null
+  for _ in $(seq 50); do kill -0 "$server" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$server" 2>/dev/null
+  if [ -n "${CLEANUP:-}" ]; then rm -rf "$CLEANUP"; fi
+}
+trap stop EXIT
+read -r _ || true"#;
+
+/// Starts `program args` under a wrapper that dies with this process.
+fn spawn_guarded(
+    program: &Path,
+    args: &[String],
+    log: &Path,
+    cleanup: Option<&Path>,
+) -> (Child, ChildStdin) {
+    let log = std::fs::File::create(log).expect("log file");
+    let mut cmd = Command::new("bash");
+    if let Some(dir) = cleanup {
+        cmd.env("CLEANUP", dir);
+    }
+    let mut child = cmd
+        .arg("-c")
+        .arg(GUARD)
+        .arg("guard")
+        .arg(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(log.try_clone().expect("log"))
+        .stderr(log)
+        .spawn()
+        .expect("the server starts");
+    let stdin = child.stdin.take().expect("piped stdin");
+    (child, stdin)
+}
+
+fn write_kubeconfig(path: &Path, server: &str, ca: &Path, cert: &Path, key: &Path, user: &str) {
+    let text = format!(
+        "apiVersion: v1
+kind: Config
+clusters:
+- name: envtest
+  cluster:
+    server: {server}
+    certificate-authority: {ca}
+users:
+- name: {user}
+  user:
+    client-certificate: {cert}
+    client-key: {key}
+contexts:
+- name: envtest-{user}
+  context:
+    cluster: envtest
+    user: {user}
+    namespace: default
+current-context: envtest-{user}
+",
+        ca = ca.display(),
+        cert = cert.display(),
+        key = key.display()
+    );
+    let mut f = std::fs::File::create(path).expect("kubeconfig");
+    f.write_all(text.as_bytes()).expect("kubeconfig written");
+}
+
+impl ControlPlane {
+    fn start() -> Result<ControlPlane, String> {
+        let assets = assets()?;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path();
+        std::fs::create_dir_all(d.join("pki")).expect("pki dir");
+        // A CA for client certificates, two users, and the service-account key.
+        sh(
+            d,
+            r#"cd pki
+openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 2 -subj /CN=crd-safety-test-ca 2>/dev/null
+printf 'extendedKeyUsage=clientAuth\n' > client.ext
+for u in admin:system:masters restricted:; do
+  name=${u%%:*}; group=${u#*:}
+  subj="/CN=$name"; [ -n "$group" ] && subj="/O=$group/CN=$name"
+  openssl req -newkey rsa:2048 -nodes -keyout $name.key -out $name.csr -subj "$subj" 2>/dev/null
+  openssl x509 -req -in $name.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out $name.crt -days 2 -extfile client.ext 2>/dev/null
+done
+openssl genrsa -out sa.key 2048 2>/dev/null
+openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null"#,
+        );
+        let (client_port, peer_port, api_port) = (free_port(), free_port(), free_port());
+        let etcd_url = format!("http://127.0.0.1:{client_port}");
+        let peer_url = format!("http://127.0.0.1:{peer_port}");
+        let etcd_args: Vec<String> = vec![
+            format!("--data-dir={}", d.join("etcd").display()),
+            format!("--listen-client-urls={etcd_url}"),
+            format!("--advertise-client-urls={etcd_url}"),
+            format!("--listen-peer-urls={peer_url}"),
+            format!("--initial-advertise-peer-urls={peer_url}"),
+            format!("--initial-cluster=default={peer_url}"),
+            "--unsafe-no-fsync".into(),
+        ];
+        // etcd stops last and removes the whole directory.
+        let etcd = spawn_guarded(
+            &assets.join("etcd"),
+            &etcd_args,
+            &d.join("etcd.log"),
+            Some(d),
+        );
+        let server = format!("https://127.0.0.1:{api_port}");
+        let pki = d.join("pki");
+        let api_args: Vec<String> = vec![
+            format!("--etcd-servers={etcd_url}"),
+            format!("--cert-dir={}", d.join("certs").display()),
+            format!("--secure-port={api_port}"),
+            "--bind-address=127.0.0.1".into(),
+            "--service-cluster-ip-range=10.0.0.0/24".into(),
+            "--authorization-mode=RBAC".into(),
+            format!("--service-account-issuer={server}"),
+            format!(
+                "--service-account-key-file={}",
+                pki.join("sa.pub").display()
+            ),
+            format!(
+                "--service-account-signing-key-file={}",
+                pki.join("sa.key").display()
+            ),
+            format!("--client-ca-file={}", pki.join("ca.crt").display()),
+            "--disable-admission-plugins=ServiceAccount".into(),
+            "--allow-privileged=true".into(),
+        ];
+        let apiserver = spawn_guarded(
+            &assets.join("kube-apiserver"),
+            &api_args,
+            &d.join("apiserver.log"),
+            None,
+        );
+        // The API server writes its self-signed serving certificate at start.
+        let serving_ca = d.join("certs/apiserver.crt");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !serving_ca.exists() {
+            assert!(
+                Instant::now() < deadline,
+                "kube-apiserver wrote no serving certificate; see {}",
+                d.join("apiserver.log").display()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let admin = d.join("admin.kubeconfig");
+        let restricted = d.join("restricted.kubeconfig");
+        write_kubeconfig(
+            &admin,
+            &server,
+            &serving_ca,
+            &pki.join("admin.crt"),
+            &pki.join("admin.key"),
+            "admin",
+        );
+        write_kubeconfig(
+            &restricted,
+            &server,
+            &serving_ca,
+            &pki.join("restricted.crt"),
+            &pki.join("restricted.key"),
+            "restricted",
+        );
+        let plane = ControlPlane {
+            dir,
+            server,
+            admin_kubeconfig: admin,
+            restricted_kubeconfig: restricted,
+            assets,
+            _guards: vec![apiserver, etcd],
+        };
+        plane.wait_ready(deadline);
+        Ok(plane)
+    }
+
+    /// Polls `/readyz` with the admin identity until the server is ready.
+    fn wait_ready(&self, deadline: Instant) {
+        // Tests call this from inside their own runtime; poll on a thread of
+        // our own so the two runtimes never nest.
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| self.poll_ready(deadline))
+                .join()
+                .expect("readiness poll")
+        });
+    }
+
+    fn poll_ready(&self, deadline: Instant) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            loop {
+                if let Ok(client) = self.client(&self.admin_kubeconfig).await {
+                    let req = http::Request::get("/readyz")
+                        .body(Vec::new())
+                        .expect("request");
+                    if let Ok(body) = client.request_text(req).await
+                        && body.trim() == "ok"
+                    {
+                        return;
+                    }
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "kube-apiserver not ready within 60s; see {}",
+                    self.dir.path().join("apiserver.log").display()
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        });
+    }
+
+    /// A kube-rs client for one of the kubeconfigs.
+    pub async fn client(&self, kubeconfig: &Path) -> Result<kube::Client, String> {
+        let kc = kube::config::Kubeconfig::read_from(kubeconfig).map_err(|e| e.to_string())?;
+        let config =
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+                .await
+                .map_err(|e| e.to_string())?;
+        kube::Client::try_from(config).map_err(|e| e.to_string())
+    }
+}
+
+/// The control plane shared by every test of this binary, or `None` (after
+/// a notice) when the binaries are unavailable outside CI.
+pub fn control_plane() -> Option<&'static ControlPlane> {
+    static PLANE: OnceLock<Option<ControlPlane>> = OnceLock::new();
+    PLANE
+        .get_or_init(|| match ControlPlane::start() {
+            Ok(p) => Some(p),
+            Err(why) if in_ci() => panic!("live tests are required in CI, but {why}"),
+            Err(why) => {
+                eprintln!("notice: skipping live-cluster tests: {why}");
+                None
+            }
+        })
+        .as_ref()
+}
