@@ -33,6 +33,10 @@ pub enum Command {
     /// Compare old and new CRD manifests offline (files, directories or -), no cluster needed.
     #[command(after_help = EXIT_CODES)]
     Diff(DiffArgs),
+    /// Compare manifests with the live cluster (its real status.storedVersions) and let the API
+    /// server dry-run the update. Changes nothing.
+    #[command(name = "apply-check", after_help = EXIT_CODES)]
+    ApplyCheck(ApplyCheckArgs),
     /// List every check with its id, default severity and what it catches.
     Checks,
 }
@@ -101,4 +105,86 @@ pub struct DiffArgs {
     pub stored_versions: Vec<String>,
     #[command(flatten)]
     pub report: ReportArgs,
+}
+
+/// kubectl's connection flags (kubectl passes none of its own to plugins).
+#[derive(Debug, Args)]
+pub struct KubeArgs {
+    /// Path to the kubeconfig file [default: $KUBECONFIG (a :-separated list), then ~/.kube/config].
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use.
+    #[arg(long)]
+    pub context: Option<String>,
+    /// The kubeconfig cluster to use.
+    #[arg(long)]
+    pub cluster: Option<String>,
+    /// The kubeconfig user to use.
+    #[arg(long)]
+    pub user: Option<String>,
+    /// How long to wait for each request (`30s`, `1m`, or seconds; 0 = no limit), like kubectl.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub request_timeout: Option<std::time::Duration>,
+}
+
+/// kubectl's duration syntax: `500ms`, `30s`, `2m`, `1h`, `1m30s`, or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let s = s.trim();
+    if let Ok(secs) = s.parse::<u64>() {
+        return Ok(std::time::Duration::from_secs(secs));
+    }
+    let mut total = 0f64;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let (num, tail) = rest.split_at(num_len);
+        let value: f64 = num
+            .parse()
+            .map_err(|_| format!("invalid duration {s:?} (use e.g. 30s, 1m, 500ms)"))?;
+        let unit_len = tail
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(tail.len());
+        let (unit, next) = tail.split_at(unit_len);
+        let factor = match unit {
+            "ms" => 0.001,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return Err(format!("invalid duration {s:?} (use e.g. 30s, 1m, 500ms)")),
+        };
+        total += value * factor;
+        rest = next;
+    }
+    Ok(std::time::Duration::from_secs_f64(total))
+}
+
+#[derive(Debug, Args)]
+pub struct ApplyCheckArgs {
+    /// CRD manifests: files, directories (always read recursively) or - for stdin (repeatable).
+    #[arg(short = 'f', long = "filename", value_name = "PATH", required = true)]
+    pub filenames: Vec<String>,
+    /// Accepted for kubectl compatibility: directories are always read recursively.
+    #[arg(short = 'R', long, hide = true)]
+    pub recursive: bool,
+    #[command(flatten)]
+    pub kube: KubeArgs,
+    #[command(flatten)]
+    pub report: ReportArgs,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_read_like_kubectl() {
+        assert_eq!(parse_duration("5"), Ok(Duration::from_secs(5)));
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert!(parse_duration("soon").is_err());
+    }
 }

@@ -61,6 +61,24 @@ pub fn diff(
     stored: &StoredVersionsArg,
     config: &Config,
 ) -> Report {
+    let crds = entries(old, new, stored, config);
+    let skipped: Vec<SkippedDocument> = old
+        .skipped
+        .iter()
+        .chain(&new.skipped)
+        .map(SkippedDocument::from)
+        .collect();
+    Report::new(crds, skipped, config.mode, config.fail_mode)
+}
+
+/// One report entry per CRD: those of `new` in order, then those only in
+/// `old`.
+pub fn entries(
+    old: &ManifestSet,
+    new: &ManifestSet,
+    stored: &StoredVersionsArg,
+    config: &Config,
+) -> Vec<CrdReport> {
     let policy = config.policy();
     let mut crds = Vec::new();
     for n in &new.crds {
@@ -92,13 +110,7 @@ pub fn diff(
             crds.push(e);
         }
     }
-    let skipped: Vec<SkippedDocument> = old
-        .skipped
-        .iter()
-        .chain(&new.skipped)
-        .map(SkippedDocument::from)
-        .collect();
-    Report::new(crds, skipped, config.mode, config.fail_mode)
+    crds
 }
 
 #[cfg(test)]

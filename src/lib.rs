@@ -7,12 +7,14 @@
 //! compare → report. The binary (`kubectl-crd_safety`) parses flags, calls into
 //! this crate and maps the outcome to an exit code.
 
+pub mod cluster;
 pub mod compare;
 pub mod config;
 pub mod crd;
 pub mod diff;
 pub mod glob;
 pub mod json;
+pub mod live;
 pub mod manifest;
 pub mod report;
 pub mod schema;

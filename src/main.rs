@@ -10,7 +10,11 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use cli::{Cli, ColorChoice, Command, DiffArgs, FailModeArg, ModeArg, OutputFormat, ReportArgs};
+use cli::{
+    ApplyCheckArgs, Cli, ColorChoice, Command, DiffArgs, FailModeArg, ModeArg, OutputFormat,
+    ReportArgs,
+};
+use crd_safety::cluster::{self, KubeFlags};
 use crd_safety::compare::Check;
 use crd_safety::config::{Config, FailMode, Mode};
 use crd_safety::diff::{StoredVersionsArg, diff};
@@ -22,12 +26,21 @@ use crd_safety::report::{Report, TableOptions, render_markdown, render_table};
 enum Failure {
     /// Usage, configuration or input error: exit 2.
     Input(String),
+    /// The cluster could not answer: exit 3.
+    Cluster(String),
 }
 
 impl Failure {
     fn exit_code(&self) -> u8 {
         match self {
             Failure::Input(_) => 2,
+            Failure::Cluster(_) => 3,
+        }
+    }
+
+    fn message(&self) -> &str {
+        match self {
+            Failure::Input(m) | Failure::Cluster(m) => m,
         }
     }
 }
@@ -36,13 +49,13 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Diff(args) => run_diff(args),
+        Command::ApplyCheck(args) => run_apply_check(args),
         Command::Checks => print_checks(),
     };
     match result {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
-            let Failure::Input(msg) = &f;
-            eprintln!("error: {msg}");
+            eprintln!("error: {}", f.message());
             ExitCode::from(f.exit_code())
         }
     }
@@ -144,6 +157,37 @@ fn run_diff(args: DiffArgs) -> Result<u8, Failure> {
     let new =
         manifest::load(&[Source::parse(&args.new)]).map_err(|e| Failure::Input(e.to_string()))?;
     let report = diff(&old, &new, &stored, &config);
+    emit(&render(&report, &args.report))?;
+    Ok(report.exit_code())
+}
+
+fn kube_flags(args: &cli::KubeArgs) -> KubeFlags {
+    KubeFlags {
+        kubeconfig: args.kubeconfig.clone(),
+        context: args.context.clone(),
+        cluster: args.cluster.clone(),
+        user: args.user.clone(),
+        // kubectl reads 0 as "no limit".
+        request_timeout: args.request_timeout.filter(|t| !t.is_zero()),
+    }
+}
+
+fn run_apply_check(args: ApplyCheckArgs) -> Result<u8, Failure> {
+    if args.filenames.iter().filter(|f| f.as_str() == "-").count() > 1 {
+        return Err(Failure::Input("-f - can be given once".into()));
+    }
+    let config = load_config(&args.report)?;
+    let sources: Vec<Source> = args.filenames.iter().map(|f| Source::parse(f)).collect();
+    let new = manifest::load(&sources).map_err(|e| Failure::Input(e.to_string()))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Input(format!("cannot start the async runtime: {e}")))?;
+    let report = runtime.block_on(async {
+        let conn = cluster::connect(&kube_flags(&args.kube)).await?;
+        crd_safety::live::apply_check(&conn, &new, &config).await
+    });
+    let report = report.map_err(|e| Failure::Cluster(e.to_string()))?;
     emit(&render(&report, &args.report))?;
     Ok(report.exit_code())
 }

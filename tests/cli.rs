@@ -1,43 +1,12 @@
 //! The binary from the outside: what a user sees for each output format,
 //! exit codes, and one clear line for every kind of bad input.
 
-use std::io::Write;
+mod support;
+
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use serde_json::Value;
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-/// Runs the plugin in the repository root with a fixed, colorless terminal.
-fn run(args: &[&str], stdin: Option<&str>) -> Run {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kubectl-crd_safety"));
-    cmd.args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("NO_COLOR", "1")
-        .env("COLUMNS", "120")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("the binary starts");
-    {
-        let mut pipe = child.stdin.take().expect("stdin is piped");
-        if let Some(text) = stdin {
-            pipe.write_all(text.as_bytes())
-                .expect("stdin accepts the input");
-        }
-    }
-    let out = child.wait_with_output().expect("the binary finishes");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
+use support::run::run;
 
 const OLD: &str = "examples/widgets/old.yaml";
 const NEW: &str = "examples/widgets/new.yaml";

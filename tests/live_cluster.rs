@@ -1,42 +1,119 @@
 //! Live tests against a real kube-apiserver and etcd (see
-//! `support/envtest.rs`). This file proves the harness: the admin identity
-//! can manage CRDs and sees `status.storedVersions`; the restricted one is
-//! denied by RBAC.
+//! `support/envtest.rs`), one control plane shared by the whole file. Each
+//! test uses its own CRD names so the tests can run in parallel.
 
 mod support;
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::Api;
-use kube::api::{Patch, PatchParams};
-use support::envtest::control_plane;
+use std::path::Path;
+use std::time::{Duration, Instant};
 
-fn widget_crd() -> CustomResourceDefinition {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/examples/safe-upgrade/old.yaml"
-    ))
-    .expect("example CRD");
-    serde_saphyr::from_str(&text).expect("example CRD parses")
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use serde_json::{Value, json};
+use support::envtest::{ControlPlane, control_plane};
+use support::run::run;
+
+/// A CRD `<plural>.example.com` with the given versions; `extra` adds
+/// fields to v1's spec schema.
+fn crd(plural: &str, versions: &[(&str, bool, bool)], extra: Value) -> Value {
+    let kind = format!(
+        "{}{}",
+        plural[..1].to_uppercase(),
+        &plural[1..plural.len() - 1]
+    );
+    let mut spec_props = json!({"size": {"type": "integer"}});
+    if let (Some(p), Some(e)) = (spec_props.as_object_mut(), extra.as_object()) {
+        p.extend(e.clone());
+    }
+    let versions: Vec<Value> = versions
+        .iter()
+        .map(|(name, served, storage)| {
+            json!({"name": name, "served": served, "storage": storage, "schema": {"openAPIV3Schema": {
+                "type": "object",
+                "properties": {"spec": {"type": "object", "properties": spec_props}}
+            }}})
+        })
+        .collect();
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.example.com")},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"kind": kind, "plural": plural},
+                 "versions": versions}
+    })
 }
 
-#[tokio::test]
-async fn the_test_control_plane_serves_crds_to_admin_and_denies_the_restricted_user() {
-    let Some(plane) = control_plane() else { return };
-    let admin = plane
+async fn admin(plane: &ControlPlane) -> Client {
+    plane
         .client(&plane.admin_kubeconfig)
         .await
-        .expect("admin client");
-    let crds: Api<CustomResourceDefinition> = Api::all(admin);
-    let crd = widget_crd();
-    let name = "gadgets.example.com";
+        .expect("admin client")
+}
+
+/// Applies a CRD as the admin and waits until it is Established.
+async fn install(client: &Client, manifest: &Value) {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let name = manifest["metadata"]["name"].as_str().expect("name");
+    let crd: CustomResourceDefinition =
+        serde_json::from_value(manifest.clone()).expect("typed CRD");
     crds.patch(
         name,
         &PatchParams::apply("crd-safety-test").force(),
         &Patch::Apply(&crd),
     )
     .await
-    .expect("admin applies the CRD");
-    let live = crds.get(name).await.expect("admin reads the CRD");
+    .expect("the CRD is applied");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let live = crds.get(name).await.expect("CRD readable");
+        let established = live
+            .status
+            .and_then(|s| s.conditions)
+            .unwrap_or_default()
+            .iter()
+            .any(|c| c.type_ == "Established" && c.status == "True");
+        if established {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{name} not Established in 30s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn write_manifest(dir: &Path, name: &str, manifest: &Value) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, serde_json::to_string_pretty(manifest).expect("json"))
+        .expect("manifest written");
+    path.display().to_string()
+}
+
+fn findings(report: &Value) -> Vec<(String, String, Option<String>)> {
+    report["crds"][0]["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| {
+            (
+                f["check"].as_str().unwrap_or_default().to_string(),
+                f["severity"].as_str().unwrap_or_default().to_string(),
+                f["version"].as_str().map(str::to_string),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_test_control_plane_serves_crds_to_admin_and_denies_the_restricted_user() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    install(&client, &crd("harnesses", &[("v1", true, true)], json!({}))).await;
+    let crds: Api<CustomResourceDefinition> = Api::all(client);
+    let live = crds
+        .get("harnesses.example.com")
+        .await
+        .expect("admin reads the CRD");
     let stored = live
         .status
         .and_then(|s| s.stored_versions)
@@ -46,14 +123,254 @@ async fn the_test_control_plane_serves_crds_to_admin_and_denies_the_restricted_u
         vec!["v1".to_string()],
         "the server records the storage version"
     );
-
     let restricted = plane
         .client(&plane.restricted_kubeconfig)
         .await
         .expect("restricted client");
     let denied: Api<CustomResourceDefinition> = Api::all(restricted);
-    match denied.get(name).await {
+    match denied.get("harnesses.example.com").await {
         Err(kube::Error::Api(status)) => assert_eq!(status.code, 403, "{status:?}"),
         other => panic!("expected 403 Forbidden, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_stored_version_removal_is_caught_only_thanks_to_the_live_stored_versions() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    // v1alpha1 is the storage version when the first object is written...
+    install(
+        &client,
+        &crd(
+            "olders",
+            &[("v1alpha1", true, true), ("v1", true, false)],
+            json!({}),
+        ),
+    )
+    .await;
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("example.com", "v1alpha1", "Older"),
+        "olders",
+    );
+    let objects: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
+    let obj: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "example.com/v1alpha1", "kind": "Older",
+        "metadata": {"name": "first"}, "spec": {"size": 1}
+    }))
+    .expect("object");
+    objects
+        .create(&PostParams::default(), &obj)
+        .await
+        .expect("object created as v1alpha1");
+    // ...then storage moves to v1: status.storedVersions is now [v1alpha1, v1].
+    let switched = crd(
+        "olders",
+        &[("v1alpha1", true, false), ("v1", true, true)],
+        json!({}),
+    );
+    install(&client, &switched).await;
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dropped = write_manifest(
+        dir.path(),
+        "new.json",
+        &crd("olders", &[("v1", true, true)], json!({})),
+    );
+    let kubeconfig = plane.admin_kubeconfig.display().to_string();
+    let r = run(
+        &[
+            "apply-check",
+            "-f",
+            &dropped,
+            "--kubeconfig",
+            &kubeconfig,
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let report: Value = serde_json::from_str(&r.stdout).expect("json");
+    assert_eq!(report["crds"][0]["storedVersions"]["source"], "status");
+    assert_eq!(
+        report["crds"][0]["storedVersions"]["versions"],
+        json!(["v1alpha1", "v1"])
+    );
+    let f = findings(&report);
+    assert!(
+        f.contains(&(
+            "storedVersionRemoval".into(),
+            "error".into(),
+            Some("v1alpha1".into())
+        )),
+        "{f:?}"
+    );
+    let rejection = report["crds"][0]["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .find(|f| f["check"] == "apiServerRejects")
+        .expect("the API server's own refusal is reported");
+    assert!(
+        rejection["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("storedVersions")),
+        "{rejection}"
+    );
+    assert_eq!(report["cluster"]["server"], plane.server.as_str());
+
+    // Offline, the same manifests cannot know v1alpha1 was ever stored.
+    let installed = write_manifest(dir.path(), "installed.json", &switched);
+    let offline = run(&["diff", &installed, &dropped, "-o", "json"], None);
+    let offline: Value = serde_json::from_str(&offline.stdout).expect("json");
+    assert!(
+        !findings(&offline).contains(&(
+            "storedVersionRemoval".into(),
+            "error".into(),
+            Some("v1alpha1".into())
+        )),
+        "offline the removal can only be a warning"
+    );
+}
+
+#[tokio::test]
+async fn a_crd_missing_from_the_cluster_is_new_and_the_header_names_the_context() {
+    let Some(plane) = control_plane() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write_manifest(
+        dir.path(),
+        "fresh.json",
+        &crd("freshes", &[("v1", true, true)], json!({})),
+    );
+    let kubeconfig = plane.admin_kubeconfig.display().to_string();
+    let r = run(
+        &["apply-check", "-f", &path, "--kubeconfig", &kubeconfig],
+        None,
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout
+            .starts_with(&format!("context: envtest-admin  server: {}", plane.server)),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("freshes.example.com  NEW"),
+        "{}",
+        r.stdout
+    );
+}
+
+#[tokio::test]
+async fn the_api_servers_own_rejection_is_a_finding() {
+    let Some(plane) = control_plane() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut bad = crd("brokens", &[("v1", true, true)], json!({}));
+    bad["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] =
+        json!([{"rule": "self.size >"}]);
+    let path = write_manifest(dir.path(), "broken.json", &bad);
+    let kubeconfig = plane.admin_kubeconfig.display().to_string();
+    let r = run(
+        &[
+            "apply-check",
+            "-f",
+            &path,
+            "--kubeconfig",
+            &kubeconfig,
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let report: Value = serde_json::from_str(&r.stdout).expect("json");
+    let f = &report["crds"][0]["findings"][0];
+    assert_eq!(f["check"], "apiServerRejects");
+    assert!(
+        f["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("x-kubernetes-validations")),
+        "{f}"
+    );
+}
+
+#[tokio::test]
+async fn cluster_faults_are_one_line_and_exit_3() {
+    let Some(plane) = control_plane() else { return };
+    let manifest = "examples/safe-upgrade/new.yaml";
+    let dir = tempfile::tempdir().expect("tempdir");
+    let admin_cfg = std::fs::read_to_string(&plane.admin_kubeconfig).expect("kubeconfig");
+
+    // 403: the restricted user may not read CRDs.
+    let restricted = plane.restricted_kubeconfig.display().to_string();
+    let r = run(
+        &["apply-check", "-f", manifest, "--kubeconfig", &restricted],
+        None,
+    );
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("forbidden (403)")
+            && r.stderr
+                .contains("cannot get resource \"customresourcedefinitions\""),
+        "{}",
+        r.stderr
+    );
+
+    // Nothing listens on the port.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("port")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let unreachable = admin_cfg.replace(&plane.server, &format!("https://127.0.0.1:{closed}"));
+    let path = dir.path().join("unreachable.kubeconfig");
+    std::fs::write(&path, unreachable).expect("kubeconfig");
+    let r = run(
+        &[
+            "apply-check",
+            "-f",
+            manifest,
+            "--kubeconfig",
+            &path.display().to_string(),
+        ],
+        None,
+    );
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("cannot reach the API server at https://127.0.0.1:"),
+        "{}",
+        r.stderr
+    );
+
+    // The server's certificate is not signed by the CA the kubeconfig trusts.
+    let wrong_ca = plane.dir.path().join("pki/ca.crt");
+    let serving_ca = plane.dir.path().join("certs/apiserver.crt");
+    let untrusted = admin_cfg.replace(
+        &serving_ca.display().to_string(),
+        &wrong_ca.display().to_string(),
+    );
+    let path = dir.path().join("untrusted.kubeconfig");
+    std::fs::write(&path, untrusted).expect("kubeconfig");
+    let r = run(
+        &[
+            "apply-check",
+            "-f",
+            manifest,
+            "--kubeconfig",
+            &path.display().to_string(),
+        ],
+        None,
+    );
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("TLS handshake with"), "{}", r.stderr);
+    for secret in [".key", "BEGIN"] {
+        assert!(
+            !r.stderr.contains(secret),
+            "no credential material in errors"
+        );
     }
 }

@@ -118,6 +118,8 @@ catalog! {
     Description => "description", Info, "description changed (never fails).";
     // Across versions of the new CRD.
     ConversionDataLoss => "conversionDataLoss", Error, "with conversion None, a field only one of two served versions knows is silently dropped when written through the other.";
+    // From the live cluster.
+    ApiServerRejects => "apiServerRejects", Error, "the API server's own dry run of the update refuses the CRD (its message is quoted).";
     // The catch-all.
     UnknownChange => "unknownChange", Error, "any other change no check understands (error with failMode: closed, warning with open).";
 }

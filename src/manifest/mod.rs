@@ -31,7 +31,12 @@ pub struct Location {
 
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.file, self.line)
+        // Line 0 marks a source without lines, such as the live cluster.
+        if self.line == 0 {
+            f.write_str(&self.file)
+        } else {
+            write!(f, "{}:{}", self.file, self.line)
+        }
     }
 }
 

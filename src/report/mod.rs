@@ -65,6 +65,9 @@ pub struct CrdReport {
     pub findings: Vec<Finding>,
     /// Findings accepted by configured exceptions.
     pub excepted: Vec<Excepted>,
+    /// The status when nothing is serious (`Safe`, `New` or `Absent`).
+    #[serde(skip)]
+    base: CrdStatus,
 }
 
 impl CrdReport {
@@ -73,26 +76,35 @@ impl CrdReport {
     pub fn new(
         name: String,
         base: CrdStatus,
-        mut findings: Vec<Finding>,
+        findings: Vec<Finding>,
         excepted: Vec<Excepted>,
     ) -> CrdReport {
-        // Most serious first; otherwise keep the checks' own order.
-        findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
-        let worst = findings.iter().map(|f| f.severity).max();
-        let status = match worst {
-            Some(Severity::Error) => CrdStatus::Unsafe,
-            Some(Severity::Warning) if base == CrdStatus::Safe => CrdStatus::Warning,
-            _ => base,
-        };
-        CrdReport {
+        let mut report = CrdReport {
             name,
-            status,
+            status: base,
             old_source: None,
             new_source: None,
             stored_versions: None,
-            findings,
-            excepted,
-        }
+            findings: Vec::new(),
+            excepted: Vec::new(),
+            base,
+        };
+        report.add(findings, excepted);
+        report
+    }
+
+    /// Adds findings (e.g. the API server's verdict) and updates the status.
+    pub fn add(&mut self, findings: Vec<Finding>, excepted: Vec<Excepted>) {
+        self.findings.extend(findings);
+        self.excepted.extend(excepted);
+        // Most serious first; otherwise keep the checks' own order.
+        self.findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+        let worst = self.findings.iter().map(|f| f.severity).max();
+        self.status = match worst {
+            Some(Severity::Error) => CrdStatus::Unsafe,
+            Some(Severity::Warning) if self.base == CrdStatus::Safe => CrdStatus::Warning,
+            _ => self.base,
+        };
     }
 
     fn count(&self, s: Severity) -> usize {

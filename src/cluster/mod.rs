@@ -1,0 +1,237 @@
+//! The only code that talks to the API server: connecting like kubectl,
+//! reading live CRDs, and server-side dry runs.
+//!
+//! Errors are classified into what a user can act on (unreachable, TLS,
+//! 401, 403, timeout), each one line that names the server or the denied
+//! request, and never a credential.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Patch, PatchParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Api, Client, Config};
+use serde_json::Value;
+use thiserror::Error;
+
+/// The field manager every write of this tool uses.
+pub const FIELD_MANAGER: &str = "kubectl-crd-safety";
+
+/// kubectl-compatible connection flags.
+#[derive(Debug, Clone, Default)]
+pub struct KubeFlags {
+    /// `--kubeconfig`; else `KUBECONFIG` (a `:`-joined list), else `~/.kube/config`.
+    pub kubeconfig: Option<PathBuf>,
+    /// `--context`.
+    pub context: Option<String>,
+    /// `--cluster`.
+    pub cluster: Option<String>,
+    /// `--user`.
+    pub user: Option<String>,
+    /// `--request-timeout`.
+    pub request_timeout: Option<Duration>,
+}
+
+/// Why the cluster could not answer.
+#[derive(Debug, Error)]
+pub enum ClusterError {
+    /// The kubeconfig is missing or unusable.
+    #[error("kubeconfig: {0}")]
+    Kubeconfig(String),
+    /// Nothing answers at the server address.
+    #[error("cannot reach the API server at {server}: {detail}")]
+    Unreachable { server: String, detail: String },
+    /// The server's certificate is not trusted (or the TLS handshake failed).
+    #[error("TLS handshake with {server} failed: {detail}")]
+    Tls { server: String, detail: String },
+    /// 401: the credentials were refused.
+    #[error("{server} refused the credentials of context {context} (401 Unauthorized)")]
+    Unauthorized { server: String, context: String },
+    /// 403: the user may not do this.
+    #[error("forbidden (403): {message}")]
+    Forbidden { message: String },
+    /// No answer within `--request-timeout`.
+    #[error("request to {server} timed out{after}")]
+    Timeout { server: String, after: String },
+    /// Any other API error.
+    #[error("the API server answered {code}: {message}")]
+    Api { code: u16, message: String },
+    /// Anything else on the way.
+    #[error("request to {server} failed: {detail}")]
+    Other { server: String, detail: String },
+}
+
+/// A connected client and what the report header says about it.
+#[derive(Clone)]
+pub struct Connection {
+    /// The client.
+    pub client: Client,
+    /// The kubeconfig context in use.
+    pub context: String,
+    /// The API server URL.
+    pub server: String,
+    timeout: Option<Duration>,
+}
+
+/// Builds a client the way kubectl would from these flags.
+pub async fn connect(flags: &KubeFlags) -> Result<Connection, ClusterError> {
+    let kubeconfig = match &flags.kubeconfig {
+        Some(path) => Kubeconfig::read_from(path),
+        None => Kubeconfig::read(),
+    }
+    .map_err(|e| ClusterError::Kubeconfig(one_line(&e)))?;
+    let context = flags
+        .context
+        .clone()
+        .or_else(|| kubeconfig.current_context.clone())
+        .unwrap_or_default();
+    let options = KubeConfigOptions {
+        context: flags.context.clone(),
+        cluster: flags.cluster.clone(),
+        user: flags.user.clone(),
+    };
+    let mut config = Config::from_custom_kubeconfig(kubeconfig, &options)
+        .await
+        .map_err(|e| ClusterError::Kubeconfig(one_line(&e)))?;
+    if let Some(t) = flags.request_timeout {
+        config.connect_timeout = Some(t);
+        config.read_timeout = Some(t);
+        config.write_timeout = Some(t);
+    }
+    let server = config
+        .cluster_url
+        .to_string()
+        .trim_end_matches('/')
+        .to_string();
+    let client = Client::try_from(config).map_err(|e| ClusterError::Kubeconfig(one_line(&e)))?;
+    Ok(Connection {
+        client,
+        context,
+        server,
+        timeout: flags.request_timeout,
+    })
+}
+
+/// An error and its sources on one line.
+fn one_line(e: &dyn std::error::Error) -> String {
+    let mut parts = vec![e.to_string()];
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        source = s.source();
+    }
+    parts.join(": ").replace('\n', " ")
+}
+
+impl Connection {
+    fn classify(&self, e: kube::Error) -> ClusterError {
+        if let kube::Error::Api(status) = &e {
+            return match status.code {
+                401 => ClusterError::Unauthorized {
+                    server: self.server.clone(),
+                    context: self.context.clone(),
+                },
+                403 => ClusterError::Forbidden {
+                    message: status.message.clone(),
+                },
+                code => ClusterError::Api {
+                    code,
+                    message: status.message.clone(),
+                },
+            };
+        }
+        let detail = one_line(&e);
+        let lower = detail.to_lowercase();
+        let server = self.server.clone();
+        if lower.contains("certificate") || lower.contains("unknownissuer") || lower.contains("tls")
+        {
+            ClusterError::Tls { server, detail }
+        } else if lower.contains("timed out")
+            || lower.contains("timeout")
+            || lower.contains("elapsed")
+        {
+            ClusterError::Timeout {
+                server,
+                after: self
+                    .timeout
+                    .map(|t| format!(" after {}s (--request-timeout)", t.as_secs_f64()))
+                    .unwrap_or_default(),
+            }
+        } else if lower.contains("connect") || lower.contains("refused") || lower.contains("dns") {
+            ClusterError::Unreachable { server, detail }
+        } else {
+            ClusterError::Other { server, detail }
+        }
+    }
+
+    fn crds(&self) -> Api<CustomResourceDefinition> {
+        Api::all(self.client.clone())
+    }
+
+    /// The live CRD as JSON (status included), or `None` when it does not
+    /// exist: a missing CRD is news, not an error.
+    pub async fn get_crd(&self, name: &str) -> Result<Option<Value>, ClusterError> {
+        let api: Api<kube::core::DynamicObject> = Api::all_with(
+            self.client.clone(),
+            &kube::discovery::ApiResource::erase::<CustomResourceDefinition>(&()),
+        );
+        match api.get_opt(name).await {
+            Ok(Some(obj)) => serde_json::to_value(obj)
+                .map(Some)
+                .map_err(|e| ClusterError::Other {
+                    server: self.server.clone(),
+                    detail: e.to_string(),
+                }),
+            Ok(None) => Ok(None),
+            Err(e) => Err(self.classify(e)),
+        }
+    }
+
+    /// Server-side-applies `manifest` with `dryRun=All`. `Ok(Some(message))`
+    /// is the API server refusing the CRD (invalid, immutable field, stored
+    /// version still listed, CEL that does not compile...), in its own words.
+    pub async fn dry_run_apply(
+        &self,
+        name: &str,
+        manifest: &Value,
+    ) -> Result<Option<String>, ClusterError> {
+        let params = PatchParams::apply(FIELD_MANAGER).force().dry_run();
+        match self
+            .crds()
+            .patch(name, &params, &Patch::Apply(apply_body(manifest)))
+            .await
+        {
+            Ok(_) => Ok(None),
+            Err(kube::Error::Api(status)) if matches!(status.code, 400 | 409 | 422) => {
+                Ok(Some(status.message.clone()))
+            }
+            Err(e) => Err(self.classify(e)),
+        }
+    }
+}
+
+/// The manifest without the fields the server owns, as server-side apply
+/// wants it.
+pub fn apply_body(manifest: &Value) -> Value {
+    let mut body = manifest.clone();
+    if let Some(obj) = body.as_object_mut() {
+        obj.remove("status");
+    }
+    if let Some(meta) = body.get_mut("metadata").and_then(Value::as_object_mut) {
+        for key in [
+            "resourceVersion",
+            "uid",
+            "creationTimestamp",
+            "managedFields",
+            "generation",
+            "selfLink",
+        ] {
+            meta.remove(key);
+        }
+    }
+    body
+}

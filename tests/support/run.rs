@@ -1,0 +1,44 @@
+//! Running the plugin binary the way a user would, with a fixed,
+//! colorless terminal.
+
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+/// What one run printed and returned.
+pub struct Run {
+    /// Exit code (-1 when killed by a signal).
+    pub code: i32,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+/// Runs `kubectl-crd_safety args` in the repository root, feeding `stdin`.
+pub fn run(args: &[&str], stdin: Option<&str>) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kubectl-crd_safety"));
+    cmd.args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("NO_COLOR", "1")
+        .env("COLUMNS", "120")
+        .env_remove("KUBECONFIG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("the binary starts");
+    {
+        let mut pipe = child.stdin.take().expect("stdin is piped");
+        if let Some(text) = stdin {
+            pipe.write_all(text.as_bytes())
+                .expect("stdin accepts the input");
+        }
+    }
+    let out = child.wait_with_output().expect("the binary finishes");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
