@@ -293,6 +293,10 @@ fn parse_exceptions(v: &Value, config: &mut Config) -> Result<(), String> {
                 KEYS.join(", ")
             ));
         }
+        // A non-string value must not silently widen the exception.
+        if let Some((k, v)) = m.iter().find(|(_, v)| !v.is_string()) {
+            return Err(format!("{ctx}.{k}: expected a string, found {v}"));
+        }
         let text = |k: &str| m.get(k).and_then(Value::as_str).map(str::to_string);
         let crd = text("crd").ok_or_else(|| format!("{ctx}: crd is required"))?;
         let check_id = text("check").ok_or_else(|| format!("{ctx}: check is required"))?;

@@ -384,7 +384,8 @@ new endpoint is serving before applying"
         }
     }
     // Reported once, when it starts; a CRD that always had it is not news.
-    let already = os == "None" && schemas_differ(old);
+    // Also skip it when Webhook -> None above already explains the loss.
+    let already = (os == "None" && schemas_differ(old)) || os == "Webhook";
     if ns == "None" && new.served_versions().count() > 1 && schemas_differ(new) && !already {
         out.push(
             Check::Conversion,

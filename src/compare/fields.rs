@@ -623,6 +623,14 @@ x-kubernetes-list-type: set or map instead), and lists with duplicates would fai
             return;
         }
         let (o, n) = self.kw("format");
+        // The API server reads `date-time` as `datetime`.
+        let norm = |v: Option<&Value>| {
+            v.and_then(Value::as_str)
+                .map(|f| f.replace("date-time", "datetime"))
+        };
+        if norm(o) == norm(n) {
+            return;
+        }
         let Some(new_format) = n.and_then(Value::as_str) else {
             return; // format removed: looser
         };
