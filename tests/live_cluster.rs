@@ -89,6 +89,13 @@ fn write_manifest(dir: &Path, name: &str, manifest: &Value) -> String {
     path.display().to_string()
 }
 
+/// Runs `apply-check -f manifest --kubeconfig kubeconfig extra...`.
+fn apply_check(manifest: &str, kubeconfig: &str, extra: &[&str]) -> support::run::Run {
+    let mut args = vec!["apply-check", "-f", manifest, "--kubeconfig", kubeconfig];
+    args.extend_from_slice(extra);
+    run(&args, None)
+}
+
 fn findings(report: &Value) -> Vec<(String, String, Option<String>)> {
     report["crds"][0]["findings"]
         .as_array()
@@ -177,18 +184,7 @@ async fn a_stored_version_removal_is_caught_only_thanks_to_the_live_stored_versi
         &crd("olders", &[("v1", true, true)], json!({})),
     );
     let kubeconfig = plane.admin_kubeconfig.display().to_string();
-    let r = run(
-        &[
-            "apply-check",
-            "-f",
-            &dropped,
-            "--kubeconfig",
-            &kubeconfig,
-            "-o",
-            "json",
-        ],
-        None,
-    );
+    let r = apply_check(&dropped, &kubeconfig, &["-o", "json"]);
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
     let report: Value = serde_json::from_str(&r.stdout).expect("json");
     assert_eq!(report["crds"][0]["storedVersions"]["source"], "status");
@@ -243,10 +239,7 @@ async fn a_crd_missing_from_the_cluster_is_new_and_the_header_names_the_context(
         &crd("freshes", &[("v1", true, true)], json!({})),
     );
     let kubeconfig = plane.admin_kubeconfig.display().to_string();
-    let r = run(
-        &["apply-check", "-f", &path, "--kubeconfig", &kubeconfig],
-        None,
-    );
+    let r = apply_check(&path, &kubeconfig, &[]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert!(
         r.stdout
@@ -270,18 +263,7 @@ async fn the_api_servers_own_rejection_is_a_finding() {
         json!([{"rule": "self.size >"}]);
     let path = write_manifest(dir.path(), "broken.json", &bad);
     let kubeconfig = plane.admin_kubeconfig.display().to_string();
-    let r = run(
-        &[
-            "apply-check",
-            "-f",
-            &path,
-            "--kubeconfig",
-            &kubeconfig,
-            "-o",
-            "json",
-        ],
-        None,
-    );
+    let r = apply_check(&path, &kubeconfig, &["-o", "json"]);
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
     let report: Value = serde_json::from_str(&r.stdout).expect("json");
     let f = &report["crds"][0]["findings"][0];
@@ -303,10 +285,7 @@ async fn cluster_faults_are_one_line_and_exit_3() {
 
     // 403: the restricted user may not read CRDs.
     let restricted = plane.restricted_kubeconfig.display().to_string();
-    let r = run(
-        &["apply-check", "-f", manifest, "--kubeconfig", &restricted],
-        None,
-    );
+    let r = apply_check(manifest, &restricted, &[]);
     assert_eq!(r.code, 3, "{}", r.stderr);
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
     assert!(
@@ -326,16 +305,7 @@ async fn cluster_faults_are_one_line_and_exit_3() {
     let unreachable = admin_cfg.replace(&plane.server, &format!("https://127.0.0.1:{closed}"));
     let path = dir.path().join("unreachable.kubeconfig");
     std::fs::write(&path, unreachable).expect("kubeconfig");
-    let r = run(
-        &[
-            "apply-check",
-            "-f",
-            manifest,
-            "--kubeconfig",
-            &path.display().to_string(),
-        ],
-        None,
-    );
+    let r = apply_check(manifest, &path.display().to_string(), &[]);
     assert_eq!(r.code, 3, "{}", r.stderr);
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
     assert!(
@@ -354,16 +324,7 @@ async fn cluster_faults_are_one_line_and_exit_3() {
     );
     let path = dir.path().join("untrusted.kubeconfig");
     std::fs::write(&path, untrusted).expect("kubeconfig");
-    let r = run(
-        &[
-            "apply-check",
-            "-f",
-            manifest,
-            "--kubeconfig",
-            &path.display().to_string(),
-        ],
-        None,
-    );
+    let r = apply_check(manifest, &path.display().to_string(), &[]);
     assert_eq!(r.code, 3, "{}", r.stderr);
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
     assert!(r.stderr.contains("TLS handshake with"), "{}", r.stderr);
