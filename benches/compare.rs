@@ -1,1 +1,136 @@
-fn main() {}
+//! Benchmarks crd-safety on the largest CRD upgrade pairs of the shared
+//! corpus (`../shared/corpus`, or `$CRD_SAFETY_CORPUS`; see its MANIFEST.md,
+//! "Largest files").
+//!
+//! Per pair, two measurements:
+//! - `full`: what `kubectl crd-safety diff OLD NEW` does before rendering:
+//!   read both files from disk, parse them (`manifest::load`) and compare
+//!   (`diff::diff`);
+//! - `compare`: `diff::diff` alone, on sets parsed once up front.
+//!
+//! A missing corpus prints a notice and benchmarks nothing.
+//!
+//! Run with `cargo bench --bench compare` (a few minutes on 2 cores); pass a
+//! filter to pick pairs, e.g. `cargo bench --bench compare -- argocds`.
+//! The end-to-end comparison with crdify is `scripts/bench-crdify.sh`.
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crd_safety::config::Config;
+use crd_safety::diff::{StoredVersionsArg, diff};
+use crd_safety::manifest::{self, ManifestSet, Source};
+use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
+
+/// (benchmark id, old file, new file), relative to the corpus. The largest
+/// single-CRD pairs, plus the largest multi-CRD bundle pair.
+const PAIRS: &[(&str, &str, &str)] = &[
+    (
+        "argocd-operator_argocds_0.13.0-0.18.0",
+        "argocd-operator/0.13.0/argoproj.io_argocds.yaml",
+        "argocd-operator/0.18.0/argoproj.io_argocds.yaml",
+    ),
+    (
+        "eck-full-bases_agents_v3.0.0-v3.5.0",
+        "eck-full-bases/v3.0.0/agent.k8s.elastic.co_agents.yaml",
+        "eck-full-bases/v3.5.0/agent.k8s.elastic.co_agents.yaml",
+    ),
+    (
+        "eck-full-bases_elasticsearches_v3.0.0-v3.5.0",
+        "eck-full-bases/v3.0.0/elasticsearch.k8s.elastic.co_elasticsearches.yaml",
+        "eck-full-bases/v3.5.0/elasticsearch.k8s.elastic.co_elasticsearches.yaml",
+    ),
+    (
+        "argo-cd_applicationsets_0.18.0-0.19.0",
+        "argo-cd/argocd-operator-0.18.0/argoproj.io_applicationsets.yaml",
+        "argo-cd/argocd-operator-0.19.0/argoproj.io_applicationsets.yaml",
+    ),
+    (
+        "prometheus-operator_prometheuses_v0.16.0-v0.18.0",
+        "prometheus-operator/kube-prometheus-v0.16.0_po-v0.85.0/0prometheusCustomResourceDefinition.yaml",
+        "prometheus-operator/kube-prometheus-v0.18.0_po-v0.92.0/0prometheusCustomResourceDefinition.yaml",
+    ),
+    (
+        "external-secrets_bundle_v2.0.0-v2.9.0",
+        "external-secrets/v2.0.0/bundle.yaml",
+        "external-secrets/v2.9.0/bundle.yaml",
+    ),
+];
+
+fn corpus_dir() -> Option<PathBuf> {
+    let dir = match std::env::var_os("CRD_SAFETY_CORPUS") {
+        Some(d) => PathBuf::from(d),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"),
+    };
+    if dir.join("MANIFEST.md").exists() {
+        Some(dir)
+    } else {
+        eprintln!(
+            "notice: corpus not found at {} (set CRD_SAFETY_CORPUS); benchmarking nothing",
+            dir.display()
+        );
+        None
+    }
+}
+
+fn load(path: &Path) -> ManifestSet {
+    manifest::load(&[Source::Path(path.to_path_buf())])
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn bench_pairs(c: &mut Criterion) {
+    let Some(corpus) = corpus_dir() else {
+        return;
+    };
+    let stored = StoredVersionsArg::default();
+    let config = Config::default();
+
+    for &(id, old_rel, new_rel) in PAIRS {
+        let old_path = corpus.join(old_rel);
+        let new_path = corpus.join(new_rel);
+        let (Ok(old_meta), Ok(new_meta)) = (old_path.metadata(), new_path.metadata()) else {
+            eprintln!("notice: {id}: {old_rel} or {new_rel} missing from the corpus; skipped");
+            continue;
+        };
+
+        // Parsed once for the compare-only measurement; this also fails
+        // loudly, before any timing, if a file no longer loads.
+        let old = load(&old_path);
+        let new = load(&new_path);
+        let report = diff(&old, &new, &stored, &config);
+        eprintln!(
+            "{id}: {} + {} bytes, {} -> {} CRDs, {} CRD reports",
+            old_meta.len(),
+            new_meta.len(),
+            old.crds.len(),
+            new.crds.len(),
+            report.crds.len()
+        );
+
+        let mut group = c.benchmark_group(id);
+        // Each iteration takes milliseconds: flat sampling keeps the run
+        // short, and a handful of samples is enough for a median.
+        group
+            .sampling_mode(SamplingMode::Flat)
+            .sample_size(20)
+            .warm_up_time(Duration::from_secs(1))
+            .measurement_time(Duration::from_secs(5))
+            .throughput(Throughput::Bytes(old_meta.len() + new_meta.len()));
+
+        group.bench_function("full", |b| {
+            b.iter(|| {
+                let old = load(black_box(&old_path));
+                let new = load(black_box(&new_path));
+                diff(&old, &new, &stored, &config)
+            })
+        });
+        group.bench_function("compare", |b| {
+            b.iter(|| diff(black_box(&old), black_box(&new), &stored, &config))
+        });
+        group.finish();
+    }
+}
+
+criterion_group!(benches, bench_pairs);
+criterion_main!(benches);

@@ -152,10 +152,16 @@ fn run_diff(args: DiffArgs) -> Result<u8, Failure> {
     for v in &args.stored_versions {
         stored.add(v).map_err(Failure::Input)?;
     }
-    let old =
-        manifest::load(&[Source::parse(&args.old)]).map_err(|e| Failure::Input(e.to_string()))?;
-    let new =
-        manifest::load(&[Source::parse(&args.new)]).map_err(|e| Failure::Input(e.to_string()))?;
+    // Parsing is most of the work on large CRDs: read both sides at once.
+    let (old, new) = std::thread::scope(|scope| {
+        let old = scope.spawn(|| manifest::load(&[Source::parse(&args.old)]));
+        let new = manifest::load(&[Source::parse(&args.new)]);
+        (old.join(), new)
+    });
+    let old = old
+        .map_err(|_| Failure::Input(format!("{}: the reader thread failed", args.old)))?
+        .map_err(|e| Failure::Input(e.to_string()))?;
+    let new = new.map_err(|e| Failure::Input(e.to_string()))?;
     let report = diff(&old, &new, &stored, &config);
     emit(&render(&report, &args.report))?;
     Ok(report.exit_code())
