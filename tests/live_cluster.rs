@@ -335,3 +335,52 @@ async fn cluster_faults_are_one_line_and_exit_3() {
         );
     }
 }
+
+#[tokio::test]
+async fn kubectl_runs_the_plugin_as_kubectl_crd_safety() {
+    let Some(plane) = control_plane() else { return };
+    let kubectl = plane.assets.join("kubectl");
+    let kubectl = if kubectl.exists() {
+        kubectl
+    } else {
+        std::path::PathBuf::from("kubectl")
+    };
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_kubectl-crd_safety"))
+        .parent()
+        .expect("binary directory")
+        .to_path_buf();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = std::process::Command::new(&kubectl)
+        .args([
+            "crd-safety",
+            "apply-check",
+            "-f",
+            "examples/safe-upgrade/new.yaml",
+            "--kubeconfig",
+        ])
+        .arg(&plane.admin_kubeconfig)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("PATH", path)
+        .env("NO_COLOR", "1")
+        .output();
+    let out = match out {
+        Ok(o) => o,
+        Err(e) if !std::env::var("CI").is_ok_and(|v| v == "true") => {
+            eprintln!("notice: kubectl not available ({e}); skipping the plugin test");
+            return;
+        }
+        Err(e) => panic!("kubectl is required in CI: {e}"),
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("gadgets.example.com  NEW"), "{stdout}");
+}
