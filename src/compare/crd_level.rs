@@ -408,12 +408,6 @@ fn opt_eq(a: Option<&Value>, b: Option<&Value>) -> bool {
     }
 }
 
-fn version_field(v: &CrdVersion, key: &str) -> Option<Value> {
-    serde_json::to_value(&v.spec)
-        .ok()
-        .and_then(|mut x| x.get_mut(key).map(Value::take))
-}
-
 fn subresources(ov: &CrdVersion, nv: &CrdVersion, out: &mut Out<'_>) {
     let v = Some(nv.name());
     let sub = |c: &CrdVersion| c.spec.subresources.clone().unwrap_or_default();
@@ -561,8 +555,8 @@ fn deprecation(ov: &CrdVersion, nv: &CrdVersion, out: &mut Out<'_>) {
             Severity::Info,
             Some(nv.name()),
             "deprecationWarning text changed".to_string(),
-            version_field(ov, "deprecationWarning"),
-            version_field(nv, "deprecationWarning"),
+            ov.spec.deprecation_warning.clone().map(Value::String),
+            nv.spec.deprecation_warning.clone().map(Value::String),
         );
     }
 }

@@ -113,36 +113,30 @@ fn only_in(from: &Schema, to: &Schema) -> Vec<FieldPath> {
 }
 
 fn data_loss(served: &Schema, storage: &Schema, v: &str, s: &str) -> Vec<Finding> {
-    let mut out = Vec::new();
-    for p in only_in(served, storage) {
-        out.push(Finding {
-            check: Check::ConversionDataLoss,
-            severity: Severity::Error,
-            version: Some(v.to_string()),
-            path: Some(p.to_string()),
-            message: format!(
-                "{p} exists in served version {v} but not in storage version {s}: with conversion None an object \
+    let finding = |p: FieldPath, message: String| Finding {
+        check: Check::ConversionDataLoss,
+        severity: Severity::Error,
+        version: Some(v.to_string()),
+        path: Some(p.to_string()),
+        message,
+        old: None,
+        new: None,
+    };
+    let written = only_in(served, storage).into_iter().map(|p| {
+        let message = format!(
+            "{p} exists in served version {v} but not in storage version {s}: with conversion None an object \
 written through {v} is only relabelled {s} and then pruned with {s}'s schema, so this field is silently dropped \
 at storage time. Add it to {s}, or use a conversion webhook"
-            ),
-            old: None,
-            new: None,
-        });
-    }
-    for p in only_in(storage, served) {
-        out.push(Finding {
-            check: Check::ConversionDataLoss,
-            severity: Severity::Error,
-            version: Some(v.to_string()),
-            path: Some(p.to_string()),
-            message: format!(
-                "{p} exists in storage version {s} but not in served version {v}: reading through {v} prunes it, so \
+        );
+        finding(p, message)
+    });
+    let updated = only_in(storage, served).into_iter().map(|p| {
+        let message = format!(
+            "{p} exists in storage version {s} but not in served version {v}: reading through {v} prunes it, so \
 an update made through {v} (kubectl apply or edit, a controller using {v}) writes the object back without it. \
 Add it to {v}, or use a conversion webhook"
-            ),
-            old: None,
-            new: None,
-        });
-    }
-    out
+        );
+        finding(p, message)
+    });
+    written.chain(updated).collect()
 }

@@ -148,6 +148,20 @@ impl Node<'_, '_> {
         old: Option<&Value>,
         new: Option<&Value>,
     ) {
+        let path = self.path.clone();
+        self.emit_at(path, check, severity, message, old, new);
+    }
+
+    /// [`Node::emit`] for a path below this node (a removed child).
+    fn emit_at(
+        &mut self,
+        path: String,
+        check: Check,
+        severity: Severity,
+        message: String,
+        old: Option<&Value>,
+        new: Option<&Value>,
+    ) {
         let message = if self.ctx.cross_version {
             format!(
                 "between served versions {} (conversion None, so objects are not converted): {message}",
@@ -160,7 +174,7 @@ impl Node<'_, '_> {
             check,
             severity,
             version: Some(self.ctx.version.clone()),
-            path: Some(self.path.clone()),
+            path: Some(path),
             message,
             old: old.cloned(),
             new: new.cloned(),
@@ -260,29 +274,31 @@ and drop it only in a new version"
                     ),
                 )
             };
-            let old_schema = self.old.properties.get(name).map(Schema::to_value);
-            self.out.push(Finding {
-                check: Check::ExistingFieldRemoval,
+            let old_schema = self
+                .old
+                .properties
+                .get(name)
+                .map(|c| summarize_schema(&c.to_value()));
+            self.emit_at(
+                path,
+                Check::ExistingFieldRemoval,
                 severity,
-                version: Some(self.ctx.version.clone()),
-                path: Some(path),
                 message,
-                old: old_schema.map(|s| summarize_schema(&s)),
-                new: None,
-            });
+                old_schema.as_ref(),
+                None,
+            );
         }
         if self.old.items.is_some() && self.new.items.is_none() {
             let path = self.field_path.items().to_string();
-            self.emit(
+            let message = format!("the item schema of {} removed: {PRUNED}", self.path);
+            self.emit_at(
+                path,
                 Check::ExistingFieldRemoval,
                 Severity::Error,
-                format!("the item schema of {} removed: {PRUNED}", self.path),
+                message,
                 None,
                 None,
             );
-            if let Some(last) = self.out.last_mut() {
-                last.path = Some(path);
-            }
         }
     }
 
