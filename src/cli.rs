@@ -11,6 +11,14 @@ const EXIT_CODES: &str = "Exit codes:
   2  usage, configuration or input error (bad YAML, not a CRD, unreadable path)
   3  cluster error (unreachable, TLS, 401/403, timeout), live commands only";
 
+const APPLY_EXIT_CODES: &str = "Exit codes:
+  0  applied (or nothing to change)
+  1  not applied: error findings (use --force to apply anyway), or another field manager owns
+     fields the manifests change (use --force-conflicts to take them over)
+  2  usage, configuration or input error, or no terminal to confirm on and no --yes
+  3  cluster error; if a CRD failed to apply, the outcome table says which were applied
+  4  not applied: the answer to the confirmation was no";
+
 /// Will this CRD update break the cluster?
 #[derive(Debug, Parser)]
 #[command(
@@ -37,6 +45,10 @@ pub enum Command {
     /// server dry-run the update. Changes nothing.
     #[command(name = "apply-check", after_help = EXIT_CODES)]
     ApplyCheck(ApplyCheckArgs),
+    /// Run apply-check, show the report, ask, then server-side apply the CRDs that change and
+    /// wait for each to be Established. Refuses when there are error findings unless --force.
+    #[command(after_help = APPLY_EXIT_CODES)]
+    Apply(ApplyArgs),
     /// List every check with its id, default severity and what it catches.
     Checks,
 }
@@ -172,6 +184,24 @@ pub struct ApplyCheckArgs {
     pub kube: KubeArgs,
     #[command(flatten)]
     pub report: ReportArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ApplyArgs {
+    #[command(flatten)]
+    pub check: ApplyCheckArgs,
+    /// Apply without asking (needed when there is no terminal, e.g. in CI).
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+    /// Apply even when there are error findings.
+    #[arg(long)]
+    pub force: bool,
+    /// Take over fields owned by another field manager, like kubectl apply --server-side.
+    #[arg(long)]
+    pub force_conflicts: bool,
+    /// How long to wait for each CRD to become Established.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
+    pub wait_timeout: std::time::Duration,
 }
 
 #[cfg(test)]

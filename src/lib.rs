@@ -7,6 +7,7 @@
 //! compare → report. The binary (`kubectl-crd_safety`) parses flags, calls into
 //! this crate and maps the outcome to an exit code.
 
+pub mod apply;
 pub mod cluster;
 pub mod compare;
 pub mod config;

@@ -1,10 +1,11 @@
 //! `apply-check`: the comparison with the live cluster as the old side, its
 //! real `status.storedVersions`, and the API server's own dry run of the
-//! update.
+//! update. The result also says what `apply` would do to each CRD.
 
+use serde::Serialize;
 use serde_json::Value;
 
-use crate::cluster::{ClusterError, Connection};
+use crate::cluster::{ClusterError, Connection, DryRun};
 use crate::compare::{Check, Finding, Severity};
 use crate::config::Config;
 use crate::crd::Crd;
@@ -12,17 +13,66 @@ use crate::diff::{StoredVersionsArg, entries};
 use crate::manifest::{LoadedCrd, Location, ManifestSet, normalize_to_v1};
 use crate::report::{ClusterInfo, Report, SkippedDocument};
 
+/// What applying a manifest would do to the cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// The CRD does not exist yet.
+    Create,
+    /// The CRD exists and the manifest changes it.
+    Update,
+    /// The server would store exactly what it has now.
+    Unchanged,
+}
+
+impl Action {
+    /// The word for reports and prompts.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Create => "create",
+            Action::Update => "update",
+            Action::Unchanged => "unchanged",
+        }
+    }
+}
+
+/// One manifest CRD and what applying it would do.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    /// `metadata.name`.
+    pub name: String,
+    /// Create, update or nothing.
+    pub action: Action,
+    /// The manifest as read (v1).
+    pub manifest: Value,
+    /// The API server's conflict message when another field manager owns
+    /// fields this manifest changes.
+    pub conflict: Option<String>,
+}
+
+/// The report of `apply-check`, and the plan `apply` follows.
+#[derive(Debug, Clone)]
+pub struct LiveCheck {
+    /// Findings per CRD, with the cluster in the header.
+    pub report: Report,
+    /// One entry per manifest CRD, in manifest order.
+    pub plan: Vec<Planned>,
+}
+
 /// Reads the live CRDs named in `new`, compares, and dry-runs each update.
 pub async fn apply_check(
     conn: &Connection,
     new: &ManifestSet,
     config: &Config,
-) -> Result<Report, ClusterError> {
+) -> Result<LiveCheck, ClusterError> {
     let mut live = ManifestSet::default();
+    let mut live_values = Vec::with_capacity(new.crds.len());
     for n in &new.crds {
         let Some(value) = conn.get_crd(&n.crd.name).await? else {
+            live_values.push(None);
             continue;
         };
+        live_values.push(Some(value.clone()));
         let crd = Crd::from_manifest(normalize_to_v1(value)).map_err(|e| ClusterError::Other {
             server: conn.server.clone(),
             detail: format!("the live CRD cannot be read: {e}"),
@@ -38,8 +88,49 @@ pub async fn apply_check(
     // The live object carries status.storedVersions; no flag needed.
     let mut crds = entries(&live, new, &StoredVersionsArg::default(), config);
     let policy = config.policy();
-    for (entry, n) in crds.iter_mut().zip(&new.crds) {
-        if let Some(message) = conn.dry_run_apply(&n.crd.name, &n.crd.manifest).await? {
+    let mut plan = Vec::with_capacity(new.crds.len());
+    for ((entry, n), live_value) in crds.iter_mut().zip(&new.crds).zip(&live_values) {
+        let verdict = conn.dry_run_apply(&n.crd.name, &n.crd.manifest).await?;
+        let action = match (&verdict, live_value) {
+            (_, None) => Action::Create,
+            (
+                DryRun::Accepted(would_be)
+                | DryRun::Conflict {
+                    would_store: would_be,
+                    ..
+                },
+                Some(live),
+            ) if same_content(would_be, live) => Action::Unchanged,
+            _ => Action::Update,
+        };
+        let conflict = match &verdict {
+            DryRun::Conflict { message, .. } if action != Action::Unchanged => {
+                Some(message.clone())
+            }
+            _ => None,
+        };
+        if let Some(message) = &conflict {
+            let finding = Finding {
+                check: Check::FieldManagerConflict,
+                severity: Severity::Warning,
+                version: None,
+                path: None,
+                message: format!(
+                    "{message}: `apply` refuses without --force-conflicts (which takes the fields over)"
+                ),
+                old: None,
+                new: Some(Value::String(message.clone())),
+            };
+            let (kept, excepted) = policy.apply(&n.crd.name, vec![finding]);
+            entry.add(kept, excepted);
+        }
+        plan.push(Planned {
+            name: n.crd.name.clone(),
+            action,
+            manifest: n.crd.manifest.clone(),
+            conflict,
+        });
+        if let DryRun::Rejected(message) = verdict {
             let finding = Finding {
                 check: Check::ApiServerRejects,
                 severity: Severity::Error,
@@ -61,5 +152,15 @@ pub async fn apply_check(
         context: conn.context.clone(),
         server: conn.server.clone(),
     });
-    Ok(report)
+    Ok(LiveCheck { report, plan })
+}
+
+/// Whether the object the dry run would store equals the live one in what
+/// users set: the spec (with the server's defaults on both sides), labels
+/// and annotations. Field ownership and status are not content.
+fn same_content(would_be: &Value, live: &Value) -> bool {
+    would_be.get("spec") == live.get("spec")
+        && ["labels", "annotations"]
+            .iter()
+            .all(|k| would_be["metadata"].get(k) == live["metadata"].get(k))
 }

@@ -11,15 +11,17 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use cli::{
-    ApplyCheckArgs, Cli, ColorChoice, Command, DiffArgs, FailModeArg, ModeArg, OutputFormat,
-    ReportArgs,
+    ApplyArgs, ApplyCheckArgs, Cli, ColorChoice, Command, DiffArgs, FailModeArg, ModeArg,
+    OutputFormat, ReportArgs,
 };
+use crd_safety::apply::ApplyOptions;
 use crd_safety::cluster::{self, KubeFlags};
 use crd_safety::compare::Check;
 use crd_safety::config::{Config, FailMode, Mode};
 use crd_safety::diff::{StoredVersionsArg, diff};
+use crd_safety::live::{Action, Planned};
 use crd_safety::manifest::{self, Source};
-use crd_safety::report::{Report, TableOptions, render_markdown, render_table};
+use crd_safety::report::{Report, TableOptions, render_markdown, render_outcomes, render_table};
 
 /// A failure that stops the command, with the exit code it maps to.
 #[derive(Debug)]
@@ -50,6 +52,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Diff(args) => run_diff(args),
         Command::ApplyCheck(args) => run_apply_check(args),
+        Command::Apply(args) => run_apply(args),
         Command::Checks => print_checks(),
     };
     match result {
@@ -178,7 +181,10 @@ fn kube_flags(args: &cli::KubeArgs) -> KubeFlags {
     }
 }
 
-fn run_apply_check(args: ApplyCheckArgs) -> Result<u8, Failure> {
+/// Loads the manifests and starts the runtime both live commands use.
+fn live_setup(
+    args: &ApplyCheckArgs,
+) -> Result<(Config, manifest::ManifestSet, tokio::runtime::Runtime), Failure> {
     if args.filenames.iter().filter(|f| f.as_str() == "-").count() > 1 {
         return Err(Failure::Input("-f - can be given once".into()));
     }
@@ -189,13 +195,192 @@ fn run_apply_check(args: ApplyCheckArgs) -> Result<u8, Failure> {
         .enable_all()
         .build()
         .map_err(|e| Failure::Input(format!("cannot start the async runtime: {e}")))?;
-    let report = runtime.block_on(async {
+    Ok((config, new, runtime))
+}
+
+fn run_apply_check(args: ApplyCheckArgs) -> Result<u8, Failure> {
+    let (config, new, runtime) = live_setup(&args)?;
+    let checked = runtime.block_on(async {
         let conn = cluster::connect(&kube_flags(&args.kube)).await?;
         crd_safety::live::apply_check(&conn, &new, &config).await
     });
-    let report = report.map_err(|e| Failure::Cluster(e.to_string()))?;
+    let report = checked.map_err(|e| Failure::Cluster(e.to_string()))?.report;
     emit(&render(&report, &args.report))?;
     Ok(report.exit_code())
+}
+
+/// How an `apply` run ended, for the exit code and the JSON `apply.decision`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Decision {
+    NothingToDo,
+    Refused,
+    Declined,
+    Applied,
+    Failed,
+}
+
+impl Decision {
+    fn as_str(self) -> &'static str {
+        match self {
+            Decision::NothingToDo => "nothingToDo",
+            Decision::Refused => "refused",
+            Decision::Declined => "declined",
+            Decision::Applied => "applied",
+            Decision::Failed => "failed",
+        }
+    }
+
+    fn exit_code(self) -> u8 {
+        match self {
+            Decision::NothingToDo | Decision::Applied => 0,
+            Decision::Refused => 1,
+            Decision::Failed => 3,
+            Decision::Declined => 4,
+        }
+    }
+}
+
+fn run_apply(args: ApplyArgs) -> Result<u8, Failure> {
+    let (config, new, runtime) = live_setup(&args.check)?;
+    let report_args = &args.check.report;
+    let structured = matches!(report_args.output, OutputFormat::Json | OutputFormat::Yaml);
+    runtime.block_on(async {
+        let conn = cluster::connect(&kube_flags(&args.check.kube))
+            .await
+            .map_err(|e| Failure::Cluster(e.to_string()))?;
+        let checked = crd_safety::live::apply_check(&conn, &new, &config)
+            .await
+            .map_err(|e| Failure::Cluster(e.to_string()))?;
+        let report = &checked.report;
+        if !structured {
+            emit(&render(report, report_args))?;
+        }
+        let changes: Vec<&Planned> = checked
+            .plan
+            .iter()
+            .filter(|p| p.action != Action::Unchanged)
+            .collect();
+        let decision = if changes.is_empty() {
+            eprintln!("Nothing to apply: the cluster already has these CRDs as written.");
+            Decision::NothingToDo
+        } else if report.summary.errors > 0 && !args.force {
+            eprintln!(
+                "error: not applying: {} (use --force to apply anyway)",
+                plural(report.summary.errors, "error finding", "error findings")
+            );
+            Decision::Refused
+        } else if let Some(owned) = conflicts(&changes).filter(|_| !args.force_conflicts) {
+            eprintln!(
+                "error: not applying: another field manager owns fields the manifests change ({owned}); \
+                 use --force-conflicts to take them over"
+            );
+            Decision::Refused
+        } else if !args.yes && !confirm(&conn, &changes)? {
+            eprintln!("Nothing applied.");
+            Decision::Declined
+        } else {
+            Decision::Applied
+        };
+        let mut results = Vec::new();
+        let mut decision = decision;
+        if decision == Decision::Applied {
+            let opts = ApplyOptions {
+                force_conflicts: args.force_conflicts,
+                wait: args.wait_timeout,
+            };
+            results = crd_safety::apply::apply(&conn, &checked.plan, opts).await;
+            if results.iter().any(|r| r.outcome.is_failure()) {
+                decision = Decision::Failed;
+            }
+            if !structured {
+                emit(&render_outcomes(
+                    &conn.context,
+                    &results,
+                    use_color(report_args.color),
+                ))?;
+            }
+        }
+        if structured {
+            emit(&render_with_apply(report, report_args, decision, &results)?)?;
+        }
+        Ok(decision.exit_code())
+    })
+}
+
+/// The CRDs whose apply would conflict with another field manager, named
+/// for the refusal message, or `None`.
+fn conflicts(changes: &[&Planned]) -> Option<String> {
+    let names: Vec<&str> = changes
+        .iter()
+        .filter(|p| p.conflict.is_some())
+        .map(|p| p.name.as_str())
+        .collect();
+    (!names.is_empty()).then(|| names.join(", "))
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// Asks on the terminal, default No, naming the context and every CRD that
+/// changes. Without a terminal there is nobody to ask: that is a refusal
+/// (exit 2), never a silent yes.
+fn confirm(conn: &cluster::Connection, changes: &[&Planned]) -> Result<bool, Failure> {
+    if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+        return Err(Failure::Input(
+            "refusing to apply without confirmation: there is no terminal to ask on \
+             (pass --yes to apply non-interactively)"
+                .into(),
+        ));
+    }
+    let width = changes.iter().map(|p| p.name.len()).max().unwrap_or(0);
+    let mut text = format!(
+        "\nAbout to apply to context {} ({}):\n",
+        conn.context, conn.server
+    );
+    for p in changes {
+        text.push_str(&format!("  {:<width$}  {}\n", p.name, p.action.as_str()));
+    }
+    eprint!("{text}");
+    let answer = dialoguer::Confirm::new()
+        .with_prompt(format!(
+            "Apply {} to context {}?",
+            plural(changes.len(), "CRD", "CRDs"),
+            conn.context
+        ))
+        .default(false)
+        .interact_opt();
+    match answer {
+        Ok(Some(yes)) => Ok(yes),
+        // Esc or q: no answer is a no.
+        Ok(None) => Ok(false),
+        Err(e) => Err(Failure::Input(format!("cannot read the answer: {e}"))),
+    }
+}
+
+/// The JSON/YAML report with what `apply` decided and did under `apply`.
+fn render_with_apply(
+    report: &Report,
+    args: &ReportArgs,
+    decision: Decision,
+    results: &[crd_safety::apply::Applied],
+) -> Result<String, Failure> {
+    let mut value = serde_json::to_value(report)
+        .map_err(|e| Failure::Input(format!("cannot serialize the report: {e}")))?;
+    let apply = serde_json::json!({"decision": decision.as_str(), "results": results});
+    if let Some(obj) = value.as_object_mut() {
+        obj.insert("apply".into(), apply);
+    }
+    let text = match args.output {
+        OutputFormat::Yaml => serde_saphyr::to_string(&value)
+            .map_err(|e| Failure::Input(format!("cannot serialize the report: {e}")))?,
+        _ => {
+            serde_json::to_string_pretty(&value)
+                .map_err(|e| Failure::Input(format!("cannot serialize the report: {e}")))?
+                + "\n"
+        }
+    };
+    Ok(text)
 }
 
 fn print_checks() -> Result<u8, Failure> {

@@ -387,12 +387,12 @@ fn unsafe_example(check: Check) -> (Option<Value>, Option<Value>) {
         ),
         // Only `apply-check` reports it, from the API server's dry run
         // (tests/live_cluster.rs); no pair of manifests produces it.
-        Check::ApiServerRejects => (None, None),
+        Check::ApiServerRejects | Check::FieldManagerConflict => (None, None),
     }
 }
 
 /// Checks no offline comparison can report.
-const LIVE_ONLY: &[Check] = &[Check::ApiServerRejects];
+const LIVE_ONLY: &[Check] = &[Check::ApiServerRejects, Check::FieldManagerConflict];
 
 /// The findings the example of `check` gets through the whole pipeline.
 fn flagged(check: Check) -> Vec<Finding> {

@@ -5,111 +5,14 @@
 mod support;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
-use kube::{Api, Client};
+use kube::Api;
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use serde_json::{Value, json};
-use support::envtest::{ControlPlane, control_plane};
+use support::envtest::control_plane;
+use support::live::{admin, apply_check, crd, findings, install, write_manifest};
 use support::run::run;
-
-/// A CRD `<plural>.example.com` with the given versions; `extra` adds
-/// fields to v1's spec schema.
-fn crd(plural: &str, versions: &[(&str, bool, bool)], extra: Value) -> Value {
-    let kind = format!(
-        "{}{}",
-        plural[..1].to_uppercase(),
-        &plural[1..plural.len() - 1]
-    );
-    let mut spec_props = json!({"size": {"type": "integer"}});
-    if let (Some(p), Some(e)) = (spec_props.as_object_mut(), extra.as_object()) {
-        p.extend(e.clone());
-    }
-    let versions: Vec<Value> = versions
-        .iter()
-        .map(|(name, served, storage)| {
-            json!({"name": name, "served": served, "storage": storage, "schema": {"openAPIV3Schema": {
-                "type": "object",
-                "properties": {"spec": {"type": "object", "properties": spec_props}}
-            }}})
-        })
-        .collect();
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("{plural}.example.com")},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-                 "names": {"kind": kind, "plural": plural},
-                 "versions": versions}
-    })
-}
-
-async fn admin(plane: &ControlPlane) -> Client {
-    plane
-        .client(&plane.admin_kubeconfig)
-        .await
-        .expect("admin client")
-}
-
-/// Applies a CRD as the admin and waits until it is Established.
-async fn install(client: &Client, manifest: &Value) {
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let name = manifest["metadata"]["name"].as_str().expect("name");
-    let crd: CustomResourceDefinition =
-        serde_json::from_value(manifest.clone()).expect("typed CRD");
-    crds.patch(
-        name,
-        &PatchParams::apply("crd-safety-test").force(),
-        &Patch::Apply(&crd),
-    )
-    .await
-    .expect("the CRD is applied");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let live = crds.get(name).await.expect("CRD readable");
-        let established = live
-            .status
-            .and_then(|s| s.conditions)
-            .unwrap_or_default()
-            .iter()
-            .any(|c| c.type_ == "Established" && c.status == "True");
-        if established {
-            return;
-        }
-        assert!(Instant::now() < deadline, "{name} not Established in 30s");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-fn write_manifest(dir: &Path, name: &str, manifest: &Value) -> String {
-    let path = dir.join(name);
-    std::fs::write(&path, serde_json::to_string_pretty(manifest).expect("json"))
-        .expect("manifest written");
-    path.display().to_string()
-}
-
-/// Runs `apply-check -f manifest --kubeconfig kubeconfig extra...`.
-fn apply_check(manifest: &str, kubeconfig: &str, extra: &[&str]) -> support::run::Run {
-    let mut args = vec!["apply-check", "-f", manifest, "--kubeconfig", kubeconfig];
-    args.extend_from_slice(extra);
-    run(&args, None)
-}
-
-fn findings(report: &Value) -> Vec<(String, String, Option<String>)> {
-    report["crds"][0]["findings"]
-        .as_array()
-        .expect("findings")
-        .iter()
-        .map(|f| {
-            (
-                f["check"].as_str().unwrap_or_default().to_string(),
-                f["severity"].as_str().unwrap_or_default().to_string(),
-                f["version"].as_str().map(str::to_string),
-            )
-        })
-        .collect()
-}
 
 #[tokio::test]
 async fn the_test_control_plane_serves_crds_to_admin_and_denies_the_restricted_user() {
@@ -313,6 +216,64 @@ async fn cluster_faults_are_one_line_and_exit_3() {
             .contains("cannot reach the API server at https://127.0.0.1:"),
         "{}",
         r.stderr
+    );
+
+    // 401: a bearer token the server does not know.
+    let token = "not-a-real-token-4f1c2a";
+    let user_start = admin_cfg.find("users:").expect("users section");
+    let user_end = admin_cfg.find("contexts:").expect("contexts section");
+    let with_token = format!(
+        "{}users:\n- name: admin\n  user:\n    token: {token}\n{}",
+        &admin_cfg[..user_start],
+        &admin_cfg[user_end..]
+    );
+    let path = dir.path().join("token.kubeconfig");
+    std::fs::write(&path, with_token).expect("kubeconfig");
+    let r = apply_check(manifest, &path.display().to_string(), &[]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!(
+            "{} refused the credentials of context envtest-admin (401 Unauthorized)",
+            plane.server
+        )),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains(token), "the token is never printed");
+
+    // A request timeout: the path to the real server stalls (a relay that
+    // accepts connections and never forwards a byte).
+    let stalled = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
+    let port = stalled.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in stalled.incoming().take(8).flatten() {
+            held.push(conn);
+        }
+        std::thread::sleep(std::time::Duration::from_secs(30));
+    });
+    let slow = admin_cfg.replace(&plane.server, &format!("https://127.0.0.1:{port}"));
+    let path = dir.path().join("stalled.kubeconfig");
+    std::fs::write(&path, slow).expect("kubeconfig");
+    let started = std::time::Instant::now();
+    let r = apply_check(
+        manifest,
+        &path.display().to_string(),
+        &["--request-timeout", "1s"],
+    );
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!(
+            "request to https://127.0.0.1:{port} timed out after 1s (--request-timeout)"
+        )),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "the timeout bounds the wait"
     );
 
     // The server's certificate is not signed by the CA the kubeconfig trusts.

@@ -168,50 +168,171 @@ impl Connection {
         }
     }
 
-    fn crds(&self) -> Api<CustomResourceDefinition> {
-        Api::all(self.client.clone())
+    /// CRDs as untyped JSON, so every field the server returns survives.
+    fn crds_dynamic(&self) -> Api<kube::core::DynamicObject> {
+        Api::all_with(
+            self.client.clone(),
+            &kube::discovery::ApiResource::erase::<CustomResourceDefinition>(&()),
+        )
     }
 
     /// The live CRD as JSON (status included), or `None` when it does not
     /// exist: a missing CRD is news, not an error.
     pub async fn get_crd(&self, name: &str) -> Result<Option<Value>, ClusterError> {
-        let api: Api<kube::core::DynamicObject> = Api::all_with(
-            self.client.clone(),
-            &kube::discovery::ApiResource::erase::<CustomResourceDefinition>(&()),
-        );
-        match api.get_opt(name).await {
-            Ok(Some(obj)) => serde_json::to_value(obj)
-                .map(Some)
-                .map_err(|e| ClusterError::Other {
-                    server: self.server.clone(),
-                    detail: e.to_string(),
-                }),
+        match self.crds_dynamic().get_opt(name).await {
+            Ok(Some(obj)) => self.to_value(obj).map(Some),
             Ok(None) => Ok(None),
             Err(e) => Err(self.classify(e)),
         }
     }
 
-    /// Server-side-applies `manifest` with `dryRun=All`. `Ok(Some(message))`
-    /// is the API server refusing the CRD (invalid, immutable field, stored
-    /// version still listed, CEL that does not compile...), in its own words.
+    /// Server-side-applies `manifest` with `dryRun=All`: the API server's own
+    /// verdict on the update, or the object it would store, and whether a
+    /// plain (unforced) apply would conflict with another field manager.
     pub async fn dry_run_apply(
         &self,
         name: &str,
         manifest: &Value,
-    ) -> Result<Option<String>, ClusterError> {
-        let params = PatchParams::apply(FIELD_MANAGER).force().dry_run();
-        match self
-            .crds()
-            .patch(name, &params, &Patch::Apply(apply_body(manifest)))
-            .await
-        {
-            Ok(_) => Ok(None),
+    ) -> Result<DryRun, ClusterError> {
+        let body = Patch::Apply(apply_body(manifest));
+        let plain = PatchParams::apply(FIELD_MANAGER).dry_run();
+        let conflict = match self.crds_dynamic().patch(name, &plain, &body).await {
+            Ok(obj) => return Ok(DryRun::Accepted(self.to_value(obj)?)),
+            Err(kube::Error::Api(status)) if status.code == 409 => Some(status.message.clone()),
+            Err(kube::Error::Api(status)) if matches!(status.code, 400 | 422) => {
+                return Ok(DryRun::Rejected(status.message.clone()));
+            }
+            Err(e) => return Err(self.classify(e)),
+        };
+        // Forced, to learn whether the CRD itself is valid.
+        let forced = PatchParams::apply(FIELD_MANAGER).force().dry_run();
+        match self.crds_dynamic().patch(name, &forced, &body).await {
+            Ok(obj) => Ok(DryRun::Conflict {
+                would_store: self.to_value(obj)?,
+                message: conflict.unwrap_or_default(),
+            }),
             Err(kube::Error::Api(status)) if matches!(status.code, 400 | 409 | 422) => {
-                Ok(Some(status.message.clone()))
+                Ok(DryRun::Rejected(status.message.clone()))
             }
             Err(e) => Err(self.classify(e)),
         }
     }
+
+    /// Server-side-applies `manifest` for real, as field manager
+    /// [`FIELD_MANAGER`]. Without `force_conflicts`, fields owned by another
+    /// manager make this fail with [`ApplyError::Conflict`], like kubectl.
+    pub async fn apply(
+        &self,
+        name: &str,
+        manifest: &Value,
+        force_conflicts: bool,
+    ) -> Result<Value, ApplyError> {
+        let mut params = PatchParams::apply(FIELD_MANAGER);
+        if force_conflicts {
+            params = params.force();
+        }
+        match self
+            .crds_dynamic()
+            .patch(name, &params, &Patch::Apply(apply_body(manifest)))
+            .await
+        {
+            Ok(obj) => Ok(self.to_value(obj)?),
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                Err(ApplyError::Conflict(status.message.clone()))
+            }
+            Err(kube::Error::Api(status)) if matches!(status.code, 400 | 422) => {
+                Err(ApplyError::Rejected(status.message.clone()))
+            }
+            Err(e) => Err(ApplyError::Cluster(self.classify(e))),
+        }
+    }
+
+    /// Polls the CRD until it is `Established`, its names are refused, or
+    /// `wait` runs out. A CRD that is not established serves nothing, so an
+    /// apply is only done when this says so.
+    pub async fn wait_established(
+        &self,
+        name: &str,
+        wait: Duration,
+    ) -> Result<Established, ClusterError> {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let Some(live) = self.get_crd(name).await? else {
+                return Ok(Established::Gone);
+            };
+            let conditions = live["status"]["conditions"].as_array().cloned();
+            let condition = |kind: &str| {
+                conditions
+                    .iter()
+                    .flatten()
+                    .find(|c| c["type"] == kind)
+                    .map(|c| {
+                        (
+                            c["status"].as_str().unwrap_or_default().to_string(),
+                            c["message"].as_str().unwrap_or_default().to_string(),
+                        )
+                    })
+            };
+            if let Some((status, message)) = condition("NamesAccepted")
+                && status == "False"
+            {
+                return Ok(Established::NamesRefused(message));
+            }
+            if condition("Established").is_some_and(|(status, _)| status == "True") {
+                return Ok(Established::Yes);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Ok(Established::TimedOut);
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    fn to_value(&self, obj: kube::core::DynamicObject) -> Result<Value, ClusterError> {
+        serde_json::to_value(obj).map_err(|e| ClusterError::Other {
+            server: self.server.clone(),
+            detail: e.to_string(),
+        })
+    }
+}
+
+/// The API server's answer to a dry-run apply.
+#[derive(Debug)]
+pub enum DryRun {
+    /// The object the server would store.
+    Accepted(Value),
+    /// Valid, but only a forced apply would store it: another field manager
+    /// owns fields it changes (the server's message names them).
+    Conflict { would_store: Value, message: String },
+    /// The server refuses the update, in its own words.
+    Rejected(String),
+}
+
+/// Why a real apply did not happen.
+#[derive(Debug, Error)]
+pub enum ApplyError {
+    /// Another field manager owns fields this manifest sets (409).
+    #[error("{0} (use --force-conflicts to take the fields over)")]
+    Conflict(String),
+    /// The server refuses the object (400/422).
+    #[error("the API server refused it: {0}")]
+    Rejected(String),
+    /// The request itself failed.
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+}
+
+/// Whether an applied CRD became usable.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Established {
+    /// `Established=True`.
+    Yes,
+    /// `NamesAccepted=False`: the names clash with another CRD.
+    NamesRefused(String),
+    /// Still not established when the wait ran out.
+    TimedOut,
+    /// Deleted while waiting.
+    Gone,
 }
 
 /// The manifest without the fields the server owns, as server-side apply

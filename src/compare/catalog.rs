@@ -120,6 +120,7 @@ catalog! {
     ConversionDataLoss => "conversionDataLoss", Error, "with conversion None, a field only one of two served versions knows is silently dropped when written through the other.";
     // From the live cluster.
     ApiServerRejects => "apiServerRejects", Error, "the API server's own dry run of the update refuses the CRD (its message is quoted).";
+    FieldManagerConflict => "fieldManagerConflict", Warning, "another field manager (helm, kubectl, an operator) owns fields the manifest changes: apply needs --force-conflicts to take them over.";
     // The catch-all.
     UnknownChange => "unknownChange", Error, "any other change no check understands (error with failMode: closed, warning with open).";
 }

@@ -7,6 +7,7 @@
 //! ever added to it.
 
 mod markdown;
+mod outcome;
 mod table;
 
 use serde::Serialize;
@@ -16,6 +17,7 @@ use crate::config::{Excepted, FailMode, Mode};
 use crate::manifest::Skipped;
 
 pub use markdown::render_markdown;
+pub use outcome::render_outcomes;
 pub use table::{TableOptions, render_table};
 
 /// The verdict on one CRD.

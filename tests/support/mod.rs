@@ -1,4 +1,5 @@
 //! Helpers shared by the integration tests.
 
 pub mod envtest;
+pub mod live;
 pub mod run;

@@ -1,0 +1,126 @@
+//! `apply`: server-side apply of the planned CRDs, one at a time, each
+//! waited on until it is `Established`.
+//!
+//! The first failure stops the run: an operator's CRDs usually go together,
+//! and applying the rest after one failed would leave a mix the user did not
+//! review. Every CRD gets an outcome, so the report always says which were
+//! applied and which were not.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::cluster::{ApplyError, Connection, Established};
+use crate::live::{Action, Planned};
+
+/// How to apply.
+#[derive(Debug, Clone, Copy)]
+pub struct ApplyOptions {
+    /// Take over fields owned by other field managers (`--force-conflicts`).
+    pub force_conflicts: bool,
+    /// How long to wait for each CRD to be `Established`.
+    pub wait: Duration,
+}
+
+/// What happened to one CRD.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase", tag = "result", content = "message")]
+pub enum Outcome {
+    /// Created and established.
+    Created,
+    /// Updated and established.
+    Configured,
+    /// Nothing to change; not written.
+    Unchanged,
+    /// The write was refused or failed; the CRD is as it was.
+    Failed(String),
+    /// Written, but not usable: names refused or not established in time.
+    NotEstablished(String),
+    /// Not attempted because an earlier CRD failed.
+    NotApplied,
+}
+
+impl Outcome {
+    /// Whether the cluster now has this manifest.
+    pub fn is_applied(&self) -> bool {
+        matches!(self, Outcome::Created | Outcome::Configured)
+    }
+
+    /// Whether this outcome makes the run fail.
+    pub fn is_failure(&self) -> bool {
+        matches!(
+            self,
+            Outcome::Failed(_) | Outcome::NotEstablished(_) | Outcome::NotApplied
+        )
+    }
+
+    /// A short word for the outcome table.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Outcome::Created => "created",
+            Outcome::Configured => "configured",
+            Outcome::Unchanged => "unchanged",
+            Outcome::Failed(_) => "FAILED",
+            Outcome::NotEstablished(_) => "NOT ESTABLISHED",
+            Outcome::NotApplied => "not applied",
+        }
+    }
+}
+
+/// One CRD's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct Applied {
+    /// `metadata.name`.
+    pub name: String,
+    /// What the plan said.
+    pub action: Action,
+    /// What happened.
+    #[serde(flatten)]
+    pub outcome: Outcome,
+}
+
+/// Applies every planned change in order, stopping at the first failure.
+pub async fn apply(conn: &Connection, plan: &[Planned], opts: ApplyOptions) -> Vec<Applied> {
+    let mut results = Vec::with_capacity(plan.len());
+    let mut stopped = false;
+    for p in plan {
+        let outcome = if stopped {
+            Outcome::NotApplied
+        } else if p.action == Action::Unchanged {
+            Outcome::Unchanged
+        } else {
+            apply_one(conn, p, opts).await
+        };
+        stopped |= matches!(outcome, Outcome::Failed(_) | Outcome::NotEstablished(_));
+        results.push(Applied {
+            name: p.name.clone(),
+            action: p.action,
+            outcome,
+        });
+    }
+    results
+}
+
+async fn apply_one(conn: &Connection, p: &Planned, opts: ApplyOptions) -> Outcome {
+    if let Err(e) = conn.apply(&p.name, &p.manifest, opts.force_conflicts).await {
+        return Outcome::Failed(match e {
+            ApplyError::Conflict(_) | ApplyError::Rejected(_) => e.to_string(),
+            ApplyError::Cluster(c) => c.to_string(),
+        });
+    }
+    match conn.wait_established(&p.name, opts.wait).await {
+        Ok(Established::Yes) if p.action == Action::Create => Outcome::Created,
+        Ok(Established::Yes) => Outcome::Configured,
+        Ok(Established::NamesRefused(m)) => {
+            Outcome::NotEstablished(format!("the API server refused its names: {m}"))
+        }
+        Ok(Established::TimedOut) => Outcome::NotEstablished(format!(
+            "applied, but not Established after {}s (--wait-timeout)",
+            opts.wait.as_secs_f64()
+        )),
+        Ok(Established::Gone) => {
+            Outcome::NotEstablished("applied, then deleted by someone else".into())
+        }
+        Err(e) => Outcome::NotEstablished(format!("applied, but its status cannot be read: {e}")),
+    }
+}

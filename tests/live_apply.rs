@@ -1,0 +1,483 @@
+//! Live tests of `apply` against a real kube-apiserver and etcd: what gets
+//! written, what is refused, and what the user is told. Each test uses its
+//! own CRD names so the tests can run in parallel on the shared control
+//! plane.
+
+mod support;
+
+use std::process::Command;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::{Api, Client};
+use serde_json::{Value, json};
+use support::envtest::{ControlPlane, control_plane};
+use support::live::{admin, apply_check, crd, findings, install, install_as, write_manifest};
+use support::run::{Run, run};
+
+/// The field manager of an earlier run of the plugin: upgrades of what it
+/// applied do not conflict.
+const OURS: &str = "kubectl-crd-safety";
+
+/// Runs `apply -f path... --kubeconfig <admin> extra...` without a terminal.
+fn apply(plane: &ControlPlane, paths: &[&str], extra: &[&str]) -> Run {
+    let kubeconfig = plane.admin_kubeconfig.display().to_string();
+    let mut args = vec!["apply"];
+    for p in paths {
+        args.extend(["-f", p]);
+    }
+    args.extend(["--kubeconfig", &kubeconfig]);
+    args.extend_from_slice(extra);
+    run(&args, None)
+}
+
+/// The live CRD as JSON, or `None` when it does not exist.
+async fn live(client: &Client, name: &str) -> Option<Value> {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.get_opt(name)
+        .await
+        .expect("the admin reads CRDs")
+        .map(|c| serde_json::to_value(c).expect("json"))
+}
+
+/// The properties of `spec` in a live CRD's first version.
+async fn spec_fields(client: &Client, name: &str) -> Value {
+    let crd = live(client, name).await.expect("the CRD exists");
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        .clone()
+}
+
+fn json_report(r: &Run) -> Value {
+    serde_json::from_str(&r.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+            r.stdout, r.stderr
+        )
+    })
+}
+
+/// `(name, action, result)` for every CRD in `apply.results`.
+fn results(report: &Value) -> Vec<(String, String, String)> {
+    report["apply"]["results"]
+        .as_array()
+        .expect("apply.results")
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap_or_default().to_string(),
+                r["action"].as_str().unwrap_or_default().to_string(),
+                r["result"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn triple(name: &str, action: &str, result: &str) -> (String, String, String) {
+    (name.into(), action.into(), result.into())
+}
+
+#[tokio::test]
+async fn a_safe_upgrade_is_applied_with_yes_and_is_visible_in_the_cluster() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    install_as(
+        &client,
+        &crd("upgrades", &[("v1", true, true)], json!({})),
+        OURS,
+    )
+    .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_manifest(
+        dir.path(),
+        "10-upgrades.json",
+        &crd(
+            "upgrades",
+            &[("v1", true, true)],
+            json!({"color": {"type": "string"}}),
+        ),
+    );
+    write_manifest(
+        dir.path(),
+        "20-newcomers.json",
+        &crd("newcomers", &[("v1", true, true)], json!({})),
+    );
+    let path = dir.path().display().to_string();
+
+    let r = apply(plane, &[&path], &["--yes", "-o", "json"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let report = json_report(&r);
+    assert_eq!(report["apply"]["decision"], "applied");
+    assert_eq!(
+        results(&report),
+        [
+            triple("upgrades.example.com", "update", "configured"),
+            triple("newcomers.example.com", "create", "created"),
+        ]
+    );
+    // The cluster has the new schema, written by our field manager, and the
+    // new CRD serves.
+    assert_eq!(
+        spec_fields(&client, "upgrades.example.com").await["color"],
+        json!({"type": "string"})
+    );
+    let upgraded = live(&client, "upgrades.example.com").await.expect("crd");
+    let managers: Vec<&str> = upgraded["metadata"]["managedFields"]
+        .as_array()
+        .expect("managedFields")
+        .iter()
+        .filter_map(|m| m["manager"].as_str())
+        .collect();
+    assert!(managers.contains(&"kubectl-crd-safety"), "{managers:?}");
+    let newcomer = live(&client, "newcomers.example.com").await.expect("crd");
+    let established = newcomer["status"]["conditions"]
+        .as_array()
+        .expect("conditions")
+        .iter()
+        .any(|c| c["type"] == "Established" && c["status"] == "True");
+    assert!(established, "{newcomer}");
+
+    // Running it again changes nothing and says so.
+    let again = apply(plane, &[&path], &["--yes"]);
+    assert_eq!(again.code, 0, "{}{}", again.stdout, again.stderr);
+    assert!(
+        again.stderr.contains("Nothing to apply"),
+        "{}",
+        again.stderr
+    );
+}
+
+#[tokio::test]
+async fn error_findings_refuse_the_apply_unless_forced() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    install_as(
+        &client,
+        &crd(
+            "refusals",
+            &[("v1", true, true)],
+            json!({"mode": {"type": "string"}}),
+        ),
+        OURS,
+    )
+    .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write_manifest(
+        dir.path(),
+        "refusals.json",
+        &crd(
+            "refusals",
+            &[("v1", true, true)],
+            json!({"mode": {"type": "integer"}}),
+        ),
+    );
+
+    let r = apply(plane, &[&path], &["--yes"]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("┆ type "), "{}", r.stdout);
+    assert!(
+        r.stderr
+            .contains("not applying: 1 error finding (use --force"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        spec_fields(&client, "refusals.example.com").await["mode"]["type"],
+        "string",
+        "a refused apply leaves the cluster alone"
+    );
+
+    let r = apply(plane, &[&path], &["--yes", "--force"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("refusals.example.com  configured"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(
+        spec_fields(&client, "refusals.example.com").await["mode"]["type"],
+        "integer"
+    );
+}
+
+#[tokio::test]
+async fn without_a_terminal_and_without_yes_nothing_is_applied() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    install_as(
+        &client,
+        &crd("quiets", &[("v1", true, true)], json!({})),
+        OURS,
+    )
+    .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write_manifest(
+        dir.path(),
+        "quiets.json",
+        &crd(
+            "quiets",
+            &[("v1", true, true)],
+            json!({"extra": {"type": "string"}}),
+        ),
+    );
+    let r = apply(plane, &[&path], &[]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("no terminal to ask on (pass --yes"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stdout.contains("quiets.example.com  SAFE"),
+        "the report is still shown: {}",
+        r.stdout
+    );
+    assert!(
+        spec_fields(&client, "quiets.example.com")
+            .await
+            .get("extra")
+            .is_none(),
+        "nothing was written"
+    );
+}
+
+/// Runs `apply` in a pseudo-terminal, waits for the question, answers with
+/// one key and returns the exit code and everything the terminal showed.
+fn apply_in_terminal(plane: &ControlPlane, path: &str, key: &str) -> (i32, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kubectl-crd_safety"));
+    cmd.args(["apply", "-f", path, "--kubeconfig"])
+        .arg(&plane.admin_kubeconfig)
+        .env("NO_COLOR", "1")
+        .env("TERM", "xterm")
+        .env("COLUMNS", "120")
+        .env_remove("KUBECONFIG");
+    let mut session = rexpect::session::spawn_command(cmd, Some(30_000)).expect("a pty session");
+    let before = session
+        .exp_string("to context envtest-admin? [y/N]")
+        .expect("the question is asked");
+    session.send(key).expect("the key is typed");
+    session.flush().expect("flushed");
+    let after = session.exp_eof().expect("the command finishes");
+    let status = session.process().wait().expect("exit status");
+    let code = match status {
+        rexpect::process::WaitStatus::Exited(_, code) => code,
+        other => panic!("unexpected end: {other:?}"),
+    };
+    (code, format!("{before}[answered {key}]{after}"))
+}
+
+#[tokio::test]
+async fn the_question_is_answered_in_a_terminal() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    install_as(
+        &client,
+        &crd("prompts", &[("v1", true, true)], json!({})),
+        OURS,
+    )
+    .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write_manifest(
+        dir.path(),
+        "prompts.json",
+        &crd(
+            "prompts",
+            &[("v1", true, true)],
+            json!({"answer": {"type": "string"}}),
+        ),
+    );
+    let path_ref = path.clone();
+    let (code, screen) =
+        tokio::task::spawn_blocking(move || apply_in_terminal(plane, &path_ref, "n"))
+            .await
+            .expect("pty thread");
+    assert_eq!(code, 4, "{screen}");
+    assert!(
+        screen.contains("About to apply to context envtest-admin"),
+        "{screen}"
+    );
+    assert!(screen.contains("prompts.example.com  update"), "{screen}");
+    assert!(screen.contains("Nothing applied."), "{screen}");
+    assert!(
+        spec_fields(&client, "prompts.example.com")
+            .await
+            .get("answer")
+            .is_none()
+    );
+
+    let (code, screen) = tokio::task::spawn_blocking(move || apply_in_terminal(plane, &path, "y"))
+        .await
+        .expect("pty thread");
+    assert_eq!(code, 0, "{screen}");
+    assert!(
+        screen.contains("prompts.example.com  configured"),
+        "{screen}"
+    );
+    assert_eq!(
+        spec_fields(&client, "prompts.example.com").await["answer"],
+        json!({"type": "string"})
+    );
+}
+
+#[tokio::test]
+async fn a_field_manager_conflict_is_reported_and_refused_until_forced() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    // Another manager (the test's "crd-safety-test") installed it.
+    install(&client, &crd("owneds", &[("v1", true, true)], json!({}))).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write_manifest(
+        dir.path(),
+        "owneds.json",
+        &crd(
+            "owneds",
+            &[("v1", true, true)],
+            json!({"extra": {"type": "string"}}),
+        ),
+    );
+    let kubeconfig = plane.admin_kubeconfig.display().to_string();
+
+    // apply-check warns before anyone tries.
+    let r = apply_check(&path, &kubeconfig, &["-o", "json"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let report = json_report(&r);
+    assert_eq!(
+        findings(&report),
+        [("fieldManagerConflict".into(), "warning".into(), None)]
+    );
+    let message = report["crds"][0]["findings"][0]["message"]
+        .as_str()
+        .expect("message");
+    assert!(
+        message.contains("conflict with \"crd-safety-test\"")
+            && message.contains("--force-conflicts"),
+        "{message}"
+    );
+
+    // apply refuses before asking, and writes nothing.
+    let r = apply(plane, &[&path], &["--yes"]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("another field manager owns fields the manifests change (owneds.example.com); use --force-conflicts"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        spec_fields(&client, "owneds.example.com")
+            .await
+            .get("extra")
+            .is_none()
+    );
+
+    // Taking the fields over is explicit.
+    let r = apply(
+        plane,
+        &[&path],
+        &["--yes", "--force-conflicts", "-o", "json"],
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(
+        results(&json_report(&r)),
+        [triple("owneds.example.com", "update", "configured")]
+    );
+    assert_eq!(
+        spec_fields(&client, "owneds.example.com").await["extra"],
+        json!({"type": "string"})
+    );
+}
+
+#[tokio::test]
+async fn a_failure_stops_the_run_and_the_outcome_says_what_was_applied() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    // `clashes` asks for a short name another CRD of the group already has:
+    // the server accepts the write but never establishes it.
+    let mut taken = crd("takens", &[("v1", true, true)], json!({}));
+    taken["spec"]["names"]["shortNames"] = json!(["tk"]);
+    install(&client, &taken).await;
+
+    // JSON for scripts.
+    let dir = failing_run(["firsts", "clashes", "lasts"]);
+    let r = apply(
+        plane,
+        &[&dir.path().display().to_string()],
+        &["--yes", "-o", "json"],
+    );
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+    let report = json_report(&r);
+    assert_eq!(report["apply"]["decision"], "failed");
+    assert_eq!(
+        results(&report),
+        [
+            triple("firsts.example.com", "create", "created"),
+            triple("clashes.example.com", "create", "notEstablished"),
+            triple("lasts.example.com", "create", "notApplied"),
+        ]
+    );
+    let message = report["apply"]["results"][1]["message"]
+        .as_str()
+        .expect("the failure says why");
+    assert!(
+        message.contains("refused its names") && message.contains("\"tk\""),
+        "{message}"
+    );
+    assert!(live(&client, "firsts.example.com").await.is_some());
+    assert!(
+        live(&client, "lasts.example.com").await.is_none(),
+        "nothing after the failure was applied"
+    );
+
+    // The table says the same to a person.
+    let dir = failing_run(["seconds", "clashers", "finals"]);
+    let r = apply(plane, &[&dir.path().display().to_string()], &["--yes"]);
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+    let outcome = r
+        .stdout
+        .split("Apply to context")
+        .nth(1)
+        .unwrap_or_default();
+    assert_eq!(
+        outcome
+            .lines()
+            .filter(|l| !l.contains("refused its names"))
+            .collect::<Vec<_>>(),
+        [
+            " envtest-admin:",
+            "  seconds.example.com   created",
+            "  finals.example.com    not applied",
+            "1 applied (seconds.example.com), 2 not applied or not established.",
+        ],
+        "{}",
+        r.stdout
+    );
+    assert!(
+        outcome
+            .contains("  clashers.example.com  NOT ESTABLISHED: the API server refused its names:"),
+        "{outcome}"
+    );
+}
+
+/// Manifests for three new CRDs, the second of which asks for the short
+/// name `tk` that `takens` already has.
+fn failing_run(plurals: [&str; 3]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (i, plural) in plurals.iter().enumerate() {
+        let mut m = crd(plural, &[("v1", true, true)], json!({}));
+        if i == 1 {
+            m["spec"]["names"]["shortNames"] = json!(["tk"]);
+        }
+        write_manifest(dir.path(), &format!("{i}-{plural}.json"), &m);
+    }
+    dir
+}
+
+#[test]
+fn apply_help_documents_its_exit_codes() {
+    let r = run(&["apply", "--help"], None);
+    assert_eq!(r.code, 0);
+    for line in [
+        "4  not applied: the answer to the confirmation was no",
+        "--force-conflicts",
+        "--wait-timeout",
+    ] {
+        assert!(r.stdout.contains(line), "{line}: {}", r.stdout);
+    }
+}

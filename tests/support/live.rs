@@ -1,0 +1,118 @@
+//! Helpers shared by the live test binaries: CRD builders, installing as
+//! the admin, and running the plugin against the test control plane.
+
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Patch, PatchParams};
+use kube::{Api, Client};
+use serde_json::{Value, json};
+
+use super::envtest::ControlPlane;
+use super::run::{Run, run};
+
+/// A CRD `<plural>.example.com` with the given versions; `extra` adds
+/// fields to v1's spec schema.
+pub fn crd(plural: &str, versions: &[(&str, bool, bool)], extra: Value) -> Value {
+    let kind = format!(
+        "{}{}",
+        plural[..1].to_uppercase(),
+        &plural[1..plural.len() - 1]
+    );
+    let mut spec_props = json!({"size": {"type": "integer"}});
+    if let (Some(p), Some(e)) = (spec_props.as_object_mut(), extra.as_object()) {
+        p.extend(e.clone());
+    }
+    let versions: Vec<Value> = versions
+        .iter()
+        .map(|(name, served, storage)| {
+            json!({"name": name, "served": served, "storage": storage, "schema": {"openAPIV3Schema": {
+                "type": "object",
+                "properties": {"spec": {"type": "object", "properties": spec_props}}
+            }}})
+        })
+        .collect();
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.example.com")},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"kind": kind, "plural": plural},
+                 "versions": versions}
+    })
+}
+
+pub async fn admin(plane: &ControlPlane) -> Client {
+    plane
+        .client(&plane.admin_kubeconfig)
+        .await
+        .expect("admin client")
+}
+
+/// Applies a CRD as the admin, as field manager `crd-safety-test` (another
+/// tool, as far as the plugin knows), and waits until it is Established.
+pub async fn install(client: &Client, manifest: &Value) {
+    install_as(client, manifest, "crd-safety-test").await;
+}
+
+/// [`install`] with the given field manager.
+pub async fn install_as(client: &Client, manifest: &Value, manager: &str) {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let name = manifest["metadata"]["name"].as_str().expect("name");
+    let crd: CustomResourceDefinition =
+        serde_json::from_value(manifest.clone()).expect("typed CRD");
+    crds.patch(
+        name,
+        &PatchParams::apply(manager).force(),
+        &Patch::Apply(&crd),
+    )
+    .await
+    .expect("the CRD is applied");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let live = crds.get(name).await.expect("CRD readable");
+        let established = live
+            .status
+            .and_then(|s| s.conditions)
+            .unwrap_or_default()
+            .iter()
+            .any(|c| c.type_ == "Established" && c.status == "True");
+        if established {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{name} not Established in 30s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+pub fn write_manifest(dir: &Path, name: &str, manifest: &Value) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, serde_json::to_string_pretty(manifest).expect("json"))
+        .expect("manifest written");
+    path.display().to_string()
+}
+
+/// Runs `apply-check -f manifest --kubeconfig kubeconfig extra...`.
+pub fn apply_check(manifest: &str, kubeconfig: &str, extra: &[&str]) -> Run {
+    let mut args = vec!["apply-check", "-f", manifest, "--kubeconfig", kubeconfig];
+    args.extend_from_slice(extra);
+    run(&args, None)
+}
+
+pub fn findings(report: &Value) -> Vec<(String, String, Option<String>)> {
+    report["crds"][0]["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| {
+            (
+                f["check"].as_str().unwrap_or_default().to_string(),
+                f["severity"].as_str().unwrap_or_default().to_string(),
+                f["version"].as_str().map(str::to_string),
+            )
+        })
+        .collect()
+}
