@@ -18,3 +18,4 @@ pub mod live;
 pub mod manifest;
 pub mod report;
 pub mod schema;
+pub mod validate;
