@@ -19,3 +19,4 @@ pub mod live;
 pub mod manifest;
 pub mod report;
 pub mod schema;
+pub mod validate;

@@ -1,0 +1,422 @@
+//! `x-kubernetes-validations`: rules compiled once with kube-cel, evaluated
+//! on the decoded object (pruned, nulls dropped, defaults applied), with
+//! `self` bound per schema node.
+//!
+//! Only nodes that carry rules are converted to CEL values. Conversion
+//! follows the schema the way the API server's does: declared property names
+//! are escaped (`__dash__`, reserved words), map keys are not, `number`
+//! fields are doubles, `date-time`/`duration`/`byte` strings become
+//! timestamps, durations and bytes.
+//!
+//! Outcomes per rule: true passes; false is a [`Rule::Cel`] violation with
+//! the rule's `messageExpression`/`message`; a "no such key" evaluation error
+//! is a violation too (the server rejects the object with that error); any
+//! other evaluation error, a non-bool result, or a rule that does not compile
+//! (including functions and macros kube-cel lacks) is [`NotEvaluated`].
+//! Transition rules (using `oldSelf`) are skipped on create unless
+//! `optionalOldSelf` is set, where `oldSelf` is an empty optional.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use kube::core::cel::cel::objects::{Key, Map as CelMap, OptionalValue};
+use kube::core::cel::cel::{Context, ExecutionError, Value as CelValue};
+use kube::core::cel::{CompilationResult, KubeCelExt, compile_schema};
+use serde_json::{Value, json};
+
+use super::formats::{Format, decode_base64, parse_go_duration, parse_timestamp};
+use super::node::{Additional, Node, Types};
+use super::trail::Trail;
+use super::{NotEvaluated, Outcome, Rule, Violation};
+
+/// Deepest value (below the rule's node) converted for CEL.
+const CEL_VALUE_DEPTH: usize = 100;
+
+/// One rule as compiled.
+#[derive(Debug)]
+pub(crate) struct CelRule {
+    /// The CEL expression as written.
+    pub source: String,
+    pub compiled: Result<CompilationResult, String>,
+}
+
+/// Compiles a node's `x-kubernetes-validations` list.
+pub(crate) fn compile_rules(raw: Option<&Value>) -> Vec<CelRule> {
+    let Some(Value::Array(rules)) = raw else {
+        return Vec::new();
+    };
+    rules
+        .iter()
+        .map(|r| {
+            let source = r
+                .get("rule")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let mut compiled = compile_schema(&json!({ "x-kubernetes-validations": [r] }));
+            let compiled = match compiled.validations.pop() {
+                Some(Ok(cr)) => Ok(cr),
+                Some(Err(e)) => Err(e.to_string()),
+                None => Err("rule not found".to_string()),
+            };
+            CelRule { source, compiled }
+        })
+        .collect()
+}
+
+thread_local! {
+    /// All Kubernetes CEL libraries, registered once per thread.
+    static BASE: Context<'static> = {
+        let mut ctx = Context::default();
+        ctx.register_all();
+        ctx
+    };
+}
+
+/// Evaluates every rule of the schema against `object`.
+pub(crate) fn evaluate(root: &Node, object: &Value, out: &mut Outcome) {
+    BASE.with(|base| {
+        let mut ev = Eval { base, out };
+        ev.walk(root, object, &Trail::ROOT, 0, true);
+    });
+}
+
+struct Eval<'b, 'o> {
+    base: &'b Context<'static>,
+    out: &'o mut Outcome,
+}
+
+impl Eval<'_, '_> {
+    fn walk(&mut self, node: &Node, v: &Value, trail: &Trail, depth: usize, is_root: bool) {
+        if !node.has_rules || depth > super::node::MAX_DEPTH {
+            return;
+        }
+        if !node.rules.is_empty() {
+            self.rules(node, v, trail, is_root);
+        }
+        match v {
+            Value::Object(o) => {
+                for (name, p) in &node.properties {
+                    if !p.has_rules {
+                        continue;
+                    }
+                    let cv = match o.get(name) {
+                        Some(c) if c.is_null() && !p.nullable => p.default.as_ref(),
+                        Some(c) => Some(c),
+                        None => p.default.as_ref(),
+                    };
+                    if let Some(cv) = cv {
+                        self.walk(p, cv, &trail.prop(name), depth + 1, false);
+                    }
+                }
+                if let Additional::Schema(a) = &node.additional
+                    && a.has_rules
+                {
+                    for (k, c) in o {
+                        if node.properties.contains_key(k) || (c.is_null() && a.drops_null()) {
+                            continue;
+                        }
+                        self.walk(a, c, &trail.key(k), depth + 1, false);
+                    }
+                }
+            }
+            Value::Array(a) => {
+                if let Some(items) = &node.items {
+                    for (i, it) in a.iter().enumerate() {
+                        self.walk(items, it, &trail.index(i), depth + 1, false);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn not_evaluated(&mut self, trail: &Trail, rule: &str, reason: String) {
+        let schema_path = trail.schema_path();
+        let seen = self
+            .out
+            .not_evaluated
+            .iter()
+            .any(|n| n.rule == rule && n.schema_path == schema_path && n.reason == reason);
+        if !seen {
+            let reason = if reason.chars().count() > 300 {
+                let cut: String = reason.chars().take(300).collect();
+                format!("{cut}...")
+            } else {
+                reason
+            };
+            self.out.not_evaluated.push(NotEvaluated {
+                schema_path,
+                rule: rule.to_string(),
+                reason,
+            });
+        }
+    }
+
+    fn rules(&mut self, node: &Node, v: &Value, trail: &Trail, is_root: bool) {
+        let self_val = match to_cel(Some(node), v, 0, is_root) {
+            Ok(x) => x,
+            Err(reason) => {
+                for r in &node.rules {
+                    self.not_evaluated(trail, &r.source, reason.clone());
+                }
+                return;
+            }
+        };
+        let mut ctx = self.base.new_inner_scope();
+        ctx.add_variable_from_value("self", self_val);
+        for rule in &node.rules {
+            let cr = match &rule.compiled {
+                Ok(cr) => cr,
+                Err(e) => {
+                    self.not_evaluated(trail, &rule.source, format!("does not compile: {e}"));
+                    continue;
+                }
+            };
+            if cr.is_transition_rule {
+                if cr.rule.optional_old_self != Some(true) {
+                    // Transition rules do not run on create.
+                    continue;
+                }
+                let mut inner = ctx.new_inner_scope();
+                inner.add_variable_from_value(
+                    "oldSelf",
+                    CelValue::Opaque(Arc::new(OptionalValue::none())),
+                );
+                self.run(cr, &inner, trail, false);
+            } else {
+                self.run(cr, &ctx, trail, true);
+            }
+        }
+    }
+
+    fn run(&mut self, cr: &CompilationResult, ctx: &Context, trail: &Trail, ratchetable: bool) {
+        let fail = |message: String| {
+            let mut path = trail.concrete();
+            if let Some(fp) = cr.rule.field_path.as_deref() {
+                if path.is_empty() {
+                    path.push_str(fp.trim_start_matches('.'));
+                } else {
+                    path.push_str(fp);
+                }
+            }
+            Violation {
+                path,
+                schema_path: trail.schema_path(),
+                rule: Rule::Cel,
+                message,
+                ratchetable,
+            }
+        };
+        match cr.program.execute(ctx) {
+            Ok(CelValue::Bool(true)) => {}
+            Ok(CelValue::Bool(false)) => {
+                let message = message(cr, ctx);
+                self.out.violations.push(fail(message));
+            }
+            Ok(other) => {
+                let reason = format!("evaluated to {:?} instead of a bool", other.type_of());
+                self.not_evaluated(trail, &cr.rule.rule, reason);
+            }
+            Err(ExecutionError::NoSuchKey(k)) => {
+                self.out.violations.push(fail(format!("no such key: {k}")));
+            }
+            Err(ExecutionError::UndeclaredReference(name)) => {
+                let reason = format!("uses `{name}`, which kube-cel does not support");
+                self.not_evaluated(trail, &cr.rule.rule, reason);
+            }
+            Err(e) => {
+                self.not_evaluated(trail, &cr.rule.rule, format!("evaluation error: {e}"));
+            }
+        }
+    }
+}
+
+/// The rule's message: `messageExpression` when it yields a non-empty
+/// string, else `message`, else the server's default.
+fn message(cr: &CompilationResult, ctx: &Context) -> String {
+    if let Some(p) = &cr.message_program
+        && let Ok(CelValue::String(s)) = p.execute(ctx)
+        && !s.trim().is_empty()
+    {
+        return s.to_string();
+    }
+    match &cr.rule.message {
+        Some(m) if !m.is_empty() => m.clone(),
+        _ => format!("failed rule: {}", cr.rule.rule),
+    }
+}
+
+const RESERVED: &[&str] = &[
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+];
+
+/// A declared property name as CEL sees it.
+pub(crate) fn escape(name: &str) -> String {
+    if RESERVED.contains(&name) {
+        return format!("__{name}__");
+    }
+    let mut s = String::with_capacity(name.len());
+    for c in name.chars() {
+        match c {
+            '_' => s.push_str("__"),
+            '.' => s.push_str("__dot__"),
+            '-' => s.push_str("__dash__"),
+            '/' => s.push_str("__slash__"),
+            c => s.push(c),
+        }
+    }
+    s
+}
+
+fn key(k: String) -> Key {
+    Key::String(Arc::new(k))
+}
+
+fn number(n: &serde_json::Number, node: Option<&Node>) -> CelValue {
+    let types = node.map(|n| n.types).unwrap_or_default();
+    if types.has(Types::NUMBER) {
+        return CelValue::Float(n.as_f64().unwrap_or(f64::NAN));
+    }
+    if let Some(i) = n.as_i64() {
+        return CelValue::Int(i);
+    }
+    if types.has(Types::INTEGER)
+        && let Some(f) = n.as_f64()
+        && f.fract() == 0.0
+        && f.abs() < 9.2e18
+    {
+        return CelValue::Int(f as i64);
+    }
+    if let Some(u) = n.as_u64() {
+        return CelValue::UInt(u);
+    }
+    CelValue::Float(n.as_f64().unwrap_or(f64::NAN))
+}
+
+fn string(s: &str, node: Option<&Node>) -> CelValue {
+    let format = node.filter(|n| !n.int_or_string).and_then(|n| n.format);
+    match format {
+        Some(Format::DateTime) => {
+            if let Some(t) = parse_timestamp(s) {
+                return CelValue::Timestamp(t);
+            }
+        }
+        Some(Format::Duration) => {
+            if let Some(d) = parse_go_duration(s) {
+                return CelValue::Duration(chrono::Duration::nanoseconds(d));
+            }
+        }
+        Some(Format::Byte) => {
+            if let Some(b) = decode_base64(s) {
+                return CelValue::Bytes(Arc::new(b));
+            }
+        }
+        _ => {}
+    }
+    CelValue::String(Arc::new(s.to_string()))
+}
+
+/// The decoded value as CEL sees it; `Err` when it nests too deep.
+fn to_cel(node: Option<&Node>, v: &Value, depth: usize, is_root: bool) -> Result<CelValue, String> {
+    if depth > CEL_VALUE_DEPTH {
+        return Err(format!(
+            "the value nests deeper than {CEL_VALUE_DEPTH} levels below the rule"
+        ));
+    }
+    Ok(match v {
+        Value::Null => CelValue::Null,
+        Value::Bool(b) => CelValue::Bool(*b),
+        Value::Number(n) => number(n, node),
+        Value::String(s) => string(s, node),
+        Value::Array(a) => {
+            let items = node.and_then(|n| n.items.as_deref());
+            let list = a
+                .iter()
+                .map(|x| to_cel(items, x, depth + 1, false))
+                .collect::<Result<Vec<_>, _>>()?;
+            CelValue::List(Arc::new(list))
+        }
+        Value::Object(o) => {
+            let mut map = HashMap::with_capacity(o.len());
+            match node {
+                None => {
+                    for (k, c) in o {
+                        map.insert(key(escape(k)), to_cel(None, c, depth + 1, false)?);
+                    }
+                }
+                Some(n) => {
+                    let untyped =
+                        n.properties.is_empty() && matches!(n.additional, Additional::Absent);
+                    for (k, c) in o {
+                        if let Some(p) = n.properties.get(k) {
+                            let c = if c.is_null() && !p.nullable {
+                                match &p.default {
+                                    Some(d) => d,
+                                    None => continue,
+                                }
+                            } else {
+                                c
+                            };
+                            map.insert(key(escape(k)), to_cel(Some(p), c, depth + 1, false)?);
+                            continue;
+                        }
+                        match &n.additional {
+                            Additional::Schema(a) => {
+                                if c.is_null() && a.drops_null() {
+                                    continue;
+                                }
+                                map.insert(key(k.clone()), to_cel(Some(a), c, depth + 1, false)?);
+                            }
+                            Additional::Any => {
+                                map.insert(key(k.clone()), to_cel(None, c, depth + 1, false)?);
+                            }
+                            Additional::Absent => {
+                                let kept = (n.preserve_unknown && untyped)
+                                    || ((is_root || n.embedded)
+                                        && matches!(
+                                            k.as_str(),
+                                            "apiVersion" | "kind" | "metadata"
+                                        ));
+                                if kept {
+                                    map.insert(key(escape(k)), to_cel(None, c, depth + 1, false)?);
+                                }
+                            }
+                        }
+                    }
+                    if n.has_defaults {
+                        for (name, p) in &n.properties {
+                            if let (Some(d), false) = (&p.default, o.contains_key(name)) {
+                                map.insert(
+                                    key(escape(name)),
+                                    to_cel(Some(p), d, depth + 1, false)?,
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+            CelValue::Map(CelMap { map: Arc::new(map) })
+        }
+    })
+}

@@ -1,0 +1,623 @@
+//! Unit tests per keyword: each pins the API server behaviour it mirrors.
+
+use serde_json::{Value, json};
+
+use super::*;
+
+fn validator(schema: Value) -> Validator {
+    let s = Schema::from_value(&schema).expect("schema");
+    Validator::new(&s, 34).expect("compiles")
+}
+
+fn run(schema: Value, object: Value) -> Outcome {
+    validator(schema).validate(&object)
+}
+
+/// `(path, rule id)` of every violation.
+fn found(o: &Outcome) -> Vec<(String, &'static str)> {
+    o.violations
+        .iter()
+        .map(|v| (v.path.clone(), v.rule.id()))
+        .collect()
+}
+
+fn pruned(o: &Outcome) -> Vec<(String, PrunedKind)> {
+    o.pruned.iter().map(|p| (p.path.clone(), p.kind)).collect()
+}
+
+fn spec(props: Value) -> Value {
+    json!({"type": "object", "properties": {"spec": {"type": "object", "properties": props}}})
+}
+
+fn one(o: &Outcome) -> &Violation {
+    assert_eq!(o.violations.len(), 1, "{:#?}", o.violations);
+    &o.violations[0]
+}
+
+#[test]
+fn integral_floats_count_as_integers_and_integers_as_numbers() {
+    let s = spec(json!({"i": {"type": "integer"}, "n": {"type": "number"}}));
+    assert!(run(s.clone(), json!({"spec": {"i": 3, "n": 3}})).is_clean());
+    assert!(run(s.clone(), json!({"spec": {"i": 3.0, "n": 2.5}})).is_clean());
+    let o = run(s.clone(), json!({"spec": {"i": 3.5}}));
+    assert_eq!(found(&o), [("spec.i".to_string(), "type")]);
+    assert_eq!(
+        one(&o).message,
+        "Invalid value: \"number\": spec.i in body must be of type integer: \"number\""
+    );
+    let o = run(s, json!({"spec": {"n": "3"}}));
+    assert_eq!(found(&o), [("spec.n".to_string(), "type")]);
+    assert!(one(&o).message.contains("must be of type number"));
+}
+
+#[test]
+fn int_or_string_accepts_both_and_nothing_else() {
+    let s = spec(json!({"port": {"x-kubernetes-int-or-string": true}}));
+    assert!(run(s.clone(), json!({"spec": {"port": 80}})).is_clean());
+    assert!(run(s.clone(), json!({"spec": {"port": "http"}})).is_clean());
+    let o = run(s, json!({"spec": {"port": true}}));
+    assert_eq!(found(&o), [("spec.port".to_string(), "type")]);
+}
+
+#[test]
+fn a_type_error_stops_the_node_and_blocks_cel() {
+    let s = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "x-kubernetes-validations": [{"rule": "false"}],
+        "properties": {"s": {"type": "string", "maxLength": 1}}}}});
+    let o = run(s, json!({"spec": {"s": 5}}));
+    assert_eq!(found(&o), [("spec.s".to_string(), "type")]);
+    assert_eq!(o.not_evaluated.len(), 1);
+    assert_eq!(o.not_evaluated[0].rule, "*");
+}
+
+#[test]
+fn nulls_in_objects_are_dropped_or_defaulted_and_nulls_in_lists_are_errors() {
+    let s = spec(json!({
+        "a": {"type": "string"},
+        "b": {"type": "string", "default": "x"},
+        "c": {"type": "string", "nullable": true},
+        "l": {"type": "array", "items": {"type": "string"}},
+        "m": {"type": "object", "additionalProperties": {"type": "string"}}
+    }));
+    let o = run(
+        s,
+        json!({"spec": {"a": null, "b": null, "c": null, "l": ["x", null], "m": {"k": null}}}),
+    );
+    assert_eq!(found(&o), [("spec.l[1]".to_string(), "nullable")]);
+    assert!(one(&o).rule.is_blocking());
+    assert_eq!(
+        pruned(&o),
+        [
+            ("spec.a".to_string(), PrunedKind::NullDropped),
+            ("spec.b".to_string(), PrunedKind::Defaulted),
+            ("spec.m[k]".to_string(), PrunedKind::NullDropped),
+        ]
+    );
+}
+
+#[test]
+fn enum_lists_the_supported_values() {
+    let s = spec(json!({"mode": {"type": "string", "enum": ["a", "b"]}}));
+    assert!(run(s.clone(), json!({"spec": {"mode": "a"}})).is_clean());
+    let o = run(s, json!({"spec": {"mode": "c"}}));
+    let v = one(&o);
+    assert_eq!(v.rule, Rule::Enum);
+    assert_eq!(
+        v.message,
+        "Unsupported value: \"c\": supported values: \"a\", \"b\""
+    );
+    assert!(v.ratchetable);
+}
+
+#[test]
+fn minimum_and_maximum_with_exclusive_flags_at_the_boundary() {
+    let s = spec(json!({
+        "a": {"type": "integer", "minimum": 2, "maximum": 4},
+        "b": {"type": "integer", "minimum": 2, "exclusiveMinimum": true,
+              "maximum": 4, "exclusiveMaximum": true}
+    }));
+    assert!(run(s.clone(), json!({"spec": {"a": 2, "b": 3}})).is_clean());
+    assert!(run(s.clone(), json!({"spec": {"a": 4}})).is_clean());
+    let o = run(s.clone(), json!({"spec": {"a": 1, "b": 2}}));
+    assert_eq!(
+        found(&o),
+        [
+            ("spec.a".to_string(), "minimum"),
+            ("spec.b".to_string(), "minimum")
+        ]
+    );
+    assert_eq!(
+        o.violations[0].message,
+        "Invalid value: 1: spec.a in body should be greater than or equal to 2"
+    );
+    assert_eq!(
+        o.violations[1].message,
+        "Invalid value: 2: spec.b in body should be greater than 2"
+    );
+    let o = run(s, json!({"spec": {"a": 5, "b": 4}}));
+    assert_eq!(
+        found(&o),
+        [
+            ("spec.a".to_string(), "maximum"),
+            ("spec.b".to_string(), "maximum")
+        ]
+    );
+    assert!(o.violations[1].message.ends_with("should be less than 4"));
+}
+
+#[test]
+fn multiple_of_for_integers_and_floats() {
+    let s = spec(
+        json!({"i": {"type": "integer", "multipleOf": 3}, "f": {"type": "number", "multipleOf": 0.5}}),
+    );
+    assert!(run(s.clone(), json!({"spec": {"i": 9, "f": 1.5}})).is_clean());
+    let o = run(s, json!({"spec": {"i": 7, "f": 1.2}}));
+    assert_eq!(
+        found(&o),
+        [
+            ("spec.f".to_string(), "multipleOf"),
+            ("spec.i".to_string(), "multipleOf")
+        ]
+    );
+    assert!(
+        o.violations[1]
+            .message
+            .ends_with("should be a multiple of 3")
+    );
+}
+
+#[test]
+fn string_lengths_count_code_points() {
+    let s = spec(json!({"s": {"type": "string", "minLength": 2, "maxLength": 3}}));
+    assert!(run(s.clone(), json!({"spec": {"s": "été"}})).is_clean());
+    let o = run(s.clone(), json!({"spec": {"s": "étés"}}));
+    assert_eq!(found(&o), [("spec.s".to_string(), "maxLength")]);
+    assert_eq!(
+        one(&o).message,
+        "Too long: \"étés\": may not be more than 3 characters (has 4)"
+    );
+    let o = run(s, json!({"spec": {"s": "é"}}));
+    assert_eq!(found(&o), [("spec.s".to_string(), "minLength")]);
+}
+
+#[test]
+fn pattern_is_an_unanchored_search() {
+    let s = spec(
+        json!({"s": {"type": "string", "pattern": "[0-9]+"}, "t": {"type": "string", "pattern": "^[a-z]+$"}}),
+    );
+    assert!(run(s.clone(), json!({"spec": {"s": "abc1", "t": "abc"}})).is_clean());
+    let o = run(s, json!({"spec": {"s": "abc", "t": "abc1"}}));
+    assert_eq!(
+        found(&o),
+        [
+            ("spec.s".to_string(), "pattern"),
+            ("spec.t".to_string(), "pattern")
+        ]
+    );
+    assert_eq!(
+        o.violations[1].message,
+        "Invalid value: \"abc1\": spec.t in body should match '^[a-z]+$'"
+    );
+}
+
+#[test]
+fn a_pattern_that_does_not_compile_is_an_error() {
+    let s =
+        Schema::from_value(&spec(json!({"s": {"type": "string", "pattern": "(?=x)"}}))).unwrap();
+    let err = Validator::new(&s, 33).unwrap_err();
+    assert!(matches!(err, ValidateError::BadPattern { ref path, .. } if path == "^.spec.s"));
+    let s = Schema::from_value(&spec(json!({"s": {"type": "string", "maxLength": "5"}}))).unwrap();
+    assert!(matches!(
+        Validator::new(&s, 33).unwrap_err(),
+        ValidateError::BadKeyword {
+            keyword: "maxLength",
+            ..
+        }
+    ));
+}
+
+#[test]
+fn formats_known_to_the_server_are_checked_and_others_ignored() {
+    let s = spec(json!({
+        "t": {"type": "string", "format": "date-time"},
+        "q": {"type": "string", "format": "quantity"},
+        "n": {"type": "string", "format": "k8s-short-name"}
+    }));
+    let obj = json!({"spec": {"t": "yesterday", "q": "nonsense", "n": "Not_A_Name"}});
+    let o = run(s.clone(), obj.clone());
+    assert_eq!(
+        found(&o),
+        [
+            ("spec.n".to_string(), "format"),
+            ("spec.t".to_string(), "format")
+        ]
+    );
+    assert_eq!(
+        o.violations[1].message,
+        "Invalid value: \"yesterday\": spec.t in body must be of type date-time: \"yesterday\""
+    );
+    // k8s-short-name is only known from 1.34 on.
+    let v = Validator::new(&Schema::from_value(&s).unwrap(), 33).unwrap();
+    assert_eq!(found(&v.validate(&obj)), [("spec.t".to_string(), "format")]);
+}
+
+#[test]
+fn item_counts_and_set_duplicates() {
+    let s = spec(json!({"l": {"type": "array", "minItems": 1, "maxItems": 3,
+        "x-kubernetes-list-type": "set", "items": {"type": "string"}}}));
+    assert!(run(s.clone(), json!({"spec": {"l": ["a", "b"]}})).is_clean());
+    let o = run(s.clone(), json!({"spec": {"l": []}}));
+    assert_eq!(found(&o), [("spec.l".to_string(), "minItems")]);
+    let o = run(s, json!({"spec": {"l": ["a", "b", "a", "c"]}}));
+    assert_eq!(
+        found(&o),
+        [
+            ("spec.l".to_string(), "maxItems"),
+            ("spec.l[2]".to_string(), "x-kubernetes-list-type=set")
+        ]
+    );
+    assert_eq!(
+        o.violations[0].message,
+        "Too many: 4: must have at most 3 items"
+    );
+    assert_eq!(o.violations[1].message, "Duplicate value: \"a\"");
+    assert!(o.violations[1].ratchetable);
+}
+
+#[test]
+fn list_map_keys_are_compared_after_defaulting() {
+    let s = spec(
+        json!({"ports": {"type": "array", "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["port", "protocol"],
+        "items": {"type": "object", "required": ["port"], "properties": {
+            "port": {"type": "integer"},
+            "protocol": {"type": "string", "default": "TCP"}}}}}),
+    );
+    let ok = json!({"spec": {"ports": [{"port": 80}, {"port": 80, "protocol": "UDP"}]}});
+    let o = run(s.clone(), ok);
+    assert!(o.violations.is_empty(), "{:?}", o.violations);
+    let o = run(
+        s,
+        json!({"spec": {"ports": [{"port": 80}, {"port": 80, "protocol": "TCP"}]}}),
+    );
+    assert_eq!(
+        found(&o),
+        [("spec.ports[1]".to_string(), "x-kubernetes-list-type=map")]
+    );
+    assert_eq!(
+        one(&o).message,
+        "Duplicate value: {\"port\":80,\"protocol\":\"TCP\"}"
+    );
+    assert_eq!(one(&o).schema_path.to_string(), "^.spec.ports[*]");
+}
+
+#[test]
+fn unknown_fields_are_pruned_and_not_descended() {
+    let s = spec(json!({"a": {"type": "string"}}));
+    let o = run(
+        s,
+        json!({"apiVersion": "x/v1", "kind": "K", "metadata": {"name": "n", "whatever": 1},
+               "status": {"deep": {"er": 1}}, "spec": {"a": "x", "b": {"c": 1}}}),
+    );
+    assert!(o.violations.is_empty());
+    assert_eq!(
+        pruned(&o),
+        [
+            ("spec.b".to_string(), PrunedKind::Unknown),
+            ("status".to_string(), PrunedKind::Unknown)
+        ]
+    );
+    assert_eq!(o.pruned[0].schema_path.to_string(), "^.spec.b");
+}
+
+#[test]
+fn preserve_unknown_fields_and_additional_properties() {
+    let s = spec(json!({
+        "raw": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                "properties": {"n": {"type": "integer"}}},
+        "labels": {"type": "object", "additionalProperties": {"type": "string", "maxLength": 3}},
+        "any": {"type": "object", "additionalProperties": true}
+    }));
+    let o = run(
+        s,
+        json!({"spec": {"raw": {"n": "x", "other": {"deep": 1}},
+                        "labels": {"ok": "abc", "bad": "abcd"}, "any": {"x": [1]}}}),
+    );
+    assert_eq!(
+        found(&o),
+        [
+            ("spec.labels[bad]".to_string(), "maxLength"),
+            ("spec.raw.n".to_string(), "type")
+        ]
+    );
+    assert_eq!(o.violations[0].schema_path.to_string(), "^.spec.labels{*}");
+    assert!(o.pruned.is_empty());
+}
+
+#[test]
+fn properties_are_counted_after_pruning_and_defaulting() {
+    let s = spec(
+        json!({"m": {"type": "object", "minProperties": 2, "maxProperties": 2,
+        "properties": {"a": {"type": "string"}, "b": {"type": "string", "default": "d"}}}}),
+    );
+    // `x` is pruned, `b` is defaulted: two properties remain.
+    let o = run(s.clone(), json!({"spec": {"m": {"a": "1", "x": "2"}}}));
+    assert!(o.violations.is_empty(), "{:?}", o.violations);
+    let o = run(s, json!({"spec": {"m": {"a": null}}}));
+    assert_eq!(found(&o), [("spec.m".to_string(), "minProperties")]);
+}
+
+#[test]
+fn required_is_checked_after_defaulting_and_null_dropping() {
+    let s = json!({"type": "object", "required": ["spec"], "properties": {"spec": {"type": "object",
+        "required": ["a", "b", "c"], "properties": {
+        "a": {"type": "string"}, "b": {"type": "string", "default": "x"},
+        "c": {"type": "string", "nullable": true}}}}});
+    let o = run(s.clone(), json!({"spec": {"a": "1", "c": null}}));
+    assert!(o.violations.is_empty());
+    assert_eq!(pruned(&o), [("spec.b".to_string(), PrunedKind::Defaulted)]);
+    let o = run(s.clone(), json!({"spec": {"a": null, "c": null}}));
+    assert_eq!(found(&o), [("spec.a".to_string(), "required")]);
+    assert_eq!(one(&o).message, "Required value");
+    assert!(one(&o).ratchetable);
+    let o = run(s, json!({"kind": "K"}));
+    assert_eq!(found(&o), [("spec".to_string(), "required")]);
+}
+
+#[test]
+fn embedded_resources_need_api_version_and_kind() {
+    let s = spec(
+        json!({"template": {"type": "object", "x-kubernetes-embedded-resource": true,
+        "x-kubernetes-preserve-unknown-fields": true}}),
+    );
+    let ok = json!({"spec": {"template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}, "spec": {}}}});
+    assert!(run(s.clone(), ok).is_clean());
+    let o = run(s, json!({"spec": {"template": {"kind": ""}}}));
+    assert_eq!(
+        found(&o),
+        [
+            (
+                "spec.template.apiVersion".to_string(),
+                "x-kubernetes-embedded-resource"
+            ),
+            (
+                "spec.template.kind".to_string(),
+                "x-kubernetes-embedded-resource"
+            )
+        ]
+    );
+    assert!(!o.violations[0].ratchetable);
+}
+
+#[test]
+fn root_metadata_is_kept_and_only_name_rules_apply() {
+    let s = json!({"type": "object", "properties": {
+        "metadata": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 5}}},
+        "spec": {"type": "object"}}});
+    let o = run(
+        s.clone(),
+        json!({"metadata": {"name": "abc", "labels": {"a": "b"}}, "spec": {}}),
+    );
+    assert!(o.is_clean(), "{o:?}");
+    let o = run(s, json!({"metadata": {"name": "abcdef"}}));
+    assert_eq!(found(&o), [("metadata.name".to_string(), "maxLength")]);
+}
+
+#[test]
+fn junctors_validate_values_and_never_ratchet() {
+    let s = spec(json!({
+        "one": {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+                "oneOf": [{"required": ["a"]}, {"required": ["b"]}]},
+        "any": {"x-kubernetes-int-or-string": true,
+                "anyOf": [{"type": "integer"}, {"type": "string", "pattern": "^[0-9]+%$"}]},
+        "all": {"type": "string", "allOf": [{"maxLength": 2}, {"pattern": "a"}]},
+        "not": {"type": "object", "properties": {"a": {"type": "string"}}, "not": {"required": ["a"]}}
+    }));
+    let ok = json!({"spec": {"one": {"a": "x"}, "any": "50%", "all": "a", "not": {}}});
+    let o = run(s.clone(), ok);
+    assert!(o.is_clean(), "{o:?}");
+    let bad = json!({"spec": {"one": {"a": "x", "b": "y"}, "any": "half", "all": "bbb", "not": {"a": "x"}}});
+    let o = run(s, bad);
+    assert_eq!(
+        found(&o),
+        [
+            ("spec.all".to_string(), "allOf"),
+            ("spec.all".to_string(), "allOf"),
+            ("spec.any".to_string(), "anyOf"),
+            ("spec.not".to_string(), "not"),
+            ("spec.one".to_string(), "oneOf"),
+        ]
+    );
+    assert!(o.violations.iter().all(|v| !v.ratchetable));
+    assert!(
+        o.violations[0]
+            .message
+            .starts_with("allOf[0]: maxLength: Too long")
+    );
+    assert!(o.violations[4].message.contains("2 matched"));
+}
+
+#[test]
+fn junctor_branches_see_the_decoded_object() {
+    // `b` has a default, so `required: [b]` in a branch holds; `x` is pruned.
+    let s = spec(json!({"o": {"type": "object",
+        "properties": {"b": {"type": "string", "default": "d"}},
+        "anyOf": [{"required": ["b"]}], "not": {"required": ["x"]}}}));
+    let o = run(s, json!({"spec": {"o": {"x": 1}}}));
+    assert!(o.violations.is_empty(), "{:?}", o.violations);
+}
+
+fn cel_schema(rules: Value) -> Value {
+    json!({"type": "object", "properties": {"spec": {"type": "object",
+    "x-kubernetes-validations": rules,
+    "properties": {
+        "min": {"type": "integer"}, "max": {"type": "integer"},
+        "replicas": {"type": "integer", "default": 1},
+        "my-name": {"type": "string"},
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}}
+    }}}})
+}
+
+#[test]
+fn cel_rules_pass_and_fail_with_their_message() {
+    let s = cel_schema(json!([
+        {"rule": "self.min <= self.max", "message": "min must not exceed max"},
+        {"rule": "self.replicas >= 1", "messageExpression": "'replicas is ' + string(self.replicas)"}
+    ]));
+    let v = validator(s);
+    assert!(v.has_cel_rules());
+    assert!(
+        v.validate(&json!({"spec": {"min": 1, "max": 2}}))
+            .violations
+            .is_empty()
+    );
+    let o = v.validate(&json!({"spec": {"min": 3, "max": 2, "replicas": 0}}));
+    assert_eq!(
+        found(&o),
+        [
+            ("spec".to_string(), "x-kubernetes-validations"),
+            ("spec".to_string(), "x-kubernetes-validations")
+        ]
+    );
+    assert_eq!(o.violations[0].message, "min must not exceed max");
+    assert_eq!(o.violations[1].message, "replicas is 0");
+    assert!(o.violations[0].ratchetable);
+    assert!(o.not_evaluated.is_empty());
+}
+
+#[test]
+fn cel_sees_defaults_escaped_names_and_unescaped_map_keys() {
+    let s = cel_schema(json!([
+        {"rule": "self.replicas == 1"},
+        {"rule": "self.my__dash__name == 'x'"},
+        {"rule": "'a-b' in self.labels"}
+    ]));
+    let o = run(s, json!({"spec": {"my-name": "x", "labels": {"a-b": "c"}}}));
+    assert!(o.violations.is_empty(), "{:?}", o.violations);
+    assert!(o.not_evaluated.is_empty(), "{:?}", o.not_evaluated);
+}
+
+#[test]
+fn a_missing_field_is_a_cel_failure_like_the_server() {
+    let s = cel_schema(json!([{"rule": "self.min > 0", "fieldPath": ".min"}]));
+    let o = run(s, json!({"spec": {}}));
+    let v = one(&o);
+    assert_eq!(v.rule, Rule::Cel);
+    assert_eq!(v.path, "spec.min");
+    assert_eq!(v.message, "no such key: min");
+}
+
+#[test]
+fn transition_rules_are_skipped_on_create_unless_old_self_is_optional() {
+    let s = cel_schema(json!([
+        {"rule": "self.min == oldSelf.min"},
+        {"rule": "!oldSelf.hasValue() && self.min > 5", "optionalOldSelf": true, "message": "too small"}
+    ]));
+    let o = run(s, json!({"spec": {"min": 1}}));
+    assert!(o.not_evaluated.is_empty(), "{:?}", o.not_evaluated);
+    let v = one(&o);
+    assert_eq!(v.message, "too small");
+    assert!(!v.ratchetable);
+}
+
+#[test]
+fn rules_that_cannot_be_evaluated_are_reported_not_passed() {
+    let s = cel_schema(json!([
+        {"rule": "self.min ==="},
+        {"rule": "cel.bind(x, self.min, x > 0)"},
+        {"rule": "self.min > 'x'"}
+    ]));
+    let o = run(s, json!({"spec": {"min": 1}}));
+    assert!(o.violations.is_empty(), "{:?}", o.violations);
+    let rules: Vec<&str> = o.not_evaluated.iter().map(|n| n.rule.as_str()).collect();
+    assert_eq!(
+        rules,
+        [
+            "self.min ===",
+            "cel.bind(x, self.min, x > 0)",
+            "self.min > 'x'"
+        ]
+    );
+    assert!(o.not_evaluated[0].reason.starts_with("does not compile"));
+    assert!(
+        o.not_evaluated
+            .iter()
+            .all(|n| n.schema_path.to_string() == "^.spec")
+    );
+}
+
+#[test]
+fn cel_on_list_items_and_formats() {
+    let s = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "items": {"type": "array", "items": {"type": "object",
+            "x-kubernetes-validations": [{"rule": "self.at < timestamp('2030-01-01T00:00:00Z')", "message": "too late"}],
+            "properties": {"at": {"type": "string", "format": "date-time"},
+                           "every": {"type": "string", "format": "duration"}}}},
+        "period": {"type": "string", "format": "duration",
+            "x-kubernetes-validations": [{"rule": "self > duration('1m')"}]}
+    }}}});
+    let o = run(
+        s,
+        json!({"spec": {"items": [{"at": "2024-01-01T00:00:00Z"}, {"at": "2031-01-01T00:00:00Z"}],
+                        "period": "30s"}}),
+    );
+    assert_eq!(
+        found(&o),
+        [
+            ("spec.items[1]".to_string(), "x-kubernetes-validations"),
+            ("spec.period".to_string(), "x-kubernetes-validations")
+        ]
+    );
+    assert_eq!(
+        o.violations[1].message,
+        "failed rule: self > duration('1m')"
+    );
+    assert_eq!(o.violations[0].schema_path.to_string(), "^.spec.items[*]");
+}
+
+#[test]
+fn hostile_nesting_does_not_overflow() {
+    std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(|| {
+            let mut deep = json!(1);
+            for _ in 0..10_000 {
+                // Not `json!`, which would re-serialize `deep` every time.
+                let mut m = serde_json::Map::new();
+                m.insert("a".to_string(), deep);
+                deep = Value::Object(m);
+            }
+            let s = spec(
+                json!({"raw": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                "x-kubernetes-validations": [{"rule": "has(self.a)"}]},
+                "set": {"type": "array", "x-kubernetes-list-type": "set",
+                        "items": {"x-kubernetes-preserve-unknown-fields": true}}}),
+            );
+            let mut spec = serde_json::Map::new();
+            spec.insert("raw".to_string(), deep.clone());
+            spec.insert("set".to_string(), Value::Array(vec![deep.clone(), deep]));
+            let mut obj = serde_json::Map::new();
+            obj.insert("spec".to_string(), Value::Object(spec));
+            let obj = Value::Object(obj);
+            let o = run(s, obj);
+            assert!(o.violations.is_empty(), "{:?}", o.violations);
+            assert_eq!(o.not_evaluated.len(), 1);
+            assert!(o.not_evaluated[0].reason.contains("nests deeper"));
+        })
+        .expect("spawn")
+        .join()
+        .expect("no panic");
+}
+
+#[test]
+fn the_validator_can_be_shared_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Validator>();
+}
+
+#[test]
+fn rule_ids_are_the_schema_keywords() {
+    assert_eq!(Rule::MaxLength.id(), "maxLength");
+    assert_eq!(Rule::Cel.id(), "x-kubernetes-validations");
+    assert!(Rule::Type.is_blocking() && Rule::Enum.is_blocking() && !Rule::MaxLength.is_blocking());
+}
