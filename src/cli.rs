@@ -181,6 +181,16 @@ pub struct ApplyCheckArgs {
     /// Accepted for kubectl compatibility: directories are always read recursively.
     #[arg(short = 'R', long, hide = true)]
     pub recursive: bool,
+    /// Also list the stored objects of every CRD that changes and report those the new schema
+    /// would reject, prune or default (reads every object; needs list on the custom resources).
+    #[arg(long)]
+    pub objects: bool,
+    /// Objects per LIST page for --objects.
+    #[arg(long, value_name = "N", default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..))]
+    pub chunk_size: u32,
+    /// Example objects per finding in the table for --objects (JSON and YAML list every object).
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub max_examples: usize,
     #[command(flatten)]
     pub kube: KubeArgs,
     #[command(flatten)]

@@ -18,5 +18,6 @@ pub mod json;
 pub mod live;
 pub mod manifest;
 pub mod report;
+pub mod scan;
 pub mod schema;
 pub mod validate;

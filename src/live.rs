@@ -12,6 +12,7 @@ use crate::crd::Crd;
 use crate::diff::{StoredVersionsArg, entries};
 use crate::manifest::{LoadedCrd, Location, ManifestSet, normalize_to_v1};
 use crate::report::{ClusterInfo, Report, SkippedDocument};
+use crate::scan::{Progress, ScanError, ScanOptions, scan_crd};
 
 /// What applying a manifest would do to the cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -59,12 +60,29 @@ pub struct LiveCheck {
     pub plan: Vec<Planned>,
 }
 
-/// Reads the live CRDs named in `new`, compares, and dry-runs each update.
+/// Scan settings and where to report progress.
+pub type ScanRequest<'a> = (ScanOptions, &'a mut dyn FnMut(Progress<'_>));
+
+/// Why a live check could not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    /// The cluster did not answer.
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    /// The object scan could not finish.
+    #[error(transparent)]
+    Scan(#[from] ScanError),
+}
+
+/// Reads the live CRDs named in `new`, compares, dry-runs each update and,
+/// with `scan`, validates the stored objects of every CRD that changes
+/// against its new schema.
 pub async fn apply_check(
     conn: &Connection,
     new: &ManifestSet,
     config: &Config,
-) -> Result<LiveCheck, ClusterError> {
+    scan: Option<ScanRequest<'_>>,
+) -> Result<LiveCheck, LiveError> {
     let mut live = ManifestSet::default();
     let mut live_values = Vec::with_capacity(new.crds.len());
     for n in &new.crds {
@@ -87,6 +105,16 @@ pub async fn apply_check(
     }
     // The live object carries status.storedVersions; no flag needed.
     let mut crds = entries(&live, new, &StoredVersionsArg::default(), config);
+    let live_crds: Vec<Option<&Crd>> = new
+        .crds
+        .iter()
+        .map(|n| {
+            live.crds
+                .iter()
+                .find(|l| l.crd.name == n.crd.name)
+                .map(|l| &l.crd)
+        })
+        .collect();
     let policy = config.policy();
     let mut plan = Vec::with_capacity(new.crds.len());
     for ((entry, n), live_value) in crds.iter_mut().zip(&new.crds).zip(&live_values) {
@@ -120,6 +148,7 @@ pub async fn apply_check(
                 ),
                 old: None,
                 new: Some(Value::String(message.clone())),
+                objects: None,
             };
             let (kept, excepted) = policy.apply(&n.crd.name, vec![finding]);
             entry.add(kept, excepted);
@@ -141,9 +170,22 @@ pub async fn apply_check(
                 ),
                 old: None,
                 new: Some(Value::String(message)),
+                objects: None,
             };
             let (kept, excepted) = policy.apply(&n.crd.name, vec![finding]);
             entry.add(kept, excepted);
+        }
+    }
+    if let Some((opts, progress)) = scan {
+        let minor = conn.server_minor().await?;
+        for (i, planned) in plan.iter().enumerate() {
+            let Some(old) = live_crds[i].filter(|_| planned.action == Action::Update) else {
+                continue;
+            };
+            let result = scan_crd(conn, old, &new.crds[i].crd, minor, opts, &mut *progress).await?;
+            let (kept, excepted) = policy.apply(&planned.name, result.findings);
+            crds[i].add(kept, excepted);
+            crds[i].scan = Some(result.summary);
         }
     }
     let skipped: Vec<SkippedDocument> = new.skipped.iter().map(SkippedDocument::from).collect();

@@ -19,9 +19,10 @@ use crd_safety::cluster::{self, KubeFlags};
 use crd_safety::compare::Check;
 use crd_safety::config::{Config, FailMode, Mode};
 use crd_safety::diff::{StoredVersionsArg, diff};
-use crd_safety::live::{Action, Planned};
+use crd_safety::live::{Action, LiveCheck, Planned};
 use crd_safety::manifest::{self, Source};
 use crd_safety::report::{Report, TableOptions, render_markdown, render_outcomes, render_table};
+use crd_safety::scan::{Progress, ScanOptions};
 
 /// A failure that stops the command, with the exit code it maps to.
 #[derive(Debug)]
@@ -201,12 +202,53 @@ fn live_setup(
 fn run_apply_check(args: ApplyCheckArgs) -> Result<u8, Failure> {
     let (config, new, runtime) = live_setup(&args)?;
     let checked = runtime.block_on(async {
-        let conn = cluster::connect(&kube_flags(&args.kube)).await?;
-        crd_safety::live::apply_check(&conn, &new, &config).await
+        let conn = cluster::connect(&kube_flags(&args.kube))
+            .await
+            .map_err(|e| Failure::Cluster(e.to_string()))?;
+        live_check(&conn, &new, &config, &args).await
     });
-    let report = checked.map_err(|e| Failure::Cluster(e.to_string()))?.report;
+    let report = checked?.report;
     emit(&render(&report, &args.report))?;
     Ok(report.exit_code())
+}
+
+/// Runs apply-check, with the object scan and its progress bar when asked.
+async fn live_check(
+    conn: &cluster::Connection,
+    new: &manifest::ManifestSet,
+    config: &Config,
+    args: &ApplyCheckArgs,
+) -> Result<LiveCheck, Failure> {
+    let bar = (args.objects && std::io::stderr().is_terminal()).then(|| {
+        let bar = indicatif::ProgressBar::new_spinner();
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} {msg} [{elapsed}]")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+        );
+        bar
+    });
+    let mut progress = |p: Progress<'_>| {
+        if let Some(bar) = &bar {
+            let total = p.total.map(|t| format!(" of ~{t}")).unwrap_or_default();
+            bar.set_message(format!(
+                "scanning {} {}: {} objects{total}",
+                p.crd, p.version, p.scanned
+            ));
+            bar.tick();
+        }
+    };
+    let scan = args.objects.then_some((
+        ScanOptions {
+            chunk_size: args.chunk_size,
+            max_examples: args.max_examples,
+        },
+        &mut progress as &mut dyn FnMut(Progress<'_>),
+    ));
+    let result = crd_safety::live::apply_check(conn, new, config, scan).await;
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    result.map_err(|e| Failure::Cluster(e.to_string()))
 }
 
 /// How an `apply` run ended, for the exit code and the JSON `apply.decision`.
@@ -248,9 +290,7 @@ fn run_apply(args: ApplyArgs) -> Result<u8, Failure> {
         let conn = cluster::connect(&kube_flags(&args.check.kube))
             .await
             .map_err(|e| Failure::Cluster(e.to_string()))?;
-        let checked = crd_safety::live::apply_check(&conn, &new, &config)
-            .await
-            .map_err(|e| Failure::Cluster(e.to_string()))?;
+        let checked = live_check(&conn, &new, &config, &args.check).await?;
         let report = &checked.report;
         if !structured {
             emit(&render(report, report_args))?;

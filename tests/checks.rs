@@ -387,12 +387,24 @@ fn unsafe_example(check: Check) -> (Option<Value>, Option<Value>) {
         ),
         // Only `apply-check` reports it, from the API server's dry run
         // (tests/live_cluster.rs); no pair of manifests produces it.
-        Check::ApiServerRejects | Check::FieldManagerConflict => (None, None),
+        Check::ApiServerRejects
+        | Check::FieldManagerConflict
+        | Check::InvalidObjects
+        | Check::PrunedFields
+        | Check::DefaultedFields
+        | Check::NotEvaluated => (None, None),
     }
 }
 
 /// Checks no offline comparison can report.
-const LIVE_ONLY: &[Check] = &[Check::ApiServerRejects, Check::FieldManagerConflict];
+const LIVE_ONLY: &[Check] = &[
+    Check::ApiServerRejects,
+    Check::FieldManagerConflict,
+    Check::InvalidObjects,
+    Check::PrunedFields,
+    Check::DefaultedFields,
+    Check::NotEvaluated,
+];
 
 /// The findings the example of `check` gets through the whole pipeline.
 fn flagged(check: Check) -> Vec<Finding> {
@@ -2311,6 +2323,7 @@ fn an_api_server_rejection_honours_levels_and_exceptions_like_any_check() {
         message: "the API server refuses this update (server-side dry run): denied".to_string(),
         old: None,
         new: Some(json!("denied")),
+        objects: None,
     };
     let apply = |config: &str| {
         let config = Config::parse(config, "c.yaml").expect("fixture config");

@@ -5,6 +5,10 @@
 //! 401, 403, timeout), each one line that names the server or the denied
 //! request, and never a credential.
 
+mod list;
+
+pub use list::{ListError, Page, ResourceRef};
+
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -128,6 +132,17 @@ fn one_line(e: &dyn std::error::Error) -> String {
 }
 
 impl Connection {
+    /// A connection over a client built elsewhere (embedding, tests); the
+    /// context and server only label reports and errors.
+    pub fn from_client(client: Client, context: &str, server: &str) -> Connection {
+        Connection {
+            client,
+            context: context.to_string(),
+            server: server.to_string(),
+            timeout: None,
+        }
+    }
+
     fn classify(&self, e: kube::Error) -> ClusterError {
         if let kube::Error::Api(status) = &e {
             return match status.code {

@@ -120,6 +120,11 @@ catalog! {
     ConversionDataLoss => "conversionDataLoss", Error, "with conversion None, a field only one of two served versions knows is silently dropped when written through the other.";
     // From the live cluster.
     ApiServerRejects => "apiServerRejects", Error, "the API server's own dry run of the update refuses the CRD (its message is quoted).";
+    // From the object scan (`--objects`).
+    InvalidObjects => "invalidObjects", Error, "existing objects the new schema rejects (count, examples, and whether ratcheting lets their controllers keep updating them).";
+    PrunedFields => "prunedFields", Error, "existing objects carry fields (or nulls) the new schema drops: the data is lost on their next write.";
+    DefaultedFields => "defaultedFields", Warning, "existing objects lack a field that now has a default: clients see the default on read, and the next write stores it.";
+    NotEvaluated => "notEvaluated", Warning, "a validation rule the scan could not evaluate client-side (never counted as passing).";
     FieldManagerConflict => "fieldManagerConflict", Warning, "another field manager (helm, kubectl, an operator) owns fields the manifest changes: apply needs --force-conflicts to take them over.";
     // The catch-all.
     UnknownChange => "unknownChange", Error, "any other change no check understands (error with failMode: closed, warning with open).";

@@ -178,6 +178,7 @@ impl Node<'_, '_> {
             message,
             old: old.cloned(),
             new: new.cloned(),
+            objects: None,
         });
     }
 

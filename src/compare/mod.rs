@@ -38,6 +38,28 @@ pub struct Finding {
     pub old: Option<Value>,
     /// The new value, when there is one.
     pub new: Option<Value>,
+    /// For findings of the object scan: which objects, how many, and
+    /// whether ratcheting lets them keep working.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub objects: Option<ObjectsDetail>,
+}
+
+/// The object-scan part of a finding (`--objects`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectsDetail {
+    /// The rule (`maxLength`, `x-kubernetes-validations`, `pruned`, ...).
+    pub rule: String,
+    /// Objects affected.
+    pub count: u64,
+    /// Objects scanned in that version.
+    pub scanned: u64,
+    /// For invalid objects: whether updates that leave the field unchanged
+    /// still succeed on this cluster (validation ratcheting).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratcheted: Option<bool>,
+    /// Up to `--max-examples` objects, `namespace/name`.
+    pub examples: Vec<String>,
 }
 
 /// Where the list of versions objects may be stored in came from.
@@ -155,6 +177,7 @@ pub fn check_new_crd(new: &Crd, options: &CheckOptions) -> Vec<Finding> {
         ),
         old: None,
         new: None,
+        objects: None,
     }];
     cross_version::check(None, new, options, &mut out);
     out
@@ -173,5 +196,6 @@ pub fn absent_crd(old: &Crd) -> Vec<Finding> {
         ),
         old: None,
         new: None,
+        objects: None,
     }]
 }

@@ -15,6 +15,7 @@ use serde::Serialize;
 use crate::compare::{Finding, Severity, StoredVersions};
 use crate::config::{Excepted, FailMode, Mode};
 use crate::manifest::Skipped;
+use crate::scan::ScanSummary;
 
 pub use markdown::render_markdown;
 pub use outcome::render_outcomes;
@@ -67,6 +68,9 @@ pub struct CrdReport {
     pub findings: Vec<Finding>,
     /// Findings accepted by configured exceptions.
     pub excepted: Vec<Excepted>,
+    /// What the object scan (`--objects`) read, when it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scan: Option<ScanSummary>,
     /// The status when nothing is serious (`Safe`, `New` or `Absent`).
     #[serde(skip)]
     base: CrdStatus,
@@ -89,6 +93,7 @@ impl CrdReport {
             stored_versions: None,
             findings: Vec::new(),
             excepted: Vec::new(),
+            scan: None,
             base,
         };
         report.add(findings, excepted);

@@ -101,14 +101,20 @@ fn render_crd(crd: &CrdReport, opts: TableOptions, out: &mut String) {
             sv.versions.join(", ")
         ));
     }
-    let shown: Vec<_> = crd
+    // Object-scan findings get their own table below.
+    let schema_findings: Vec<_> = crd
         .findings
         .iter()
+        .filter(|f| f.objects.is_none())
+        .collect();
+    let shown: Vec<_> = schema_findings
+        .iter()
+        .copied()
         .filter(|f| opts.show_info || f.severity > Severity::Info)
         .collect();
-    let hidden = crd.findings.len() - shown.len();
+    let hidden = schema_findings.len() - shown.len();
     if shown.is_empty() {
-        let what = if crd.findings.is_empty() {
+        let what = if schema_findings.is_empty() {
             "no changes found".to_string()
         } else {
             "no unsafe changes".to_string()
@@ -142,6 +148,7 @@ fn render_crd(crd: &CrdReport, opts: TableOptions, out: &mut String) {
             if hidden == 1 { "" } else { "s" }
         ));
     }
+    render_scan(crd, opts, out);
     for e in &crd.excepted {
         out.push_str(&format!(
             "\n  accepted: {} {} {} ({})",
@@ -152,4 +159,83 @@ fn render_crd(crd: &CrdReport, opts: TableOptions, out: &mut String) {
         ));
     }
     out.push('\n');
+}
+
+/// The object scan's totals and its findings, one row per rule and path.
+fn render_scan(crd: &CrdReport, opts: TableOptions, out: &mut String) {
+    let Some(scan) = &crd.scan else { return };
+    let mut line = format!("\nobjects: {} scanned", scan.scanned);
+    if !scan.versions.is_empty() {
+        line.push_str(&format!(" in {}", scan.versions.join(", ")));
+    }
+    line.push_str(&format!(
+        "; {} invalid, {} losing data (server {}, ratcheting {})",
+        scan.invalid,
+        scan.losing_data,
+        scan.server_version,
+        if scan.ratcheting { "on" } else { "off" }
+    ));
+    if !scan.unchanged_versions.is_empty() {
+        line.push_str(&format!(
+            "; not scanned, schema unchanged: {}",
+            scan.unchanged_versions.join(", ")
+        ));
+    }
+    out.push_str(&line);
+    let rows: Vec<_> = crd
+        .findings
+        .iter()
+        .filter_map(|f| f.objects.as_ref().map(|o| (f, o)))
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let mut table = Table::new();
+    table
+        .load_style(presets::UTF8_FULL_CONDENSED)
+        .force_no_tty()
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_width(opts.width)
+        .set_header(vec![
+            "SEVERITY",
+            "CHECK",
+            "VERSION",
+            "PATH",
+            "RULE",
+            "OBJECTS",
+            "RATCHETED",
+            "EXAMPLES",
+        ]);
+    for (f, o) in &rows {
+        let more = o.count.saturating_sub(o.examples.len() as u64);
+        let mut examples = o.examples.join(", ");
+        if more > 0 {
+            examples.push_str(&format!(", +{more} more"));
+        }
+        table.add_row(vec![
+            paint_severity(f.severity, opts.color),
+            f.check.id().to_string(),
+            f.version.clone().unwrap_or_default(),
+            f.path.clone().unwrap_or_default(),
+            o.rule.clone(),
+            format!("{} of {}", o.count, o.scanned),
+            match o.ratcheted {
+                Some(true) => "yes".to_string(),
+                Some(false) => "no".to_string(),
+                None => "-".to_string(),
+            },
+            examples,
+        ]);
+    }
+    if opts.color {
+        table.enforce_styling();
+    }
+    out.push('\n');
+    out.push_str(&table.to_string());
+    if rows.iter().any(|(_, o)| o.ratcheted.is_some()) {
+        out.push_str(
+            "\n  ratcheted yes: updates that leave the field unchanged still succeed; creating such an \
+             object fails. no: every write of these objects fails until they are fixed.",
+        );
+    }
 }

@@ -44,6 +44,11 @@ pub(crate) enum Format {
     K8sLongName,
 }
 
+/// `k8s-short-name` and `k8s-long-name` are gated by the server's
+/// compatibility version; a 1.34 server accepts any string for them
+/// (measured by tests/live_fidelity.rs), so they are only enforced from 1.35.
+const K8S_NAME_FORMATS_SINCE: u32 = 35;
+
 impl Format {
     /// The format behind a `format` keyword on a server of minor version
     /// `server_minor`; `None` for formats the server ignores.
@@ -73,8 +78,8 @@ impl Format {
             "date" => Format::Date,
             "duration" => Format::Duration,
             "datetime" | "date-time" => Format::DateTime,
-            "k8s-short-name" if server_minor >= 34 => Format::K8sShortName,
-            "k8s-long-name" if server_minor >= 34 => Format::K8sLongName,
+            "k8s-short-name" if server_minor >= K8S_NAME_FORMATS_SINCE => Format::K8sShortName,
+            "k8s-long-name" if server_minor >= K8S_NAME_FORMATS_SINCE => Format::K8sLongName,
             _ => return None,
         })
     }
@@ -133,7 +138,8 @@ impl Format {
             Format::Ssn => s.len() == 11 && SSN.is_match(s),
             Format::HexColor => HEX_COLOR.is_match(s),
             Format::RgbColor => RGB_COLOR.is_match(s),
-            Format::Byte => decode_base64(s).is_some(),
+            // An empty string is not valid `byte` for the server.
+            Format::Byte => !s.is_empty() && decode_base64(s).is_some(),
             Format::Password => true,
             Format::Date => parse_date(s).is_some(),
             Format::Duration => is_duration(s),
@@ -162,14 +168,15 @@ static HOSTNAME: LazyLock<Regex> = LazyLock::new(|| {
     )
 });
 static UUID: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?i)^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"));
-static UUID3: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?i)^[0-9a-f]{8}-[0-9a-f]{4}-3[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$"));
+    LazyLock::new(|| re(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$"));
+static UUID3: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?3[0-9a-f]{3}-?[0-9a-f]{4}-?[0-9a-f]{12}$")
+});
 static UUID4: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?i)^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+    re(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?4[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$")
 });
 static UUID5: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?i)^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+    re(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?5[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$")
 });
 static SSN: LazyLock<Regex> = LazyLock::new(|| re(r"^\d{3}[- ]?\d{2}[- ]?\d{4}$"));
 static HEX_COLOR: LazyLock<Regex> = LazyLock::new(|| re(r"^#?([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$"));
@@ -524,14 +531,27 @@ fn is_duration(s: &str) -> bool {
     if parse_go_duration(s).is_some() {
         return true;
     }
-    const UNITS: &[&str] = &[
-        "ns", "nano", "us", "µs", "micro", "ms", "milli", "s", "sec", "m", "min", "h", "hr",
-        "hour", "d", "day", "w", "wk", "week",
+    // Each group's last spelling also matches as a prefix ("days", "hours");
+    // the server accepts "3 days" (tests/live_fidelity.rs).
+    const UNITS: &[&[&str]] = &[
+        &["ns", "nano"],
+        &["us", "µs", "micro"],
+        &["ms", "milli"],
+        &["s", "sec"],
+        &["m", "min"],
+        &["h", "hr", "hour"],
+        &["d", "day"],
+        &["w", "wk", "week"],
     ];
     DURATION_WORDS.captures_iter(s).any(|c| {
+        let Some(unit) = c.get(2).map(|u| u.as_str().to_lowercase()) else {
+            return false;
+        };
         c.get(1).is_some_and(|n| n.as_str().parse::<i64>().is_ok())
-            && c.get(2)
-                .is_some_and(|u| UNITS.contains(&u.as_str().to_lowercase().as_str()))
+            && UNITS.iter().any(|group| {
+                group.iter().any(|v| *v == unit)
+                    || group.last().is_some_and(|last| unit.starts_with(last))
+            })
     })
 }
 
@@ -554,16 +574,16 @@ mod tests {
     use super::*;
 
     fn ok(f: &str, s: &str) -> bool {
-        Format::parse(f, 34).expect("known format").is_valid(s)
+        Format::parse(f, 35).expect("known format").is_valid(s)
     }
 
     #[test]
     fn unknown_and_gated_formats_are_ignored() {
         assert_eq!(Format::parse("quantity", 34), None);
         assert_eq!(Format::parse("int32", 34), None);
-        assert_eq!(Format::parse("k8s-short-name", 33), None);
+        assert_eq!(Format::parse("k8s-short-name", 34), None);
         assert_eq!(
-            Format::parse("k8s-short-name", 34),
+            Format::parse("k8s-short-name", 35),
             Some(Format::K8sShortName)
         );
         assert_eq!(Format::parse("date-time", 30), Some(Format::DateTime));
@@ -603,7 +623,9 @@ mod tests {
     fn identifier_formats() {
         assert!(ok("uuid", "123e4567-e89b-12d3-a456-426614174000"));
         assert!(ok("uuid", "123E4567-E89B-12D3-A456-426614174000"));
-        assert!(!ok("uuid", "123e4567e89b12d3a456426614174000"));
+        // Dashes are optional for the server.
+        assert!(ok("uuid", "123e4567e89b12d3a456426614174000"));
+        assert!(!ok("uuid", "123e4567-e89b-12d3-a456-42661417400"));
         assert!(ok("uuid4", "123e4567-e89b-42d3-a456-426614174000"));
         assert!(!ok("uuid4", "123e4567-e89b-12d3-a456-426614174000"));
         assert!(ok("uuid3", "123e4567-e89b-32d3-a456-426614174000"));
@@ -657,7 +679,9 @@ mod tests {
         assert!(ok("duration", "-300ms"));
         assert!(ok("duration", "3 day"));
         assert!(ok("duration", "0"));
-        assert!(!ok("duration", "3 days"));
+        assert!(ok("duration", "3 days"));
+        assert!(ok("duration", "2 weeks"));
+        assert!(!ok("duration", "3 fortnights"));
         assert!(!ok("duration", "soon"));
         assert_eq!(parse_go_duration("1h30m"), Some(5_400_000_000_000));
         assert_eq!(parse_go_duration("1.5s"), Some(1_500_000_000));

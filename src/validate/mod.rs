@@ -150,7 +150,12 @@ impl Rule {
     /// Errors the API server calls blocking: after one of these it does not
     /// run the CEL rules (`hasBlockingErr`: type-invalid and not-supported).
     pub fn is_blocking(&self) -> bool {
-        matches!(self, Rule::Type | Rule::Nullable | Rule::Enum)
+        // A format error is a type error for the server ("must be of type
+        // byte"): CEL is skipped after it too (tests/live_fidelity.rs).
+        matches!(
+            self,
+            Rule::Type | Rule::Nullable | Rule::Enum | Rule::Format
+        )
     }
 }
 

@@ -230,8 +230,14 @@ fn value_checks(node: &Node, v: &Value, trail: &Trail, sink: &mut Sink) -> bool 
                 }
             }
             if let Some(m) = node.multiple_of {
-                let ok = match (n.as_i64(), m.fract() == 0.0 && m.abs() < 9.2e18) {
-                    (Some(i), true) => i % (m as i64) == 0,
+                // Like the server, an integer is checked against the factor
+                // truncated to an integer: 0.5 becomes 0 and fails
+                // ("factor MultipleOf ... must be positive").
+                let ok = match n.as_i64() {
+                    Some(i) if m.abs() < 9.2e18 => {
+                        let factor = m as i64;
+                        factor > 0 && i % factor == 0
+                    }
                     _ => {
                         let q = f / m;
                         q.is_finite() && q.fract() == 0.0

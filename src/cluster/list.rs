@@ -1,0 +1,115 @@
+//! Paginated LIST of custom resources at one version, page by page, so a
+//! scan holds one page in memory however many objects there are.
+
+use kube::api::ListParams;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{ClusterError, Connection};
+
+/// Which resource to list: `/apis/{group}/{version}/{plural}` across all
+/// namespaces.
+#[derive(Debug, Clone)]
+pub struct ResourceRef {
+    /// API group, e.g. `example.com`.
+    pub group: String,
+    /// The version to read the objects in (the server converts).
+    pub version: String,
+    /// Plural resource name.
+    pub plural: String,
+}
+
+/// One page of a LIST.
+#[derive(Debug, Default, Deserialize)]
+pub struct Page {
+    /// The objects, as JSON.
+    #[serde(default)]
+    pub items: Vec<Value>,
+    /// List metadata.
+    #[serde(default)]
+    pub metadata: PageMeta,
+}
+
+/// The part of `ListMeta` paging needs.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PageMeta {
+    /// Token for the next page; absent or empty on the last one.
+    #[serde(rename = "continue", default)]
+    pub continue_token: Option<String>,
+    /// The server's estimate of objects after this page.
+    #[serde(default)]
+    pub remaining_item_count: Option<i64>,
+}
+
+impl Page {
+    /// The token for the next page, if there is one.
+    pub fn next(&self) -> Option<&str> {
+        self.metadata
+            .continue_token
+            .as_deref()
+            .filter(|t| !t.is_empty())
+    }
+}
+
+/// Why a page could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ListError {
+    /// 410 Gone: the continue token expired (etcd compacted past it) and the
+    /// listing has to start over.
+    #[error("the list continuation expired (410 Gone)")]
+    Expired,
+    /// Anything else.
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+}
+
+impl Connection {
+    /// Reads one page of `resource`: at most `limit` objects after `token`.
+    pub async fn list_page(
+        &self,
+        resource: &ResourceRef,
+        limit: u32,
+        token: Option<&str>,
+    ) -> Result<Page, ListError> {
+        let path = format!(
+            "/apis/{}/{}/{}",
+            resource.group, resource.version, resource.plural
+        );
+        let mut params = ListParams::default().limit(limit);
+        if let Some(t) = token {
+            params = params.continue_token(t);
+        }
+        let request =
+            kube::core::Request::new(path)
+                .list(&params)
+                .map_err(|e| ClusterError::Other {
+                    server: self.server.clone(),
+                    detail: e.to_string(),
+                })?;
+        match self.client.request::<Page>(request).await {
+            Ok(page) => Ok(page),
+            Err(kube::Error::Api(status)) if status.code == 410 => Err(ListError::Expired),
+            Err(e) => Err(ListError::Cluster(self.classify(e))),
+        }
+    }
+
+    /// The server's minor version (`33` for 1.33), which decides whether
+    /// validation ratcheting applies. `+` suffixes of vendors are ignored.
+    pub async fn server_minor(&self) -> Result<u32, ClusterError> {
+        let info = self
+            .client
+            .apiserver_version()
+            .await
+            .map_err(|e| self.classify(e))?;
+        let digits: String = info
+            .minor
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse().map_err(|_| ClusterError::Other {
+            server: self.server.clone(),
+            detail: format!("unexpected server minor version {:?}", info.minor),
+        })
+    }
+}

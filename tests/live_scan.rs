@@ -1,0 +1,245 @@
+//! Live tests of the object scan (`apply-check --objects`) against a real
+//! kube-apiserver: objects are created through the server, then the new
+//! manifests are checked against what is really stored.
+
+mod support;
+
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
+use kube::{Api, Client};
+use serde_json::{Value, json};
+use support::envtest::{ControlPlane, control_plane};
+use support::live::{admin, apply_check, crd, install, write_manifest};
+use support::run::Run;
+
+/// Creates `Kind` objects named `name` with the given spec in namespace
+/// `default`, at version v1.
+async fn create(client: &Client, plural: &str, objects: &[(&str, Value)]) {
+    let kind = format!(
+        "{}{}",
+        plural[..1].to_uppercase(),
+        &plural[1..plural.len() - 1]
+    );
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("example.com", "v1", &kind),
+        plural,
+    );
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
+    for (name, spec) in objects {
+        let obj: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "example.com/v1", "kind": kind,
+            "metadata": {"name": name}, "spec": spec
+        }))
+        .expect("object");
+        api.create(&PostParams::default(), &obj)
+            .await
+            .unwrap_or_else(|e| panic!("{plural}/{name} is created: {e}"));
+    }
+}
+
+/// Installs `old`, creates `objects`, writes `new` and runs
+/// `apply-check --objects -o json` with `extra` flags.
+async fn scan(
+    plane: &ControlPlane,
+    old: &Value,
+    objects: &[(&str, Value)],
+    new: &Value,
+    extra: &[&str],
+) -> (Run, Value) {
+    let client = admin(plane).await;
+    install(&client, old).await;
+    let plural = old["spec"]["names"]["plural"].as_str().expect("plural");
+    create(&client, plural, objects).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write_manifest(dir.path(), "new.json", new);
+    let kubeconfig = plane.admin_kubeconfig.display().to_string();
+    let mut args = vec!["--objects", "-o", "json"];
+    args.extend_from_slice(extra);
+    let r = apply_check(&path, &kubeconfig, &args);
+    let report = serde_json::from_str(&r.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", r.stdout, r.stderr));
+    (r, report)
+}
+
+/// One scan finding: `(check, path, rule, count, ratcheted, examples)`.
+type ScanFinding = (String, String, String, u64, Option<bool>, Vec<String>);
+
+/// The scan findings of the first CRD.
+fn scan_findings(report: &Value) -> Vec<ScanFinding> {
+    report["crds"][0]["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f.get("objects").is_some())
+        .map(|f| {
+            let o = &f["objects"];
+            (
+                f["check"].as_str().unwrap_or_default().to_string(),
+                f["path"].as_str().unwrap_or_default().to_string(),
+                o["rule"].as_str().unwrap_or_default().to_string(),
+                o["count"].as_u64().unwrap_or_default(),
+                o["ratcheted"].as_bool(),
+                o["examples"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|e| e.as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+fn v1(plural: &str, fields: Value) -> Value {
+    crd(plural, &[("v1", true, true)], fields)
+}
+
+#[tokio::test]
+async fn objects_the_new_minimum_rejects_are_listed_and_ratcheted() {
+    let Some(plane) = control_plane() else { return };
+    let old = v1("minimums", json!({}));
+    let new = v1(
+        "minimums",
+        json!({"size": {"type": "integer", "minimum": 2}}),
+    );
+    let objects = [
+        ("small", json!({"size": 1})),
+        ("ok", json!({"size": 2})),
+        ("tiny", json!({"size": 0})),
+        ("big", json!({"size": 9})),
+    ];
+    let (r, report) = scan(plane, &old, &objects, &new, &["--chunk-size", "1"]).await;
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert_eq!(
+        scan_findings(&report),
+        [(
+            "invalidObjects".to_string(),
+            "^.spec.size".to_string(),
+            "minimum".to_string(),
+            2,
+            Some(true),
+            vec!["default/small".to_string(), "default/tiny".to_string()]
+        )]
+    );
+    let scan = &report["crds"][0]["scan"];
+    assert_eq!(scan["scanned"], 4, "pages of one object add up: {scan}");
+    assert_eq!(scan["invalid"], 2);
+    assert_eq!(scan["ratcheting"], true);
+    assert_eq!(scan["serverVersion"], "1.34");
+    let objects: Vec<&str> = scan["objects"]
+        .as_array()
+        .expect("objects")
+        .iter()
+        .filter_map(|o| o["object"].as_str())
+        .collect();
+    assert_eq!(objects, ["default/small", "default/tiny"]);
+    assert_eq!(scan["objects"][0]["violations"][0]["path"], "spec.size");
+}
+
+#[tokio::test]
+async fn fields_the_new_schema_drops_are_reported_as_data_loss() {
+    let Some(plane) = control_plane() else { return };
+    let old = v1(
+        "legacies",
+        json!({"legacyMode": {"type": "string"}, "keep": {"type": "string"}}),
+    );
+    let new = v1("legacies", json!({"keep": {"type": "string"}}));
+    let objects = [
+        ("a", json!({"legacyMode": "on", "keep": "x"})),
+        ("b", json!({"keep": "y"})),
+        ("c", json!({"legacyMode": "off"})),
+    ];
+    let (r, report) = scan(plane, &old, &objects, &new, &[]).await;
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert_eq!(
+        scan_findings(&report),
+        [(
+            "prunedFields".to_string(),
+            "^.spec.legacyMode".to_string(),
+            "pruned".to_string(),
+            2,
+            None,
+            vec!["default/a".to_string(), "default/c".to_string()]
+        )]
+    );
+    assert_eq!(report["crds"][0]["scan"]["losingData"], 2);
+    assert_eq!(report["crds"][0]["scan"]["invalid"], 0);
+}
+
+#[tokio::test]
+async fn rules_under_any_of_are_not_ratcheted() {
+    let Some(plane) = control_plane() else { return };
+    let old = v1("combos", json!({"name": {"type": "string"}}));
+    let new = v1(
+        "combos",
+        json!({"name": {"type": "string", "anyOf": [{"maxLength": 3}, {"pattern": "^x"}]}}),
+    );
+    let objects = [
+        ("long", json!({"name": "abcdef"})),
+        ("xlong", json!({"name": "xbcdef"})),
+    ];
+    let (r, report) = scan(plane, &old, &objects, &new, &[]).await;
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let found = scan_findings(&report);
+    assert_eq!(found.len(), 1, "{found:?}");
+    let (check, path, _rule, count, ratcheted, examples) = &found[0];
+    assert_eq!(
+        (check.as_str(), path.as_str(), *count, *ratcheted),
+        ("invalidObjects", "^.spec.name", 1, Some(false))
+    );
+    assert_eq!(examples, &["default/long".to_string()]);
+}
+
+#[tokio::test]
+async fn cel_rule_violations_carry_the_rules_message() {
+    let Some(plane) = control_plane() else { return };
+    let old = v1("celchecks", json!({}));
+    let mut new = v1("celchecks", json!({}));
+    new["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] =
+        json!([{"rule": "self.size <= 10", "message": "size must be at most 10"}]);
+    let objects = [("fine", json!({"size": 10})), ("huge", json!({"size": 11}))];
+    let (r, report) = scan(plane, &old, &objects, &new, &[]).await;
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let found = scan_findings(&report);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].0, "invalidObjects");
+    assert_eq!(found[0].3, 1);
+    assert_eq!(found[0].5, ["default/huge".to_string()]);
+    let violation = &report["crds"][0]["scan"]["objects"][0]["violations"][0];
+    assert!(
+        violation["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("size must be at most 10")),
+        "{violation}"
+    );
+}
+
+#[tokio::test]
+async fn a_clean_scan_reports_zero_and_the_table_says_so() {
+    let Some(plane) = control_plane() else { return };
+    let old = v1("cleans", json!({}));
+    let new = v1("cleans", json!({"color": {"type": "string"}}));
+    let objects = [("one", json!({"size": 1})), ("two", json!({"size": 2}))];
+    let (r, report) = scan(plane, &old, &objects, &new, &[]).await;
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(scan_findings(&report).is_empty(), "{report}");
+    let scan = &report["crds"][0]["scan"];
+    assert_eq!(
+        (scan["scanned"].as_u64(), scan["invalid"].as_u64()),
+        (Some(2), Some(0))
+    );
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write_manifest(dir.path(), "new.json", &new);
+    let kubeconfig = plane.admin_kubeconfig.display().to_string();
+    let r = apply_check(&path, &kubeconfig, &["--objects"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains(
+            "objects: 2 scanned in v1; 0 invalid, 0 losing data (server 1.34, ratcheting on)"
+        ),
+        "{}",
+        r.stdout
+    );
+}
