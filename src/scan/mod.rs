@@ -10,6 +10,8 @@
 
 mod tally;
 
+use std::sync::Arc;
+
 use serde::Serialize;
 use serde_json::Value;
 use thiserror::Error;
@@ -109,6 +111,9 @@ pub enum ScanError {
         version: String,
         scanned: u64,
     },
+    /// Validation failed unexpectedly (a bug in crd-safety).
+    #[error("scanning {crd} failed inside crd-safety: {why}")]
+    Internal { crd: String, why: String },
 }
 
 /// Scans the stored objects of `live` against the schemas of `new`.
@@ -145,7 +150,7 @@ pub async fn scan_crd(
             continue;
         }
         let validator = match Validator::new(&new_version.schema, server_minor) {
-            Ok(v) => v,
+            Ok(v) => Arc::new(v),
             Err(e) => {
                 findings.push(unscannable(&name, &e.to_string()));
                 continue;
@@ -173,14 +178,21 @@ pub async fn scan_crd(
             .await
             {
                 Ok(n) => break n,
-                Err(Restart { scanned }) if restarted => {
+                Err(Stop::Cluster(e)) => return Err(e.into()),
+                Err(Stop::Internal(why)) => {
+                    return Err(ScanError::Internal {
+                        crd: live.name.clone(),
+                        why,
+                    });
+                }
+                Err(Stop::Restart(scanned)) if restarted => {
                     return Err(ScanError::Expired {
                         crd: live.name.clone(),
                         version: name,
                         scanned,
                     });
                 }
-                Err(Restart { .. }) => {
+                Err(Stop::Restart(_)) => {
                     // Start this version over with clean totals: counting
                     // objects twice would be as wrong as missing some.
                     restarted = true;
@@ -188,7 +200,7 @@ pub async fn scan_crd(
                     tally.reset_version(&name);
                 }
             }
-        }?;
+        };
         scanned_per_version.push((name.clone(), scanned));
         summary.versions.push(name);
     }
@@ -216,48 +228,66 @@ pub async fn scan_crd(
     Ok(CrdScan { summary, findings })
 }
 
-/// The continue token expired after this many objects.
-struct Restart {
-    scanned: u64,
+/// Why one listing stopped early.
+enum Stop {
+    /// The continue token expired after this many objects: start over.
+    Restart(u64),
+    /// The cluster failed.
+    Cluster(ClusterError),
+    /// The validation thread died (a bug, reported rather than hidden).
+    Internal(String),
 }
 
-/// Lists `resource` page by page and validates every object. `Ok(Err(..))`
-/// asks the caller to start over.
+impl From<ListError> for Stop {
+    fn from(e: ListError) -> Self {
+        match e {
+            ListError::Expired => Stop::Restart(0),
+            ListError::Cluster(c) => Stop::Cluster(c),
+        }
+    }
+}
+
+/// Lists `resource` page by page and validates every object. Each page is
+/// validated on a blocking thread while the next one is fetched, so the
+/// scan takes about as long as the slower of the two, and at most two pages
+/// are in memory.
 #[allow(clippy::too_many_arguments)]
 async fn list_and_validate(
     conn: &Connection,
     resource: &ResourceRef,
     crd: &str,
-    validator: &Validator,
+    validator: &Arc<Validator>,
     tally: &mut Tally,
     keep_default: &dyn Fn(&FieldPath) -> bool,
     opts: ScanOptions,
     progress: &mut dyn FnMut(Progress<'_>),
-) -> Result<Result<u64, ClusterError>, Restart> {
-    let mut token: Option<String> = None;
+) -> Result<u64, Stop> {
     let mut scanned = 0u64;
+    let mut page = conn.list_page(resource, opts.chunk_size, None).await?;
     loop {
-        let page = match conn
-            .list_page(resource, opts.chunk_size, token.as_deref())
-            .await
-        {
-            Ok(p) => p,
-            Err(ListError::Expired) => return Err(Restart { scanned }),
-            Err(ListError::Cluster(e)) => return Ok(Err(e)),
+        let next = page.next().map(str::to_string);
+        let remaining = page.metadata.remaining_item_count;
+        let items = std::mem::take(&mut page.items);
+        let v = Arc::clone(validator);
+        let checking = tokio::task::spawn_blocking(move || {
+            items
+                .iter()
+                .map(|o| (object_name(o), v.validate(o)))
+                .collect::<Vec<_>>()
+        });
+        let fetching = async {
+            match &next {
+                Some(t) => Some(conn.list_page(resource, opts.chunk_size, Some(t)).await),
+                None => None,
+            }
         };
-        for object in &page.items {
-            let outcome = validator.validate(object);
-            tally.add(
-                &resource.version,
-                &object_name(object),
-                outcome,
-                keep_default,
-            );
+        let (checked, fetched) = tokio::join!(checking, fetching);
+        let checked = checked.map_err(|e| Stop::Internal(e.to_string()))?;
+        for (name, outcome) in checked {
+            tally.add(&resource.version, &name, outcome, keep_default);
             scanned += 1;
         }
-        let total = page
-            .metadata
-            .remaining_item_count
+        let total = remaining
             .and_then(|r| u64::try_from(r).ok())
             .map(|r| r + scanned);
         progress(Progress {
@@ -266,10 +296,12 @@ async fn list_and_validate(
             scanned,
             total,
         });
-        match page.next() {
-            Some(t) => token = Some(t.to_string()),
-            None => return Ok(Ok(scanned)),
-        }
+        page = match fetched {
+            None => return Ok(scanned),
+            Some(Ok(p)) => p,
+            Some(Err(ListError::Expired)) => return Err(Stop::Restart(scanned)),
+            Some(Err(ListError::Cluster(e))) => return Err(Stop::Cluster(e)),
+        };
     }
 }
 
