@@ -70,7 +70,7 @@ fn object(kind: &str, i: usize) -> Value {
             "mode": mode,
             "labels": {"team": "a", "tier": format!("t{}", i % 4)},
             "ports": [{"name": "http", "port": 80}, {"name": "metrics", "port": 9090}],
-            "window": {"lo": i % 7, "hi": 5},
+            "window": {"lo": i % 7, "hi": 6},
             "notes": "a field the schema does not describe is pruned by the server"
         }
     })

@@ -180,12 +180,13 @@ pub struct Violation {
     /// lists "unchanged" means the whole list. Hence:
     /// - value keywords (type, bounds, lengths, pattern, format, items and
     ///   properties counts, enum): `true`;
-    /// - `required`: `true`. The error is attached to the object holding the
-    ///   `required` list, which ratchets when that object is unchanged (the
-    ///   KEP calls this out as conservative: adding the field is not needed);
-    /// - list-type duplicates: `true`. The server enforces set/map
-    ///   uniqueness on UPDATE only when the old object had no such error, a
-    ///   whole-object ratchet that predates KEP-4008;
+    /// - `required`: `false`. The error is attached to the whole object that
+    ///   holds the `required` list (usually `spec`), so only updates that
+    ///   leave all of it unchanged would pass: in practice every write
+    ///   fails. Reported as not ratcheted, which is the safe side;
+    /// - list-type duplicates: `false`, for the same reason (the check is
+    ///   on the whole list) and because the product treats list-type
+    ///   changes as never ratcheted;
     /// - `x-kubernetes-embedded-resource`: `false` (checked the same way on
     ///   create and update);
     /// - anything under `allOf`/`anyOf`/`oneOf`/`not`: `false` (KEP-4008 never

@@ -262,7 +262,11 @@ fn item_counts_and_set_duplicates() {
         "Too many: 4: must have at most 3 items"
     );
     assert_eq!(o.violations[1].message, "Duplicate value: \"a\"");
-    assert!(o.violations[1].ratchetable);
+    assert!(o.violations[0].ratchetable);
+    assert!(
+        !o.violations[1].ratchetable,
+        "list-type errors are not ratcheted"
+    );
 }
 
 #[test]
@@ -360,7 +364,10 @@ fn required_is_checked_after_defaulting_and_null_dropping() {
     let o = run(s.clone(), json!({"spec": {"a": null, "c": null}}));
     assert_eq!(found(&o), [("spec.a".to_string(), "required")]);
     assert_eq!(one(&o).message, "Required value");
-    assert!(one(&o).ratchetable);
+    assert!(
+        !one(&o).ratchetable,
+        "a new required field is not ratcheted"
+    );
     let o = run(s, json!({"kind": "K"}));
     assert_eq!(found(&o), [("spec".to_string(), "required")]);
 }

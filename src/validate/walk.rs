@@ -35,7 +35,14 @@ impl Sink<'_> {
                 let m = msg(&trail.display());
                 let ratchetable = !matches!(
                     rule,
-                    Rule::EmbeddedResource | Rule::AllOf | Rule::AnyOf | Rule::OneOf | Rule::Not
+                    Rule::EmbeddedResource
+                        | Rule::AllOf
+                        | Rule::AnyOf
+                        | Rule::OneOf
+                        | Rule::Not
+                        | Rule::Required
+                        | Rule::ListSet
+                        | Rule::ListMap
                 );
                 v.push(make(ratchetable, m));
             }
