@@ -91,22 +91,21 @@ fn connection(expire: usize) -> (Connection, Arc<AtomicUsize>) {
     )
 }
 
+/// Scans `pages` (size 0 -> 2 on the minimum) with pages of two objects.
+async fn scan_pages(conn: &Connection) -> Result<crd_safety::scan::CrdScan, ScanError> {
+    let opts = ScanOptions {
+        chunk_size: 2,
+        max_examples: 5,
+    };
+    scan_crd(conn, &crd(None), &crd(Some(2)), 34, opts, &mut |_| {}).await
+}
+
 #[tokio::test]
 async fn an_expired_continue_token_restarts_the_listing_without_counting_twice() {
     let (conn, lists) = connection(1);
-    let scan = scan_crd(
-        &conn,
-        &crd(None),
-        &crd(Some(2)),
-        34,
-        ScanOptions {
-            chunk_size: 2,
-            max_examples: 5,
-        },
-        &mut |_| {},
-    )
-    .await
-    .expect("the scan finishes after one restart");
+    let scan = scan_pages(&conn)
+        .await
+        .expect("the scan finishes after one restart");
     assert_eq!(lists.load(Ordering::SeqCst), 4, "p1, expired p2, p1, p2");
     assert_eq!(scan.summary.restarts, 1);
     assert_eq!(scan.summary.scanned, 3);
@@ -119,19 +118,9 @@ async fn an_expired_continue_token_restarts_the_listing_without_counting_twice()
 #[tokio::test]
 async fn a_listing_that_keeps_expiring_is_an_error_not_a_short_count() {
     let (conn, _) = connection(usize::MAX);
-    let err = scan_crd(
-        &conn,
-        &crd(None),
-        &crd(Some(2)),
-        34,
-        ScanOptions {
-            chunk_size: 2,
-            max_examples: 5,
-        },
-        &mut |_| {},
-    )
-    .await
-    .expect_err("an incomplete scan is refused");
+    let err = scan_pages(&conn)
+        .await
+        .expect_err("an incomplete scan is refused");
     assert!(
         matches!(err, ScanError::Expired { scanned: 2, .. }),
         "{err}"

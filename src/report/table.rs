@@ -121,13 +121,7 @@ fn render_crd(crd: &CrdReport, opts: TableOptions, out: &mut String) {
         };
         out.push_str(&format!("  {what}"));
     } else {
-        let mut table = Table::new();
-        table
-            .load_style(presets::UTF8_FULL_CONDENSED)
-            .force_no_tty()
-            .set_content_arrangement(ContentArrangement::Dynamic)
-            .set_width(opts.width)
-            .set_header(vec!["SEVERITY", "CHECK", "VERSION", "PATH", "MESSAGE"]);
+        let mut table = new_table(opts, &["SEVERITY", "CHECK", "VERSION", "PATH", "MESSAGE"]);
         for f in shown {
             table.add_row(vec![
                 paint_severity(f.severity, opts.color),
@@ -161,6 +155,18 @@ fn render_crd(crd: &CrdReport, opts: TableOptions, out: &mut String) {
     out.push('\n');
 }
 
+/// A table in the report's style, wrapped to the terminal width.
+fn new_table(opts: TableOptions, header: &[&str]) -> Table {
+    let mut table = Table::new();
+    table
+        .load_style(presets::UTF8_FULL_CONDENSED)
+        .force_no_tty()
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_width(opts.width)
+        .set_header(header.to_vec());
+    table
+}
+
 /// The object scan's totals and its findings, one row per rule and path.
 fn render_scan(crd: &CrdReport, opts: TableOptions, out: &mut String) {
     let Some(scan) = &crd.scan else { return };
@@ -190,13 +196,9 @@ fn render_scan(crd: &CrdReport, opts: TableOptions, out: &mut String) {
     if rows.is_empty() {
         return;
     }
-    let mut table = Table::new();
-    table
-        .load_style(presets::UTF8_FULL_CONDENSED)
-        .force_no_tty()
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_width(opts.width)
-        .set_header(vec![
+    let mut table = new_table(
+        opts,
+        &[
             "SEVERITY",
             "CHECK",
             "VERSION",
@@ -205,7 +207,8 @@ fn render_scan(crd: &CrdReport, opts: TableOptions, out: &mut String) {
             "OBJECTS",
             "RATCHETED",
             "EXAMPLES",
-        ]);
+        ],
+    );
     for (f, o) in &rows {
         let more = o.count.saturating_sub(o.examples.len() as u64);
         let mut examples = o.examples.join(", ");
