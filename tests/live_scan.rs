@@ -242,4 +242,25 @@ async fn a_clean_scan_reports_zero_and_the_table_says_so() {
         "{}",
         r.stdout
     );
+
+    // `apply --objects` scans, then applies what is safe.
+    let r = support::run::run(
+        &[
+            "apply",
+            "-f",
+            &path,
+            "--kubeconfig",
+            &kubeconfig,
+            "--objects",
+            "--yes",
+            "--force-conflicts",
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let applied: Value = serde_json::from_str(&r.stdout).expect("json");
+    assert_eq!(applied["crds"][0]["scan"]["scanned"], 2);
+    assert_eq!(applied["apply"]["results"][0]["result"], "configured");
 }
