@@ -19,8 +19,16 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use std::cell::RefCell;
+
+use kube::core::cel::cel::common::types::{
+    CelBytes, CelList, CelMap as CelValMap, CelString as CelValString,
+};
+use kube::core::cel::cel::extractors::This;
 use kube::core::cel::cel::objects::{Key, Map as CelMap, OptionalValue};
-use kube::core::cel::cel::{Context, ExecutionError, Value as CelValue};
+use kube::core::cel::cel::{
+    Context, ExecutionError, FunctionContext, ResolveResult, Value as CelValue,
+};
 use kube::core::cel::{CompilationResult, KubeCelExt, compile_schema};
 use serde_json::{Value, json};
 
@@ -69,8 +77,69 @@ thread_local! {
     static BASE: Context<'static> = {
         let mut ctx = Context::default();
         ctx.register_all();
+        ctx.add_function("matches", cached_matches);
+        ctx.add_function("self.size", self_size);
         ctx
     };
+
+    /// Regexes compiled by `matches`, by pattern.
+    static REGEXES: RefCell<HashMap<String, regex::Regex>> = RefCell::new(HashMap::new());
+}
+
+/// Most patterns kept by [`cached_matches`] per thread.
+const REGEX_CACHE_SIZE: usize = 256;
+
+/// `matches` as the cel crate defines it, with the compiled regex cached per
+/// pattern instead of compiled on every call.
+fn cached_matches(
+    ftx: &FunctionContext,
+    This(this): This<Arc<String>>,
+    regex: Arc<String>,
+) -> Result<bool, ExecutionError> {
+    REGEXES.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if let Some(re) = cache.get(regex.as_str()) {
+            return Ok(re.is_match(&this));
+        }
+        match regex::Regex::new(&regex) {
+            Ok(re) => {
+                let m = re.is_match(&this);
+                if cache.len() >= REGEX_CACHE_SIZE {
+                    cache.clear();
+                }
+                cache.insert(regex.to_string(), re);
+                Ok(m)
+            }
+            Err(err) => Err(ftx.error(format!("'{regex}' not a valid regex:\n{err}"))),
+        }
+    })
+}
+
+/// `self.size()`. The interpreter looks up a function named `self.size`
+/// before `size`, and calls it without converting `self` to a [`CelValue`]
+/// first (a deep copy of the whole value, done on every call otherwise).
+/// Lists, maps, strings and bytes are measured in place; anything else takes
+/// the cel crate's own `size` path, errors included.
+fn self_size(ftx: &FunctionContext) -> ResolveResult {
+    let this = ftx
+        .ptx
+        .get_variable("self")
+        .ok_or_else(|| ExecutionError::UndeclaredReference(Arc::new("self".to_string())))?;
+    let n = if let Some(l) = this.downcast_ref::<CelList>() {
+        Some(l.inner().len())
+    } else if let Some(m) = this.downcast_ref::<CelValMap>() {
+        Some(m.inner().len())
+    } else if let Some(s) = this.downcast_ref::<CelValString>() {
+        Some(s.inner().len())
+    } else {
+        this.downcast_ref::<CelBytes>().map(|b| b.inner().len())
+    };
+    if let Some(n) = n {
+        return Ok(CelValue::Int(n as i64));
+    }
+    let value = CelValue::try_from(this.as_ref())?;
+    let ftx = FunctionContext::new(ftx.name, Some(value.clone()), ftx.ptx, ftx.args);
+    kube::core::cel::cel::functions::size(&ftx, This(value)).map(CelValue::Int)
 }
 
 /// Evaluates every rule of the schema against `object`.

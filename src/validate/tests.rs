@@ -629,3 +629,63 @@ fn rule_ids_are_the_schema_keywords() {
     assert_eq!(Rule::Cel.id(), "x-kubernetes-validations");
     assert!(Rule::Type.is_blocking() && Rule::Enum.is_blocking() && !Rule::MaxLength.is_blocking());
 }
+
+#[test]
+fn self_size_and_matches_agree_with_the_cel_crate() {
+    let props = json!({
+        "list": {"type": "array", "items": {"type": "string"},
+            "x-kubernetes-validations": [{"rule": "self.size() == size(self) && self.size() == 3"}]},
+        "map": {"type": "object", "additionalProperties": {"type": "string"},
+            "x-kubernetes-validations": [{"rule": "self.size() == size(self) && self.size() == 2"}]},
+        "str": {"type": "string",
+            "x-kubernetes-validations": [
+                {"rule": "self.size() == size(self) && self.size() == 4"},
+                {"rule": "self.matches('^ab+c$')"},
+                {"rule": "self.matches('^x')", "message": "no x"},
+                {"rule": "self.matches('(')"}
+            ]},
+        "raw": {"type": "string", "format": "byte",
+            "x-kubernetes-validations": [{"rule": "self.size() == size(self) && self.size() == 2"}]},
+        "num": {"type": "integer",
+            "x-kubernetes-validations": [{"rule": "self.size() == 1"}, {"rule": "size(self) == 1"}]},
+        "items": {"type": "array", "items": {"type": "object",
+            "properties": {"tags": {"type": "array", "items": {"type": "string"}}}},
+            "x-kubernetes-validations": [{"rule": "self.all(x, x.tags.all(self, self.size() < 3))"}]}
+    });
+    let object = json!({"spec": {"list": ["a", "b", "c"], "map": {"a": "1", "b": "2"},
+        "str": "abbc", "raw": "AAE=", "num": 5, "items": [{"tags": ["ab", "cde"]}]}});
+    // Twice, so that the second run uses the cached regexes.
+    for _ in 0..2 {
+        let o = run(spec(props.clone()), object.clone());
+        let failed: Vec<(&str, &str)> = o
+            .violations
+            .iter()
+            .map(|v| (v.path.as_str(), v.message.as_str()))
+            .collect();
+        assert_eq!(
+            failed,
+            [
+                (
+                    "spec.items",
+                    "failed rule: self.all(x, x.tags.all(self, self.size() < 3))"
+                ),
+                ("spec.str", "no x")
+            ]
+        );
+        let reasons: Vec<(&str, &str)> = o
+            .not_evaluated
+            .iter()
+            .map(|n| (n.rule.as_str(), n.reason.as_str()))
+            .collect();
+        assert_eq!(reasons.len(), 3, "{reasons:#?}");
+        assert_eq!(reasons[0].0, "self.size() == 1");
+        assert_eq!(reasons[1].0, "size(self) == 1");
+        assert_eq!(reasons[0].1, reasons[1].1);
+        assert!(
+            reasons[0].1.contains("cannot determine the size"),
+            "{reasons:#?}"
+        );
+        assert_eq!(reasons[2].0, "self.matches('(')");
+        assert!(reasons[2].1.contains("not a valid regex"), "{reasons:#?}");
+    }
+}
