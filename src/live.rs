@@ -84,13 +84,14 @@ pub async fn apply_check(
     scan: Option<ScanRequest<'_>>,
 ) -> Result<LiveCheck, LiveError> {
     let mut live = ManifestSet::default();
-    let mut live_values = Vec::with_capacity(new.crds.len());
+    // For each manifest CRD, its index in `live`, if the cluster has it.
+    let mut live_index = Vec::with_capacity(new.crds.len());
     for n in &new.crds {
         let Some(value) = conn.get_crd(&n.crd.name).await? else {
-            live_values.push(None);
+            live_index.push(None);
             continue;
         };
-        live_values.push(Some(value.clone()));
+        live_index.push(Some(live.crds.len()));
         let crd = Crd::from_manifest(normalize_to_v1(value)).map_err(|e| ClusterError::Other {
             server: conn.server.clone(),
             detail: format!("the live CRD cannot be read: {e}"),
@@ -105,21 +106,15 @@ pub async fn apply_check(
     }
     // The live object carries status.storedVersions; no flag needed.
     let mut crds = entries(&live, new, &StoredVersionsArg::default(), config);
-    let live_crds: Vec<Option<&Crd>> = new
-        .crds
+    let live_crds: Vec<Option<&Crd>> = live_index
         .iter()
-        .map(|n| {
-            live.crds
-                .iter()
-                .find(|l| l.crd.name == n.crd.name)
-                .map(|l| &l.crd)
-        })
+        .map(|i| i.map(|i| &live.crds[i].crd))
         .collect();
     let policy = config.policy();
     let mut plan = Vec::with_capacity(new.crds.len());
-    for ((entry, n), live_value) in crds.iter_mut().zip(&new.crds).zip(&live_values) {
+    for ((entry, n), live_crd) in crds.iter_mut().zip(&new.crds).zip(&live_crds) {
         let verdict = conn.dry_run_apply(&n.crd.name, &n.crd.manifest).await?;
-        let action = match (&verdict, live_value) {
+        let action = match (&verdict, live_crd) {
             (_, None) => Action::Create,
             (
                 DryRun::Accepted(would_be)
@@ -128,7 +123,7 @@ pub async fn apply_check(
                     ..
                 },
                 Some(live),
-            ) if same_content(would_be, live) => Action::Unchanged,
+            ) if same_content(would_be, &live.manifest) => Action::Unchanged,
             _ => Action::Update,
         };
         let conflict = match &verdict {

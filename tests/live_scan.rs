@@ -8,17 +8,13 @@ use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::{Api, Client};
 use serde_json::{Value, json};
 use support::envtest::{ControlPlane, control_plane};
-use support::live::{admin, apply_check, crd, install, write_manifest};
+use support::live::{admin, apply_check, crd, install, kind_of, write_manifest};
 use support::run::Run;
 
 /// Creates `Kind` objects named `name` with the given spec in namespace
 /// `default`, at version v1.
 async fn create(client: &Client, plural: &str, objects: &[(&str, Value)]) {
-    let kind = format!(
-        "{}{}",
-        plural[..1].to_uppercase(),
-        &plural[1..plural.len() - 1]
-    );
+    let kind = kind_of(plural);
     let ar = ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("example.com", "v1", &kind),
         plural,

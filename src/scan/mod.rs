@@ -270,10 +270,8 @@ async fn list_and_validate(
         let items = std::mem::take(&mut page.items);
         let v = Arc::clone(validator);
         let checking = tokio::task::spawn_blocking(move || {
-            items
-                .iter()
-                .map(|o| (object_name(o), v.validate(o)))
-                .collect::<Vec<_>>()
+            let outcomes: Vec<_> = items.iter().map(|o| v.validate(o)).collect();
+            (items, outcomes)
         });
         let fetching = async {
             match &next {
@@ -282,9 +280,17 @@ async fn list_and_validate(
             }
         };
         let (checked, fetched) = tokio::join!(checking, fetching);
-        let checked = checked.map_err(|e| Stop::Internal(e.to_string()))?;
-        for (name, outcome) in checked {
-            tally.add(&resource.version, &name, outcome, keep_default);
+        let (items, outcomes) = checked.map_err(|e| Stop::Internal(e.to_string()))?;
+        for (object, outcome) in items.iter().zip(outcomes) {
+            // Names are only built for objects that have something to report.
+            if !outcome.is_clean() {
+                tally.add(
+                    &resource.version,
+                    &object_name(object),
+                    outcome,
+                    keep_default,
+                );
+            }
             scanned += 1;
         }
         let total = remaining

@@ -117,10 +117,7 @@ impl Tally {
         outcome: Outcome,
         keep_default: impl Fn(&FieldPath) -> bool,
     ) {
-        if outcome.violations.is_empty()
-            && outcome.pruned.is_empty()
-            && outcome.not_evaluated.is_empty()
-        {
+        if outcome.is_clean() {
             return;
         }
         let mut seen: BTreeSet<GroupKey> = BTreeSet::new();

@@ -14,14 +14,19 @@ use serde_json::{Value, json};
 use super::envtest::ControlPlane;
 use super::run::{Run, run};
 
-/// A CRD `<plural>.example.com` with the given versions; `extra` adds
-/// fields to v1's spec schema.
-pub fn crd(plural: &str, versions: &[(&str, bool, bool)], extra: Value) -> Value {
-    let kind = format!(
+/// The kind the test CRDs use for `plural`: `widgets` -> `Widget`.
+pub fn kind_of(plural: &str) -> String {
+    format!(
         "{}{}",
         plural[..1].to_uppercase(),
         &plural[1..plural.len() - 1]
-    );
+    )
+}
+
+/// A CRD `<plural>.example.com` with the given versions; `extra` adds
+/// fields to v1's spec schema.
+pub fn crd(plural: &str, versions: &[(&str, bool, bool)], extra: Value) -> Value {
+    let kind = kind_of(plural);
     let mut spec_props = json!({"size": {"type": "integer"}});
     if let (Some(p), Some(e)) = (spec_props.as_object_mut(), extra.as_object()) {
         p.extend(e.clone());
