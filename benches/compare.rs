@@ -6,7 +6,10 @@
 //! - `full`: what `kubectl crd-safety diff OLD NEW` does before rendering:
 //!   read both files from disk, parse them (`manifest::load`) and compare
 //!   (`diff::diff`);
-//! - `compare`: `diff::diff` alone, on sets parsed once up front.
+//! - `compare`: `diff::diff` alone, on sets parsed once up front;
+//! - `invalidCrd`: the offline API-server validation of the new side alone
+//!   (part of `compare`), to show what the check costs: its median over
+//!   `full`'s is the price of `invalidCrd` in a whole `diff` run.
 //!
 //! A missing corpus prints a notice and benchmarks nothing.
 //!
@@ -19,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crd_safety::config::Config;
+use crd_safety::crd_validation;
 use crd_safety::diff::{StoredVersionsArg, diff};
 use crd_safety::manifest::{self, ManifestSet, Source};
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
@@ -127,6 +131,18 @@ fn bench_pairs(c: &mut Criterion) {
         });
         group.bench_function("compare", |b| {
             b.iter(|| diff(black_box(&old), black_box(&new), &stored, &config))
+        });
+        group.bench_function("invalidCrd", |b| {
+            b.iter(|| {
+                for n in &new.crds {
+                    let o = old.get(&n.crd.name).map(|o| &o.crd.manifest);
+                    black_box(crd_validation::validate_crd(
+                        black_box(&n.crd.manifest),
+                        o,
+                        config.kube_version,
+                    ));
+                }
+            })
         });
         group.finish();
     }

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use crd_safety::crd_validation::KubeVersion;
 
 const EXIT_CODES: &str = "Exit codes:
   0  no error findings (warnings and info may be present)
@@ -50,6 +51,10 @@ pub enum Command {
     /// wait for each to be Established. Refuses when there are error findings unless --force.
     #[command(after_help = APPLY_EXIT_CODES)]
     Apply(ApplyArgs),
+    /// Check CRD manifests on their own, with no old side (a first release): everything the API
+    /// server would refuse (invalidCrd) and data lost between served versions.
+    #[command(after_help = EXIT_CODES)]
+    Lint(LintArgs),
     /// List every check with its id, default severity and what it catches.
     Checks,
 }
@@ -116,6 +121,23 @@ pub struct DiffArgs {
     /// every CRD, or `NAME=v1alpha1,v1` for one (repeatable).
     #[arg(long, value_name = "[CRD=]VERSIONS")]
     pub stored_versions: Vec<String>,
+    /// Judge NEW by the CRD rules of this Kubernetes version (e.g. 1.33) [default: kubeVersion
+    /// from the config file, else the newest supported].
+    #[arg(long, value_name = "VERSION")]
+    pub kube_version: Option<KubeVersion>,
+    #[command(flatten)]
+    pub report: ReportArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct LintArgs {
+    /// CRD manifests: files, directories (read recursively) or - for stdin.
+    #[arg(value_name = "PATH", required = true)]
+    pub paths: Vec<String>,
+    /// Judge by the CRD rules of this Kubernetes version (e.g. 1.33) [default: kubeVersion from
+    /// the config file, else the newest supported].
+    #[arg(long, value_name = "VERSION")]
+    pub kube_version: Option<KubeVersion>,
     #[command(flatten)]
     pub report: ReportArgs,
 }

@@ -27,6 +27,7 @@ use serde_json::Value;
 use thiserror::Error;
 
 use crate::compare::{Check, CheckOptions, Finding, Severity};
+use crate::crd_validation::KubeVersion;
 use crate::glob;
 
 /// Why the configuration is unusable.
@@ -120,10 +121,13 @@ pub struct Config {
     pub options: CheckOptions,
     /// `exceptions`.
     pub exceptions: Vec<Exception>,
+    /// `kubeVersion`: the Kubernetes version whose CRD rules `invalidCrd`
+    /// applies (`--kube-version` and a live server's version win).
+    pub kube_version: KubeVersion,
 }
 
 /// Top-level keys of the file.
-const TOP_KEYS: &[&str] = &["mode", "failMode", "checks", "exceptions"];
+const TOP_KEYS: &[&str] = &["mode", "failMode", "kubeVersion", "checks", "exceptions"];
 
 /// Options each check accepts besides `level`.
 const CHECK_OPTIONS: &[(Check, &str)] = &[
@@ -183,6 +187,21 @@ impl Config {
                             )));
                         }
                     }
+                }
+                "kubeVersion" => {
+                    let text = match v {
+                        Value::String(s) => s.clone(),
+                        // `kubeVersion: 1.33` reads as a number in YAML.
+                        Value::Number(n) => n.to_string(),
+                        _ => {
+                            return Err(bad(format!(
+                                "kubeVersion: expected e.g. \"1.33\", found {v}"
+                            )));
+                        }
+                    };
+                    config.kube_version = text
+                        .parse::<KubeVersion>()
+                        .map_err(|e| bad(format!("kubeVersion: {e}")))?;
                 }
                 "checks" => parse_checks(v, &mut config).map_err(bad)?,
                 "exceptions" => parse_exceptions(v, &mut config).map_err(bad)?,
@@ -379,7 +398,21 @@ mod tests {
         let err = Config::parse("mdoe: warn\n", "c.yaml").unwrap_err();
         assert_eq!(
             err.to_string(),
-            "c.yaml: unknown key \"mdoe\"; valid keys: mode, failMode, checks, exceptions"
+            "c.yaml: unknown key \"mdoe\"; valid keys: mode, failMode, kubeVersion, checks, exceptions"
+        );
+    }
+
+    #[test]
+    fn kube_version_reads_as_text_or_number() {
+        let c = Config::parse("kubeVersion: \"1.31\"\n", "c.yaml").unwrap();
+        assert_eq!(c.kube_version, KubeVersion { minor: 31 });
+        let c = Config::parse("kubeVersion: 1.32\n", "c.yaml").unwrap();
+        assert_eq!(c.kube_version, KubeVersion { minor: 32 });
+        let err = Config::parse("kubeVersion: 2.0\n", "c.yaml").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("kubeVersion: invalid Kubernetes version"),
+            "{err}"
         );
     }
 

@@ -40,12 +40,6 @@ pub enum CrdError {
         #[source]
         source: SchemaError,
     },
-    /// Not exactly one version has `storage: true`.
-    #[error("CRD {name}: exactly one version must have storage: true, found {found}")]
-    StorageCount { name: String, found: String },
-    /// A version name appears twice.
-    #[error("CRD {name}: version {version} is listed twice")]
-    DuplicateVersion { name: String, version: String },
 }
 
 /// One entry of `spec.versions`, with its schema in our model.
@@ -114,13 +108,10 @@ impl Crd {
             return Err(CrdError::NoVersions { name });
         }
         let mut versions = Vec::with_capacity(spec.versions.len());
+        // A version listed twice or a count of storage versions other than
+        // one are the API server's to refuse: the `invalidCrd` check reports
+        // them with everything else, so one run shows every problem.
         for (v, raw) in spec.versions.iter().zip(raw_schemas) {
-            if versions.iter().any(|x: &CrdVersion| x.name() == v.name) {
-                return Err(CrdError::DuplicateVersion {
-                    name,
-                    version: v.name.clone(),
-                });
-            }
             let raw = raw.ok_or_else(|| CrdError::NoSchema {
                 name: name.clone(),
                 version: v.name.clone(),
@@ -134,19 +125,6 @@ impl Crd {
                 spec: v.clone(),
                 schema,
             });
-        }
-        let storage: Vec<&str> = versions
-            .iter()
-            .filter(|v| v.spec.storage)
-            .map(CrdVersion::name)
-            .collect();
-        if storage.len() != 1 {
-            let found = if storage.is_empty() {
-                "none".to_string()
-            } else {
-                storage.join(", ")
-            };
-            return Err(CrdError::StorageCount { name, found });
         }
         let stored_versions = manifest
             .pointer("/status/storedVersions")
@@ -171,7 +149,8 @@ impl Crd {
         self.versions.iter().find(|v| v.name() == name)
     }
 
-    /// The storage version (exactly one exists; checked on construction).
+    /// The storage version: the first marked `storage: true`, else the
+    /// first version (a CRD without exactly one is `invalidCrd`).
     pub fn storage_version(&self) -> &CrdVersion {
         self.versions
             .iter()
@@ -215,17 +194,14 @@ mod tests {
     }
 
     #[test]
-    fn a_crd_with_two_storage_versions_is_refused() {
+    fn a_crd_with_two_storage_versions_still_loads_for_the_checks() {
         let s = json!({"openAPIV3Schema": {"type": "object"}});
-        let err = Crd::from_manifest(widget(json!([
+        let crd = Crd::from_manifest(widget(json!([
             {"name": "v1", "served": true, "storage": true, "schema": s},
             {"name": "v2", "served": true, "storage": true, "schema": s}
         ])))
-        .unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "CRD widgets.example.com: exactly one version must have storage: true, found v1, v2"
-        );
+        .unwrap();
+        assert_eq!(crd.storage_version().name(), "v1");
     }
 
     #[test]

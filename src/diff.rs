@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::compare::{self, StoredVersions};
 use crate::config::Config;
+use crate::crd_validation;
 use crate::manifest::ManifestSet;
 use crate::report::{CrdReport, CrdStatus, Report, SkippedDocument};
 
@@ -68,7 +69,9 @@ pub fn diff(
         .chain(&new.skipped)
         .map(SkippedDocument::from)
         .collect();
-    Report::new(crds, skipped, config.mode, config.fail_mode)
+    let mut report = Report::new(crds, skipped, config.mode, config.fail_mode);
+    report.kube_version = Some(config.kube_version.to_string());
+    report
 }
 
 /// One report entry per CRD: those of `new` in order, then those only in
@@ -83,10 +86,19 @@ pub fn entries(
     let mut crds = Vec::new();
     for n in &new.crds {
         let name = &n.crd.name;
-        let mut entry = match old.get(name) {
+        let old_crd = old.get(name);
+        // The server's own verdict on the new CRD comes first: a CRD it
+        // refuses is never applied, whatever the comparison says.
+        let invalid = crd_validation::findings(
+            &n.crd.manifest,
+            old_crd.map(|o| &o.crd.manifest),
+            config.kube_version,
+        );
+        let mut entry = match old_crd {
             Some(o) => {
                 let sv = StoredVersions::resolve(&o.crd, stored.for_crd(name));
-                let raw = compare::compare_crds(&o.crd, &n.crd, &sv, &config.options);
+                let mut raw = invalid;
+                raw.extend(compare::compare_crds(&o.crd, &n.crd, &sv, &config.options));
                 let (findings, excepted) = policy.apply(name, raw);
                 let mut e = CrdReport::new(name.clone(), CrdStatus::Safe, findings, excepted);
                 e.old_source = Some(o.location.to_string());
@@ -94,7 +106,8 @@ pub fn entries(
                 e
             }
             None => {
-                let raw = compare::check_new_crd(&n.crd, &config.options);
+                let mut raw = invalid;
+                raw.extend(compare::check_new_crd(&n.crd, &config.options));
                 let (findings, excepted) = policy.apply(name, raw);
                 CrdReport::new(name.clone(), CrdStatus::New, findings, excepted)
             }

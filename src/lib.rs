@@ -12,6 +12,7 @@ pub mod cluster;
 pub mod compare;
 pub mod config;
 pub mod crd;
+pub mod crd_validation;
 pub mod diff;
 pub mod glob;
 pub mod json;

@@ -9,6 +9,7 @@ use crate::cluster::{ClusterError, Connection, DryRun};
 use crate::compare::{Check, Finding, Severity};
 use crate::config::Config;
 use crate::crd::Crd;
+use crate::crd_validation::KubeVersion;
 use crate::diff::{StoredVersionsArg, entries};
 use crate::manifest::{LoadedCrd, Location, ManifestSet, normalize_to_v1};
 use crate::report::{ClusterInfo, Report, SkippedDocument};
@@ -104,6 +105,11 @@ pub async fn apply_check(
             },
         });
     }
+    // The CRD rules are those of the connected server's version.
+    let minor = conn.server_minor().await?;
+    let mut judged = config.clone();
+    judged.kube_version = KubeVersion::for_server(minor);
+    let config = &judged;
     // The live object carries status.storedVersions; no flag needed.
     let mut crds = entries(&live, new, &StoredVersionsArg::default(), config);
     let live_crds: Vec<Option<&Crd>> = live_index
@@ -172,7 +178,6 @@ pub async fn apply_check(
         }
     }
     if let Some((opts, progress)) = scan {
-        let minor = conn.server_minor().await?;
         for (i, planned) in plan.iter().enumerate() {
             let Some(old) = live_crds[i].filter(|_| planned.action == Action::Update) else {
                 continue;
@@ -189,6 +194,7 @@ pub async fn apply_check(
         context: conn.context.clone(),
         server: conn.server.clone(),
     });
+    report.kube_version = Some(config.kube_version.to_string());
     Ok(LiveCheck { report, plan })
 }
 

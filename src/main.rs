@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use cli::{
-    ApplyArgs, ApplyCheckArgs, Cli, ColorChoice, Command, DiffArgs, FailModeArg, ModeArg,
+    ApplyArgs, ApplyCheckArgs, Cli, ColorChoice, Command, DiffArgs, FailModeArg, LintArgs, ModeArg,
     OutputFormat, ReportArgs,
 };
 use crd_safety::apply::ApplyOptions;
@@ -52,6 +52,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Diff(args) => run_diff(args),
+        Command::Lint(args) => run_lint(args),
         Command::ApplyCheck(args) => run_apply_check(args),
         Command::Apply(args) => run_apply(args),
         Command::Checks => print_checks(),
@@ -151,7 +152,10 @@ fn run_diff(args: DiffArgs) -> Result<u8, Failure> {
             "only one of OLD and NEW can be - (stdin)".into(),
         ));
     }
-    let config = load_config(&args.report)?;
+    let mut config = load_config(&args.report)?;
+    if let Some(v) = args.kube_version {
+        config.kube_version = v;
+    }
     let mut stored = StoredVersionsArg::default();
     for v in &args.stored_versions {
         stored.add(v).map_err(Failure::Input)?;
@@ -167,6 +171,27 @@ fn run_diff(args: DiffArgs) -> Result<u8, Failure> {
         .map_err(|e| Failure::Input(e.to_string()))?;
     let new = new.map_err(|e| Failure::Input(e.to_string()))?;
     let report = diff(&old, &new, &stored, &config);
+    emit(&render(&report, &args.report))?;
+    Ok(report.exit_code())
+}
+
+/// `lint`: the new side alone, as if nothing were installed yet.
+fn run_lint(args: LintArgs) -> Result<u8, Failure> {
+    if args.paths.iter().filter(|p| p.as_str() == "-").count() > 1 {
+        return Err(Failure::Input("- (stdin) can be given once".into()));
+    }
+    let mut config = load_config(&args.report)?;
+    if let Some(v) = args.kube_version {
+        config.kube_version = v;
+    }
+    let sources: Vec<Source> = args.paths.iter().map(|p| Source::parse(p)).collect();
+    let new = manifest::load(&sources).map_err(|e| Failure::Input(e.to_string()))?;
+    let report = diff(
+        &manifest::ManifestSet::default(),
+        &new,
+        &StoredVersionsArg::default(),
+        &config,
+    );
     emit(&render(&report, &args.report))?;
     Ok(report.exit_code())
 }

@@ -385,6 +385,13 @@ fn unsafe_example(check: Check) -> (Option<Value>, Option<Value>) {
             json!({"type": "string", "title": "a"}),
             json!({"type": "string", "title": "b"}),
         ),
+        // A new side the API server refuses: a node with properties but no type.
+        Check::InvalidCrd => pair(
+            widget(),
+            spec(
+                json!({"type": "object", "properties": {"foo": {"properties": {"a": {"type": "string"}}}}}),
+            ),
+        ),
         // Only `apply-check` reports it, from the API server's dry run
         // (tests/live_cluster.rs); no pair of manifests produces it.
         Check::ApiServerRejects
@@ -1062,7 +1069,29 @@ fn a_type_change_is_unsafe() {
 fn spelling_out_type_object_on_a_node_with_properties_is_safe() {
     let implied = spec(json!({"properties": {"foo": {"type": "string"}}}));
     assert_clean(&compare(&implied, &widget()));
-    assert_clean(&compare(&widget(), &implied));
+}
+
+#[test]
+fn dropping_type_object_from_a_node_with_properties_is_unsafe() {
+    // Without `type` the schema is not structural: the server refuses it.
+    let implied = spec(json!({"properties": {"foo": {"type": "string"}}}));
+    let findings = compare(&widget(), &implied);
+    assert_eq!(findings.len(), 1, "{}", dump(&findings));
+    assert_eq!(findings[0].check, Check::Type);
+    assert_eq!(findings[0].severity, Severity::Error);
+    assert!(
+        findings[0]
+            .message
+            .starts_with("type removed (object -> none)")
+    );
+    // With x-kubernetes-preserve-unknown-fields a typeless node is allowed.
+    let preserving = spec(json!({"x-kubernetes-preserve-unknown-fields": true,
+        "properties": {"foo": {"type": "string"}}}));
+    assert!(
+        compare(&widget(), &preserving)
+            .iter()
+            .all(|f| f.check != Check::Type)
+    );
 }
 
 #[test]

@@ -254,11 +254,6 @@ fn bad_input_gets_one_clear_line_and_exit_2() {
             "other.yaml: no CustomResourceDefinition found (1 document(s) read, 1 of another kind)",
         ),
         (
-            "twostorage.yaml",
-            crd.replace("  - name: v1\n", "  - name: v2\n    served: true\n    storage: true\n    schema: {openAPIV3Schema: {type: object}}\n  - name: v1\n"),
-            "twostorage.yaml:3: CRD widgets.example.com: exactly one version must have storage: true, found v2, v1",
-        ),
-        (
             "noversions.yaml",
             "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: a.b.c}\nspec: {group: b.c, scope: Namespaced, names: {kind: A, plural: a}, versions: []}\n".to_string(),
             "noversions.yaml:1: CRD a.b.c: spec.versions is empty",
@@ -278,6 +273,73 @@ fn bad_input_gets_one_clear_line_and_exit_2() {
         );
         assert!(!stderr.contains("panicked"), "{name}");
     }
+}
+
+#[test]
+fn lint_reports_what_the_api_server_would_refuse() {
+    let r = run(
+        &["lint", "examples/invalid-crd/gadgets.yaml", "-o", "json"],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let v: Value = serde_json::from_str(&r.stdout).expect("json");
+    assert_eq!(v["kubeVersion"], "1.34");
+    let paths: Vec<&str> = v["crds"][0]["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["check"] == "invalidCrd")
+        .filter_map(|f| f["path"].as_str())
+        .collect();
+    // Structural errors hide the default and CEL checks, as on the server.
+    assert_eq!(
+        paths,
+        vec![
+            "spec.validation.openAPIV3Schema.properties[spec].properties[settings].type",
+            "spec.validation.openAPIV3Schema.properties[spec].properties[ports].items.properties[protocol].default",
+        ]
+    );
+    let table = run(&["lint", "examples/invalid-crd/gadgets.yaml"], None);
+    assert!(
+        table.stdout.contains("(CRD rules of Kubernetes 1.34)"),
+        "{}",
+        table.stdout
+    );
+}
+
+#[test]
+fn two_storage_versions_are_a_finding_not_a_stop() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let crd =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(NEW)).expect("example");
+    let text = crd.replace(
+        "  - name: v1\n",
+        "  - name: v2\n    served: true\n    storage: true\n    schema: {openAPIV3Schema: {type: object}}\n  - name: v1\n",
+    );
+    let path = temp_file(&dir, "twostorage.yaml", &text);
+    let r = run(&["diff", NEW, &path, "-o", "json"], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let v: Value = serde_json::from_str(&r.stdout).expect("json");
+    let invalid: Vec<&Value> = v["crds"][0]["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["check"] == "invalidCrd")
+        .collect();
+    assert!(
+        invalid.iter().any(|f| f["path"] == "spec.versions"
+            && f["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("exactly one version marked as storage version"))),
+        "{invalid:?}"
+    );
+}
+
+#[test]
+fn an_unknown_kube_version_is_a_usage_error() {
+    let r = run(&["diff", OLD, NEW, "--kube-version", "1.99"], None);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("not supported"), "{}", r.stderr);
 }
 
 #[test]

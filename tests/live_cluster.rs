@@ -169,14 +169,27 @@ async fn the_api_servers_own_rejection_is_a_finding() {
     let r = apply_check(&path, &kubeconfig, &["-o", "json"]);
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
     let report: Value = serde_json::from_str(&r.stdout).expect("json");
-    let f = &report["crds"][0]["findings"][0];
-    assert_eq!(f["check"], "apiServerRejects");
+    let findings = report["crds"][0]["findings"].as_array().expect("findings");
+    let f = findings
+        .iter()
+        .find(|f| f["check"] == "apiServerRejects")
+        .expect("the dry run's refusal");
     assert!(
         f["message"]
             .as_str()
             .is_some_and(|m| m.contains("x-kubernetes-validations")),
         "{f}"
     );
+    // The offline check saw it too, at the path the server names.
+    let offline = findings
+        .iter()
+        .find(|f| f["check"] == "invalidCrd")
+        .expect("invalidCrd");
+    assert_eq!(
+        offline["path"],
+        "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"
+    );
+    assert_eq!(report["kubeVersion"], "1.34");
 }
 
 #[tokio::test]

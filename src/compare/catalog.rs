@@ -118,6 +118,8 @@ catalog! {
     Description => "description", Info, "description changed (never fails).";
     // Across versions of the new CRD.
     ConversionDataLoss => "conversionDataLoss", Error, "with conversion None, a field only one of two served versions knows is silently dropped when written through the other.";
+    // The API server's own validation of the new CRD, offline.
+    InvalidCrd => "invalidCrd", Error, "the API server would refuse the new CRD itself (non-structural schema, bad default, invalid name, CEL that does not parse, ...): the apply fails.";
     // From the live cluster.
     ApiServerRejects => "apiServerRejects", Error, "the API server's own dry run of the update refuses the CRD (its message is quoted).";
     // From the object scan (`--objects`).

@@ -381,6 +381,26 @@ optional with a default, or require it only in a new version",
             return;
         }
         if n.is_none() && o.and_then(Value::as_str) == Some("object") && implied_object(self.new) {
+            // A typeless node that keeps unknown fields is allowed (and
+            // accepts more); without that it is not structural.
+            let preserves = self
+                .new
+                .keywords
+                .get("x-kubernetes-preserve-unknown-fields")
+                .and_then(Value::as_bool)
+                == Some(true);
+            if preserves {
+                return;
+            }
+            self.emit(
+                Check::Type,
+                Severity::Error,
+                "type removed (object -> none) from a node with properties: the schema is no longer \
+structural, so the API server refuses the CRD (see invalidCrd). Keep `type: object`"
+                    .to_string(),
+                o.cloned().as_ref(),
+                None,
+            );
             return;
         }
         let (o, n) = (o.cloned(), n.cloned());

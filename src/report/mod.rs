@@ -191,6 +191,9 @@ pub struct Report {
     /// The cluster the old side came from, for live commands.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster: Option<ClusterInfo>,
+    /// The Kubernetes version whose CRD rules `invalidCrd` applied (`1.34`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kube_version: Option<String>,
     /// Documents that were not CRDs.
     pub skipped_documents: Vec<SkippedDocument>,
 }
@@ -228,6 +231,7 @@ impl Report {
             mode,
             fail_mode,
             cluster: None,
+            kube_version: None,
             skipped_documents: skipped,
         }
     }

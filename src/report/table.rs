@@ -56,7 +56,10 @@ pub fn render_table(report: &Report, opts: TableOptions) -> String {
         render_crd(crd, opts, &mut out);
         out.push('\n');
     }
-    let line = report.summary_line();
+    let mut line = report.summary_line();
+    if let Some(v) = &report.kube_version {
+        line.push_str(&format!(" (CRD rules of Kubernetes {v})"));
+    }
     if opts.color {
         let painted = if report.summary.errors > 0 {
             line.red().bold().to_string()

@@ -100,11 +100,61 @@ pub fn write_manifest(dir: &Path, name: &str, manifest: &Value) -> String {
     path.display().to_string()
 }
 
-/// Runs `apply-check -f manifest --kubeconfig kubeconfig extra...`.
+/// Runs `apply-check -f manifest --kubeconfig kubeconfig extra...`. With
+/// `-o json`, also holds the offline `invalidCrd` check to the server's dry
+/// run on every CRD ([`assert_offline_agrees_with_dry_run`]).
 pub fn apply_check(manifest: &str, kubeconfig: &str, extra: &[&str]) -> Run {
     let mut args = vec!["apply-check", "-f", manifest, "--kubeconfig", kubeconfig];
     args.extend_from_slice(extra);
-    run(&args, None)
+    let r = run(&args, None);
+    if extra.windows(2).any(|w| w == ["-o", "json"])
+        && let Ok(report) = serde_json::from_str::<Value>(&r.stdout)
+    {
+        assert_offline_agrees_with_dry_run(&report);
+    }
+    r
+}
+
+/// The offline check and the server's dry run must agree on every CRD:
+/// `invalidCrd` never without `apiServerRejects`, and a refusal is explained
+/// by `invalidCrd`, by a check of an update rule (stored versions, scope,
+/// names), or by what the offline check does not cover yet (CEL types and
+/// cost). A disagreement is a bug in the offline check.
+pub fn assert_offline_agrees_with_dry_run(report: &Value) {
+    for crd in report["crds"].as_array().into_iter().flatten() {
+        let checks: Vec<&str> = crd["findings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f["check"].as_str())
+            .collect();
+        let name = crd["name"].as_str().unwrap_or_default();
+        let rejected = checks.contains(&"apiServerRejects");
+        if checks.contains(&"invalidCrd") {
+            assert!(
+                rejected,
+                "{name}: invalidCrd, but the server's dry run accepts it"
+            );
+        }
+        if rejected && !checks.contains(&"invalidCrd") {
+            let message = crd["findings"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|f| f["check"] == "apiServerRejects")
+                .and_then(|f| f["message"].as_str())
+                .unwrap_or_default();
+            let explained = checks
+                .iter()
+                .any(|c| matches!(*c, "storedVersionRemoval" | "scope" | "names"))
+                || message.contains("compilation failed")
+                || message.contains("cost");
+            assert!(
+                explained,
+                "{name}: the server refuses it but invalidCrd does not: {message}"
+            );
+        }
+    }
 }
 
 pub fn findings(report: &Value) -> Vec<(String, String, Option<String>)> {

@@ -1,0 +1,308 @@
+//! `x-kubernetes-validations`: the fields of each rule, the `fieldPath`
+//! it reports at, and whether its CEL compiles.
+//!
+//! What is checked here is what can be decided without CEL's type checker:
+//! the rule and `messageExpression` parse (with the optional syntax
+//! Kubernetes turns on), `oldSelf` only where old and new values can be
+//! correlated, `optionalOldSelf` only with `oldSelf`. Type checking against
+//! the schema and the cost estimate are not done offline yet (README says
+//! so); the server's dry run in `apply-check` covers them.
+
+use kube::core::cel::cel::parser::Parser;
+use serde_json::Value;
+
+use super::KubeVersion;
+use super::field::{FieldError, FieldPath};
+use super::json::{
+    AdditionalProperties, Obj, additional_properties, arr_of, has_properties, property,
+};
+
+const REASONS: &[&str] = &[
+    "FieldValueDuplicate",
+    "FieldValueForbidden",
+    "FieldValueInvalid",
+    "FieldValueRequired",
+];
+
+fn has_newlines(s: &str) -> bool {
+    s.contains(['\n', '\r'])
+}
+
+/// The per-rule field checks the server runs before any CEL.
+pub fn rule_field_errors(s: &Obj, path: &FieldPath) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    for (i, rule) in arr_of(s, "x-kubernetes-validations").iter().enumerate() {
+        let Some(r) = rule.as_object() else { continue };
+        let p = path.child("x-kubernetes-validations").index(i);
+        let get = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("");
+        let (rule_src, msg, msg_expr) = (get("rule"), get("message"), get("messageExpression"));
+        if rule_src.trim().is_empty() {
+            errs.push(FieldError::required(
+                p.child("rule"),
+                "rule is not specified",
+            ));
+        } else if !msg.is_empty() && msg.trim().is_empty() {
+            errs.push(FieldError::invalid(
+                p.child("message"),
+                Value::from(msg),
+                "must be non-empty if specified",
+            ));
+        } else if has_newlines(msg.trim()) {
+            errs.push(FieldError::invalid(
+                p.child("message"),
+                Value::from(msg),
+                "must not contain line breaks",
+            ));
+        } else if has_newlines(rule_src.trim()) && msg.trim().is_empty() {
+            errs.push(
+                FieldError::required(
+                    p.child("message"),
+                    "message must be specified if rule contains line breaks",
+                )
+                .with_fix("add a message (or write the rule on one line)"),
+            );
+        }
+        if !msg_expr.is_empty() && msg_expr.trim().is_empty() {
+            errs.push(FieldError::required(
+                p.child("messageExpression"),
+                "messageExpression must be non-empty if specified",
+            ));
+        }
+        if let Some(reason) = r.get("reason").and_then(Value::as_str)
+            && !REASONS.contains(&reason)
+        {
+            errs.push(FieldError::not_supported(
+                p.child("reason"),
+                Value::from(reason),
+                REASONS,
+            ));
+        }
+        let fp = get("fieldPath");
+        if !fp.is_empty() && fp.trim().is_empty() {
+            errs.push(FieldError::invalid(
+                p.child("fieldPath"),
+                Value::from(fp),
+                "must be non-empty if specified",
+            ));
+        }
+        if has_newlines(fp) {
+            errs.push(FieldError::invalid(
+                p.child("fieldPath"),
+                Value::from(fp),
+                "must not contain line breaks",
+            ));
+        }
+        if !fp.is_empty()
+            && super::schema_rules::new_structural_error(s).is_none()
+            && valid_field_path(fp, s, true).is_err()
+        {
+            errs.push(
+                FieldError::invalid(p.child("fieldPath"), Value::from(fp), "must be a valid path")
+                    .with_fix("fieldPath is relative to the node that holds the rule and must name declared fields (e.g. .spec.replicas or ['a.b'])"),
+            );
+        }
+    }
+    errs
+}
+
+/// Parse errors, `oldSelf` placement and `optionalOldSelf`, per rule.
+pub fn compile_errors(
+    s: &Obj,
+    path: &FieldPath,
+    uncorrelatable: Option<&FieldPath>,
+    _kube: KubeVersion,
+) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    for (i, rule) in arr_of(s, "x-kubernetes-validations").iter().enumerate() {
+        let Some(r) = rule.as_object() else { continue };
+        let p = path.child("x-kubernetes-validations").index(i);
+        let src = r.get("rule").and_then(Value::as_str).unwrap_or("");
+        let parsed = Parser::new().enable_optional_syntax(true).parse(src);
+        let uses_old_self = match &parsed {
+            Ok(expr) => expr.references().has_variable("oldSelf"),
+            Err(e) => {
+                errs.push(
+                    FieldError::invalid(
+                        p.child("rule"),
+                        rule.clone(),
+                        format!("compilation failed: {}", first_line(&e.to_string())),
+                    )
+                    .with_fix("fix the CEL syntax"),
+                );
+                false
+            }
+        };
+        if let Some(me) = r.get("messageExpression").and_then(Value::as_str)
+            && !me.trim().is_empty()
+            && let Err(e) = Parser::new().enable_optional_syntax(true).parse(me)
+        {
+            errs.push(FieldError::invalid(
+                p.child("messageExpression"),
+                rule.clone(),
+                format!(
+                    "messageExpression compilation failed: {}",
+                    first_line(&e.to_string())
+                ),
+            ));
+        }
+        if uses_old_self {
+            if let Some(u) = uncorrelatable {
+                errs.push(
+                    FieldError::invalid(
+                        p.child("rule"),
+                        Value::from(src),
+                        format!(
+                            "oldSelf cannot be used on the uncorrelatable portion of the schema within {u}"
+                        ),
+                    )
+                    .with_fix("transition rules need a correlatable value: put the rule above the list, or make the list x-kubernetes-list-type: map"),
+                );
+            }
+        } else if parsed.is_ok()
+            && let Some(o) = r.get("optionalOldSelf").filter(|v| !v.is_null())
+        {
+            errs.push(FieldError::invalid(
+                p.child("optionalOldSelf"),
+                o.clone(),
+                "may not be set if oldSelf is not used in rule",
+            ));
+        }
+    }
+    errs
+}
+
+fn first_line(s: &str) -> String {
+    s.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
+        .to_string()
+}
+
+/// A step of a validated field path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// A declared property.
+    Field(String),
+    /// A key of a map (`additionalProperties`).
+    Key(String),
+}
+
+/// `cel.ValidFieldPath`: a JSONPath-like `.a.b['c.d']` relative to `schema`,
+/// naming only declared fields. Returns the steps and the schema reached
+/// (none for a value of a map declared as `additionalProperties: true`).
+pub fn valid_field_path<'a>(
+    path: &str,
+    schema: &'a Obj,
+    allow_array_notation: bool,
+) -> Result<(Vec<Step>, Option<&'a Obj>), String> {
+    let tokens = tokenize(path);
+    let mut steps = Vec::new();
+    let mut node = Some(schema);
+    let mut it = tokens.into_iter();
+    while let Some(tok) = it.next() {
+        let name = match tok.as_str() {
+            "[" => {
+                if !allow_array_notation {
+                    return Err("array notation is not allowed".into());
+                }
+                let t = it.next().ok_or("unexpected end of JSON path")?;
+                if t.len() < 2 || !t.starts_with('\'') || !t.ends_with('\'') {
+                    return Err(format!("expected single quoted string but got {t}"));
+                }
+                let name = t[1..t.len() - 1].replace("\\'", "'").replace("\\\\", "\\");
+                let close = it.next().ok_or("unexpected end of JSON path")?;
+                if close != "]" {
+                    return Err(format!("expected ] but got {close}"));
+                }
+                name
+            }
+            "." => it.next().ok_or("unexpected end of JSON path")?,
+            other => return Err(format!("expected [ or . but got: {other}")),
+        };
+        // Below a value without a schema the server has nothing to look in
+        // (it fails with an internal error); call it what it is.
+        let current = node.ok_or("does not refer to a valid field")?;
+        if has_properties(current) {
+            node = Some(property(current, &name).ok_or("does not refer to a valid field")?);
+            steps.push(Step::Field(name));
+        } else {
+            match additional_properties(current) {
+                AdditionalProperties::Schema(o) => node = Some(o),
+                AdditionalProperties::Bool(_) => node = None,
+                AdditionalProperties::Absent => {
+                    return Err("does not refer to a valid field".into());
+                }
+            }
+            steps.push(Step::Key(name));
+        }
+    }
+    Ok((steps, node))
+}
+
+/// Splits at `.`, `[` and `]`, keeping single-quoted strings whole.
+fn tokenize(path: &str) -> Vec<String> {
+    let b = path.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\'' {
+            let mut j = i + 1;
+            while j < b.len() && !(b[j] == b'\'' && b[j - 1] != b'\\') {
+                j += 1;
+            }
+            let end = (j + 1).min(b.len());
+            out.push(path[i..end].to_string());
+            i = end;
+            continue;
+        }
+        if matches!(b[i], b'.' | b'[' | b']') {
+            out.push(path[i..i + 1].to_string());
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        while j < b.len() && !matches!(b[j], b'.' | b'[' | b']') {
+            j += 1;
+        }
+        out.push(path[i..j].to_string());
+        i = j;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema() -> Obj {
+        json!({"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {
+                "replicas": {"type": "integer"},
+                "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                "a.b": {"type": "string"}
+            }}
+        }})
+        .as_object()
+        .cloned()
+        .unwrap_or_default()
+    }
+
+    #[test]
+    fn field_paths_name_declared_fields_only() {
+        let s = schema();
+        assert!(valid_field_path(".spec.replicas", &s, true).is_ok());
+        assert!(valid_field_path(".spec['a.b']", &s, true).is_ok());
+        assert!(valid_field_path(".spec.labels.anything", &s, true).is_ok());
+        assert_eq!(
+            valid_field_path(".spec.replica", &s, true).unwrap_err(),
+            "does not refer to a valid field"
+        );
+        assert!(valid_field_path("spec", &s, true).is_err());
+        assert_eq!(
+            valid_field_path(".spec['a.b']", &s, false).unwrap_err(),
+            "array notation is not allowed"
+        );
+    }
+}

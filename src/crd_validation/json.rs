@@ -1,0 +1,84 @@
+//! Reading schema keywords from raw JSON the way Go decodes them into
+//! `JSONSchemaProps`: a missing key or `null` is the zero value.
+
+use serde_json::{Map, Value};
+
+pub type Obj = Map<String, Value>;
+
+/// The string value of `key`, `""` when absent.
+pub fn str_of<'a>(s: &'a Obj, key: &str) -> &'a str {
+    s.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+/// The boolean value of `key`, `false` when absent.
+pub fn bool_of(s: &Obj, key: &str) -> bool {
+    s.get(key).and_then(Value::as_bool).unwrap_or(false)
+}
+
+/// The object under `key`, when it is one.
+pub fn obj_of<'a>(s: &'a Obj, key: &str) -> Option<&'a Obj> {
+    s.get(key).and_then(Value::as_object)
+}
+
+/// The array under `key`, empty when absent.
+pub fn arr_of<'a>(s: &'a Obj, key: &str) -> &'a [Value] {
+    s.get(key)
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice)
+}
+
+/// Whether `key` is present with a non-null value (Go's non-nil pointer).
+pub fn has(s: &Obj, key: &str) -> bool {
+    s.get(key).is_some_and(|v| !v.is_null())
+}
+
+/// A string list (`required`, `x-kubernetes-list-map-keys`).
+pub fn strings_of<'a>(s: &'a Obj, key: &str) -> Vec<&'a str> {
+    arr_of(s, key).iter().filter_map(Value::as_str).collect()
+}
+
+/// `properties` (sorted by name: Go iterates maps in random order, the
+/// server sorts nothing, and a stable order keeps reports reproducible).
+pub fn properties(s: &Obj) -> Vec<(&String, &Obj)> {
+    let mut out: Vec<(&String, &Obj)> = obj_of(s, "properties")
+        .map(|p| {
+            p.iter()
+                .filter_map(|(k, v)| v.as_object().map(|o| (k, o)))
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort_by(|a, b| a.0.cmp(b.0));
+    out
+}
+
+/// The property `name`, when declared.
+pub fn property<'a>(s: &'a Obj, name: &str) -> Option<&'a Obj> {
+    obj_of(s, "properties")
+        .and_then(|p| p.get(name))
+        .and_then(Value::as_object)
+}
+
+/// Whether `properties` has at least one entry.
+pub fn has_properties(s: &Obj) -> bool {
+    obj_of(s, "properties").is_some_and(|p| !p.is_empty())
+}
+
+/// `items` when it is a single schema.
+pub fn items(s: &Obj) -> Option<&Obj> {
+    s.get("items").and_then(Value::as_object)
+}
+
+/// `additionalProperties` as Go decodes it: absent, a boolean, or a schema.
+pub enum AdditionalProperties<'a> {
+    Absent,
+    Bool(bool),
+    Schema(&'a Obj),
+}
+
+pub fn additional_properties(s: &Obj) -> AdditionalProperties<'_> {
+    match s.get("additionalProperties") {
+        Some(Value::Bool(b)) => AdditionalProperties::Bool(*b),
+        Some(Value::Object(o)) => AdditionalProperties::Schema(o),
+        _ => AdditionalProperties::Absent,
+    }
+}

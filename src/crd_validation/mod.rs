@@ -1,0 +1,327 @@
+//! The API server's validation of a CustomResourceDefinition, offline.
+//!
+//! A port of `apiextensions-apiserver`'s `ValidateCustomResourceDefinition`
+//! (and the update rules of `ValidateCustomResourceDefinitionUpdate` that
+//! relax it for what the stored CRD already had), read rule by rule from the
+//! server's source, so that a CI job without a cluster learns what the server
+//! would refuse: object metadata, names, versions, conversion, structural
+//! schemas, defaults, list and map types, JSONPaths of printer columns,
+//! selectable fields and scale, and the fields and syntax of CEL rules.
+//! Errors carry the server's own paths and wording ([`field`]).
+//!
+//! Not yet covered offline: CEL type checking and the CEL cost estimate
+//! (`apply-check` still asks the server's dry run). The judged Kubernetes
+//! version is [`KubeVersion`].
+
+mod cel_rules;
+mod columns;
+mod conversion;
+mod defaults;
+pub mod field;
+mod json;
+mod meta;
+pub mod names;
+mod schema_rules;
+mod spec;
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde_json::Value;
+
+use crate::compare::{Check, Finding, Severity};
+pub use field::{ErrorType, FieldError, FieldPath};
+use json::Obj;
+
+/// The Kubernetes minor version whose rules are applied (1.x).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct KubeVersion {
+    pub minor: u32,
+}
+
+impl KubeVersion {
+    /// The newest version whose rules this build knows; the offline default.
+    pub const NEWEST: KubeVersion = KubeVersion { minor: 34 };
+    /// The oldest version accepted by `--kube-version`.
+    pub const OLDEST: KubeVersion = KubeVersion { minor: 25 };
+
+    /// The rules to judge a server of minor version `minor` by: its own,
+    /// or the nearest this build knows (a newer server is judged by the
+    /// newest rules known here).
+    pub fn for_server(minor: u32) -> KubeVersion {
+        KubeVersion {
+            minor: minor.clamp(KubeVersion::OLDEST.minor, KubeVersion::NEWEST.minor),
+        }
+    }
+
+    /// Selectable fields exist from 1.31 (beta, on by default); before, the
+    /// server drops the field instead of validating it.
+    pub fn has_selectable_fields(self) -> bool {
+        self.minor >= 31
+    }
+}
+
+impl Default for KubeVersion {
+    fn default() -> Self {
+        KubeVersion::NEWEST
+    }
+}
+
+impl fmt::Display for KubeVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "1.{}", self.minor)
+    }
+}
+
+impl FromStr for KubeVersion {
+    type Err = String;
+
+    /// `1.33`, `v1.33` or `v1.33.2`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let t = s.trim().trim_start_matches('v');
+        let mut parts = t.split('.');
+        let major = parts.next().and_then(|p| p.parse::<u32>().ok());
+        let minor = parts
+            .next()
+            .and_then(|p| p.trim_end_matches('+').parse::<u32>().ok());
+        match (major, minor) {
+            (Some(1), Some(minor)) => {
+                let v = KubeVersion { minor };
+                if v < KubeVersion::OLDEST || v > KubeVersion::NEWEST {
+                    Err(format!(
+                        "Kubernetes version {s:?} is not supported (supported: {} to {})",
+                        KubeVersion::OLDEST,
+                        KubeVersion::NEWEST
+                    ))
+                } else {
+                    Ok(v)
+                }
+            }
+            _ => Err(format!(
+                "invalid Kubernetes version {s:?} (use e.g. 1.33 or v1.33.2)"
+            )),
+        }
+    }
+}
+
+/// What the stored CRD already breaks: the server does not start enforcing
+/// these rules on an update ("don't tighten validation on existing
+/// persisted data").
+#[derive(Debug, Clone)]
+pub struct OldCrdFacts {
+    non_structural: bool,
+    unpruned_defaults: bool,
+    non_atomic_set: bool,
+    invalid_map_list_keys: bool,
+    invalid_types: bool,
+    missing_schemas: bool,
+    recognized_review_versions: bool,
+}
+
+impl Default for OldCrdFacts {
+    /// A create: nothing is relaxed.
+    fn default() -> Self {
+        OldCrdFacts {
+            non_structural: false,
+            unpruned_defaults: false,
+            non_atomic_set: false,
+            invalid_map_list_keys: false,
+            invalid_types: false,
+            missing_schemas: false,
+            recognized_review_versions: true,
+        }
+    }
+}
+
+impl OldCrdFacts {
+    fn of(old: &Value) -> OldCrdFacts {
+        let Some(spec) = old.get("spec").and_then(Value::as_object) else {
+            return OldCrdFacts::default();
+        };
+        let schemas: Vec<&Obj> = version_schemas(spec);
+        let root = FieldPath::new("x");
+        let opts = schema_rules::SchemaOptions {
+            require_structural: true,
+            require_pruned_defaults: true,
+            require_atomic_set_type: true,
+            require_map_list_keys_map_set: true,
+            require_valid_property_type: true,
+            kube: KubeVersion::NEWEST,
+        };
+        let non_structural = schemas.iter().any(|s| {
+            schema_rules::new_structural_error(s).is_some()
+                || !schema_rules::validate_structural(s, &root).is_empty()
+        });
+        let unpruned_defaults = schemas.iter().any(|s| {
+            schema_rules::new_structural_error(s).is_none()
+                && schema_rules::validate_structural(s, &root).is_empty()
+                && defaults::validate_defaults(s, &root, &opts)
+                    .iter()
+                    .any(|e| e.detail == "must not have unknown fields")
+        });
+        let non_atomic_set = spec_has(spec, &|s| {
+            if s.get("x-kubernetes-list-type").and_then(Value::as_str) != Some("set") {
+                return false;
+            }
+            let Some(is) = json::items(s) else {
+                return false;
+            };
+            match json::str_of(is, "type") {
+                "array" => is
+                    .get("x-kubernetes-list-type")
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| t != "atomic"),
+                "object" => {
+                    is.get("x-kubernetes-map-type").and_then(Value::as_str) != Some("atomic")
+                }
+                _ => false,
+            }
+        });
+        let invalid_map_list_keys = spec_has(spec, &|s| {
+            !schema_rules::map_list_keys_map_set(s, &root).is_empty()
+        });
+        let invalid_types = spec_has(spec, &|s| {
+            let t = json::str_of(s, "type");
+            !t.is_empty()
+                && !["array", "boolean", "integer", "number", "object", "string"].contains(&t)
+        });
+        let missing_schemas = json::arr_of(spec, "versions").iter().any(|v| {
+            v.get("schema")
+                .and_then(|s| s.get("openAPIV3Schema"))
+                .is_none_or(Value::is_null)
+        });
+        let recognized_review_versions = match old
+            .pointer("/spec/conversion/webhook/conversionReviewVersions")
+            .and_then(Value::as_array)
+        {
+            None => true,
+            Some(a) if a.is_empty() => true,
+            Some(a) => a
+                .iter()
+                .any(|v| matches!(v.as_str(), Some("v1" | "v1beta1"))),
+        };
+        OldCrdFacts {
+            non_structural,
+            unpruned_defaults,
+            non_atomic_set,
+            invalid_map_list_keys,
+            invalid_types,
+            missing_schemas,
+            recognized_review_versions,
+        }
+    }
+}
+
+fn version_schemas(spec: &Obj) -> Vec<&Obj> {
+    json::arr_of(spec, "versions")
+        .iter()
+        .filter_map(|v| v.pointer("/schema/openAPIV3Schema"))
+        .filter_map(Value::as_object)
+        .collect()
+}
+
+/// Whether any node of any version's schema matches `pred`.
+fn spec_has(spec: &Obj, pred: &dyn Fn(&Obj) -> bool) -> bool {
+    version_schemas(spec)
+        .into_iter()
+        .any(|s| schema_rules::schema_has(s, pred))
+}
+
+/// Why Go's `regexp.Compile` would refuse `pattern`, if it would.
+fn go_regex_error(pattern: &str) -> Option<String> {
+    regex::Regex::new(pattern).err().map(|e| {
+        e.to_string()
+            .lines()
+            .map(str::trim)
+            .rfind(|l| !l.is_empty())
+            .unwrap_or("invalid pattern")
+            .to_string()
+    })
+}
+
+/// Everything the API server would refuse in `manifest` (a CRD normalized to
+/// `apiextensions.k8s.io/v1`), judged as a create, or as an update of `old`
+/// when the CRD exists.
+pub fn validate_crd(manifest: &Value, old: Option<&Value>, kube: KubeVersion) -> Vec<FieldError> {
+    let empty = Obj::new();
+    let spec = manifest
+        .get("spec")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    let plural = manifest
+        .pointer("/spec/names/plural")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let group = json::str_of(spec, "group");
+    let mut errs = meta::validate_metadata(manifest, plural, group);
+    let facts = old.map(OldCrdFacts::of);
+    errs.extend(spec::validate_spec(spec, facts.as_ref(), kube));
+    let old_preserved = old
+        .and_then(|o| o.pointer("/spec/preserveUnknownFields"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    if !old_preserved && json::bool_of(spec, "preserveUnknownFields") {
+        errs.push(
+            FieldError::invalid(
+                FieldPath::new("spec").child("preserveUnknownFields"),
+                Value::Bool(true),
+                "cannot set to true, set x-kubernetes-preserve-unknown-fields to true in spec.versions[*].schema instead",
+            )
+            .with_fix("drop spec.preserveUnknownFields and mark the schema nodes that keep unknown fields"),
+        );
+    }
+    errs.extend(meta::validate_api_approval(manifest, old, group));
+    errs
+}
+
+/// The `invalidCrd` findings for one CRD.
+pub fn findings(manifest: &Value, old: Option<&Value>, kube: KubeVersion) -> Vec<Finding> {
+    let versions: Vec<String> = manifest
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .map(|v| {
+                    v.get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    validate_crd(manifest, old, kube)
+        .into_iter()
+        .map(|e| {
+            let version = version_of(e.path.as_str(), &versions);
+            let mut message = format!(
+                "the API server (Kubernetes {kube}) refuses this CRD: {}",
+                e.body()
+            );
+            if let Some(fix) = e.fix {
+                message.push_str("; fix: ");
+                message.push_str(fix);
+            }
+            Finding {
+                check: Check::InvalidCrd,
+                severity: Severity::Error,
+                version,
+                path: Some(e.path.to_string()),
+                message,
+                old: None,
+                new: e.value,
+                objects: None,
+            }
+        })
+        .collect()
+}
+
+/// `spec.versions[2]...` -> the name of version 2.
+fn version_of(path: &str, versions: &[String]) -> Option<String> {
+    let rest = path.strip_prefix("spec.versions[")?;
+    let idx: usize = rest.split(']').next()?.parse().ok()?;
+    versions.get(idx).cloned()
+}
+
+#[cfg(test)]
+mod tests;

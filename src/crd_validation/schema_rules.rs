@@ -1,0 +1,1281 @@
+//! The API server's rules for one `openAPIV3Schema`, in the server's order:
+//! the keyword types Go can decode, the OpenAPI restrictions of
+//! `ValidateCustomResourceDefinitionOpenAPISchema` (unsupported keywords,
+//! list and map types, `x-kubernetes-validations` fields, CEL), the
+//! structural-schema invariants and completeness of
+//! `apiserver/schema.ValidateStructural`, and the defaults (see
+//! [`super::defaults`]). Paths are the server's field paths.
+
+use serde_json::Value;
+
+use super::KubeVersion;
+use super::cel_rules;
+use super::defaults;
+use super::field::{FieldError, FieldPath};
+use super::json::{
+    AdditionalProperties, Obj, additional_properties, arr_of, bool_of, has, has_properties, items,
+    obj_of, properties, property, str_of, strings_of,
+};
+
+/// What the server requires of a schema; an update relaxes some of these
+/// when the stored CRD already broke them ("don't tighten validation on
+/// existing persisted data").
+#[derive(Debug, Clone, Copy)]
+pub struct SchemaOptions {
+    pub require_structural: bool,
+    pub require_pruned_defaults: bool,
+    pub require_atomic_set_type: bool,
+    pub require_map_list_keys_map_set: bool,
+    pub require_valid_property_type: bool,
+    pub kube: KubeVersion,
+}
+
+const OPENAPI_TYPES: &[&str] = &["array", "boolean", "integer", "number", "object", "string"];
+
+/// Root fields allowed when the status subresource is on
+/// (`allowedFieldsAtRootSchema`, in JSON spelling).
+const ALLOWED_AT_ROOT_WITH_STATUS: &[&str] = &[
+    "description",
+    "type",
+    "format",
+    "title",
+    "maximum",
+    "exclusiveMaximum",
+    "minimum",
+    "exclusiveMinimum",
+    "maxLength",
+    "minLength",
+    "pattern",
+    "maxItems",
+    "minItems",
+    "uniqueItems",
+    "multipleOf",
+    "required",
+    "items",
+    "properties",
+    "externalDocs",
+    "example",
+    "x-kubernetes-preserve-unknown-fields",
+    "x-kubernetes-validations",
+];
+
+/// Validates `spec.validation` / `spec.versions[i].schema` (the wrapper
+/// object holding `openAPIV3Schema`).
+pub fn validate_validation(
+    wrapper: &Value,
+    status_enabled: bool,
+    opts: &SchemaOptions,
+    path: &FieldPath,
+) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let Some(schema) = wrapper.get("openAPIV3Schema").filter(|v| !v.is_null()) else {
+        return errs;
+    };
+    let root_path = path.child("openAPIV3Schema");
+    let Some(root) = schema.as_object() else {
+        errs.push(FieldError::invalid(
+            root_path,
+            schema.clone(),
+            "cannot be decoded: a schema must be an object",
+        ));
+        return errs;
+    };
+    decode_errors(root, &root_path, &mut errs);
+    if !errs.is_empty() {
+        // The server fails to decode the request and validates nothing.
+        return errs;
+    }
+
+    if status_enabled {
+        for (key, value) in root {
+            if is_zero(value) {
+                continue;
+            }
+            if key == "type" {
+                if value.as_str() != Some("object") {
+                    errs.push(FieldError::invalid(
+                        path.child("openAPIV3Schema.type"),
+                        value.clone(),
+                        "only \"object\" is allowed as the type at the root of the schema if the status subresource is enabled",
+                    ));
+                    break;
+                }
+                continue;
+            }
+            if !ALLOWED_AT_ROOT_WITH_STATUS.contains(&key.as_str()) {
+                errs.push(FieldError::invalid(
+                    root_path.clone(),
+                    Value::String(format!("{key}: ...")),
+                    "only [Description Type Format Title Maximum ExclusiveMaximum Minimum ExclusiveMinimum MaxLength MinLength Pattern MaxItems MinItems UniqueItems MultipleOf Required Items Properties ExternalDocs Example XPreserveUnknownFields XValidations] fields are allowed at the root of the schema if the status subresource is enabled",
+                ).with_fix("move the keyword into spec (or another property): with the status subresource the root may only describe an object"));
+                break;
+            }
+        }
+    }
+    if bool_of(root, "nullable") {
+        errs.push(FieldError::forbidden(
+            path.child("openAPIV3Schema.nullable"),
+            "nullable cannot be true at the root",
+        ));
+    }
+
+    let mut structural_init_errs = Vec::new();
+    let mut cel_allowed = false;
+    if opts.require_structural {
+        if let Some(msg) = new_structural_error(root) {
+            structural_init_errs.push(FieldError::invalid(root_path.clone(), Value::from(""), msg));
+        } else {
+            let structural = validate_structural(root, &root_path);
+            if !structural.is_empty() {
+                errs.extend(structural);
+            } else {
+                let defaults = defaults::validate_defaults(root, &root_path, opts);
+                if !defaults.is_empty() {
+                    errs.extend(defaults);
+                } else {
+                    cel_allowed = true;
+                }
+            }
+        }
+    }
+
+    let walker = Walker { opts, cel_allowed };
+    let state = State {
+        allow_defaults: true,
+        disallow_reason: None,
+        inside_resource_meta: false,
+        uncorrelatable: None,
+    };
+    let (schema_errs, cel_errs) = walker.walk(root, &root_path, &state, true);
+    errs.extend(schema_errs);
+    errs.extend(cel_errs);
+    if errs.is_empty() {
+        errs.extend(structural_init_errs);
+    }
+    errs
+}
+
+/// Go's zero value: what `reflect.DeepEqual(value, zero)` skips.
+fn is_zero(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+        Value::Number(_) => false,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Decoding: keyword values Go cannot put into JSONSchemaProps.
+
+#[derive(Clone, Copy)]
+enum Expect {
+    Str,
+    Num,
+    Int,
+    Bool,
+    StrList,
+    Array,
+    Schema,
+    SchemaList,
+    SchemaMap,
+    SchemaOrBool,
+    SchemaOrSchemaList,
+    Dependencies,
+    Object,
+    Rules,
+}
+
+fn expected(key: &str) -> Option<Expect> {
+    Some(match key {
+        "id"
+        | "$schema"
+        | "$ref"
+        | "description"
+        | "type"
+        | "format"
+        | "title"
+        | "pattern"
+        | "x-kubernetes-list-type"
+        | "x-kubernetes-map-type" => Expect::Str,
+        "maximum" | "minimum" | "multipleOf" => Expect::Num,
+        "maxLength" | "minLength" | "maxItems" | "minItems" | "maxProperties" | "minProperties" => {
+            Expect::Int
+        }
+        "exclusiveMaximum"
+        | "exclusiveMinimum"
+        | "uniqueItems"
+        | "nullable"
+        | "x-kubernetes-preserve-unknown-fields"
+        | "x-kubernetes-embedded-resource"
+        | "x-kubernetes-int-or-string" => Expect::Bool,
+        "required" | "x-kubernetes-list-map-keys" => Expect::StrList,
+        "enum" => Expect::Array,
+        "not" => Expect::Schema,
+        "allOf" | "anyOf" | "oneOf" => Expect::SchemaList,
+        "properties" | "patternProperties" | "definitions" => Expect::SchemaMap,
+        "additionalProperties" | "additionalItems" => Expect::SchemaOrBool,
+        "items" => Expect::SchemaOrSchemaList,
+        "dependencies" => Expect::Dependencies,
+        "externalDocs" => Expect::Object,
+        "x-kubernetes-validations" => Expect::Rules,
+        _ => return None,
+    })
+}
+
+fn decode_errors(s: &Obj, path: &FieldPath, out: &mut Vec<FieldError>) {
+    for (key, v) in s {
+        if v.is_null() {
+            continue;
+        }
+        let Some(exp) = expected(key) else { continue };
+        let p = path.child(key);
+        let bad = |what: &str, out: &mut Vec<FieldError>| {
+            out.push(
+                FieldError::invalid(p.clone(), v.clone(), format!("cannot be decoded: must be {what}"))
+                    .with_fix("the API server rejects the whole request before validating it; fix the keyword's value type"),
+            )
+        };
+        match exp {
+            Expect::Str if !v.is_string() => bad("a string", out),
+            Expect::Num if !v.is_number() => bad("a number", out),
+            Expect::Int if !(v.is_i64() || v.is_u64()) => bad("an integer", out),
+            Expect::Bool if !v.is_boolean() => bad("a boolean", out),
+            Expect::StrList
+                if !v
+                    .as_array()
+                    .is_some_and(|a| a.iter().all(|x| x.is_string() || x.is_null())) =>
+            {
+                bad("a list of strings", out)
+            }
+            Expect::Array if !v.is_array() => bad("a list", out),
+            Expect::Object if !v.is_object() => bad("an object", out),
+            Expect::Schema => match v.as_object() {
+                Some(o) => decode_errors(o, &p, out),
+                None => bad("a schema object", out),
+            },
+            Expect::SchemaList => match v.as_array() {
+                Some(a) => {
+                    for (i, x) in a.iter().enumerate() {
+                        match x.as_object() {
+                            Some(o) => decode_errors(o, &p.index(i), out),
+                            None if x.is_null() => {}
+                            None => bad("a list of schema objects", out),
+                        }
+                    }
+                }
+                None => bad("a list of schema objects", out),
+            },
+            Expect::SchemaMap => match v.as_object() {
+                Some(m) => {
+                    for (k, x) in m {
+                        match x.as_object() {
+                            Some(o) => decode_errors(o, &p.key(k), out),
+                            None if x.is_null() => {}
+                            None => bad("a map of schema objects", out),
+                        }
+                    }
+                }
+                None => bad("a map of schema objects", out),
+            },
+            Expect::SchemaOrBool => match v {
+                Value::Bool(_) => {}
+                Value::Object(o) => decode_errors(o, &p, out),
+                _ => bad("a boolean or a schema object", out),
+            },
+            Expect::SchemaOrSchemaList => match v {
+                Value::Object(o) => decode_errors(o, &p, out),
+                Value::Array(a) => {
+                    for (i, x) in a.iter().enumerate() {
+                        if let Some(o) = x.as_object() {
+                            decode_errors(o, &p.index(i), out);
+                        } else if !x.is_null() {
+                            bad("a schema object or a list of them", out);
+                        }
+                    }
+                }
+                _ => bad("a schema object or a list of them", out),
+            },
+            Expect::Dependencies => match v.as_object() {
+                Some(m) => {
+                    for (k, x) in m {
+                        match x {
+                            Value::Object(o) => decode_errors(o, &p.key(k), out),
+                            Value::Array(a) if a.iter().all(Value::is_string) => {}
+                            Value::Null => {}
+                            _ => bad("a map of schemas or string lists", out),
+                        }
+                    }
+                }
+                None => bad("a map of schemas or string lists", out),
+            },
+            Expect::Rules => match v.as_array() {
+                Some(a) => {
+                    for (i, rule) in a.iter().enumerate() {
+                        let Some(r) = rule.as_object() else {
+                            if !rule.is_null() {
+                                bad("a list of rule objects", out);
+                            }
+                            continue;
+                        };
+                        for (rk, rv) in r {
+                            let ok = match rk.as_str() {
+                                "rule" | "message" | "messageExpression" | "reason"
+                                | "fieldPath" => rv.is_string() || rv.is_null(),
+                                "optionalOldSelf" => rv.is_boolean() || rv.is_null(),
+                                _ => true,
+                            };
+                            if !ok {
+                                out.push(FieldError::invalid(
+                                    p.index(i).child(rk),
+                                    rv.clone(),
+                                    "cannot be decoded: wrong value type",
+                                ));
+                            }
+                        }
+                    }
+                }
+                None => bad("a list of rule objects", out),
+            },
+            _ => {}
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// NewStructural: keywords a structural schema cannot hold at all.
+
+/// The first error `structuralschema.NewStructural` returns, if any.
+pub fn new_structural_error(s: &Obj) -> Option<String> {
+    let unsupported = [
+        ("id", "'id'"),
+        ("$schema", "'schema'"),
+        ("$ref", "'$ref'"),
+        ("patternProperties", "'patternProperties'"),
+        ("dependencies", "'dependencies'"),
+        ("additionalItems", "'additionalItems'"),
+        ("definitions", "'definitions'"),
+    ];
+    for (key, name) in unsupported {
+        if s.get(key).is_some_and(|v| !is_zero(v)) {
+            return Some(format!("OpenAPIV3Schema {name} is not supported"));
+        }
+    }
+    if let Some(Value::Bool(false)) = s.get("x-kubernetes-preserve-unknown-fields") {
+        return Some(
+            "internal error: 'x-kubernetes-preserve-unknown-fields' must be true or undefined"
+                .into(),
+        );
+    }
+    if s.get("items").is_some_and(Value::is_array) {
+        return Some("OpenAPIV3Schema 'items' must be a schema, but is an array".into());
+    }
+    let children = items(s)
+        .into_iter()
+        .chain(properties(s).into_iter().map(|(_, p)| p))
+        .chain(match additional_properties(s) {
+            AdditionalProperties::Schema(o) => Some(o),
+            _ => None,
+        })
+        .chain(obj_of(s, "not"))
+        .chain(
+            ["allOf", "anyOf", "oneOf"]
+                .iter()
+                .flat_map(|k| arr_of(s, k).iter().filter_map(Value::as_object)),
+        );
+    for child in children {
+        if let Some(e) = new_structural_error(child) {
+            return Some(e);
+        }
+    }
+    None
+}
+
+// ---------------------------------------------------------------------------
+// ValidateStructural: invariants and completeness.
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Level {
+    Root,
+    Item,
+    Field,
+}
+
+/// `structuralschema.ValidateStructural` for a root schema whose
+/// [`new_structural_error`] is `None`. Sorted like the server's list.
+pub fn validate_structural(root: &Obj, path: &FieldPath) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    invariants(root, Level::Root, path, &mut errs);
+    completeness_of_value_validation(root, Some(root), path, path, &mut errs);
+    errs.sort_by_key(ToString::to_string);
+    errs
+}
+
+fn type_of(s: &Obj) -> &str {
+    str_of(s, "type")
+}
+
+/// `[{type: integer}, {type: string}]`: the int-or-string pattern, written
+/// out (exactly these, nothing else in the branches).
+fn is_int_or_string_any_of(branches: &[Value]) -> bool {
+    let only_type = |v: &Value, t: &str| {
+        v.as_object().is_some_and(|o| {
+            o.iter()
+                .filter(|(_, x)| !is_zero(x))
+                .all(|(k, x)| k == "type" && x.as_str() == Some(t))
+                && str_of(o, "type") == t
+        })
+    };
+    branches.len() == 2 && only_type(&branches[0], "integer") && only_type(&branches[1], "string")
+}
+
+fn invariants(s: &Obj, lvl: Level, path: &FieldPath, errs: &mut Vec<FieldError>) {
+    let ty = type_of(s);
+    if ty == "array" && items(s).is_none() {
+        errs.push(FieldError::required(
+            path.child("items"),
+            "must be specified",
+        ));
+    }
+    if let Some(i) = items(s) {
+        invariants(i, Level::Item, &path.child("items"), errs);
+    }
+    for (k, p) in properties(s) {
+        invariants(p, Level::Field, &path.child("properties").key(k), errs);
+    }
+    let ap = additional_properties(s);
+    if !matches!(ap, AdditionalProperties::Absent) {
+        if lvl == Level::Root {
+            errs.push(FieldError::forbidden(
+                path.child("additionalProperties"),
+                "must not be used at the root",
+            ));
+        }
+        if let AdditionalProperties::Schema(o) = ap {
+            invariants(o, Level::Field, &path.child("additionalProperties"), errs);
+        }
+    }
+    let int_or_string = bool_of(s, "x-kubernetes-int-or-string");
+    let preserve = bool_of(s, "x-kubernetes-preserve-unknown-fields");
+    let embedded = bool_of(s, "x-kubernetes-embedded-resource");
+    if int_or_string && preserve {
+        errs.push(FieldError::invalid(
+            path.child("x-kubernetes-preserve-unknown-fields"),
+            Value::Bool(true),
+            "must be false if x-kubernetes-int-or-string is true",
+        ));
+    }
+    if int_or_string && embedded {
+        errs.push(FieldError::invalid(
+            path.child("x-kubernetes-embedded-resource"),
+            Value::Bool(true),
+            "must be false if x-kubernetes-int-or-string is true",
+        ));
+    }
+    let skip_any_of = is_int_or_string_any_of(arr_of(s, "anyOf"));
+    let skip_first_all_of_any_of = arr_of(s, "allOf")
+        .first()
+        .and_then(Value::as_object)
+        .is_some_and(|a| is_int_or_string_any_of(arr_of(a, "anyOf")));
+    value_validation(s, skip_any_of, skip_first_all_of_any_of, lvl, path, errs);
+
+    let check_metadata = lvl == Level::Root || embedded;
+    if embedded && ty != "object" {
+        if ty.is_empty() {
+            errs.push(FieldError::required(
+                path.child("type"),
+                "must be object if x-kubernetes-embedded-resource is true",
+            ));
+        } else {
+            errs.push(FieldError::invalid(
+                path.child("type"),
+                Value::from(ty),
+                "must be object if x-kubernetes-embedded-resource is true",
+            ));
+        }
+    } else if ty.is_empty() && !int_or_string && !preserve {
+        let detail = match lvl {
+            Level::Root => "must not be empty at the root",
+            Level::Item => "must not be empty for specified array items",
+            Level::Field => "must not be empty for specified object fields",
+        };
+        errs.push(
+            FieldError::required(path.child("type"), detail)
+                .with_fix("declare the node's type (e.g. type: object for a node with properties); every node of a structural schema has one"),
+        );
+    }
+    if embedded && !matches!(ap, AdditionalProperties::Absent) {
+        errs.push(FieldError::forbidden(
+            path.child("additionalProperties"),
+            "must not be used if x-kubernetes-embedded-resource is set",
+        ));
+    }
+    if lvl == Level::Root && !ty.is_empty() && ty != "object" {
+        errs.push(FieldError::invalid(
+            path.child("type"),
+            Value::from(ty),
+            "must be object at the root",
+        ));
+    }
+    if check_metadata {
+        for field in ["kind", "apiVersion"] {
+            if let Some(p) = property(s, field)
+                && type_of(p) != "string"
+            {
+                errs.push(FieldError::invalid(
+                    path.child("properties").key(field).child("type"),
+                    Value::from(type_of(p)),
+                    "must be string",
+                ));
+            }
+        }
+    }
+    if let Some(meta) = property(s, "metadata") {
+        let mpath = path.child("properties").key("metadata");
+        if check_metadata && type_of(meta) != "object" {
+            errs.push(FieldError::invalid(
+                mpath.child("type"),
+                Value::from(type_of(meta)),
+                "must be object",
+            ));
+        }
+        if lvl == Level::Root && !root_metadata_is_implicit(meta) {
+            errs.push(
+                FieldError::forbidden(
+                    mpath,
+                    "must not specify anything other than name and generateName, but metadata is implicitly specified",
+                )
+                .with_fix("describe metadata as just `type: object` (optionally with name/generateName rules): the server supplies ObjectMeta itself"),
+            );
+        }
+    }
+    if embedded && !preserve && !has_properties(s) {
+        errs.push(FieldError::required(
+            path.child("properties"),
+            "must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields",
+        ));
+    }
+}
+
+/// Root `metadata` may only be `type` (any), `default` (checked elsewhere)
+/// and `properties` limited to `name` and `generateName`.
+fn root_metadata_is_implicit(meta: &Obj) -> bool {
+    for (k, v) in meta {
+        if is_zero(v) {
+            continue;
+        }
+        match k.as_str() {
+            "type" | "default" => {}
+            "properties" => {
+                let Some(p) = v.as_object() else { return false };
+                if !p.keys().all(|n| n == "name" || n == "generateName") {
+                    return false;
+                }
+            }
+            // Keys Go drops on decoding never reach the check.
+            _ if expected(k).is_none() && !matches!(k.as_str(), "example") => {}
+            _ => return false,
+        }
+    }
+    true
+}
+
+fn value_validation(
+    s: &Obj,
+    skip_any_of: bool,
+    skip_first_all_of_any_of: bool,
+    lvl: Level,
+    path: &FieldPath,
+    errs: &mut Vec<FieldError>,
+) {
+    if !skip_any_of {
+        for (i, b) in arr_of(s, "anyOf").iter().enumerate() {
+            if let Some(b) = b.as_object() {
+                nested_value_validation(b, false, lvl, &path.child("anyOf").index(i), errs);
+            }
+        }
+    }
+    for (i, b) in arr_of(s, "allOf").iter().enumerate() {
+        if let Some(b) = b.as_object() {
+            let skip = skip_first_all_of_any_of && i == 0;
+            nested_value_validation(b, skip, lvl, &path.child("allOf").index(i), errs);
+        }
+    }
+    for (i, b) in arr_of(s, "oneOf").iter().enumerate() {
+        if let Some(b) = b.as_object() {
+            nested_value_validation(b, false, lvl, &path.child("oneOf").index(i), errs);
+        }
+    }
+    if let Some(n) = obj_of(s, "not") {
+        nested_value_validation(n, false, lvl, &path.child("not"), errs);
+    }
+    let pattern = str_of(s, "pattern");
+    if !pattern.is_empty()
+        && let Some(e) = super::go_regex_error(pattern)
+    {
+        errs.push(
+            FieldError::invalid(
+                path.child("pattern"),
+                Value::from(pattern),
+                format!("must be a valid regular expression, but isn't: {e}"),
+            )
+            .with_fix("the server compiles patterns with Go's RE2: no lookaround, no backreferences, no possessive quantifiers"),
+        );
+    }
+}
+
+fn nested_value_validation(
+    v: &Obj,
+    skip_any_of: bool,
+    lvl: Level,
+    path: &FieldPath,
+    errs: &mut Vec<FieldError>,
+) {
+    value_validation(v, skip_any_of, false, lvl, path, errs);
+    if let Some(i) = items(v) {
+        nested_value_validation(i, false, lvl, &path.child("items"), errs);
+    }
+    for (k, p) in properties(v) {
+        nested_value_validation(
+            p,
+            false,
+            Level::Field,
+            &path.child("properties").key(k),
+            errs,
+        );
+    }
+    let fix = "keep type, default, nullable, descriptions and x-kubernetes-* in the structural part of the schema; allOf/anyOf/oneOf/not may only add value validations";
+    let forbid = |key: &str, detail: &str, errs: &mut Vec<FieldError>| {
+        errs.push(FieldError::forbidden(path.child(key), detail).with_fix(fix));
+    };
+    if !type_of(v).is_empty() {
+        forbid("type", "must be empty to be structural", errs);
+    }
+    // additionalProperties: false decodes to nothing in a nested validation.
+    match additional_properties(v) {
+        AdditionalProperties::Schema(_) | AdditionalProperties::Bool(true) => forbid(
+            "additionalProperties",
+            "must be undefined to be structural",
+            errs,
+        ),
+        _ => {}
+    }
+    if has(v, "default") {
+        forbid("default", "must be undefined to be structural", errs);
+    }
+    if !str_of(v, "title").is_empty() {
+        forbid("title", "must be empty to be structural", errs);
+    }
+    if !str_of(v, "description").is_empty() {
+        forbid("description", "must be empty to be structural", errs);
+    }
+    if bool_of(v, "nullable") {
+        forbid("nullable", "must be false to be structural", errs);
+    }
+    for key in [
+        "x-kubernetes-preserve-unknown-fields",
+        "x-kubernetes-embedded-resource",
+        "x-kubernetes-int-or-string",
+    ] {
+        if bool_of(v, key) {
+            forbid(key, "must be false to be structural", errs);
+        }
+    }
+    if !arr_of(v, "x-kubernetes-list-map-keys").is_empty() {
+        forbid(
+            "x-kubernetes-list-map-keys",
+            "must be empty to be structural",
+            errs,
+        );
+    }
+    if has(v, "x-kubernetes-list-type") {
+        forbid(
+            "x-kubernetes-list-type",
+            "must be undefined to be structural",
+            errs,
+        );
+    }
+    if has(v, "x-kubernetes-map-type") {
+        forbid(
+            "x-kubernetes-map-type",
+            "must be undefined to be structural",
+            errs,
+        );
+    }
+    if !arr_of(v, "x-kubernetes-validations").is_empty() {
+        forbid(
+            "x-kubernetes-validations",
+            "must be empty to be structural",
+            errs,
+        );
+    }
+    if property(v, "metadata").is_some() {
+        errs.push(FieldError::forbidden(
+            path.child("properties").key("metadata"),
+            "must not be specified in a nested context",
+        ));
+    }
+}
+
+/// Completeness: every property an `allOf`/`anyOf`/`oneOf`/`not` of the
+/// root names must exist in the structural part. The server checks this
+/// from the root's value validations only.
+fn completeness_of_value_validation(
+    v: &Obj,
+    s: Option<&Obj>,
+    s_path: &FieldPath,
+    v_path: &FieldPath,
+    errs: &mut Vec<FieldError>,
+) {
+    let Some(s) = s else {
+        errs.push(FieldError::required(
+            s_path.clone(),
+            format!("because it is defined in {v_path}"),
+        ));
+        return;
+    };
+    if let Some(n) = obj_of(v, "not") {
+        completeness_of_nested(n, Some(s), s_path, &v_path.child("not"), errs);
+    }
+    for key in ["allOf", "anyOf", "oneOf"] {
+        for (i, b) in arr_of(v, key).iter().enumerate() {
+            if let Some(b) = b.as_object() {
+                completeness_of_nested(b, Some(s), s_path, &v_path.child(key).index(i), errs);
+            }
+        }
+    }
+}
+
+fn completeness_of_nested(
+    v: &Obj,
+    s: Option<&Obj>,
+    s_path: &FieldPath,
+    v_path: &FieldPath,
+    errs: &mut Vec<FieldError>,
+) {
+    let Some(s) = s else {
+        errs.push(
+            FieldError::required(s_path.clone(), format!("because it is defined in {v_path}"))
+                .with_fix("declare the field in the structural part (properties/items) too, with its type"),
+        );
+        return;
+    };
+    completeness_of_value_validation(v, Some(s), s_path, v_path, errs);
+    if let Some(vi) = items(v) {
+        completeness_of_nested(
+            vi,
+            items(s),
+            &s_path.child("items"),
+            &v_path.child("items"),
+            errs,
+        );
+    }
+    for (k, vp) in properties(v) {
+        let sp = property(s, k);
+        if sp.is_none() {
+            errs.push(
+                FieldError::required(
+                    s_path.child("properties").key(k),
+                    format!("because it is defined in {}", v_path.child("properties").key(k)),
+                )
+                .with_fix("declare the field in the structural part (properties/items) too, with its type"),
+            );
+        } else {
+            completeness_of_nested(
+                vp,
+                sp,
+                &s_path.child("properties").key(k),
+                &v_path.child("properties").key(k),
+                errs,
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// ValidateCustomResourceDefinitionOpenAPISchema.
+
+#[derive(Clone)]
+struct State {
+    allow_defaults: bool,
+    disallow_reason: Option<String>,
+    inside_resource_meta: bool,
+    /// The first ancestor whose values cannot be correlated between two
+    /// revisions of an object (oldSelf is meaningless below it).
+    uncorrelatable: Option<FieldPath>,
+}
+
+impl State {
+    fn forbid_defaults(&self, reason: String) -> State {
+        State {
+            allow_defaults: false,
+            disallow_reason: Some(reason),
+            ..self.clone()
+        }
+    }
+
+    fn forbid_old_self(&self, path: &FieldPath) -> State {
+        if self.uncorrelatable.is_some() {
+            return self.clone();
+        }
+        State {
+            uncorrelatable: Some(path.clone()),
+            ..self.clone()
+        }
+    }
+}
+
+struct Walker<'a> {
+    opts: &'a SchemaOptions,
+    /// Structural checks and defaults passed: CEL rules are compiled.
+    cel_allowed: bool,
+}
+
+impl Walker<'_> {
+    /// Returns (schema errors, CEL errors), as the server keeps them apart.
+    fn walk(
+        &self,
+        s: &Obj,
+        path: &FieldPath,
+        st: &State,
+        is_root: bool,
+    ) -> (Vec<FieldError>, Vec<FieldError>) {
+        let mut errs = Vec::new();
+        let mut cel = Vec::new();
+        self.standard(s, path, st, &mut errs);
+
+        if bool_of(s, "uniqueItems") {
+            errs.push(
+                FieldError::forbidden(
+                    path.child("uniqueItems"),
+                    "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
+                )
+                .with_fix("use x-kubernetes-list-type: set (or map) instead"),
+            );
+        }
+        let ap = additional_properties(s);
+        if !matches!(ap, AdditionalProperties::Absent) {
+            if has_properties(s) && !matches!(ap, AdditionalProperties::Bool(true)) {
+                errs.push(
+                    FieldError::forbidden(
+                        path.child("additionalProperties"),
+                        "additionalProperties and properties are mutual exclusive",
+                    )
+                    .with_fix("a node is either a struct (properties) or a map (additionalProperties), not both"),
+                );
+            }
+            if let AdditionalProperties::Schema(o) = ap {
+                let sub = if st.inside_resource_meta {
+                    st.forbid_defaults(
+                        "inside additionalProperties applying to object metadata".into(),
+                    )
+                } else {
+                    st.clone()
+                };
+                let (e, c) = self.walk(o, &path.child("additionalProperties"), &sub, false);
+                errs.extend(e);
+                cel.extend(c);
+            }
+        }
+        let embedded = bool_of(s, "x-kubernetes-embedded-resource");
+        let map_type = s.get("x-kubernetes-map-type").and_then(Value::as_str);
+        for (name, p) in properties(s) {
+            let mut sub = st.clone();
+            // Granular and atomic maps correlate their fields; anything else not.
+            if map_type.is_some_and(|m| m != "granular" && m != "atomic") {
+                sub = sub.forbid_old_self(path);
+            }
+            if (is_root || embedded) && matches!(name.as_str(), "metadata" | "kind" | "apiVersion")
+            {
+                sub.inside_resource_meta = true;
+                if is_root {
+                    sub = sub.forbid_defaults(format!("in top-level {name}"));
+                }
+            }
+            let (e, c) = self.walk(p, &path.child("properties").key(name), &sub, false);
+            errs.extend(e);
+            cel.extend(c);
+        }
+        // Value validations: no CEL context below them.
+        let value_walker = Walker {
+            opts: self.opts,
+            cel_allowed: false,
+        };
+        if let Some(n) = obj_of(s, "not") {
+            let (e, c) = value_walker.walk(n, &path.child("not"), st, false);
+            errs.extend(e);
+            cel.extend(c);
+        }
+        for key in ["allOf", "oneOf", "anyOf"] {
+            for (i, b) in arr_of(s, key).iter().enumerate() {
+                if let Some(b) = b.as_object() {
+                    let (e, c) = value_walker.walk(b, &path.child(key).index(i), st, false);
+                    errs.extend(e);
+                    cel.extend(c);
+                }
+            }
+        }
+        if let Some(defs) = obj_of(s, "definitions") {
+            for (k, d) in defs {
+                if let Some(d) = d.as_object() {
+                    let (e, c) = value_walker.walk(d, &path.child("definitions").key(k), st, false);
+                    errs.extend(e);
+                    cel.extend(c);
+                }
+            }
+        }
+        let list_type = s.get("x-kubernetes-list-type").and_then(Value::as_str);
+        if s.get("items").is_some_and(|v| !v.is_null()) {
+            let sub = if list_type != Some("map") {
+                st.forbid_old_self(path)
+            } else {
+                st.clone()
+            };
+            match s.get("items") {
+                Some(Value::Object(o)) => {
+                    let (e, c) = self.walk(o, &path.child("items"), &sub, false);
+                    errs.extend(e);
+                    cel.extend(c);
+                }
+                Some(Value::Array(a)) => {
+                    for (i, x) in a.iter().enumerate() {
+                        if let Some(o) = x.as_object() {
+                            let (e, c) = self.walk(o, &path.child("items").index(i), &sub, false);
+                            errs.extend(e);
+                            cel.extend(c);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(deps) = obj_of(s, "dependencies") {
+            for (k, d) in deps {
+                if let Some(d) = d.as_object() {
+                    let (e, c) =
+                        value_walker.walk(d, &path.child("dependencies").key(k), st, false);
+                    errs.extend(e);
+                    cel.extend(c);
+                }
+            }
+        }
+        if let Some(Value::Bool(false)) = s.get("x-kubernetes-preserve-unknown-fields") {
+            errs.push(FieldError::invalid(
+                path.child("x-kubernetes-preserve-unknown-fields"),
+                Value::Bool(false),
+                "must be true or undefined",
+            ));
+        }
+        self.map_and_list_types(s, path, &mut errs);
+        if !arr_of(s, "x-kubernetes-validations").is_empty() {
+            let rule_errs = cel_rules::rule_field_errors(s, path);
+            errs.extend(rule_errs);
+            if errs.is_empty() && self.cel_allowed {
+                cel.extend(cel_rules::compile_errors(
+                    s,
+                    path,
+                    st.uncorrelatable.as_ref(),
+                    self.opts.kube,
+                ));
+            }
+        }
+        (errs, cel)
+    }
+
+    /// `specStandardValidatorV3.validate`.
+    fn standard(&self, s: &Obj, path: &FieldPath, st: &State, errs: &mut Vec<FieldError>) {
+        let ty = type_of(s);
+        if self.opts.require_valid_property_type && !ty.is_empty() && !OPENAPI_TYPES.contains(&ty) {
+            errs.push(FieldError::not_supported(
+                path.child("type"),
+                Value::from(ty),
+                OPENAPI_TYPES,
+            ));
+        }
+        if has(s, "default") && !st.allow_defaults {
+            let mut detail = "must not be set".to_string();
+            if let Some(r) = &st.disallow_reason {
+                detail.push(' ');
+                detail.push_str(r);
+            }
+            errs.push(FieldError::forbidden(path.child("default"), detail));
+        }
+        let unsupported = [
+            ("id", "id is not supported"),
+            ("additionalItems", "additionalItems is not supported"),
+            ("patternProperties", "patternProperties is not supported"),
+            ("definitions", "definitions is not supported"),
+            ("dependencies", "dependencies is not supported"),
+            ("$ref", "$ref is not supported"),
+        ];
+        for (key, detail) in unsupported {
+            let present = match key {
+                "additionalItems" | "$ref" => has(s, key),
+                _ => s.get(key).is_some_and(|v| !is_zero(v)),
+            };
+            if present {
+                errs.push(
+                    FieldError::forbidden(path.child(key), detail).with_fix(
+                        "CRD schemas must be self-contained: inline the referenced schema",
+                    ),
+                );
+            }
+        }
+        if ty == "null" {
+            errs.push(FieldError::forbidden(
+                path.child("type"),
+                "type cannot be set to null, use nullable as an alternative",
+            ));
+        }
+        if s.get("items")
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty())
+        {
+            errs.push(FieldError::forbidden(
+                path.child("items"),
+                "items must be a schema object and not an array",
+            ));
+        }
+        if st.inside_resource_meta && bool_of(s, "x-kubernetes-embedded-resource") {
+            errs.push(FieldError::forbidden(
+                path.child("x-kubernetes-embedded-resource"),
+                "must not be used inside of resource meta",
+            ));
+        }
+    }
+
+    fn map_and_list_types(&self, s: &Obj, path: &FieldPath, errs: &mut Vec<FieldError>) {
+        let ty = type_of(s);
+        let map_type = s.get("x-kubernetes-map-type").and_then(Value::as_str);
+        let list_type = s.get("x-kubernetes-list-type").and_then(Value::as_str);
+        if map_type.is_some() && ty != "object" {
+            if ty.is_empty() {
+                errs.push(FieldError::required(
+                    path.child("type"),
+                    "must be object if x-kubernetes-map-type is specified",
+                ));
+            } else {
+                errs.push(FieldError::invalid(
+                    path.child("type"),
+                    Value::from(ty),
+                    "must be object if x-kubernetes-map-type is specified",
+                ));
+            }
+        }
+        if let Some(m) = map_type
+            && m != "atomic"
+            && m != "granular"
+        {
+            errs.push(FieldError::not_supported(
+                path.child("x-kubernetes-map-type"),
+                Value::from(m),
+                &["atomic", "granular"],
+            ));
+        }
+        if list_type.is_some() && ty != "array" {
+            if ty.is_empty() {
+                errs.push(FieldError::required(
+                    path.child("type"),
+                    "must be array if x-kubernetes-list-type is specified",
+                ));
+            } else {
+                errs.push(FieldError::invalid(
+                    path.child("type"),
+                    Value::from(ty),
+                    "must be array if x-kubernetes-list-type is specified",
+                ));
+            }
+        } else if self.opts.require_atomic_set_type
+            && list_type == Some("set")
+            && let Some(is) = items(s)
+        {
+            match type_of(is) {
+                "array" => {
+                    if let Some(lt) = is.get("x-kubernetes-list-type").and_then(Value::as_str)
+                        && lt != "atomic"
+                    {
+                        errs.push(FieldError::invalid(
+                            path.child("items").child("x-kubernetes-list-type"),
+                            Value::from(lt),
+                            "must be atomic as item of a list with x-kubernetes-list-type=set",
+                        ));
+                    }
+                }
+                "object"
+                    if is.get("x-kubernetes-map-type").and_then(Value::as_str)
+                        != Some("atomic") =>
+                {
+                    errs.push(
+                        FieldError::invalid(
+                            path.child("items").child("x-kubernetes-map-type"),
+                            Value::Null,
+                            "must be atomic as item of a list with x-kubernetes-list-type=set",
+                        )
+                        .with_fix("set x-kubernetes-map-type: atomic on the items, or use x-kubernetes-list-type: map with keys"),
+                    );
+                }
+                _ => {}
+            }
+        }
+        if let Some(lt) = list_type
+            && !matches!(lt, "atomic" | "set" | "map")
+        {
+            errs.push(FieldError::not_supported(
+                path.child("x-kubernetes-list-type"),
+                Value::from(lt),
+                &["atomic", "set", "map"],
+            ));
+        }
+        let keys = strings_of(s, "x-kubernetes-list-map-keys");
+        if !keys.is_empty() {
+            match list_type {
+                None => errs.push(FieldError::required(
+                    path.child("x-kubernetes-list-type"),
+                    "must be map if x-kubernetes-list-map-keys is non-empty",
+                )),
+                Some(lt) if lt != "map" => errs.push(FieldError::invalid(
+                    path.child("x-kubernetes-list-type"),
+                    Value::from(lt),
+                    "must be map if x-kubernetes-list-map-keys is non-empty",
+                )),
+                _ => {}
+            }
+        }
+        if list_type == Some("map") {
+            if keys.is_empty() {
+                errs.push(FieldError::required(
+                    path.child("x-kubernetes-list-map-keys"),
+                    "must not be empty if x-kubernetes-list-type is map",
+                ));
+            }
+            match s.get("items") {
+                None | Some(Value::Null) => errs.push(FieldError::required(
+                    path.child("items"),
+                    "must have a schema if x-kubernetes-list-type is map",
+                )),
+                Some(Value::Array(a)) => errs.push(FieldError::invalid(
+                    path.child("items"),
+                    Value::Array(a.clone()),
+                    "must only have a single schema if x-kubernetes-list-type is map",
+                )),
+                _ => {}
+            }
+            if let Some(is) = items(s) {
+                if type_of(is) != "object" {
+                    errs.push(FieldError::invalid(
+                        path.child("items").child("type"),
+                        Value::from(type_of(is)),
+                        "must be object if parent array's x-kubernetes-list-type is map",
+                    ));
+                } else {
+                    let mut seen = std::collections::HashSet::new();
+                    for k in &keys {
+                        match property(is, k) {
+                            Some(p) => {
+                                if matches!(type_of(p), "array" | "object") {
+                                    errs.push(FieldError::invalid(
+                                        path.child("items").child("properties").key(k).child("type"),
+                                        Value::from(type_of(is)),
+                                        "must be a scalar type if parent array's x-kubernetes-list-type is map",
+                                    ));
+                                }
+                            }
+                            None => errs.push(FieldError::invalid(
+                                path.child("x-kubernetes-list-map-keys"),
+                                Value::from(keys.clone()),
+                                "entries must all be names of item properties",
+                            )),
+                        }
+                        if !seen.insert(*k) {
+                            errs.push(FieldError::invalid(
+                                path.child("x-kubernetes-list-map-keys"),
+                                Value::from(keys.clone()),
+                                "must not contain duplicate entries",
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        if self.opts.require_map_list_keys_map_set {
+            errs.extend(map_list_keys_map_set(s, path));
+        }
+    }
+}
+
+/// `validateMapListKeysMapSet`: set and map list items are not nullable;
+/// map keys are required or defaulted, and not nullable.
+pub fn map_list_keys_map_set(s: &Obj, path: &FieldPath) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let Some(is) = items(s) else { return errs };
+    let Some(lt) = s.get("x-kubernetes-list-type").and_then(Value::as_str) else {
+        return errs;
+    };
+    if lt != "set" && lt != "map" {
+        return errs;
+    }
+    if bool_of(is, "nullable") {
+        errs.push(FieldError::forbidden(
+            path.child("items").child("nullable"),
+            format!("cannot be nullable when x-kubernetes-list-type is {lt}"),
+        ));
+    }
+    if lt == "map" {
+        let required = strings_of(is, "required");
+        for k in strings_of(s, "x-kubernetes-list-map-keys") {
+            let Some(p) = property(is, k) else { continue };
+            if !required.contains(&k) && !has(p, "default") {
+                errs.push(
+                    FieldError::required(
+                        path.child("items").child("properties").key(k).child("default"),
+                        "this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property",
+                    )
+                    .with_fix("add the key to the items' required list, or give it a default"),
+                );
+            }
+            if bool_of(p, "nullable") {
+                errs.push(FieldError::forbidden(
+                    path.child("items")
+                        .child("properties")
+                        .key(k)
+                        .child("nullable"),
+                    "this property is in x-kubernetes-list-map-keys, so it cannot be nullable",
+                ));
+            }
+        }
+    }
+    errs
+}
+
+/// Whether any node of the schema matches `pred` (`SchemaHas`).
+pub fn schema_has(s: &Obj, pred: &dyn Fn(&Obj) -> bool) -> bool {
+    if pred(s) {
+        return true;
+    }
+    let mut children: Vec<&Obj> = Vec::new();
+    match s.get("items") {
+        Some(Value::Object(o)) => children.push(o),
+        Some(Value::Array(a)) => children.extend(a.iter().filter_map(Value::as_object)),
+        _ => {}
+    }
+    for key in ["allOf", "anyOf", "oneOf"] {
+        children.extend(arr_of(s, key).iter().filter_map(Value::as_object));
+    }
+    children.extend(obj_of(s, "not"));
+    for key in [
+        "properties",
+        "patternProperties",
+        "definitions",
+        "dependencies",
+    ] {
+        if let Some(m) = obj_of(s, key) {
+            children.extend(m.values().filter_map(Value::as_object));
+        }
+    }
+    for key in ["additionalProperties", "additionalItems"] {
+        children.extend(obj_of(s, key));
+    }
+    children.into_iter().any(|c| schema_has(c, pred))
+}

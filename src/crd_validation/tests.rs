@@ -1,0 +1,223 @@
+//! Rules pinned from the API server's source; `tests/live_crd_validation.rs`
+//! holds them to a real kube-apiserver.
+
+use serde_json::{Value, json};
+
+use super::*;
+
+fn crd(schema: Value) -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"kind": "Widget", "plural": "widgets"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": schema}}]}
+    })
+}
+
+fn errors(m: &Value) -> Vec<String> {
+    validate_crd(m, None, KubeVersion::NEWEST)
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+#[test]
+fn a_valid_crd_has_no_errors() {
+    let m = crd(
+        json!({"type": "object", "properties": {"spec": {"type": "object",
+        "properties": {"size": {"type": "integer", "default": 1, "minimum": 0}}}}}),
+    );
+    assert_eq!(errors(&m), Vec::<String>::new());
+}
+
+#[test]
+fn an_object_without_type_is_not_structural() {
+    let m = crd(json!({"type": "object", "properties": {"spec": {
+        "properties": {"size": {"type": "integer"}}}}}));
+    assert_eq!(
+        errors(&m),
+        vec![
+            "spec.validation.openAPIV3Schema.properties[spec].type: Required value: must not be empty for specified object fields"
+        ]
+    );
+}
+
+#[test]
+fn differing_version_schemas_report_per_version() {
+    let mut m = crd(json!({"type": "object"}));
+    m["spec"]["versions"] = json!([
+        {"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {"type": "object"}}},
+        {"name": "v2", "served": true, "storage": false, "schema": {"openAPIV3Schema": {"type": "object",
+            "properties": {"a": {"uniqueItems": true, "type": "array", "items": {"type": "string"}}}}}}
+    ]);
+    assert_eq!(
+        errors(&m),
+        vec![
+            "spec.versions[1].schema.openAPIV3Schema.properties[a].uniqueItems: Forbidden: uniqueItems cannot be set to true since the runtime complexity becomes quadratic"
+        ]
+    );
+}
+
+#[test]
+fn two_storage_versions_and_a_repeated_version_are_reported() {
+    let s = json!({"openAPIV3Schema": {"type": "object"}});
+    let mut m = crd(json!({"type": "object"}));
+    m["spec"]["versions"] = json!([
+        {"name": "v1", "served": true, "storage": true, "schema": s},
+        {"name": "v1", "served": true, "storage": true, "schema": s}
+    ]);
+    let e = errors(&m);
+    assert!(
+        e.iter()
+            .any(|e| e.contains("must contain unique version names")),
+        "{e:?}"
+    );
+    assert!(
+        e.iter()
+            .any(|e| e.contains("exactly one version marked as storage")),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn a_list_map_key_needs_required_or_default() {
+    let m = crd(
+        json!({"type": "object", "properties": {"ports": {"type": "array",
+        "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name", "protocol"],
+        "items": {"type": "object", "required": ["name"], "properties": {
+            "name": {"type": "string"}, "protocol": {"type": "string"}}}}}}),
+    );
+    assert_eq!(
+        errors(&m),
+        vec![
+            "spec.validation.openAPIV3Schema.properties[ports].items.properties[protocol].default: Required value: this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property"
+        ]
+    );
+}
+
+#[test]
+fn defaults_must_validate_and_survive_pruning() {
+    let m = crd(json!({"type": "object", "properties": {
+        "size": {"type": "integer", "minimum": 1, "default": 0},
+        "opts": {"type": "object", "properties": {"a": {"type": "string"}}, "default": {"b": "x"}}}}));
+    let e = errors(&m);
+    assert_eq!(e.len(), 2, "{e:?}");
+    assert!(e[0].starts_with("spec.validation.openAPIV3Schema.properties[opts].default: Invalid value: {\"b\":\"x\"}: must not have unknown fields"), "{e:?}");
+    assert!(
+        e[1].starts_with(
+            "spec.validation.openAPIV3Schema.properties[size].default: Invalid value: 0:"
+        ),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn junctors_may_not_carry_structure() {
+    let m = crd(
+        json!({"type": "object", "properties": {"a": {"type": "string",
+        "anyOf": [{"type": "string"}, {"description": "x"}]}}}),
+    );
+    let e = errors(&m);
+    assert!(e.contains(&"spec.validation.openAPIV3Schema.properties[a].anyOf[0].type: Forbidden: must be empty to be structural".to_string()), "{e:?}");
+    assert!(e.contains(&"spec.validation.openAPIV3Schema.properties[a].anyOf[1].description: Forbidden: must be empty to be structural".to_string()), "{e:?}");
+}
+
+#[test]
+fn int_or_string_spelled_out_is_allowed() {
+    let m = crd(json!({"type": "object", "properties": {"port": {
+        "x-kubernetes-int-or-string": true,
+        "anyOf": [{"type": "integer"}, {"type": "string"}]}}}));
+    assert_eq!(errors(&m), Vec::<String>::new());
+}
+
+#[test]
+fn helm_template_text_in_a_label_is_refused() {
+    let mut m = crd(json!({"type": "object"}));
+    m["metadata"]["labels"] = json!({"app.kubernetes.io/version": "{{ .Chart.AppVersion }}"});
+    let e = errors(&m);
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(
+        e[0].starts_with(
+            "metadata.labels: Invalid value: \"{{ .Chart.AppVersion }}\": a valid label must be"
+        ),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn the_name_must_be_plural_dot_group() {
+    let mut m = crd(json!({"type": "object"}));
+    m["metadata"]["name"] = json!("widget.example.com");
+    assert_eq!(
+        errors(&m),
+        vec![
+            "metadata.name: Invalid value: \"widget.example.com\": must be spec.names.plural+\".\"+spec.group"
+        ]
+    );
+}
+
+#[test]
+fn cel_syntax_errors_and_old_self_placement() {
+    let m = crd(json!({"type": "object", "properties": {
+        "a": {"type": "string", "x-kubernetes-validations": [{"rule": "self ==", "message": "m"}]},
+        "l": {"type": "array", "items": {"type": "string",
+              "x-kubernetes-validations": [{"rule": "self == oldSelf"}]}}}}));
+    let e = errors(&m);
+    assert_eq!(e.len(), 2, "{e:?}");
+    assert!(e[0].starts_with("spec.validation.openAPIV3Schema.properties[a].x-kubernetes-validations[0].rule: Invalid value:"), "{e:?}");
+    assert_eq!(
+        e[1],
+        "spec.validation.openAPIV3Schema.properties[l].items.x-kubernetes-validations[0].rule: Invalid value: \"self == oldSelf\": oldSelf cannot be used on the uncorrelatable portion of the schema within spec.validation.openAPIV3Schema.properties[l]"
+    );
+}
+
+#[test]
+fn metadata_at_the_root_only_takes_name_rules() {
+    let m = crd(
+        json!({"type": "object", "properties": {"metadata": {"type": "object",
+        "properties": {"labels": {"type": "object"}}}}}),
+    );
+    assert_eq!(
+        errors(&m),
+        vec![
+            "spec.validation.openAPIV3Schema.properties[metadata]: Forbidden: must not specify anything other than name and generateName, but metadata is implicitly specified"
+        ]
+    );
+}
+
+#[test]
+fn webhook_conversion_needs_review_versions_and_a_client() {
+    let mut m = crd(json!({"type": "object"}));
+    m["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {}});
+    let e = errors(&m);
+    assert_eq!(
+        e,
+        vec![
+            "spec.conversion.webhookClientConfig: Required value: required when strategy is set to Webhook",
+            "spec.conversion.conversionReviewVersions: Required value",
+        ]
+    );
+}
+
+#[test]
+fn an_update_does_not_tighten_what_the_stored_crd_had() {
+    let bad_set = json!({"type": "object", "properties": {"l": {"type": "array",
+        "x-kubernetes-list-type": "set", "items": {"type": "object", "properties": {"a": {"type": "string"}}}}}});
+    let m = crd(bad_set);
+    assert_eq!(errors(&m).len(), 1);
+    assert!(validate_crd(&m, Some(&m), KubeVersion::NEWEST).is_empty());
+}
+
+#[test]
+fn kube_versions_parse_like_kubectl_prints_them() {
+    assert_eq!("1.33".parse::<KubeVersion>(), Ok(KubeVersion { minor: 33 }));
+    assert_eq!(
+        "v1.34.2".parse::<KubeVersion>(),
+        Ok(KubeVersion { minor: 34 })
+    );
+    assert!("1.99".parse::<KubeVersion>().is_err());
+    assert!("two".parse::<KubeVersion>().is_err());
+}

@@ -1,0 +1,799 @@
+//! Differential test of the offline `invalidCrd` check against the real API
+//! server: CRDs with one edit each, covering every rule family of the
+//! server's CRD validation (metadata, names, versions, conversion,
+//! structural schemas, defaults, list and map types, JSONPaths, selectable
+//! fields, CEL rule fields and syntax), accepted and refused, are created
+//! with `dryRun=All` and also judged offline. The verdicts must agree, and
+//! every path we report must appear in the server's message. Disagreements
+//! we know of are listed in `KNOWN_LIMITATIONS` with the reason; the
+//! agreement is printed (run with `--nocapture`).
+
+#![recursion_limit = "512"]
+
+mod support;
+
+use std::collections::BTreeSet;
+
+use crd_safety::crd_validation::{ErrorType, KubeVersion, validate_crd};
+use kube::Client;
+use serde_json::{Value, json};
+use support::envtest::control_plane;
+use support::live::admin;
+
+/// Disagreements we accept, by case label, with the reason.
+const KNOWN_LIMITATIONS: &[(&str, &str)] = &[(
+    "cel_undefined_field",
+    "CEL type checking against the schema is not done offline yet",
+)];
+
+/// The server's verdict on creating `manifest`: `None` when accepted, its
+/// message when refused.
+pub async fn server_verdict(client: &Client, manifest: &Value) -> Option<String> {
+    let body = serde_json::to_vec(manifest).unwrap_or_default();
+    let req =
+        http::Request::post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions?dryRun=All")
+            .header("content-type", "application/json")
+            .body(body)
+            .expect("request");
+    match client.request_text(req).await {
+        Ok(_) => None,
+        Err(kube::Error::Api(e)) => Some(format!("{} ({})", e.message, e.code)),
+        Err(other) => Some(format!("transport error: {other}")),
+    }
+}
+
+fn base() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"kind": "Widget", "plural": "widgets"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                     "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                         "spec": {"type": "object", "properties": {
+                             "size": {"type": "integer"},
+                             "name": {"type": "string"},
+                             "tags": {"type": "array", "items": {"type": "string"}},
+                             "labels": {"type": "object", "additionalProperties": {"type": "string"}}
+                         }},
+                         "status": {"type": "object", "properties": {"replicas": {"type": "integer"}}}
+                     }}}}]}
+    })
+}
+
+/// The spec schema node of version 0.
+fn spec_props(m: &mut Value) -> &mut Value {
+    &mut m["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+}
+
+fn root(m: &mut Value) -> &mut Value {
+    &mut m["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+}
+
+fn v0(m: &mut Value) -> &mut Value {
+    &mut m["spec"]["versions"][0]
+}
+
+fn second_version(m: &mut Value, schema: Value) {
+    let mut v = m["spec"]["versions"][0].clone();
+    v["name"] = json!("v2");
+    v["storage"] = json!(false);
+    v["schema"]["openAPIV3Schema"] = schema;
+    if let Some(a) = m["spec"]["versions"].as_array_mut() {
+        a.push(v);
+    }
+}
+
+fn cases() -> Vec<(&'static str, Value)> {
+    let mut out: Vec<(&'static str, Value)> = Vec::new();
+    let mut case = |label: &'static str, edit: &dyn Fn(&mut Value)| {
+        let mut m = base();
+        edit(&mut m);
+        out.push((label, m));
+    };
+    // metadata
+    case("ok", &|_| {});
+    case("name_mismatch", &|m| {
+        m["metadata"]["name"] = json!("widget.example.com")
+    });
+    case(
+        "label_helm_template",
+        &|m| {
+            m["metadata"]["labels"] =
+                json!({"app.kubernetes.io/version": "{{ .Chart.AppVersion }}"})
+        },
+    );
+    case("label_key_three_parts", &|m| {
+        m["metadata"]["labels"] = json!({"a/b/c": "x"})
+    });
+    case("label_value_too_long", &|m| {
+        m["metadata"]["labels"] = json!({"a": "x".repeat(64)})
+    });
+    case("annotation_key_bad", &|m| {
+        m["metadata"]["annotations"] = json!({"-bad-": "x"})
+    });
+    case("annotation_value_template_ok", &|m| {
+        m["metadata"]["annotations"] = json!({"a": "{{ x }}"})
+    });
+    // names and versions
+    case("group_no_dot", &|m| {
+        m["spec"]["group"] = json!("example");
+        m["metadata"]["name"] = json!("widgets.example");
+    });
+    case("group_upper", &|m| {
+        m["spec"]["group"] = json!("Example.com");
+        m["metadata"]["name"] = json!("widgets.Example.com");
+    });
+    case("scope_bad", &|m| m["spec"]["scope"] = json!("Global"));
+    case("plural_upper", &|m| {
+        m["spec"]["names"]["plural"] = json!("Widgets");
+        m["metadata"]["name"] = json!("Widgets.example.com");
+    });
+    case("singular_bad", &|m| {
+        m["spec"]["names"]["singular"] = json!("a_b")
+    });
+    case("kind_is_list_kind", &|m| {
+        m["spec"]["names"]["listKind"] = json!("Widget")
+    });
+    case("kind_bad", &|m| {
+        m["spec"]["names"]["kind"] = json!("Wid_get")
+    });
+    case("short_name_bad", &|m| {
+        m["spec"]["names"]["shortNames"] = json!(["w", "Bad"])
+    });
+    case("category_bad", &|m| {
+        m["spec"]["names"]["categories"] = json!(["all", "a.b"])
+    });
+    case("version_name_bad", &|m| v0(m)["name"] = json!("V1"));
+    case("no_storage_version", &|m| v0(m)["storage"] = json!(false));
+    case("two_storage_versions", &|m| {
+        second_version(m, json!({"type": "object"}));
+        m["spec"]["versions"][1]["storage"] = json!(true);
+    });
+    case("version_listed_twice", &|m| {
+        second_version(m, json!({"type": "object"}));
+        m["spec"]["versions"][1]["name"] = json!("v1");
+    });
+    case("two_versions_ok", &|m| {
+        second_version(
+            m,
+            json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+        )
+    });
+    case("deprecation_warning_not_deprecated", &|m| {
+        v0(m)["deprecationWarning"] = json!("old")
+    });
+    case("deprecation_warning_too_long", &|m| {
+        v0(m)["deprecated"] = json!(true);
+        v0(m)["deprecationWarning"] = json!("x".repeat(257));
+    });
+    case("deprecation_warning_ok", &|m| {
+        v0(m)["deprecated"] = json!(true);
+        v0(m)["deprecationWarning"] = json!("use v2");
+    });
+    case("preserve_unknown_fields_true", &|m| {
+        m["spec"]["preserveUnknownFields"] = json!(true)
+    });
+    case("protected_group_no_approval", &|m| {
+        m["spec"]["group"] = json!("x.k8s.io");
+        m["metadata"]["name"] = json!("widgets.x.k8s.io");
+    });
+    case("protected_group_unapproved", &|m| {
+        m["spec"]["group"] = json!("x.k8s.io");
+        m["metadata"]["name"] = json!("widgets.x.k8s.io");
+        m["metadata"]["annotations"] = json!({"api-approved.kubernetes.io": "unapproved, testing"});
+    });
+    case("protected_group_approval_invalid", &|m| {
+        m["spec"]["group"] = json!("x.k8s.io");
+        m["metadata"]["name"] = json!("widgets.x.k8s.io");
+        m["metadata"]["annotations"] = json!({"api-approved.kubernetes.io": "yes please"});
+    });
+    // conversion
+    case(
+        "webhook_without_client",
+        &|m| {
+            m["spec"]["conversion"] =
+                json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"]}})
+        },
+    );
+    case(
+        "webhook_without_review_versions",
+        &|m| m["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {"clientConfig": {"service": {"name": "s", "namespace": "n"}}}}),
+    );
+    case(
+        "webhook_ok",
+        &|m| m["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {"service": {"name": "s", "namespace": "n", "path": "/convert"}}}}),
+    );
+    case(
+        "webhook_http_url",
+        &|m| m["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {"url": "http://example.com/convert"}}}),
+    );
+    case(
+        "webhook_url_with_query",
+        &|m| m["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {"url": "https://example.com/c?x=1"}}}),
+    );
+    case(
+        "webhook_unknown_review_version",
+        &|m| m["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v9"], "clientConfig": {"url": "https://example.com/c"}}}),
+    );
+    case(
+        "webhook_service_bad_path",
+        &|m| m["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {"service": {"name": "s", "namespace": "n", "path": "convert"}}}}),
+    );
+    case(
+        "none_with_review_versions",
+        &|m| {
+            m["spec"]["conversion"] =
+                json!({"strategy": "None", "webhook": {"conversionReviewVersions": ["v1"]}})
+        },
+    );
+    case("strategy_bad", &|m| {
+        m["spec"]["conversion"] = json!({"strategy": "Magic"})
+    });
+    // structural schema
+    case("object_without_type", &|m| {
+        root(m)["properties"]["spec"]
+            .as_object_mut()
+            .map(|o| o.remove("type"));
+    });
+    case("item_without_type", &|m| {
+        spec_props(m)["tags"]["items"] = json!({"minLength": 1})
+    });
+    case("array_without_items", &|m| {
+        spec_props(m)["tags"] = json!({"type": "array"})
+    });
+    case("root_not_object", &|m| root(m)["type"] = json!("string"));
+    case("root_without_type", &|m| {
+        root(m).as_object_mut().map(|o| o.remove("type"));
+    });
+    case("root_nullable", &|m| root(m)["nullable"] = json!(true));
+    case("type_null", &|m| {
+        spec_props(m)["name"]["type"] = json!("null")
+    });
+    case("type_unknown", &|m| {
+        spec_props(m)["name"]["type"] = json!("str")
+    });
+    case("junctor_with_type", &|m| {
+        spec_props(m)["name"]["anyOf"] = json!([{"type": "string"}, {"maxLength": 3}])
+    });
+    case("junctor_with_description", &|m| {
+        spec_props(m)["name"]["allOf"] = json!([{"description": "x", "maxLength": 3}])
+    });
+    case("junctor_with_default", &|m| {
+        spec_props(m)["name"]["oneOf"] = json!([{"default": "a"}, {"maxLength": 3}])
+    });
+    case("junctor_with_nullable", &|m| {
+        spec_props(m)["name"]["not"] = json!({"nullable": true})
+    });
+    case("junctor_with_list_type", &|m| {
+        spec_props(m)["tags"]["allOf"] = json!([{"x-kubernetes-list-type": "set"}])
+    });
+    case("junctor_value_validations_ok", &|m| {
+        spec_props(m)["name"]["anyOf"] = json!([{"maxLength": 2}, {"pattern": "^x"}])
+    });
+    case("root_junctor_names_unknown_property", &|m| {
+        root(m)["anyOf"] = json!([{"properties": {"other": {"maxLength": 2}}}])
+    });
+    case(
+        "root_junctor_names_known_property",
+        &|m| root(m)["anyOf"] = json!([{"properties": {"spec": {"required": ["size"]}}}, {"properties": {"spec": {"required": ["name"]}}}]),
+    );
+    case("nested_junctor_names_unknown_property", &|m| {
+        root(m)["properties"]["spec"]["anyOf"] =
+            json!([{"properties": {"other": {"maxLength": 2}}}])
+    });
+    case(
+        "junctor_with_metadata",
+        &|m| {
+            root(m)["allOf"] = json!([{"properties": {"spec": {"properties": {"metadata": {"maxProperties": 2}}}}}])
+        },
+    );
+    case(
+        "metadata_with_labels",
+        &|m| {
+            root(m)["properties"]["metadata"] =
+                json!({"type": "object", "properties": {"labels": {"type": "object"}}})
+        },
+    );
+    case(
+        "metadata_name_rules_ok",
+        &|m| {
+            root(m)["properties"]["metadata"] = json!({"type": "object", "properties": {"name": {"type": "string", "maxLength": 20}}})
+        },
+    );
+    case("metadata_with_description", &|m| {
+        root(m)["properties"]["metadata"] =
+            json!({"type": "object", "description": "standard metadata"})
+    });
+    case("metadata_not_object", &|m| {
+        root(m)["properties"]["metadata"] = json!({"type": "string"})
+    });
+    case("kind_not_string", &|m| {
+        root(m)["properties"]["kind"] = json!({"type": "integer"})
+    });
+    case(
+        "nested_metadata_ok",
+        &|m| {
+            spec_props(m)["metadata"] =
+                json!({"type": "object", "properties": {"x": {"type": "string"}}})
+        },
+    );
+    case("ref", &|m| {
+        spec_props(m)["name"]["$ref"] = json!("#/definitions/x")
+    });
+    case("unique_items", &|m| {
+        spec_props(m)["tags"]["uniqueItems"] = json!(true)
+    });
+    case("items_tuple", &|m| {
+        spec_props(m)["tags"]["items"] = json!([{"type": "string"}])
+    });
+    case("properties_and_additional_properties_false", &|m| {
+        root(m)["properties"]["spec"]["additionalProperties"] = json!(false)
+    });
+    case("properties_and_additional_properties_true", &|m| {
+        root(m)["properties"]["spec"]["additionalProperties"] = json!(true)
+    });
+    case("additional_properties_at_root", &|m| {
+        root(m)["additionalProperties"] = json!({"type": "string"});
+        root(m).as_object_mut().map(|o| o.remove("properties"));
+    });
+    case("preserve_unknown_fields_false", &|m| {
+        spec_props(m)["name"]["x-kubernetes-preserve-unknown-fields"] = json!(false)
+    });
+    case("int_or_string_ok", &|m| {
+        spec_props(m)["port"] = json!({"x-kubernetes-int-or-string": true})
+    });
+    case("int_or_string_with_type", &|m| {
+        spec_props(m)["port"] = json!({"type": "string", "x-kubernetes-int-or-string": true})
+    });
+    case(
+        "int_or_string_anyof_ok",
+        &|m| spec_props(m)["port"] = json!({"x-kubernetes-int-or-string": true, "anyOf": [{"type": "integer"}, {"type": "string"}]}),
+    );
+    case(
+        "int_or_string_and_preserve",
+        &|m| spec_props(m)["port"] = json!({"x-kubernetes-int-or-string": true, "x-kubernetes-preserve-unknown-fields": true}),
+    );
+    case("embedded_on_string", &|m| {
+        spec_props(m)["name"]["x-kubernetes-embedded-resource"] = json!(true)
+    });
+    case(
+        "embedded_without_properties",
+        &|m| {
+            spec_props(m)["tmpl"] =
+                json!({"type": "object", "x-kubernetes-embedded-resource": true})
+        },
+    );
+    case(
+        "embedded_ok",
+        &|m| spec_props(m)["tmpl"] = json!({"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true}),
+    );
+    case(
+        "embedded_in_metadata",
+        &|m| spec_props(m)["tmpl"] = json!({"type": "object", "x-kubernetes-embedded-resource": true, "properties": {"metadata": {"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true}}}),
+    );
+    case("list_map_key_neither_required_nor_default", &|m| {
+        spec_props(m)["ports"] = json!({"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name", "protocol"], "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "protocol": {"type": "string"}}}})
+    });
+    case(
+        "list_map_key_defaulted_ok",
+        &|m| spec_props(m)["ports"] = json!({"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name", "protocol"], "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "protocol": {"type": "string", "default": "TCP"}}}}),
+    );
+    case(
+        "list_map_key_not_a_property",
+        &|m| spec_props(m)["ports"] = json!({"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["id"], "items": {"type": "object", "properties": {"name": {"type": "string"}}}}),
+    );
+    case(
+        "list_map_key_object",
+        &|m| spec_props(m)["ports"] = json!({"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["k"], "items": {"type": "object", "required": ["k"], "properties": {"k": {"type": "object"}}}}),
+    );
+    case(
+        "list_map_without_keys",
+        &|m| {
+            spec_props(m)["ports"] = json!({"type": "array", "x-kubernetes-list-type": "map", "items": {"type": "object"}})
+        },
+    );
+    case("list_map_of_strings", &|m| {
+        spec_props(m)["tags"]["x-kubernetes-list-type"] = json!("map")
+    });
+    case(
+        "list_map_item_nullable",
+        &|m| spec_props(m)["ports"] = json!({"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"], "items": {"type": "object", "nullable": true, "required": ["name"], "properties": {"name": {"type": "string"}}}}),
+    );
+    case(
+        "set_of_granular_objects",
+        &|m| spec_props(m)["objs"] = json!({"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "object", "properties": {"a": {"type": "string"}}}}),
+    );
+    case(
+        "set_of_atomic_objects_ok",
+        &|m| spec_props(m)["objs"] = json!({"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "object", "x-kubernetes-map-type": "atomic", "properties": {"a": {"type": "string"}}}}),
+    );
+    case("set_ok", &|m| {
+        spec_props(m)["tags"]["x-kubernetes-list-type"] = json!("set")
+    });
+    case("list_type_bad", &|m| {
+        spec_props(m)["tags"]["x-kubernetes-list-type"] = json!("bag")
+    });
+    case("list_type_on_string", &|m| {
+        spec_props(m)["name"]["x-kubernetes-list-type"] = json!("set")
+    });
+    case("list_map_keys_without_list_type", &|m| {
+        spec_props(m)["tags"]["x-kubernetes-list-map-keys"] = json!(["a"])
+    });
+    case("map_type_on_string", &|m| {
+        spec_props(m)["name"]["x-kubernetes-map-type"] = json!("atomic")
+    });
+    case("map_type_bad", &|m| {
+        spec_props(m)["labels"]["x-kubernetes-map-type"] = json!("mixed")
+    });
+    case("status_root_with_any_of", &|m| {
+        v0(m)["subresources"] = json!({"status": {}});
+        root(m)["anyOf"] = json!([{"required": ["spec"]}]);
+    });
+    case("status_root_with_max_properties", &|m| {
+        v0(m)["subresources"] = json!({"status": {}});
+        root(m)["maxProperties"] = json!(5);
+    });
+    case("status_ok", &|m| {
+        v0(m)["subresources"] = json!({"status": {}})
+    });
+    case("decode_max_length_string", &|m| {
+        spec_props(m)["name"]["maxLength"] = json!("5")
+    });
+    case("decode_required_not_list", &|m| {
+        root(m)["properties"]["spec"]["required"] = json!("size")
+    });
+    // defaults
+    case("default_ok", &|m| {
+        spec_props(m)["size"]["default"] = json!(3)
+    });
+    case("default_below_minimum", &|m| {
+        spec_props(m)["size"]["minimum"] = json!(1);
+        spec_props(m)["size"]["default"] = json!(0);
+    });
+    case("default_wrong_type", &|m| {
+        spec_props(m)["size"]["default"] = json!("three")
+    });
+    case("default_not_in_enum", &|m| {
+        spec_props(m)["name"]["enum"] = json!(["a", "b"]);
+        spec_props(m)["name"]["default"] = json!("c");
+    });
+    case("default_unknown_field", &|m| {
+        root(m)["properties"]["spec"]["default"] = json!({"other": 1})
+    });
+    case("default_object_ok", &|m| {
+        root(m)["properties"]["spec"]["default"] = json!({"size": 1})
+    });
+    case("default_in_root_metadata", &|m| {
+        root(m)["properties"]["metadata"] = json!({"type": "object", "default": {"name": "x"}})
+    });
+    case("default_breaks_cel", &|m| {
+        spec_props(m)["size"]["default"] = json!(0);
+        spec_props(m)["size"]["x-kubernetes-validations"] = json!([{"rule": "self > 0"}]);
+    });
+    case(
+        "default_list_map_item_ok",
+        &|m| spec_props(m)["ports"] = json!({"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"], "default": [{"name": "a"}], "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}}),
+    );
+    // patterns
+    case("pattern_ok", &|m| {
+        spec_props(m)["name"]["pattern"] = json!("^[a-z]+(-[a-z]+)*$")
+    });
+    case("pattern_unclosed", &|m| {
+        spec_props(m)["name"]["pattern"] = json!("^(abc$")
+    });
+    case("pattern_lookahead", &|m| {
+        spec_props(m)["name"]["pattern"] = json!("^(?=a)")
+    });
+    case("pattern_backreference", &|m| {
+        spec_props(m)["name"]["pattern"] = json!("(a)\\1")
+    });
+    // printer columns and scale
+    case(
+        "column_ok",
+        &|m| {
+            v0(m)["additionalPrinterColumns"] =
+                json!([{"name": "Size", "type": "integer", "jsonPath": ".spec.size"}])
+        },
+    );
+    case(
+        "column_bad_type",
+        &|m| {
+            v0(m)["additionalPrinterColumns"] =
+                json!([{"name": "Size", "type": "int", "jsonPath": ".spec.size"}])
+        },
+    );
+    case(
+        "column_bad_format",
+        &|m| {
+            v0(m)["additionalPrinterColumns"] = json!([{"name": "Size", "type": "integer", "format": "big", "jsonPath": ".spec.size"}])
+        },
+    );
+    case("column_path_without_dot", &|m| {
+        v0(m)["additionalPrinterColumns"] =
+            json!([{"name": "Size", "type": "integer", "jsonPath": "spec.size"}])
+    });
+    case(
+        "column_without_name",
+        &|m| {
+            v0(m)["additionalPrinterColumns"] =
+                json!([{"name": "", "type": "integer", "jsonPath": ".spec.size"}])
+        },
+    );
+    case(
+        "scale_ok",
+        &|m| v0(m)["subresources"] = json!({"scale": {"specReplicasPath": ".spec.size", "statusReplicasPath": ".status.replicas"}}),
+    );
+    case(
+        "scale_spec_path_outside_spec",
+        &|m| v0(m)["subresources"] = json!({"scale": {"specReplicasPath": ".status.replicas", "statusReplicasPath": ".status.replicas"}}),
+    );
+    case(
+        "scale_label_selector_bad",
+        &|m| v0(m)["subresources"] = json!({"scale": {"specReplicasPath": ".spec.size", "statusReplicasPath": ".status.replicas", "labelSelectorPath": ".metadata.labels"}}),
+    );
+    // selectable fields
+    case(
+        "selectable_ok",
+        &|m| {
+            v0(m)["selectableFields"] =
+                json!([{"jsonPath": ".spec.name"}, {"jsonPath": ".spec.size"}])
+        },
+    );
+    case("selectable_object", &|m| {
+        v0(m)["selectableFields"] = json!([{"jsonPath": ".spec"}])
+    });
+    case("selectable_unknown_field", &|m| {
+        v0(m)["selectableFields"] = json!([{"jsonPath": ".spec.nope"}])
+    });
+    case("selectable_metadata", &|m| {
+        root(m)["properties"]["metadata"] =
+            json!({"type": "object", "properties": {"name": {"type": "string"}}});
+        v0(m)["selectableFields"] = json!([{"jsonPath": ".metadata.name"}]);
+    });
+    case(
+        "selectable_duplicate",
+        &|m| {
+            v0(m)["selectableFields"] =
+                json!([{"jsonPath": ".spec.name"}, {"jsonPath": ".spec.name"}])
+        },
+    );
+    case("selectable_array_notation", &|m| {
+        v0(m)["selectableFields"] = json!([{"jsonPath": ".spec['name']"}])
+    });
+    case("selectable_too_many", &|m| {
+        let mut props = serde_json::Map::new();
+        let mut fields = Vec::new();
+        for i in 0..9 {
+            props.insert(format!("f{i}"), json!({"type": "string"}));
+            fields.push(json!({"jsonPath": format!(".spec.f{i}")}));
+        }
+        root(m)["properties"]["spec"]["properties"] = Value::Object(props);
+        v0(m)["selectableFields"] = Value::Array(fields);
+    });
+    case("selectable_with_non_structural_schema", &|m| {
+        spec_props(m)["name"]["$ref"] = json!("#/x");
+        v0(m)["selectableFields"] = json!([{"jsonPath": ".spec.size"}]);
+    });
+    // CEL rule fields and syntax
+    case("cel_ok", &|m| {
+        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
+            json!([{"rule": "!has(self.size) || self.size >= 0", "message": "size"}])
+    });
+    case("cel_optional_syntax_ok", &|m| {
+        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
+            json!([{"rule": "self.?name.orValue('') != 'x'"}])
+    });
+    case("cel_empty_rule", &|m| {
+        root(m)["properties"]["spec"]["x-kubernetes-validations"] = json!([{"rule": "  "}])
+    });
+    case("cel_syntax_error", &|m| {
+        root(m)["properties"]["spec"]["x-kubernetes-validations"] = json!([{"rule": "self.size >"}])
+    });
+    case("cel_multiline_without_message", &|m| {
+        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
+            json!([{"rule": "has(self.size) ||\n has(self.name)"}])
+    });
+    case("cel_message_with_newline", &|m| {
+        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
+            json!([{"rule": "true", "message": "a\nb"}])
+    });
+    case("cel_bad_reason", &|m| {
+        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
+            json!([{"rule": "true", "reason": "Nope"}])
+    });
+    case("cel_field_path_ok", &|m| {
+        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
+            json!([{"rule": "true", "fieldPath": ".size"}])
+    });
+    case("cel_field_path_unknown", &|m| {
+        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
+            json!([{"rule": "true", "fieldPath": ".nope"}])
+    });
+    case("cel_empty_message_expression", &|m| {
+        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
+            json!([{"rule": "true", "messageExpression": " "}])
+    });
+    case("cel_message_expression_syntax", &|m| {
+        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
+            json!([{"rule": "true", "messageExpression": "'a' +"}])
+    });
+    case("cel_old_self_in_list_items", &|m| {
+        spec_props(m)["tags"]["items"]["x-kubernetes-validations"] =
+            json!([{"rule": "self == oldSelf"}])
+    });
+    case("cel_old_self_ok", &|m| {
+        spec_props(m)["name"]["x-kubernetes-validations"] =
+            json!([{"rule": "self == oldSelf", "message": "immutable"}])
+    });
+    case("cel_optional_old_self_without_old_self", &|m| {
+        spec_props(m)["name"]["x-kubernetes-validations"] =
+            json!([{"rule": "self != ''", "optionalOldSelf": true}])
+    });
+    case("cel_under_junctor", &|m| {
+        spec_props(m)["name"]["allOf"] = json!([{"x-kubernetes-validations": [{"rule": "true"}]}])
+    });
+    case("cel_undefined_field", &|m| {
+        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
+            json!([{"rule": "self.nope > 1"}])
+    });
+    // one schema per version, and errors per version
+    case("second_version_non_structural", &|m| {
+        second_version(
+            m,
+            json!({"type": "object", "properties": {"spec": {"properties": {"a": {"type": "string"}}}}}),
+        )
+    });
+    out
+}
+
+#[tokio::test]
+async fn offline_crd_validation_agrees_with_the_api_server() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    let known: BTreeSet<&str> = KNOWN_LIMITATIONS.iter().map(|(l, _)| *l).collect();
+    let mut disagreements = Vec::new();
+    let mut agreed = 0;
+    let all = cases();
+    for (label, manifest) in &all {
+        let server = server_verdict(&client, manifest).await;
+        let ours = validate_crd(manifest, None, KubeVersion::NEWEST);
+        let verdict_agrees = server.is_some() != ours.is_empty();
+        // Every place we point at must be one the server names too (unless
+        // the server failed the request without an answer).
+        let missing_paths: Vec<String> = match &server {
+            Some(msg) if !msg.starts_with("transport error") => ours
+                .iter()
+                .filter(|e| {
+                    e.kind != ErrorType::Internal && !e.detail.starts_with("cannot be decoded")
+                })
+                .map(|e| e.path.to_string())
+                .filter(|p| !msg.contains(p.as_str()))
+                .collect(),
+            _ => Vec::new(),
+        };
+        if verdict_agrees && missing_paths.is_empty() {
+            agreed += 1;
+            if known.contains(label) {
+                disagreements.push(format!(
+                    "{label}: listed as a known limitation but agrees now"
+                ));
+            }
+            continue;
+        }
+        if known.contains(label) {
+            continue;
+        }
+        let ours_text: Vec<String> = ours.iter().map(ToString::to_string).collect();
+        disagreements.push(format!(
+            "{label}: server {:?}\n    ours {ours_text:?}\n    paths the server does not name: {missing_paths:?}",
+            server.as_deref().unwrap_or("accepted")
+        ));
+    }
+    println!(
+        "invalidCrd vs kube-apiserver: {agreed}/{} cases agree ({} known limitations)",
+        all.len(),
+        KNOWN_LIMITATIONS.len()
+    );
+    assert!(
+        disagreements.is_empty(),
+        "disagreements:\n{}",
+        disagreements.join("\n")
+    );
+}
+
+/// Every distinct `apiextensions.k8s.io/v1` CRD of `../shared/corpus`.
+fn corpus_crds() -> Option<Vec<(String, Value)>> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
+    if !dir.join("pairs.json").exists() {
+        assert!(
+            std::env::var("CI").map_or(true, |v| v != "true"),
+            "corpus not found at {} (required when CI=true)",
+            dir.display()
+        );
+        eprintln!("notice: corpus not found; skipping the corpus comparison");
+        return None;
+    }
+    let mut files = Vec::new();
+    let mut stack = vec![dir];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("read corpus dir").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "yaml" || x == "yml") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).expect("read corpus file");
+        // Legacy v1beta1 CRDs are normalized on reading; the server is sent v1 only.
+        if text.contains("apiextensions.k8s.io/v1beta1") {
+            continue;
+        }
+        let mut set = crd_safety::manifest::ManifestSet::default();
+        if crd_safety::manifest::load_text(&text, &f.display().to_string(), false, &mut set)
+            .is_err()
+        {
+            continue;
+        }
+        for c in set.crds {
+            let mut m = c.crd.manifest.clone();
+            if let Some(o) = m.as_object_mut() {
+                o.remove("status");
+            }
+            let key = serde_json::to_string(&m).unwrap_or_default();
+            if seen.insert(key) {
+                out.push((c.location.to_string(), m));
+            }
+        }
+    }
+    Some(out)
+}
+
+#[tokio::test]
+async fn every_corpus_crd_gets_the_servers_verdict() {
+    let Some(crds) = corpus_crds() else { return };
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    let mut tasks = tokio::task::JoinSet::new();
+    let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(4));
+    for (i, (location, manifest)) in crds.iter().enumerate() {
+        let (client, manifest, gate) = (client.clone(), manifest.clone(), gate.clone());
+        let location = location.clone();
+        tasks.spawn(async move {
+            let _permit = gate.acquire_owned().await;
+            let server = server_verdict(&client, &manifest).await;
+            let ours = validate_crd(&manifest, None, KubeVersion::NEWEST);
+            (i, location, server, ours)
+        });
+    }
+    let (mut refused, mut disagreements) = (0, Vec::new());
+    while let Some(joined) = tasks.join_next().await {
+        let (_, location, server, ours) = joined.expect("task");
+        refused += usize::from(server.is_some());
+        if server.is_some() == ours.is_empty() {
+            let ours: Vec<String> = ours.iter().map(ToString::to_string).collect();
+            disagreements.push(format!(
+                "{location}: server {:?}\n    ours {ours:?}",
+                server.as_deref().unwrap_or("accepted")
+            ));
+        }
+    }
+    disagreements.sort();
+    println!(
+        "corpus: {} distinct v1 CRDs, the server refuses {refused}, {} disagreements",
+        crds.len(),
+        disagreements.len()
+    );
+    assert!(
+        disagreements.is_empty(),
+        "disagreements:\n{}",
+        disagreements.join("\n")
+    );
+}
