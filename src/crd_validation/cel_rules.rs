@@ -110,6 +110,7 @@ pub fn compile_errors(
     s: &Obj,
     path: &FieldPath,
     uncorrelatable: Option<&FieldPath>,
+    resource_root: bool,
     _kube: KubeVersion,
 ) -> Vec<FieldError> {
     let mut errs = Vec::new();
@@ -119,7 +120,21 @@ pub fn compile_errors(
         let src = r.get("rule").and_then(Value::as_str).unwrap_or("");
         let parsed = Parser::new().enable_optional_syntax(true).parse(src);
         let uses_old_self = match &parsed {
-            Ok(expr) => expr.references().has_variable("oldSelf"),
+            Ok(expr) => {
+                if let Some(why) =
+                    super::cel_types::undefined_fields(expr, s, resource_root).first()
+                {
+                    errs.push(
+                        FieldError::invalid(
+                            p.child("rule"),
+                            rule.clone(),
+                            format!("compilation failed: {why}"),
+                        )
+                        .with_fix("the rule may only select fields the schema declares at that node (names with - . / are escaped: foo-bar is foo__dash__bar)"),
+                    );
+                }
+                expr.references().has_variable("oldSelf")
+            }
             Err(e) => {
                 errs.push(
                     FieldError::invalid(
@@ -134,16 +149,20 @@ pub fn compile_errors(
         };
         if let Some(me) = r.get("messageExpression").and_then(Value::as_str)
             && !me.trim().is_empty()
-            && let Err(e) = Parser::new().enable_optional_syntax(true).parse(me)
         {
-            errs.push(FieldError::invalid(
-                p.child("messageExpression"),
-                rule.clone(),
-                format!(
-                    "messageExpression compilation failed: {}",
-                    first_line(&e.to_string())
-                ),
-            ));
+            let why = match Parser::new().enable_optional_syntax(true).parse(me) {
+                Err(e) => Some(first_line(&e.to_string())),
+                Ok(expr) => super::cel_types::undefined_fields(&expr, s, resource_root)
+                    .into_iter()
+                    .next(),
+            };
+            if let Some(why) = why {
+                errs.push(FieldError::invalid(
+                    p.child("messageExpression"),
+                    rule.clone(),
+                    format!("messageExpression compilation failed: {why}"),
+                ));
+            }
         }
         if uses_old_self {
             if let Some(u) = uncorrelatable {

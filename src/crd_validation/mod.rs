@@ -14,6 +14,7 @@
 //! version is [`KubeVersion`].
 
 mod cel_rules;
+mod cel_types;
 mod columns;
 mod conversion;
 mod defaults;

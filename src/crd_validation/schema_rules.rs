@@ -977,6 +977,7 @@ impl Walker<'_> {
                     s,
                     path,
                     st.uncorrelatable.as_ref(),
+                    is_root,
                     self.opts.kube,
                 ));
             }

@@ -1,0 +1,313 @@
+//! Field selection in CEL rules, checked against the types the schema
+//! declares, the way the server's CEL type checker sees them
+//! (`SchemaDeclType`): an object has exactly its declared properties (plus
+//! `apiVersion`, `kind` and `metadata.name`/`generateName` at a resource
+//! root), a map (`additionalProperties`) has any key, a list has items, an
+//! int-or-string is dynamic. Property names are escaped as the server
+//! escapes them (`foo-bar` is `self.foo__dash__bar`), and a property whose
+//! name cannot be escaped, or whose schema has no type, is not a field.
+//!
+//! Only what can be decided without a full type checker is reported: a
+//! selection of an undeclared field on an object reached from `self` or
+//! `oldSelf` (directly, through list and map indexing, or through a
+//! comprehension variable). Everything else is left to the server.
+
+use std::collections::HashMap;
+
+use kube::core::cel::cel::common::ast::{EntryExpr, Expr, IdedExpr};
+use serde_json::Value;
+
+use super::json::{AdditionalProperties, Obj, additional_properties, items, obj_of, str_of};
+
+/// What a CEL expression is, as far as field selection cares.
+#[derive(Clone, Copy)]
+enum Ty<'a> {
+    /// An object with exactly these properties; `root` adds the implicit
+    /// resource fields.
+    Object { schema: &'a Obj, root: bool },
+    /// The implicit `metadata` of a resource root: `name`, `generateName`.
+    RootMetadata,
+    /// A map with values of this schema.
+    Map(&'a Obj),
+    /// A list with items of this schema.
+    List(&'a Obj),
+    /// Anything else, or unknown: never checked.
+    Dyn,
+}
+
+fn ty_of(s: &Obj, resource_root: bool) -> Ty<'_> {
+    if s.get("x-kubernetes-int-or-string").and_then(Value::as_bool) == Some(true) {
+        return Ty::Dyn;
+    }
+    let root = resource_root
+        || s.get("x-kubernetes-embedded-resource")
+            .and_then(Value::as_bool)
+            == Some(true);
+    match str_of(s, "type") {
+        "array" => items(s).map_or(Ty::Dyn, Ty::List),
+        "object" => match additional_properties(s) {
+            AdditionalProperties::Schema(v) => Ty::Map(v),
+            _ => Ty::Object { schema: s, root },
+        },
+        // An untyped root gets `type: object` from the server.
+        "" if root => Ty::Object { schema: s, root },
+        _ => Ty::Dyn,
+    }
+}
+
+const RESERVED: &[&str] = &[
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+];
+
+/// `apiservercel.Escape`: the CEL name of a property, if it has one.
+fn escape(name: &str) -> Option<String> {
+    if RESERVED.contains(&name) {
+        return Some(format!("__{name}__"));
+    }
+    let mut out = String::new();
+    let mut chars = name.chars().peekable();
+    let mut first = true;
+    while let Some(c) = chars.next() {
+        if c == '_' && chars.peek() == Some(&'_') {
+            chars.next();
+            out.push_str("__underscores__");
+        } else {
+            match c {
+                '.' => out.push_str("__dot__"),
+                '-' => out.push_str("__dash__"),
+                '/' => out.push_str("__slash__"),
+                c if c.is_ascii_alphabetic() || c == '_' || (!first && c.is_ascii_digit()) => {
+                    out.push(c)
+                }
+                _ => return None,
+            }
+        }
+        first = false;
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// Whether the property schema gives the field a type (`SchemaDeclType`
+/// returns nothing for an untyped node, and the field is then left out).
+fn typed(p: &Obj) -> bool {
+    !str_of(p, "type").is_empty()
+        || p.get("x-kubernetes-int-or-string").and_then(Value::as_bool) == Some(true)
+        || p.get("x-kubernetes-embedded-resource")
+            .and_then(Value::as_bool)
+            == Some(true)
+}
+
+/// The type of field `field` (a CEL name) of an object, or `None` when the
+/// object has no such field.
+fn field_of<'a>(schema: &'a Obj, root: bool, field: &str) -> Option<Ty<'a>> {
+    if root {
+        match field {
+            "apiVersion" | "kind" => return Some(Ty::Dyn),
+            "metadata" => return Some(Ty::RootMetadata),
+            _ => {}
+        }
+    }
+    let props = obj_of(schema, "properties")?;
+    for (name, p) in props {
+        let Some(p) = p.as_object() else { continue };
+        if typed(p) && escape(name).as_deref() == Some(field) {
+            return Some(ty_of(p, false));
+        }
+    }
+    None
+}
+
+/// Undefined fields selected in `expr`, where `self` (and `oldSelf`) has
+/// the type of `node`. Returns the server-style messages.
+pub fn undefined_fields(expr: &IdedExpr, node: &Obj, resource_root: bool) -> Vec<String> {
+    let mut env: HashMap<String, Ty<'_>> = HashMap::new();
+    let self_ty = ty_of(node, resource_root);
+    env.insert("self".into(), self_ty);
+    env.insert("oldSelf".into(), self_ty);
+    let mut out = Vec::new();
+    walk(expr, &env, &mut out);
+    out
+}
+
+fn walk<'a>(e: &IdedExpr, env: &HashMap<String, Ty<'a>>, out: &mut Vec<String>) -> Ty<'a> {
+    match &e.expr {
+        Expr::Ident(name) => env.get(name).copied().unwrap_or(Ty::Dyn),
+        Expr::Select(sel) => {
+            let operand = walk(&sel.operand, env, out);
+            match operand {
+                Ty::Object { schema, root } => match field_of(schema, root, &sel.field) {
+                    Some(t) => t,
+                    None => {
+                        out.push(format!("undefined field '{}'", sel.field));
+                        Ty::Dyn
+                    }
+                },
+                Ty::RootMetadata => {
+                    if !matches!(sel.field.as_str(), "name" | "generateName") {
+                        out.push(format!("undefined field '{}'", sel.field));
+                    }
+                    Ty::Dyn
+                }
+                Ty::Map(v) => ty_of(v, false),
+                Ty::List(_) | Ty::Dyn => Ty::Dyn,
+            }
+        }
+        Expr::Call(call) => {
+            let target = call.target.as_ref().map(|t| walk(t, env, out));
+            let args: Vec<Ty<'a>> = call.args.iter().map(|a| walk(a, env, out)).collect();
+            match (call.func_name.as_str(), args.first()) {
+                ("_[_]", Some(Ty::List(item))) => ty_of(item, false),
+                ("_[_]", Some(Ty::Map(v))) => ty_of(v, false),
+                _ => {
+                    let _ = target;
+                    Ty::Dyn
+                }
+            }
+        }
+        Expr::Comprehension(c) => {
+            let range = walk(&c.iter_range, env, out);
+            let mut inner = env.clone();
+            let (first, second) = match range {
+                Ty::List(item) => (Ty::Dyn, ty_of(item, false)),
+                Ty::Map(v) => (Ty::Dyn, ty_of(v, false)),
+                _ => (Ty::Dyn, Ty::Dyn),
+            };
+            match &c.iter_var2 {
+                // Two variables: index (or key) and value.
+                Some(v2) => {
+                    inner.insert(c.iter_var.clone(), first);
+                    inner.insert(v2.clone(), second);
+                }
+                // One variable: the element of a list, the key of a map.
+                None => {
+                    let only = if matches!(range, Ty::List(_)) {
+                        second
+                    } else {
+                        Ty::Dyn
+                    };
+                    inner.insert(c.iter_var.clone(), only);
+                }
+            }
+            inner.insert(c.accu_var.clone(), Ty::Dyn);
+            walk(&c.accu_init, env, out);
+            walk(&c.loop_cond, &inner, out);
+            walk(&c.loop_step, &inner, out);
+            let mut result_env = env.clone();
+            result_env.insert(c.accu_var.clone(), Ty::Dyn);
+            walk(&c.result, &result_env, out);
+            Ty::Dyn
+        }
+        Expr::List(l) => {
+            for x in &l.elements {
+                walk(x, env, out);
+            }
+            Ty::Dyn
+        }
+        Expr::Map(m) => {
+            for entry in &m.entries {
+                if let EntryExpr::MapEntry(me) = &entry.expr {
+                    walk(&me.key, env, out);
+                    walk(&me.value, env, out);
+                }
+            }
+            Ty::Dyn
+        }
+        Expr::Struct(s) => {
+            for entry in &s.entries {
+                if let EntryExpr::StructField(f) = &entry.expr {
+                    walk(&f.value, env, out);
+                }
+            }
+            Ty::Dyn
+        }
+        Expr::Literal(_) | Expr::Unspecified => Ty::Dyn,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::core::cel::cel::parser::Parser;
+    use serde_json::json;
+
+    fn check(rule: &str, node: Value, root: bool) -> Vec<String> {
+        let expr = Parser::new()
+            .enable_optional_syntax(true)
+            .parse(rule)
+            .unwrap();
+        undefined_fields(&expr, node.as_object().unwrap(), root)
+    }
+
+    fn spec() -> Value {
+        json!({"type": "object", "properties": {
+            "size": {"type": "integer"},
+            "foo-bar": {"type": "string"},
+            "ports": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}}}},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}}
+        }})
+    }
+
+    #[test]
+    fn undeclared_fields_are_found_through_lists_and_variables() {
+        assert!(check("self.size > 1 && self.foo__dash__bar != ''", spec(), false).is_empty());
+        assert_eq!(
+            check("self.nope > 1", spec(), false),
+            vec!["undefined field 'nope'"]
+        );
+        assert!(check("self.ports.all(p, p.name != '')", spec(), false).is_empty());
+        assert_eq!(
+            check("self.ports.all(p, p.nam != '')", spec(), false),
+            vec!["undefined field 'nam'"]
+        );
+        assert!(
+            check(
+                "self.ports[0].name != '' && self.labels.anything == 'x'",
+                spec(),
+                false
+            )
+            .is_empty()
+        );
+        assert_eq!(
+            check("has(self.sise)", spec(), false),
+            vec!["undefined field 'sise'"]
+        );
+        assert!(check("self.?nope.orValue(1) == 1", spec(), false).is_empty());
+    }
+
+    #[test]
+    fn a_resource_root_has_its_implicit_fields() {
+        let root = json!({"type": "object", "properties": {"spec": spec()}});
+        assert!(
+            check(
+                "self.metadata.name.startsWith('a') && self.kind == 'W'",
+                root.clone(),
+                true
+            )
+            .is_empty()
+        );
+        assert_eq!(
+            check("self.metadata.labels.size() > 0", root, true),
+            vec!["undefined field 'labels'"]
+        );
+    }
+}
