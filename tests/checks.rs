@@ -1731,15 +1731,44 @@ fn a_one_of_or_any_of_branch_removed_is_unsafe() {
 }
 
 #[test]
-fn a_one_of_branch_added_is_a_warning_and_an_any_of_branch_info() {
+fn a_one_of_branch_added_is_graded_by_overlap_and_an_any_of_branch_info() {
+    // {a, b} matched only the a-branch before, and matches both now.
     let findings = compare(&combined("oneOf", &["a"]), &combined("oneOf", &["a", "b"]));
+    flags(
+        &findings,
+        Check::OneOf,
+        Severity::Error,
+        Some("v1"),
+        Some("^.spec.foo"),
+        &["1 oneOf branch(es) added that overlap", "{a: ..., b: ...}"],
+    );
+    // A new discriminator value shares nothing with the old branches.
+    let kind = |k: &str| json!({"required": ["a"], "properties": {"a": {"enum": [k]}}});
+    let with = |branches: Vec<Value>| foo(edit(&object_ab(), |s| s["oneOf"] = json!(branches)));
+    let findings = compare(&with(vec![kind("x")]), &with(vec![kind("x"), kind("y")]));
+    flags(
+        &findings,
+        Check::OneOf,
+        Severity::Info,
+        Some("v1"),
+        Some("^.spec.foo"),
+        &["share no value"],
+    );
+    // Anything the schema cannot settle stays a warning that says so.
+    let findings = compare(
+        &with(vec![json!({"required": ["a"]})]),
+        &with(vec![
+            json!({"required": ["a"]}),
+            json!({"not": {"required": ["a"]}}),
+        ]),
+    );
     flags(
         &findings,
         Check::OneOf,
         Severity::Warning,
         Some("v1"),
         Some("^.spec.foo"),
-        &["1 oneOf branch(es) added"],
+        &["could not be decided"],
     );
     let findings = compare(&combined("anyOf", &["a"]), &combined("anyOf", &["a", "b"]));
     flags(

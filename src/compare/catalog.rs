@@ -111,7 +111,7 @@ catalog! {
     AdditionalProperties => "additionalProperties", Error, "additionalProperties narrowed or removed: map entries are pruned or rejected.";
     IntOrString => "intOrString", Error, "x-kubernetes-int-or-string removed: one of the two value types is now rejected.";
     EmbeddedResource => "embeddedResource", Error, "x-kubernetes-embedded-resource changed: apiVersion/kind/metadata handling changes.";
-    OneOf => "oneOf", Error, "oneOf added or a branch removed (error) or added (warning); never ratcheted.";
+    OneOf => "oneOf", Error, "oneOf added or a branch removed (error); a branch added: error if it overlaps an old one, info if disjoint, warning if undecidable; never ratcheted.";
     AnyOf => "anyOf", Error, "anyOf added or a branch removed; never ratcheted (branch added: info).";
     AllOf => "allOf", Error, "allOf added or a branch added; never ratcheted.";
     Not => "not", Error, "not added or changed; never ratcheted.";

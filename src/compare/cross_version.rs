@@ -87,6 +87,8 @@ fn pair_findings(label: &str, a: &Schema, b: &Schema, options: &CheckOptions) ->
         version: label.to_string(),
         options,
         cross_version: true,
+        // A typeless node in one version is invalidCrd's to report.
+        structural: false,
     };
     let mut found = Vec::new();
     walk(&ctx, a, b, &mut found);

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::messages::{NOT_RATCHETED, PRUNED, TIGHTENED, TIGHTENED_FIX, list};
+use super::one_of;
 use super::{Check, CheckOptions, Finding, Severity};
 use crate::json::{json_eq, short, show};
 use crate::schema::{AdditionalProperties, FieldPath, Schema};
@@ -89,6 +90,10 @@ pub(super) struct Context<'a> {
     /// version across an update: descriptions, removals (left to
     /// `conversionDataLoss`) and unknown keywords are not reported then.
     pub cross_version: bool,
+    /// The new CRD must have structural schemas (it prunes: the legacy
+    /// `spec.preserveUnknownFields: true` is off). Only then does a missing
+    /// `type` make the server refuse it.
+    pub structural: bool,
 }
 
 /// Compares two schemas from the root.
@@ -389,7 +394,7 @@ optional with a default, or require it only in a new version",
                 .get("x-kubernetes-preserve-unknown-fields")
                 .and_then(Value::as_bool)
                 == Some(true);
-            if preserves {
+            if preserves || !self.ctx.structural {
                 return;
             }
             self.emit(
@@ -1119,13 +1124,44 @@ are no longer implied and are pruned unless the schema describes them"
                     );
                 }
                 if added > 0 {
-                    self.emit(
-                        check,
-                        Severity::Warning,
-                        format!("{added} oneOf branch(es) added: a value that now fits two branches is rejected (oneOf means exactly one); {NOT_RATCHETED}"),
-                        o.as_ref(),
-                        n.as_ref(),
-                    );
+                    let empty = Vec::new();
+                    let old_branches = o.as_ref().and_then(Value::as_array).unwrap_or(&empty);
+                    let new_branches = n.as_ref().and_then(Value::as_array).unwrap_or(&empty);
+                    let is_added: Vec<bool> = new_branches
+                        .iter()
+                        .map(|b| !old_set.contains_key(&canonical(b)))
+                        .collect();
+                    let max_properties = self
+                        .new
+                        .keywords
+                        .get("maxProperties")
+                        .and_then(Value::as_u64);
+                    let (sev, what) = match one_of::added_branches(
+                        old_branches,
+                        new_branches,
+                        &is_added,
+                        max_properties,
+                    ) {
+                        one_of::Overlap::Proven(w) => (
+                            Severity::Error,
+                            format!(
+                                "{added} oneOf branch(es) added that overlap an existing one: a value such as {w} matched one branch and now matches two, so it is rejected (oneOf means exactly one); {NOT_RATCHETED}"
+                            ),
+                        ),
+                        one_of::Overlap::Disjoint => (
+                            Severity::Info,
+                            format!(
+                                "{added} oneOf branch(es) added that share no value with the existing ones: more values are accepted"
+                            ),
+                        ),
+                        one_of::Overlap::Undecided => (
+                            Severity::Warning,
+                            format!(
+                                "{added} oneOf branch(es) added; whether a value can now match two branches could not be decided from the schema: such values are rejected (oneOf means exactly one); {NOT_RATCHETED}"
+                            ),
+                        ),
+                    };
+                    self.emit(check, sev, what, o.as_ref(), n.as_ref());
                 }
             }
         }

@@ -12,6 +12,7 @@ mod crd_level;
 mod cross_version;
 mod fields;
 mod messages;
+mod one_of;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -150,6 +151,7 @@ pub fn compare_crds(
                 version: new_version.name().to_string(),
                 options,
                 cross_version: false,
+                structural: !new.preserve_unknown_fields(),
             };
             fields::walk(&ctx, &old_version.schema, &new_version.schema, &mut out);
         }
