@@ -69,6 +69,28 @@ fn field_schemas() -> Value {
                      {"rule": "!has(self.items) || self.items.all(i, i.size() < 4)", "message": "short items"},
                      {"rule": "!has(self.name) || self.name.matches('^n-[a-z]+$')", "message": "letters"}
                  ]},
+        "re_digit": {"type": "string", "pattern": r"^\d{3}$"},
+        "re_word": {"type": "string", "pattern": r"^\w+$"},
+        "re_space": {"type": "string", "pattern": r"^a\sb$"},
+        "re_bound": {"type": "string", "pattern": r"\bllo"},
+        "re_fold": {"type": "string", "pattern": "(?i)^(straße|k)$"},
+        "re_foldw": {"type": "string", "pattern": r"(?i)^\w$"},
+        "re_dot": {"type": "string", "pattern": "^.{3}$"},
+        "re_class": {"type": "string", "pattern": "^[a&&b-]+$"},
+        "re_brace": {"type": "string", "pattern": "^a{,2}$"},
+        "celre": {"type": "object", "properties": {
+                    "d": {"type": "string"}, "w": {"type": "string"}, "s": {"type": "string"},
+                    "i": {"type": "string"}, "dot": {"type": "string"}, "f": {"type": "string"},
+                    "short": {"type": "string", "x-kubernetes-validations": [
+                        {"rule": "self.size() <= 3", "message": "three code points"}]}},
+                  "x-kubernetes-validations": [
+                      {"rule": r"!has(self.d) || self.d.matches('^\\d+$')", "message": "digits"},
+                      {"rule": r"!has(self.w) || self.w.matches('^\\w+$')", "message": "word"},
+                      {"rule": r"!has(self.s) || self.s.matches('^a\\sb$')", "message": "space"},
+                      {"rule": "!has(self.i) || self.i.matches('(?i)^(straße|k)$')", "message": "fold"},
+                      {"rule": "!has(self.dot) || self.dot.matches('^.{3}$')", "message": "dot"},
+                      {"rule": r"!has(self.f) || self.f.find('\\d+') == '' || size(self.f) <= 4", "message": "find"}
+                  ]},
         "fmt_date_time": {"type": "string", "format": "date-time"},
         "fmt_date": {"type": "string", "format": "date"},
         "fmt_duration": {"type": "string", "format": "duration"},
@@ -232,6 +254,51 @@ fn cases() -> Vec<(&'static str, String, Value)> {
         json!({"items": ["a", "bcde"]}),
     ] {
         add("cel", "cel", v);
+    }
+    // Go's regexp: ASCII \d \w \s \b, Unicode `.` and case folding.
+    let regexes: &[(&str, &[&str])] = &[
+        ("re_digit", &["123", "١٢٣", "１２３", "12a"]),
+        ("re_word", &["hello_1", "héllo", "日本"]),
+        (
+            "re_space",
+            &["a b", "a\tb", "a\u{00A0}b", "a\u{000B}b", "a\u{2003}b"],
+        ),
+        ("re_bound", &["héllo", "hello", "llo"]),
+        (
+            "re_fold",
+            &["STRASSE", "STRAẞE", "Straße", "K", "\u{212A}", "x"],
+        ),
+        ("re_foldw", &["K", "\u{212A}", "\u{017F}", "é"]),
+        ("re_dot", &["abc", "日本語", "éab", "ab", "e\u{0301}ab"]),
+        ("re_class", &["a&b", "ab-", "abc"]),
+        ("re_brace", &["a{,2}", "aa", "a"]),
+    ];
+    for (field, values) in regexes {
+        for v in *values {
+            add("regex", field, json!(v));
+        }
+    }
+    for v in [
+        json!({"d": "123"}),
+        json!({"d": "١٢٣"}),
+        json!({"w": "hello"}),
+        json!({"w": "héllo"}),
+        json!({"s": "a b"}),
+        json!({"s": "a\u{00A0}b"}),
+        json!({"i": "STRAẞE"}),
+        json!({"i": "\u{212A}"}),
+        json!({"i": "STRASSE"}),
+        json!({"dot": "日本語"}),
+        json!({"dot": "ab"}),
+        json!({"f": "ab12"}),
+        json!({"f": "éé12"}),
+        json!({"f": "ééé123"}),
+        json!({"f": "١٢٣٤٥"}),
+        json!({"short": "ééé"}),
+        json!({"short": "日本語x"}),
+        json!({"short": "abc"}),
+    ] {
+        add("cel", "celre", v);
     }
     let formats: &[(&str, &[&str])] = &[
         (

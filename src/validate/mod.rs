@@ -34,6 +34,7 @@ mod cel;
 mod formats;
 mod list_type;
 mod node;
+pub mod regex;
 mod trail;
 mod walk;
 
@@ -52,7 +53,7 @@ pub enum ValidateError {
         path: String,
         pattern: String,
         #[source]
-        source: Box<regex::Error>,
+        source: Box<regex::PatternError>,
     },
     /// A keyword has a value of the wrong JSON type (e.g. `maxLength: "5"`).
     #[error("{path}: `{keyword}` must be {expected}")]
