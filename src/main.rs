@@ -389,7 +389,16 @@ fn confirm(conn: &cluster::Connection, changes: &[&Planned]) -> Result<bool, Fai
         conn.context, conn.server
     );
     for p in changes {
-        text.push_str(&format!("  {:<width$}  {}\n", p.name, p.action.as_str()));
+        let take_over = if p.take_over.is_empty() {
+            String::new()
+        } else {
+            format!(" (takes over the fields of {})", p.take_over.join(", "))
+        };
+        text.push_str(&format!(
+            "  {:<width$}  {}{take_over}\n",
+            p.name,
+            p.action.as_str()
+        ));
     }
     eprint!("{text}");
     let answer = dialoguer::Confirm::new()

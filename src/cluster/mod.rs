@@ -8,6 +8,7 @@
 mod client;
 pub mod kubeconfig;
 mod list;
+pub mod ownership;
 pub mod tls;
 
 pub use list::{ListError, Page, ResourceRef};
@@ -358,6 +359,33 @@ impl Connection {
             }
             Err(e) => Err(ApplyError::Cluster(self.classify(e))),
         }
+    }
+
+    /// Moves the fields that the `Update` managers `from` own on CRD `name`
+    /// to our `Apply` manager, as `kubectl apply --server-side` does with
+    /// what a client-side `kubectl apply` left (see [`ownership`]). The
+    /// write is conditional on the resourceVersion read. `false` when there
+    /// was nothing to move.
+    pub async fn take_over_fields(&self, name: &str, from: &[&str]) -> Result<bool, ClusterError> {
+        let Some(live) = self.get_crd(name).await? else {
+            return Ok(false);
+        };
+        let managed = live["metadata"]["managedFields"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let Some(fields) = ownership::take_over(&managed, from, FIELD_MANAGER) else {
+            return Ok(false);
+        };
+        let patch = serde_json::json!({"metadata": {
+            "resourceVersion": live["metadata"]["resourceVersion"],
+            "managedFields": fields,
+        }});
+        self.crds_dynamic()
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(|e| self.classify(e))?;
+        Ok(true)
     }
 
     /// Polls the CRD until it is `Established`, its names are refused, or
