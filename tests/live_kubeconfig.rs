@@ -14,22 +14,8 @@ use kube::Api;
 use kube::api::{DynamicObject, Patch, PatchParams};
 use kube::discovery::ApiResource;
 use serde_json::json;
-use support::envtest::{ADMIN_TOKEN, ControlPlane, control_plane};
+use support::envtest::{ADMIN_TOKEN, ControlPlane, control_plane, sh};
 use support::live::{admin, crd, write_manifest};
-
-/// Runs a shell script in `dir`, failing the test with its stderr.
-fn sh(dir: &Path, script: &str) {
-    let out = Command::new("bash")
-        .args(["-euo", "pipefail", "-c", script])
-        .current_dir(dir)
-        .output()
-        .expect("bash runs");
-    assert!(
-        out.status.success(),
-        "setup failed: {script}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 fn b64(path: &Path) -> String {
     use base64::Engine;
@@ -445,6 +431,14 @@ fn variants(plane: &ControlPlane, pki: &Pki, dir: &Path) -> Vec<Variant> {
         )],
         flags: Vec::new(),
         expect_ok: true,
+        expect_text: None,
+    });
+    v.push(Variant {
+        name: "no kubeconfig at all",
+        kubeconfig: None,
+        env: Vec::new(),
+        flags: Vec::new(),
+        expect_ok: false,
         expect_text: None,
     });
     let ns = dir.join("ns.kubeconfig");

@@ -21,6 +21,11 @@ pub enum SelectError {
     /// A kubeconfig file could not be read or parsed.
     #[error("{path}: {detail}")]
     Read { path: String, detail: String },
+    /// There is no kubeconfig at all, and no --server.
+    #[error(
+        "no kubeconfig found ($KUBECONFIG, ~/.kube/config): pass --kubeconfig, or --server with credentials"
+    )]
+    NoConfig,
     /// No context was named and the kubeconfig has no current-context.
     #[error(
         "no context: the kubeconfig sets no current-context (pass --context, or --server with credentials)"
@@ -109,6 +114,9 @@ pub fn select(config: &Kubeconfig, flags: &KubeFlags) -> Result<Selected, Select
             .map(|c| c.context.clone().unwrap_or_default())
             .ok_or_else(|| SelectError::UnknownContext(name.clone()))?,
         None if flags.server.is_some() || flags.cluster.is_some() => Context::default(),
+        None if config.contexts.is_empty() && config.clusters.is_empty() => {
+            return Err(SelectError::NoConfig);
+        }
         None => return Err(SelectError::NoContext),
     };
     let cluster_name = flags.cluster.clone().unwrap_or(context.cluster.clone());
@@ -319,6 +327,10 @@ users:
             ..KubeFlags::default()
         };
         let s = select(&config, &flags).expect("flags alone are enough");
+        assert!(matches!(
+            select(&Kubeconfig::default(), &KubeFlags::default()),
+            Err(SelectError::NoConfig)
+        ));
         assert_eq!(s.context, "(flags)");
         assert!(matches!(
             select(

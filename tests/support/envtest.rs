@@ -55,7 +55,8 @@ fn free_port() -> u16 {
         .expect("a free loopback port")
 }
 
-fn sh(dir: &Path, script: &str) {
+/// Runs a bash script in `dir` (`-euo pipefail`), failing with its stderr.
+pub fn sh(dir: &Path, script: &str) {
     let out = Command::new("bash")
         .arg("-euo")
         .arg("pipefail")
