@@ -518,6 +518,13 @@ fn variants(plane: &ControlPlane, pki: &Pki, dir: &Path) -> Vec<Variant> {
         format!("--certificate-authority={}", pki.path("leaf.crt")),
     ];
     v.push(over);
+    let mut no_user = Variant::new(
+        "--user naming a user the kubeconfig lacks",
+        kubeconfig(dir, "no-user", &cluster, &cert_files("rsa1")),
+        false,
+    );
+    no_user.flags = vec!["--user=nobody".into()];
+    v.push(no_user);
     let mut tsn_flag = Variant::new(
         "--tls-server-name flag",
         kubeconfig(dir, "tsn-flag", &cluster, &cert_files("rsa1")),

@@ -37,6 +37,9 @@ pub enum SelectError {
     /// The named cluster does not exist (and no --server replaces it).
     #[error("cluster {0:?} not found in the kubeconfig")]
     UnknownCluster(String),
+    /// The user named by --user does not exist.
+    #[error("user {0:?} not found in the kubeconfig")]
+    UnknownUser(String),
     /// The cluster has no server address.
     #[error("cluster {0:?} has no server address")]
     NoServer(String),
@@ -125,6 +128,13 @@ pub fn select(config: &Kubeconfig, flags: &KubeFlags) -> Result<Selected, Select
         None if flags.server.is_some() => Cluster::default(),
         None => return Err(SelectError::UnknownCluster(cluster_name)),
     };
+    // Like kubectl, a --user that does not exist is an error; a context's
+    // user that does not exist means no credentials.
+    if let Some(name) = &flags.user
+        && !config.auth_infos.iter().any(|u| &u.name == name)
+    {
+        return Err(SelectError::UnknownUser(name.clone()));
+    }
     let user_name = flags.user.clone().or(context.user.clone());
     let mut user = user_name
         .as_ref()
@@ -341,6 +351,17 @@ users:
                 }
             ),
             Err(SelectError::UnknownContext(_))
+        ));
+        assert!(matches!(
+            select(
+                &config,
+                &KubeFlags {
+                    context: Some("prod".into()),
+                    user: Some("nobody".into()),
+                    ..KubeFlags::default()
+                }
+            ),
+            Err(SelectError::UnknownUser(_))
         ));
     }
 }
