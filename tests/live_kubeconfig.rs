@@ -7,8 +7,12 @@
 
 mod support;
 
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use kube::Api;
 use kube::api::{DynamicObject, Patch, PatchParams};
@@ -16,6 +20,13 @@ use kube::discovery::ApiResource;
 use serde_json::json;
 use support::envtest::{ADMIN_TOKEN, ControlPlane, control_plane, sh};
 use support::live::{admin, crd, write_manifest};
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
 
 fn b64(path: &Path) -> String {
     use base64::Engine;
@@ -61,6 +72,8 @@ struct Variant {
     expect_ok: bool,
     /// Text both tools must print (an install hint, a user name).
     expect_text: Option<&'static str>,
+    /// A proxy both tools must go through.
+    proxy: Option<Arc<AtomicUsize>>,
 }
 
 impl Variant {
@@ -72,6 +85,7 @@ impl Variant {
             flags: Vec::new(),
             expect_ok,
             expect_text: None,
+            proxy: None,
         }
     }
 
@@ -94,6 +108,48 @@ impl Variant {
         }
         finish(cmd.args(&self.flags))
     }
+}
+
+/// A minimal HTTP CONNECT proxy on loopback; counts the tunnels it opens.
+fn connect_proxy() -> (String, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("proxy port");
+    let url = format!("http://{}", listener.local_addr().expect("proxy address"));
+    let tunnels = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&tunnels);
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let count = Arc::clone(&count);
+            std::thread::spawn(move || tunnel(client, &count));
+        }
+    });
+    (url, tunnels)
+}
+
+fn tunnel(client: TcpStream, count: &AtomicUsize) -> Option<()> {
+    let mut reader = BufReader::new(client.try_clone().ok()?);
+    let mut request = String::new();
+    reader.read_line(&mut request).ok()?;
+    let target = request
+        .strip_prefix("CONNECT ")?
+        .split(' ')
+        .next()?
+        .to_string();
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).ok()?;
+        if line == "\r\n" || line.is_empty() {
+            break;
+        }
+    }
+    let upstream = TcpStream::connect(&target).ok()?;
+    count.fetch_add(1, Ordering::SeqCst);
+    let mut out = client.try_clone().ok()?;
+    out.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        .ok()?;
+    let (mut up_read, mut up_write) = (upstream.try_clone().ok()?, upstream);
+    std::thread::spawn(move || std::io::copy(&mut up_read, &mut out));
+    std::io::copy(&mut reader, &mut up_write).ok()?;
+    Some(())
 }
 
 /// Writes a kubeconfig with one context `m` from a cluster and a user block
@@ -432,6 +488,7 @@ fn variants(plane: &ControlPlane, pki: &Pki, dir: &Path) -> Vec<Variant> {
         flags: Vec::new(),
         expect_ok: true,
         expect_text: None,
+        proxy: None,
     });
     v.push(Variant {
         name: "no kubeconfig at all",
@@ -440,6 +497,7 @@ fn variants(plane: &ControlPlane, pki: &Pki, dir: &Path) -> Vec<Variant> {
         flags: Vec::new(),
         expect_ok: false,
         expect_text: None,
+        proxy: None,
     });
     let ns = dir.join("ns.kubeconfig");
     std::fs::write(
@@ -518,6 +576,37 @@ fn variants(plane: &ControlPlane, pki: &Pki, dir: &Path) -> Vec<Variant> {
         format!("--certificate-authority={}", pki.path("leaf.crt")),
     ];
     v.push(over);
+    let (proxy_url, tunnels) = connect_proxy();
+    let mut proxied = Variant::new(
+        "proxy-url (HTTP CONNECT proxy)",
+        kubeconfig(
+            dir,
+            "proxy",
+            &format!("{cluster}\n    proxy-url: {proxy_url}"),
+            &cert_files("rsa1"),
+        ),
+        true,
+    );
+    proxied.proxy = Some(tunnels);
+    v.push(proxied);
+    let dead = format!("http://127.0.0.1:{}", free_port());
+    v.push(Variant::new(
+        "proxy-url of a proxy that is down",
+        kubeconfig(
+            dir,
+            "proxy-down",
+            &format!("{cluster}\n    proxy-url: {dead}"),
+            &cert_files("rsa1"),
+        ),
+        false,
+    ));
+    let mut env_proxy = Variant::new(
+        "HTTPS_PROXY is not used for a loopback server",
+        kubeconfig(dir, "env-proxy", &cluster, &cert_files("rsa1")),
+        true,
+    );
+    env_proxy.env = vec![("HTTPS_PROXY".into(), dead)];
+    v.push(env_proxy);
     let mut no_user = Variant::new(
         "--user naming a user the kubeconfig lacks",
         kubeconfig(dir, "no-user", &cluster, &cert_files("rsa1")),
@@ -571,8 +660,22 @@ fn every_kubeconfig_variant_works_with_us_exactly_when_it_works_with_kubectl() {
     let mut table = String::new();
     let variants = variants(plane, &pki, dir.path());
     for v in &variants {
+        let tunnels = || v.proxy.as_ref().map(|t| t.load(Ordering::SeqCst));
+        let before = tunnels();
         let theirs = v.kubectl(&home);
+        let between = tunnels();
         let ours = v.ours(&home, &manifest);
+        let after = tunnels();
+        if let (Some(a), Some(b), Some(c)) = (before, between, after)
+            && (b == a || c == b)
+        {
+            failures.push(format!(
+                "{}: both must go through the proxy (kubectl: {} tunnels, ours: {})",
+                v.name,
+                b - a,
+                c - b
+            ));
+        }
         let mark = |ok: bool| if ok { "ok" } else { "fails" };
         table.push_str(&format!(
             "  {:<6} {:<6} {}\n",

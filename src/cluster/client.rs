@@ -3,7 +3,9 @@
 //! setup from [`super::tls`].
 
 use base64::Engine;
+use http::{HeaderValue, Uri};
 use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::connect::proxy::Tunnel;
 use hyper_util::rt::TokioExecutor;
 use kube::client::ConfigExt;
 use kube::config::AuthInfo;
@@ -77,9 +79,13 @@ fn read_pem(
     }
 }
 
-/// The client for `config`, presenting `identity` when given.
-pub fn build(config: Config, identity: Option<Identity>) -> Result<Client, BuildError> {
-    let kube_err = |e: kube::Error| BuildError::Kube(super::one_line(&e));
+/// The client for `config`, presenting `identity` when given, connecting
+/// through the HTTP proxy `proxy` (CONNECT) when given.
+pub fn build(
+    config: Config,
+    identity: Option<Identity>,
+    proxy: Option<Uri>,
+) -> Result<Client, BuildError> {
     let mut tls_config = config.rustls_client_config().map_err(kube_err)?;
     if let Some(identity) = &identity {
         tls::set_client_identity(&mut tls_config, identity)?;
@@ -91,6 +97,50 @@ pub fn build(config: Config, identity: Option<Identity>) -> Result<Client, Build
     }
     let mut http = HttpConnector::new();
     http.enforce_http(false);
+    match proxy {
+        None => with_connector(config, tls_config, http),
+        Some(proxy) => {
+            let mut tunnel = Tunnel::new(proxy.clone(), http);
+            if let Some(auth) = proxy_authorization(&proxy) {
+                tunnel = tunnel.with_auth(auth);
+            }
+            with_connector(config, tls_config, tunnel)
+        }
+    }
+}
+
+fn kube_err(e: kube::Error) -> BuildError {
+    BuildError::Kube(super::one_line(&e))
+}
+
+/// `Proxy-Authorization: Basic ...` from the proxy URL's user info.
+fn proxy_authorization(proxy: &Uri) -> Option<HeaderValue> {
+    let (userinfo, _) = proxy.authority()?.as_str().rsplit_once('@')?;
+    let decoded: Vec<u8> = percent_encoding::percent_decode_str(userinfo).collect();
+    let value = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(decoded)
+    );
+    HeaderValue::from_str(&value).ok()
+}
+
+/// kube-rs's layers over TLS over `inner` (a plain or proxied TCP connector).
+fn with_connector<C>(
+    config: Config,
+    tls_config: rustls::ClientConfig,
+    inner: C,
+) -> Result<Client, BuildError>
+where
+    C: tower::Service<Uri> + Clone + Send + Sync + 'static,
+    C::Response: hyper::rt::Read
+        + hyper::rt::Write
+        + hyper_util::client::legacy::connect::Connection
+        + Send
+        + Unpin
+        + 'static,
+    C::Future: Send + 'static,
+    C::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let mut https = hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(tls_config)
         .https_or_http();
@@ -100,7 +150,7 @@ pub fn build(config: Config, identity: Option<Identity>) -> Result<Client, Build
         https = https.with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(name));
     }
     let mut connector =
-        hyper_timeout::TimeoutConnector::new(https.enable_http1().wrap_connector(http));
+        hyper_timeout::TimeoutConnector::new(https.enable_http1().wrap_connector(inner));
     connector.set_connect_timeout(config.connect_timeout);
     connector.set_read_timeout(config.read_timeout);
     connector.set_write_timeout(config.write_timeout);

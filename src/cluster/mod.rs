@@ -9,6 +9,7 @@ mod client;
 pub mod kubeconfig;
 mod list;
 pub mod ownership;
+pub mod proxy;
 pub mod tls;
 
 pub use list::{ListError, Page, ResourceRef};
@@ -132,6 +133,12 @@ pub async fn connect(flags: &KubeFlags) -> Result<Connection, ClusterError> {
         Some(user) => client::take_identity(user).map_err(|e| kubeconfig_err(&e))?,
         None => None,
     };
+    let cluster_proxy = selected
+        .kubeconfig
+        .clusters
+        .first_mut()
+        .and_then(|c| c.cluster.as_mut())
+        .and_then(|c| c.proxy_url.take());
     let mut config =
         Config::from_custom_kubeconfig(selected.kubeconfig, &KubeConfigOptions::default())
             .await
@@ -146,7 +153,11 @@ pub async fn connect(flags: &KubeFlags) -> Result<Connection, ClusterError> {
         .to_string()
         .trim_end_matches('/')
         .to_string();
-    let client = client::build(config, identity).map_err(|e| kubeconfig_err(&e))?;
+    let proxy = proxy::choose(cluster_proxy.as_deref(), &config.cluster_url, |name| {
+        std::env::var(name).ok()
+    })
+    .map_err(ClusterError::Kubeconfig)?;
+    let client = client::build(config, identity, proxy).map_err(|e| kubeconfig_err(&e))?;
     Ok(Connection {
         client,
         context: selected.context,
