@@ -101,7 +101,11 @@ impl Variant {
     }
 
     fn ours(&self, home: &Path, manifest: &str) -> Outcome {
-        let mut cmd = command(env!("CARGO_BIN_EXE_kubectl-crd_safety"), home, &self.env);
+        // MATRIX_BINARY runs the matrix against another build (an older
+        // release, to see which variants it handled).
+        let binary = std::env::var("MATRIX_BINARY")
+            .unwrap_or_else(|_| env!("CARGO_BIN_EXE_kubectl-crd_safety").to_string());
+        let mut cmd = command(&binary, home, &self.env);
         cmd.args(["apply-check", "-f", manifest, "--request-timeout=20s"]);
         if let Some(k) = &self.kubeconfig {
             cmd.arg("--kubeconfig").arg(k);
@@ -384,6 +388,29 @@ fn variants(plane: &ControlPlane, pki: &Pki, dir: &Path) -> Vec<Variant> {
             &exec_user(&plugin, api, "      provideClusterInfo: true\n"),
         ),
         true,
+    ));
+    // A failing plugin whose stderr and environment hold a credential:
+    // kubectl passes its stderr through; we report the failure without it.
+    let failing = dir.join("exec-failing.sh");
+    std::fs::write(
+        &failing,
+        "#!/bin/bash\necho \"login failed for $LEAKY\" >&2\nexit 1\n",
+    )
+    .expect("failing plugin");
+    sh(dir, &format!("chmod +x '{}'", failing.display()));
+    v.push(Variant::new(
+        "exec plugin that fails (credential in its env and stderr)",
+        kubeconfig(
+            dir,
+            "exec-failing",
+            &cluster,
+            &format!(
+                "    exec:\n      apiVersion: {api}\n      command: {}\n      \
+                 env: [{{name: LEAKY, value: {ADMIN_TOKEN}}}]\n      interactiveMode: Never\n",
+                failing.display()
+            ),
+        ),
+        false,
     ));
     let mut missing = Variant::new(
         "exec plugin missing: installHint shown",
