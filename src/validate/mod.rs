@@ -48,7 +48,7 @@ use crate::schema::{FieldPath, Schema};
 #[derive(Debug, Error)]
 pub enum ValidateError {
     /// A `pattern` is not a valid RE2 regular expression.
-    #[error("{path}: pattern {pattern:?} does not compile")]
+    #[error("{path}: pattern {pattern:?} does not compile: {source}")]
     BadPattern {
         path: String,
         pattern: String,

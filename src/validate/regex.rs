@@ -99,6 +99,8 @@ struct Frame {
     last: Option<u64>,
     /// Whether the previous token was a repetition (Go rejects `a**`).
     after_repeat: bool,
+    /// Where that repetition started, for Go's error text (`**`).
+    repeat_start: usize,
 }
 
 struct Translator<'a> {
@@ -249,9 +251,11 @@ impl Translator<'_> {
         counts: Option<(u64, Option<u64>)>,
     ) -> Result<(), PatternError> {
         let expr = self.src[start..self.pos].to_string();
+        let src = self.src;
+        let end = self.pos;
         let f = self.frame();
         if f.after_repeat {
-            return Err(err(INVALID_REPEAT_OP, &expr));
+            return Err(err(INVALID_REPEAT_OP, &src[f.repeat_start..end]));
         }
         let Some(inner) = f.last else {
             return Err(err(MISSING_REPEAT_ARG, &expr));
@@ -275,6 +279,7 @@ impl Translator<'_> {
         f.weight = f.weight.max(weight);
         f.last = Some(weight);
         f.after_repeat = true;
+        f.repeat_start = start;
         Ok(())
     }
 
