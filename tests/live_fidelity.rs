@@ -461,3 +461,106 @@ async fn the_validator_agrees_with_the_api_server() {
         unexpected.join("\n")
     );
 }
+
+/// Patterns Go's `regexp` accepts, reads differently from Rust, or rejects.
+const PATTERNS: &[&str] = &[
+    r"^[a&&b]$",
+    r"a{,2}",
+    r"x{01}",
+    r"\Qa.b\E",
+    r"\012",
+    r"(?)a",
+    r"(?<n>a)(?P<m>b)",
+    r"a{1000}",
+    r"(a{10}){100}",
+    r"((a{10}b)c{10}){11}",
+    r"\pL{1000}",
+    r"[[:alpha:]]",
+    r"\p{Greek}",
+    r"(?i)k",
+    r"a*?b+?",
+    r"\<\>",
+    r"[]a]",
+    r"[\d\W]",
+    r"a**",
+    r"a{2}{3}",
+    r"a+*",
+    r"a{1001}",
+    r"(a{100}){11}",
+    r"\Z",
+    r"\e",
+    r"\1",
+    r"(?=a)",
+    r"(?<=a)b",
+    r"(?x)a",
+    r"(?-)a",
+    r"[a--b]",
+    r"[z-a]",
+    r"[[:foo:]]",
+    r"\C",
+    r"*a",
+    r"[\b]",
+    r"\p{greek}",
+    r"\p{Letter}",
+    r"\p{Latn}",
+    r"\p{Any}",
+    r"\p{Lu}",
+    r"\p{Cased_Letter}",
+    r"\p{uppercase-letter}",
+    r"\p{Ascii}",
+    r"\p{Assigned}",
+    r"\p{SignWriting}",
+    r"\p{Nko}",
+    r"\p{Old_Italic}",
+    r"(a",
+    r"a)",
+];
+
+/// Patterns where our check knowingly differs from the API server's Go.
+const KNOWN_PATTERN_LIMITATIONS: &[(&str, &str)] = &[];
+
+#[tokio::test]
+async fn pattern_syntax_is_accepted_and_rejected_as_the_api_server_does() {
+    let Some(plane) = control_plane() else { return };
+    let client: Client = admin(plane).await;
+    let crds: Api<DynamicObject> = Api::all_with(
+        client,
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+            "customresourcedefinitions",
+        ),
+    );
+    let mut disagreements = Vec::new();
+    for pattern in PATTERNS {
+        let manifest = json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "patterns.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                     "names": {"kind": "Pattern", "plural": "patterns"},
+                     "versions": [{"name": "v1", "served": true, "storage": true,
+                                   "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                                       "s": {"type": "string", "pattern": pattern}}}}}]}
+        });
+        let verdict = server_verdict(&crds, &manifest)
+            .await
+            .unwrap_or_else(|e| panic!("{pattern}: the server did not answer: {e}"));
+        let ours = crd_safety::validate::regex::compile_go(pattern);
+        if verdict.is_none() != ours.is_ok()
+            && !KNOWN_PATTERN_LIMITATIONS.iter().any(|(p, _)| p == pattern)
+        {
+            disagreements.push(format!(
+                "{pattern}: server {}, ours {}",
+                verdict.as_deref().unwrap_or("accepts"),
+                ours.map(|_| "accepts".to_string())
+                    .unwrap_or_else(|e| e.to_string())
+            ));
+        }
+    }
+    assert!(
+        disagreements.is_empty(),
+        "{} disagreements:\n{}",
+        disagreements.len(),
+        disagreements.join("\n")
+    );
+}

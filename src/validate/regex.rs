@@ -22,10 +22,13 @@
 //! folds case with Unicode simple case folding, as Go does (an ASCII class
 //! under `(?i)` also matches `K`, KELVIN SIGN, in both).
 //!
+//! `\p{..}` names are resolved as Go 1.25 resolves them (see
+//! [`go_unicode_class`]): `\p{greek}` and `\p{Letter}` are accepted,
+//! `\p{Latn}` and `\p{Old_Italic}` are not (Rust accepts all four).
+//!
 //! Not covered: Go's size limits (at most 128 MB of compiled program, 1000
 //! levels of nesting) are approximated by a nesting check and a larger Rust
-//! size limit; `\p{..}` names are checked by Rust, which accepts a few
-//! aliases (`\p{Letter}`, `\p{greek}`) that Go 1.24 does not.
+//! size limit.
 
 use regex::{Regex, RegexBuilder};
 use thiserror::Error;
@@ -37,6 +40,272 @@ const MAX_NESTING: usize = 1000;
 /// Rust's compiled-size budget: above its 10 MB default, so patterns Go
 /// accepts (`\pL{1000}`) compile here too.
 const SIZE_LIMIT: usize = 256 << 20;
+
+/// Go's `unicode.Categories` names.
+const GO_CATEGORIES: &[&str] = &[
+    "C", "Cc", "Cf", "Cn", "Co", "Cs", "L", "Ll", "Lm", "Lo", "Lt", "Lu", "M", "Mc", "Me", "Mn",
+    "N", "Nd", "Nl", "No", "P", "Pc", "Pd", "Pe", "Pf", "Pi", "Po", "Ps", "S", "Sc", "Sk", "Sm",
+    "So", "Z", "Zl", "Zp", "Zs",
+];
+
+/// Go's `unicode.Scripts` names (Unicode 15.0). Rust also accepts script
+/// aliases (`Latn`), Go does not.
+const GO_SCRIPTS: &[&str] = &[
+    "Adlam",
+    "Ahom",
+    "Anatolian_Hieroglyphs",
+    "Arabic",
+    "Armenian",
+    "Avestan",
+    "Balinese",
+    "Bamum",
+    "Bassa_Vah",
+    "Batak",
+    "Bengali",
+    "Bhaiksuki",
+    "Bopomofo",
+    "Brahmi",
+    "Braille",
+    "Buginese",
+    "Buhid",
+    "Canadian_Aboriginal",
+    "Carian",
+    "Caucasian_Albanian",
+    "Chakma",
+    "Cham",
+    "Cherokee",
+    "Chorasmian",
+    "Common",
+    "Coptic",
+    "Cuneiform",
+    "Cypriot",
+    "Cypro_Minoan",
+    "Cyrillic",
+    "Deseret",
+    "Devanagari",
+    "Dives_Akuru",
+    "Dogra",
+    "Duployan",
+    "Egyptian_Hieroglyphs",
+    "Elbasan",
+    "Elymaic",
+    "Ethiopic",
+    "Georgian",
+    "Glagolitic",
+    "Gothic",
+    "Grantha",
+    "Greek",
+    "Gujarati",
+    "Gunjala_Gondi",
+    "Gurmukhi",
+    "Han",
+    "Hangul",
+    "Hanifi_Rohingya",
+    "Hanunoo",
+    "Hatran",
+    "Hebrew",
+    "Hiragana",
+    "Imperial_Aramaic",
+    "Inherited",
+    "Inscriptional_Pahlavi",
+    "Inscriptional_Parthian",
+    "Javanese",
+    "Kaithi",
+    "Kannada",
+    "Katakana",
+    "Kawi",
+    "Kayah_Li",
+    "Kharoshthi",
+    "Khitan_Small_Script",
+    "Khmer",
+    "Khojki",
+    "Khudawadi",
+    "Lao",
+    "Latin",
+    "Lepcha",
+    "Limbu",
+    "Linear_A",
+    "Linear_B",
+    "Lisu",
+    "Lycian",
+    "Lydian",
+    "Mahajani",
+    "Makasar",
+    "Malayalam",
+    "Mandaic",
+    "Manichaean",
+    "Marchen",
+    "Masaram_Gondi",
+    "Medefaidrin",
+    "Meetei_Mayek",
+    "Mende_Kikakui",
+    "Meroitic_Cursive",
+    "Meroitic_Hieroglyphs",
+    "Miao",
+    "Modi",
+    "Mongolian",
+    "Mro",
+    "Multani",
+    "Myanmar",
+    "Nabataean",
+    "Nag_Mundari",
+    "Nandinagari",
+    "New_Tai_Lue",
+    "Newa",
+    "Nko",
+    "Nushu",
+    "Nyiakeng_Puachue_Hmong",
+    "Ogham",
+    "Ol_Chiki",
+    "Old_Hungarian",
+    "Old_Italic",
+    "Old_North_Arabian",
+    "Old_Permic",
+    "Old_Persian",
+    "Old_Sogdian",
+    "Old_South_Arabian",
+    "Old_Turkic",
+    "Old_Uyghur",
+    "Oriya",
+    "Osage",
+    "Osmanya",
+    "Pahawh_Hmong",
+    "Palmyrene",
+    "Pau_Cin_Hau",
+    "Phags_Pa",
+    "Phoenician",
+    "Psalter_Pahlavi",
+    "Rejang",
+    "Runic",
+    "Samaritan",
+    "Saurashtra",
+    "Sharada",
+    "Shavian",
+    "Siddham",
+    "SignWriting",
+    "Sinhala",
+    "Sogdian",
+    "Sora_Sompeng",
+    "Soyombo",
+    "Sundanese",
+    "Syloti_Nagri",
+    "Syriac",
+    "Tagalog",
+    "Tagbanwa",
+    "Tai_Le",
+    "Tai_Tham",
+    "Tai_Viet",
+    "Takri",
+    "Tamil",
+    "Tangsa",
+    "Tangut",
+    "Telugu",
+    "Thaana",
+    "Thai",
+    "Tibetan",
+    "Tifinagh",
+    "Tirhuta",
+    "Toto",
+    "Ugaritic",
+    "Vai",
+    "Vithkuqi",
+    "Wancho",
+    "Warang_Citi",
+    "Yezidi",
+    "Yi",
+    "Zanabazar_Square",
+];
+
+/// A `\p{..}` class: a Rust class name or an explicit set.
+enum GoClass {
+    Rust(String),
+    Set(&'static str),
+}
+
+/// Go's `unicodeTable` (Go 1.25): the name is canonicalized (`_`, `-` and
+/// spaces dropped, first letter upper case, the rest lower case), then read
+/// as `Any`, `Assigned`, `Ascii`, `Lc`, a category, a script, or a category
+/// alias (`Letter`, `Uppercase_Letter`, ...). Scripts whose names have inner
+/// capitals or underscores (`Old_Italic`, `SignWriting`) cannot be reached
+/// that way, and Go rejects them; so do we. Go 1.24 and older accepted only
+/// exact category and script names.
+fn go_unicode_class(name: &str) -> Option<GoClass> {
+    let canonical = canonical_name(name);
+    match canonical.as_str() {
+        "Any" => return Some(GoClass::Set(r"\x{0}-\x{10FFFF}")),
+        "Assigned" => return Some(GoClass::Rust("Assigned".into())),
+        "Ascii" => return Some(GoClass::Set(r"\x{0}-\x{7F}")),
+        "Lc" => return Some(GoClass::Rust("LC".into())),
+        _ => {}
+    }
+    if GO_CATEGORIES.contains(&canonical.as_str()) || GO_SCRIPTS.contains(&canonical.as_str()) {
+        return Some(GoClass::Rust(canonical));
+    }
+    GO_CATEGORY_ALIASES
+        .iter()
+        .find(|(alias, _)| canonical_name(alias) == canonical)
+        .map(|(_, actual)| GoClass::Rust((*actual).into()))
+}
+
+/// Go's `canonicalName`: `_`, `-` and spaces dropped, the first letter upper
+/// case, the others lower case.
+fn canonical_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars().filter(|c| !matches!(c, '_' | '-' | ' ')) {
+        if out.is_empty() {
+            out.push(c.to_ascii_uppercase());
+        } else {
+            out.push(c.to_ascii_lowercase());
+        }
+    }
+    out
+}
+
+/// Go's `unicode.CategoryAliases`.
+const GO_CATEGORY_ALIASES: &[(&str, &str)] = &[
+    ("Cased_Letter", "LC"),
+    ("Close_Punctuation", "Pe"),
+    ("Combining_Mark", "M"),
+    ("Connector_Punctuation", "Pc"),
+    ("Control", "Cc"),
+    ("Currency_Symbol", "Sc"),
+    ("Dash_Punctuation", "Pd"),
+    ("Decimal_Number", "Nd"),
+    ("Enclosing_Mark", "Me"),
+    ("Final_Punctuation", "Pf"),
+    ("Format", "Cf"),
+    ("Initial_Punctuation", "Pi"),
+    ("Letter", "L"),
+    ("Letter_Number", "Nl"),
+    ("Line_Separator", "Zl"),
+    ("Lowercase_Letter", "Ll"),
+    ("Mark", "M"),
+    ("Math_Symbol", "Sm"),
+    ("Modifier_Letter", "Lm"),
+    ("Modifier_Symbol", "Sk"),
+    ("Nonspacing_Mark", "Mn"),
+    ("Number", "N"),
+    ("Open_Punctuation", "Ps"),
+    ("Other", "C"),
+    ("Other_Letter", "Lo"),
+    ("Other_Number", "No"),
+    ("Other_Punctuation", "Po"),
+    ("Other_Symbol", "So"),
+    ("Paragraph_Separator", "Zp"),
+    ("Private_Use", "Co"),
+    ("Punctuation", "P"),
+    ("Separator", "Z"),
+    ("Space_Separator", "Zs"),
+    ("Spacing_Mark", "Mc"),
+    ("Surrogate", "Cs"),
+    ("Symbol", "S"),
+    ("Titlecase_Letter", "Lt"),
+    ("Unassigned", "Cn"),
+    ("Uppercase_Letter", "Lu"),
+    ("cntrl", "Cc"),
+    ("digit", "Nd"),
+    ("punct", "P"),
+];
 
 /// Why a pattern cannot be used.
 #[derive(Debug, Error)]
@@ -463,12 +732,14 @@ impl Translator<'_> {
             Some(n) => (n.to_string(), true),
             None => (name, false),
         };
-        let valid = !name.is_empty() && name.chars().all(|c| c == '_' || c.is_ascii_alphanumeric());
-        if !valid {
+        let Some(class) = go_unicode_class(&name) else {
             return Err(err(INVALID_RANGE, &self.src[start..self.pos]));
-        }
-        let p = if negated != flip { 'P' } else { 'p' };
-        Ok(format!(r"\{p}{{{name}}}"))
+        };
+        let negate = negated != flip;
+        Ok(match class {
+            GoClass::Rust(name) => format!(r"\{}{{{name}}}", if negate { 'P' } else { 'p' }),
+            GoClass::Set(set) => format!("[{}{set}]", if negate { "^" } else { "" }),
+        })
     }
 
     /// Go's `parseEscape`: one code point from `\n`, `\x41`, `\x{263a}`,
@@ -695,6 +966,12 @@ mod tests {
         assert!(go_matches(r"^\p{Greek}+$", "αβ"));
         assert!(go_matches(r"^\p{^Greek}+$", "ab"));
         assert!(go_matches(r"^[\p{Greek}x]+$", "αx"));
+        assert!(go_matches(r"^\p{Any}+$", "a日\n"));
+        assert!(go_matches(
+            r"^\p{Lu}\p{greek}\p{Letter}\p{Cased_Letter}$",
+            "Aαxy"
+        ));
+        assert!(go_matches(r"^\p{Ascii}\P{Ascii}$", "aé"));
     }
 
     #[test]
@@ -749,6 +1026,8 @@ mod tests {
         assert!(go_rejects("a)").contains("unexpected )"));
         assert!(go_rejects(r"a\").contains("trailing backslash"));
         assert!(go_rejects("(?P<a-b>x)").contains("invalid named capture"));
+        assert!(go_rejects(r"\p{Latn}").contains("invalid character class range"));
+        assert!(go_rejects(r"\p{Old_Italic}").contains("invalid character class range"));
     }
 
     #[test]
