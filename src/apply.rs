@@ -102,6 +102,15 @@ pub async fn apply(conn: &Connection, plan: &[Planned], opts: ApplyOptions) -> V
 }
 
 async fn apply_one(conn: &Connection, p: &Planned, opts: ApplyOptions) -> Outcome {
+    if !p.take_over.is_empty() {
+        let from: Vec<&str> = p.take_over.iter().map(String::as_str).collect();
+        if let Err(e) = conn.take_over_fields(&p.name, &from).await {
+            return Outcome::Failed(format!(
+                "taking over the fields of {}: {e}",
+                p.take_over.join(", ")
+            ));
+        }
+    }
     if let Err(e) = conn.apply(&p.name, &p.manifest, opts.force_conflicts).await {
         return Outcome::Failed(match e {
             ApplyError::Conflict(_) | ApplyError::Rejected(_) => e.to_string(),

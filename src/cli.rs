@@ -160,6 +160,37 @@ pub struct KubeArgs {
     /// How long to wait for each request (`30s`, `1m`, or seconds; 0 = no limit), like kubectl.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub request_timeout: Option<std::time::Duration>,
+    /// The address of the API server (replaces the kubeconfig cluster's server).
+    #[arg(short = 's', long, value_name = "URL")]
+    pub server: Option<String>,
+    /// Bearer token for authentication (never printed).
+    #[arg(long, value_name = "TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Path to a CA certificate file for the API server.
+    #[arg(long, value_name = "FILE")]
+    pub certificate_authority: Option<PathBuf>,
+    /// Path to a client certificate file for TLS.
+    #[arg(long, value_name = "FILE")]
+    pub client_certificate: Option<PathBuf>,
+    /// Path to a client key file for TLS.
+    #[arg(long, value_name = "FILE")]
+    pub client_key: Option<PathBuf>,
+    /// Do not check the server's certificate (insecure; like kubectl).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
+          default_value_t = false, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub insecure_skip_tls_verify: bool,
+    /// Server name to use to validate the server certificate (and for SNI).
+    #[arg(long, value_name = "NAME")]
+    pub tls_server_name: Option<String>,
+    /// User to impersonate.
+    #[arg(long = "as", value_name = "USER")]
+    pub as_user: Option<String>,
+    /// Group to impersonate (repeatable).
+    #[arg(long = "as-group", value_name = "GROUP")]
+    pub as_group: Vec<String>,
+    /// UID to impersonate.
+    #[arg(long = "as-uid", value_name = "UID")]
+    pub as_uid: Option<String>,
 }
 
 /// kubectl's duration syntax: `500ms`, `30s`, `2m`, `1h`, `1m30s`, or a bare number of seconds.

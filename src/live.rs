@@ -5,7 +5,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::cluster::{ClusterError, Connection, DryRun};
+use crate::cluster::{ClusterError, Connection, DryRun, ownership};
 use crate::compare::{Check, Finding, Severity};
 use crate::config::Config;
 use crate::crd::Crd;
@@ -50,6 +50,9 @@ pub struct Planned {
     /// The API server's conflict message when another field manager owns
     /// fields this manifest changes.
     pub conflict: Option<String>,
+    /// Managers of a plain `kubectl apply`/`kubectl create` whose fields
+    /// `apply` takes over first, as `kubectl apply --server-side` does.
+    pub take_over: Vec<String>,
 }
 
 /// The report of `apply-check`, and the plan `apply` follows.
@@ -132,24 +135,55 @@ pub async fn apply_check(
             ) if same_content(would_be, &live.manifest) => Action::Unchanged,
             _ => Action::Update,
         };
-        let conflict = match &verdict {
+        let mut conflict = match &verdict {
             DryRun::Conflict { message, .. } if action != Action::Unchanged => {
                 Some(message.clone())
             }
             _ => None,
         };
-        if let Some(message) = &conflict {
-            let finding = Finding {
-                check: Check::FieldManagerConflict,
-                severity: Severity::Warning,
-                version: None,
-                path: None,
-                message: format!(
-                    "{message}: `apply` refuses without --force-conflicts (which takes the fields over)"
-                ),
-                old: None,
-                new: Some(Value::String(message.clone())),
-                objects: None,
+        let mut take_over = Vec::new();
+        if let Some(message) = conflict.clone() {
+            let managers = ownership::conflicting_managers(&message);
+            let finding = if ownership::all_migratable(&managers) {
+                conflict = None;
+                take_over = managers.clone();
+                Finding {
+                    check: Check::FieldManagerConflict,
+                    severity: Severity::Info,
+                    version: None,
+                    path: None,
+                    message: format!(
+                        "fields owned by {} (installed with plain kubectl) move to {} on apply, \
+                         as `kubectl apply --server-side` does: {message}",
+                        managers.join(", "),
+                        crate::cluster::FIELD_MANAGER
+                    ),
+                    old: None,
+                    new: Some(Value::String(message.clone())),
+                    objects: None,
+                }
+            } else {
+                let owners: Vec<String> = managers
+                    .iter()
+                    .filter_map(|m| ownership::describe_owner(m).map(|d| format!("{m} is {d}")))
+                    .collect();
+                let owners = if owners.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", owners.join("; "))
+                };
+                Finding {
+                    check: Check::FieldManagerConflict,
+                    severity: Severity::Warning,
+                    version: None,
+                    path: None,
+                    message: format!(
+                        "{message}{owners}: `apply` refuses without --force-conflicts (which takes the fields over)"
+                    ),
+                    old: None,
+                    new: Some(Value::String(message.clone())),
+                    objects: None,
+                }
             };
             let (kept, excepted) = policy.apply(&n.crd.name, vec![finding]);
             entry.add(kept, excepted);
@@ -159,6 +193,7 @@ pub async fn apply_check(
             action,
             manifest: n.crd.manifest.clone(),
             conflict,
+            take_over,
         });
         if let DryRun::Rejected(message) = verdict {
             let finding = Finding {

@@ -204,6 +204,16 @@ fn kube_flags(args: &cli::KubeArgs) -> KubeFlags {
         user: args.user.clone(),
         // kubectl reads 0 as "no limit".
         request_timeout: args.request_timeout.filter(|t| !t.is_zero()),
+        server: args.server.clone(),
+        token: args.token.clone(),
+        certificate_authority: args.certificate_authority.clone(),
+        client_certificate: args.client_certificate.clone(),
+        client_key: args.client_key.clone(),
+        insecure_skip_tls_verify: args.insecure_skip_tls_verify,
+        tls_server_name: args.tls_server_name.clone(),
+        impersonate: args.as_user.clone(),
+        impersonate_groups: args.as_group.clone(),
+        impersonate_uid: args.as_uid.clone(),
     }
 }
 
@@ -404,7 +414,16 @@ fn confirm(conn: &cluster::Connection, changes: &[&Planned]) -> Result<bool, Fai
         conn.context, conn.server
     );
     for p in changes {
-        text.push_str(&format!("  {:<width$}  {}\n", p.name, p.action.as_str()));
+        let take_over = if p.take_over.is_empty() {
+            String::new()
+        } else {
+            format!(" (takes over the fields of {})", p.take_over.join(", "))
+        };
+        text.push_str(&format!(
+            "  {:<width$}  {}{take_over}\n",
+            p.name,
+            p.action.as_str()
+        ));
     }
     eprint!("{text}");
     let answer = dialoguer::Confirm::new()

@@ -481,3 +481,149 @@ fn apply_help_documents_its_exit_codes() {
         assert!(r.stdout.contains(line), "{line}: {}", r.stdout);
     }
 }
+
+/// `(manager, operation)` of every top-level managedFields entry of a CRD.
+async fn managers(client: &Client, name: &str) -> Vec<(String, String)> {
+    let crd = live(client, name).await.expect("the CRD exists");
+    crd["metadata"]["managedFields"]
+        .as_array()
+        .expect("managedFields")
+        .iter()
+        .filter(|e| e.get("subresource").is_none())
+        .map(|e| {
+            (
+                e["manager"].as_str().unwrap_or_default().to_string(),
+                e["operation"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_crd_installed_with_plain_kubectl_apply_is_taken_over_like_kubectl_server_side() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = write_manifest(
+        dir.path(),
+        "old.json",
+        &crd("handapplieds", &[("v1", true, true)], json!({})),
+    );
+    let kubectl = Command::new("kubectl")
+        .args(["apply", "-f", &old, "--kubeconfig"])
+        .arg(&plane.admin_kubeconfig)
+        .env_remove("KUBECONFIG")
+        .env("HOME", dir.path())
+        .output()
+        .expect("kubectl runs");
+    assert!(
+        kubectl.status.success(),
+        "{}",
+        String::from_utf8_lossy(&kubectl.stderr)
+    );
+    let name = "handapplieds.example.com";
+    assert!(
+        managers(&client, name)
+            .await
+            .contains(&("kubectl-client-side-apply".into(), "Update".into()))
+    );
+    let new = write_manifest(
+        dir.path(),
+        "new.json",
+        &crd(
+            "handapplieds",
+            &[("v1", true, true)],
+            json!({"extra": {"type": "string"}}),
+        ),
+    );
+
+    // No conflict is reported; the takeover is named.
+    let kubeconfig = plane.admin_kubeconfig.display().to_string();
+    let r = apply_check(&new, &kubeconfig, &["-o", "json"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let report = json_report(&r);
+    assert_eq!(
+        findings(&report),
+        [("fieldManagerConflict".into(), "info".into(), None)]
+    );
+    let message = report["crds"][0]["findings"][0]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        message.contains("kubectl-client-side-apply")
+            && message.contains("kubectl apply --server-side"),
+        "{message}"
+    );
+
+    let r = apply(plane, &[&new], &["--yes", "-o", "json"]);
+    assert_eq!(
+        r.code, 0,
+        "no --force-conflicts needed\n{}{}",
+        r.stdout, r.stderr
+    );
+    assert_eq!(
+        results(&json_report(&r)),
+        [triple(name, "update", "configured")]
+    );
+    assert_eq!(
+        spec_fields(&client, name).await["extra"],
+        json!({"type": "string"})
+    );
+    let after = managers(&client, name).await;
+    assert!(after.contains(&(OURS.into(), "Apply".into())), "{after:?}");
+    assert!(
+        !after.iter().any(|(m, _)| m == "kubectl-client-side-apply"),
+        "{after:?}"
+    );
+    let crd = live(&client, name).await.expect("the CRD exists");
+    assert!(
+        crd["metadata"]["annotations"]
+            .get("kubectl.kubernetes.io/last-applied-configuration")
+            .is_some(),
+        "the last-applied annotation is left in place"
+    );
+}
+
+#[tokio::test]
+async fn fields_owned_by_helm_are_not_taken_and_helm_is_named() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    install_as(
+        &client,
+        &crd("helmeds", &[("v1", true, true)], json!({})),
+        "helm",
+    )
+    .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write_manifest(
+        dir.path(),
+        "helmeds.json",
+        &crd(
+            "helmeds",
+            &[("v1", true, true)],
+            json!({"extra": {"type": "string"}}),
+        ),
+    );
+    let kubeconfig = plane.admin_kubeconfig.display().to_string();
+    let r = apply_check(&path, &kubeconfig, &["-o", "json"]);
+    let report = json_report(&r);
+    assert_eq!(
+        findings(&report),
+        [("fieldManagerConflict".into(), "warning".into(), None)]
+    );
+    let message = report["crds"][0]["findings"][0]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        message.contains("helm is Helm (the next helm upgrade reverts the change)"),
+        "{message}"
+    );
+    let r = apply(plane, &[&path], &["--yes"]);
+    assert_eq!(r.code, 1, "refused\n{}{}", r.stdout, r.stderr);
+    assert!(
+        spec_fields(&client, "helmeds.example.com")
+            .await
+            .get("extra")
+            .is_none()
+    );
+}

@@ -489,6 +489,15 @@ fn cases() -> Vec<(&'static str, Value)> {
     case("pattern_backreference", &|m| {
         spec_props(m)["name"]["pattern"] = json!("(a)\\1")
     });
+    case("pattern_go_repeat_limit", &|m| {
+        spec_props(m)["name"]["pattern"] = json!("a{1001}")
+    });
+    case("pattern_go_nested_repeat", &|m| {
+        spec_props(m)["name"]["pattern"] = json!("a**")
+    });
+    case("pattern_go_class_ops_ok", &|m| {
+        spec_props(m)["name"]["pattern"] = json!("[a&&b]")
+    });
     // printer columns and scale
     case(
         "column_ok",

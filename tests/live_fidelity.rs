@@ -69,6 +69,28 @@ fn field_schemas() -> Value {
                      {"rule": "!has(self.items) || self.items.all(i, i.size() < 4)", "message": "short items"},
                      {"rule": "!has(self.name) || self.name.matches('^n-[a-z]+$')", "message": "letters"}
                  ]},
+        "re_digit": {"type": "string", "pattern": r"^\d{3}$"},
+        "re_word": {"type": "string", "pattern": r"^\w+$"},
+        "re_space": {"type": "string", "pattern": r"^a\sb$"},
+        "re_bound": {"type": "string", "pattern": r"\bllo"},
+        "re_fold": {"type": "string", "pattern": "(?i)^(straße|k)$"},
+        "re_foldw": {"type": "string", "pattern": r"(?i)^\w$"},
+        "re_dot": {"type": "string", "pattern": "^.{3}$"},
+        "re_class": {"type": "string", "pattern": "^[a&&b-]+$"},
+        "re_brace": {"type": "string", "pattern": "^a{,2}$"},
+        "celre": {"type": "object", "properties": {
+                    "d": {"type": "string"}, "w": {"type": "string"}, "s": {"type": "string"},
+                    "i": {"type": "string"}, "dot": {"type": "string"}, "f": {"type": "string"},
+                    "short": {"type": "string", "x-kubernetes-validations": [
+                        {"rule": "self.size() <= 3", "message": "three code points"}]}},
+                  "x-kubernetes-validations": [
+                      {"rule": r"!has(self.d) || self.d.matches('^\\d+$')", "message": "digits"},
+                      {"rule": r"!has(self.w) || self.w.matches('^\\w+$')", "message": "word"},
+                      {"rule": r"!has(self.s) || self.s.matches('^a\\sb$')", "message": "space"},
+                      {"rule": "!has(self.i) || self.i.matches('(?i)^(straße|k)$')", "message": "fold"},
+                      {"rule": "!has(self.dot) || self.dot.matches('^.{3}$')", "message": "dot"},
+                      {"rule": r"!has(self.f) || self.f.find('\\d+') == '' || size(self.f) <= 4", "message": "find"}
+                  ]},
         "fmt_date_time": {"type": "string", "format": "date-time"},
         "fmt_date": {"type": "string", "format": "date"},
         "fmt_duration": {"type": "string", "format": "duration"},
@@ -233,6 +255,51 @@ fn cases() -> Vec<(&'static str, String, Value)> {
     ] {
         add("cel", "cel", v);
     }
+    // Go's regexp: ASCII \d \w \s \b, Unicode `.` and case folding.
+    let regexes: &[(&str, &[&str])] = &[
+        ("re_digit", &["123", "١٢٣", "１２３", "12a"]),
+        ("re_word", &["hello_1", "héllo", "日本"]),
+        (
+            "re_space",
+            &["a b", "a\tb", "a\u{00A0}b", "a\u{000B}b", "a\u{2003}b"],
+        ),
+        ("re_bound", &["héllo", "hello", "llo"]),
+        (
+            "re_fold",
+            &["STRASSE", "STRAẞE", "Straße", "K", "\u{212A}", "x"],
+        ),
+        ("re_foldw", &["K", "\u{212A}", "\u{017F}", "é"]),
+        ("re_dot", &["abc", "日本語", "éab", "ab", "e\u{0301}ab"]),
+        ("re_class", &["a&b", "ab-", "abc"]),
+        ("re_brace", &["a{,2}", "aa", "a"]),
+    ];
+    for (field, values) in regexes {
+        for v in *values {
+            add("regex", field, json!(v));
+        }
+    }
+    for v in [
+        json!({"d": "123"}),
+        json!({"d": "١٢٣"}),
+        json!({"w": "hello"}),
+        json!({"w": "héllo"}),
+        json!({"s": "a b"}),
+        json!({"s": "a\u{00A0}b"}),
+        json!({"i": "STRAẞE"}),
+        json!({"i": "\u{212A}"}),
+        json!({"i": "STRASSE"}),
+        json!({"dot": "日本語"}),
+        json!({"dot": "ab"}),
+        json!({"f": "ab12"}),
+        json!({"f": "éé12"}),
+        json!({"f": "ééé123"}),
+        json!({"f": "١٢٣٤٥"}),
+        json!({"short": "ééé"}),
+        json!({"short": "日本語x"}),
+        json!({"short": "abc"}),
+    ] {
+        add("cel", "celre", v);
+    }
     let formats: &[(&str, &[&str])] = &[
         (
             "fmt_date_time",
@@ -392,5 +459,108 @@ async fn the_validator_agrees_with_the_api_server() {
         "{} disagreements:\n{}",
         unexpected.len(),
         unexpected.join("\n")
+    );
+}
+
+/// Patterns Go's `regexp` accepts, reads differently from Rust, or rejects.
+const PATTERNS: &[&str] = &[
+    r"^[a&&b]$",
+    r"a{,2}",
+    r"x{01}",
+    r"\Qa.b\E",
+    r"\012",
+    r"(?)a",
+    r"(?<n>a)(?P<m>b)",
+    r"a{1000}",
+    r"(a{10}){100}",
+    r"((a{10}b)c{10}){11}",
+    r"\pL{1000}",
+    r"[[:alpha:]]",
+    r"\p{Greek}",
+    r"(?i)k",
+    r"a*?b+?",
+    r"\<\>",
+    r"[]a]",
+    r"[\d\W]",
+    r"a**",
+    r"a{2}{3}",
+    r"a+*",
+    r"a{1001}",
+    r"(a{100}){11}",
+    r"\Z",
+    r"\e",
+    r"\1",
+    r"(?=a)",
+    r"(?<=a)b",
+    r"(?x)a",
+    r"(?-)a",
+    r"[a--b]",
+    r"[z-a]",
+    r"[[:foo:]]",
+    r"\C",
+    r"*a",
+    r"[\b]",
+    r"\p{greek}",
+    r"\p{Letter}",
+    r"\p{Latn}",
+    r"\p{Any}",
+    r"\p{Lu}",
+    r"\p{Cased_Letter}",
+    r"\p{uppercase-letter}",
+    r"\p{Ascii}",
+    r"\p{Assigned}",
+    r"\p{SignWriting}",
+    r"\p{Nko}",
+    r"\p{Old_Italic}",
+    r"(a",
+    r"a)",
+];
+
+/// Patterns where our check knowingly differs from the API server's Go.
+const KNOWN_PATTERN_LIMITATIONS: &[(&str, &str)] = &[];
+
+#[tokio::test]
+async fn pattern_syntax_is_accepted_and_rejected_as_the_api_server_does() {
+    let Some(plane) = control_plane() else { return };
+    let client: Client = admin(plane).await;
+    let crds: Api<DynamicObject> = Api::all_with(
+        client,
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+            "customresourcedefinitions",
+        ),
+    );
+    let mut disagreements = Vec::new();
+    for pattern in PATTERNS {
+        let manifest = json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "patterns.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                     "names": {"kind": "Pattern", "plural": "patterns"},
+                     "versions": [{"name": "v1", "served": true, "storage": true,
+                                   "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                                       "s": {"type": "string", "pattern": pattern}}}}}]}
+        });
+        let verdict = server_verdict(&crds, &manifest)
+            .await
+            .unwrap_or_else(|e| panic!("{pattern}: the server did not answer: {e}"));
+        let ours = crd_safety::validate::regex::compile_go(pattern);
+        if verdict.is_none() != ours.is_ok()
+            && !KNOWN_PATTERN_LIMITATIONS.iter().any(|(p, _)| p == pattern)
+        {
+            disagreements.push(format!(
+                "{pattern}: server {}, ours {}",
+                verdict.as_deref().unwrap_or("accepts"),
+                ours.map(|_| "accepts".to_string())
+                    .unwrap_or_else(|e| e.to_string())
+            ));
+        }
+    }
+    assert!(
+        disagreements.is_empty(),
+        "{} disagreements:\n{}",
+        disagreements.len(),
+        disagreements.join("\n")
     );
 }

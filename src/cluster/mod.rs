@@ -5,7 +5,12 @@
 //! 401, 403, timeout), each one line that names the server or the denied
 //! request, and never a credential.
 
+mod client;
+pub mod kubeconfig;
 mod list;
+pub mod ownership;
+pub mod proxy;
+pub mod tls;
 
 pub use list::{ListError, Page, ResourceRef};
 
@@ -14,7 +19,7 @@ use std::time::Duration;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Patch, PatchParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::config::KubeConfigOptions;
 use kube::{Api, Client, Config};
 use serde_json::Value;
 use thiserror::Error;
@@ -22,7 +27,8 @@ use thiserror::Error;
 /// The field manager every write of this tool uses.
 pub const FIELD_MANAGER: &str = "kubectl-crd-safety";
 
-/// kubectl-compatible connection flags.
+/// kubectl-compatible connection flags. Those set replace the kubeconfig's
+/// values as in kubectl (see [`kubeconfig::select`]).
 #[derive(Debug, Clone, Default)]
 pub struct KubeFlags {
     /// `--kubeconfig`; else `KUBECONFIG` (a `:`-joined list), else `~/.kube/config`.
@@ -35,6 +41,26 @@ pub struct KubeFlags {
     pub user: Option<String>,
     /// `--request-timeout`.
     pub request_timeout: Option<Duration>,
+    /// `--server`/`-s`.
+    pub server: Option<String>,
+    /// `--token`.
+    pub token: Option<String>,
+    /// `--certificate-authority`.
+    pub certificate_authority: Option<PathBuf>,
+    /// `--client-certificate`.
+    pub client_certificate: Option<PathBuf>,
+    /// `--client-key`.
+    pub client_key: Option<PathBuf>,
+    /// `--insecure-skip-tls-verify`.
+    pub insecure_skip_tls_verify: bool,
+    /// `--tls-server-name`.
+    pub tls_server_name: Option<String>,
+    /// `--as`.
+    pub impersonate: Option<String>,
+    /// `--as-group` (repeatable).
+    pub impersonate_groups: Vec<String>,
+    /// `--as-uid`.
+    pub impersonate_uid: Option<String>,
 }
 
 /// Why the cluster could not answer.
@@ -61,6 +87,9 @@ pub enum ClusterError {
     /// Any other API error.
     #[error("the API server answered {code}: {message}")]
     Api { code: u16, message: String },
+    /// The credentials could not be obtained (an exec plugin failed).
+    #[error("cannot get credentials: {0}")]
+    Credentials(String),
     /// Anything else on the way.
     #[error("request to {server} failed: {detail}")]
     Other { server: String, detail: String },
@@ -76,28 +105,44 @@ pub struct Connection {
     /// The API server URL.
     pub server: String,
     timeout: Option<Duration>,
+    /// The exec plugin's `installHint`, for errors.
+    install_hint: Option<String>,
 }
 
 /// Builds a client the way kubectl would from these flags.
 pub async fn connect(flags: &KubeFlags) -> Result<Connection, ClusterError> {
-    let kubeconfig = match &flags.kubeconfig {
-        Some(path) => Kubeconfig::read_from(path),
-        None => Kubeconfig::read(),
-    }
-    .map_err(|e| ClusterError::Kubeconfig(one_line(&e)))?;
-    let context = flags
-        .context
-        .clone()
-        .or_else(|| kubeconfig.current_context.clone())
-        .unwrap_or_default();
-    let options = KubeConfigOptions {
-        context: flags.context.clone(),
-        cluster: flags.cluster.clone(),
-        user: flags.user.clone(),
+    let select_err = |e: &(dyn std::error::Error + 'static)| ClusterError::Kubeconfig(one_line(e));
+    let merged = kubeconfig::load(flags).map_err(|e| select_err(&e))?;
+    let mut selected = kubeconfig::select(&merged, flags).map_err(|e| select_err(&e))?;
+    let install_hint = selected
+        .kubeconfig
+        .auth_infos
+        .first()
+        .and_then(|u| u.auth_info.as_ref())
+        .and_then(|u| u.exec.as_ref())
+        .and_then(|x| x.install_hint.clone());
+    let kubeconfig_err = |e: &(dyn std::error::Error + 'static)| {
+        ClusterError::Kubeconfig(with_install_hint(one_line(e), install_hint.as_deref()))
     };
-    let mut config = Config::from_custom_kubeconfig(kubeconfig, &options)
-        .await
-        .map_err(|e| ClusterError::Kubeconfig(one_line(&e)))?;
+    let identity = match selected
+        .kubeconfig
+        .auth_infos
+        .first_mut()
+        .and_then(|u| u.auth_info.as_mut())
+    {
+        Some(user) => client::take_identity(user).map_err(|e| kubeconfig_err(&e))?,
+        None => None,
+    };
+    let cluster_proxy = selected
+        .kubeconfig
+        .clusters
+        .first_mut()
+        .and_then(|c| c.cluster.as_mut())
+        .and_then(|c| c.proxy_url.take());
+    let mut config =
+        Config::from_custom_kubeconfig(selected.kubeconfig, &KubeConfigOptions::default())
+            .await
+            .map_err(|e| kubeconfig_err(&e))?;
     if let Some(t) = flags.request_timeout {
         config.connect_timeout = Some(t);
         config.read_timeout = Some(t);
@@ -108,17 +153,27 @@ pub async fn connect(flags: &KubeFlags) -> Result<Connection, ClusterError> {
         .to_string()
         .trim_end_matches('/')
         .to_string();
-    let client = Client::try_from(config).map_err(|e| ClusterError::Kubeconfig(one_line(&e)))?;
+    let proxy = proxy::choose(cluster_proxy.as_deref(), &config.cluster_url, |name| {
+        std::env::var(name).ok()
+    })
+    .map_err(ClusterError::Kubeconfig)?;
+    let client = client::build(config, identity, proxy).map_err(|e| kubeconfig_err(&e))?;
     Ok(Connection {
         client,
-        context,
+        context: selected.context,
         server,
         timeout: flags.request_timeout,
+        install_hint,
     })
 }
 
-/// An error and its sources on one line.
-fn one_line(e: &dyn std::error::Error) -> String {
+/// An error and its sources on one line. A failed exec credential plugin is
+/// described without its command line, environment or output, which can
+/// hold credentials (kube-rs's own message includes all three).
+fn one_line(e: &(dyn std::error::Error + 'static)) -> String {
+    if let Some(safe) = exec_failure(e) {
+        return safe;
+    }
     let mut parts = vec![e.to_string()];
     let mut source = e.source();
     while let Some(s) = source {
@@ -131,6 +186,54 @@ fn one_line(e: &dyn std::error::Error) -> String {
     parts.join(": ").replace('\n', " ")
 }
 
+/// The credential-free description of an exec plugin failure anywhere in
+/// `e`'s chain, if there is one.
+fn exec_failure(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    use kube::client::AuthError;
+    let mut current = Some(e);
+    while let Some(err) = current {
+        if let Some(auth) = err.downcast_ref::<AuthError>() {
+            return match auth {
+                AuthError::AuthExecStart(io) => {
+                    Some(format!("cannot run the exec credential plugin: {io}"))
+                }
+                AuthError::AuthExecRun { out, .. } => Some(format!(
+                    "the exec credential plugin failed ({})",
+                    out.status
+                )),
+                AuthError::AuthExecParse(_) | AuthError::AuthExecSerialize(_) => {
+                    Some("the exec credential plugin did not print a valid ExecCredential".into())
+                }
+                AuthError::AuthExec(_) => {
+                    Some("the exec credential plugin returned no usable credential".into())
+                }
+                AuthError::MissingCommand
+                | AuthError::ExecPluginFailed
+                | AuthError::ExecMissingClusterInfo => {
+                    Some(format!("exec credential plugin: {auth}"))
+                }
+                _ => None,
+            };
+        }
+        current = err.source();
+    }
+    None
+}
+
+/// The exec plugin's `installHint`, added to a failure to start it, as
+/// kubectl does.
+fn with_install_hint(message: String, hint: Option<&str>) -> String {
+    match hint {
+        Some(hint) if message.contains("cannot run the exec credential plugin") => {
+            format!(
+                "{message}. {}",
+                hint.split_whitespace().collect::<Vec<_>>().join(" ")
+            )
+        }
+        _ => message,
+    }
+}
+
 impl Connection {
     /// A connection over a client built elsewhere (embedding, tests); the
     /// context and server only label reports and errors.
@@ -140,6 +243,7 @@ impl Connection {
             context: context.to_string(),
             server: server.to_string(),
             timeout: None,
+            install_hint: None,
         }
     }
 
@@ -158,6 +262,12 @@ impl Connection {
                     message: status.message.clone(),
                 },
             };
+        }
+        if let Some(exec) = exec_failure(&e) {
+            return ClusterError::Credentials(with_install_hint(
+                exec,
+                self.install_hint.as_deref(),
+            ));
         }
         let detail = one_line(&e);
         let lower = detail.to_lowercase();
@@ -260,6 +370,33 @@ impl Connection {
             }
             Err(e) => Err(ApplyError::Cluster(self.classify(e))),
         }
+    }
+
+    /// Moves the fields that the `Update` managers `from` own on CRD `name`
+    /// to our `Apply` manager, as `kubectl apply --server-side` does with
+    /// what a client-side `kubectl apply` left (see [`ownership`]). The
+    /// write is conditional on the resourceVersion read. `false` when there
+    /// was nothing to move.
+    pub async fn take_over_fields(&self, name: &str, from: &[&str]) -> Result<bool, ClusterError> {
+        let Some(live) = self.get_crd(name).await? else {
+            return Ok(false);
+        };
+        let managed = live["metadata"]["managedFields"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let Some(fields) = ownership::take_over(&managed, from, FIELD_MANAGER) else {
+            return Ok(false);
+        };
+        let patch = serde_json::json!({"metadata": {
+            "resourceVersion": live["metadata"]["resourceVersion"],
+            "managedFields": fields,
+        }});
+        self.crds_dynamic()
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(|e| self.classify(e))?;
+        Ok(true)
     }
 
     /// Polls the CRD until it is `Established`, its names are refused, or

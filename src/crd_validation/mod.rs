@@ -228,16 +228,12 @@ fn spec_has(spec: &Obj, pred: &dyn Fn(&Obj) -> bool) -> bool {
         .any(|s| schema_rules::schema_has(s, pred))
 }
 
-/// Why Go's `regexp.Compile` would refuse `pattern`, if it would.
+/// Why Go's `regexp.Compile` would refuse `pattern`, if it would: the
+/// same Go-RE2 reading the object validator uses.
 fn go_regex_error(pattern: &str) -> Option<String> {
-    regex::Regex::new(pattern).err().map(|e| {
-        e.to_string()
-            .lines()
-            .map(str::trim)
-            .rfind(|l| !l.is_empty())
-            .unwrap_or("invalid pattern")
-            .to_string()
-    })
+    crate::validate::regex::compile_go(pattern)
+        .err()
+        .map(|e| e.to_string())
 }
 
 /// Everything the API server would refuse in `manifest` (a CRD normalized to

@@ -34,6 +34,7 @@ mod cel;
 mod formats;
 mod list_type;
 mod node;
+pub mod regex;
 mod trail;
 mod walk;
 
@@ -47,12 +48,12 @@ use crate::schema::{FieldPath, Schema};
 #[derive(Debug, Error)]
 pub enum ValidateError {
     /// A `pattern` is not a valid RE2 regular expression.
-    #[error("{path}: pattern {pattern:?} does not compile")]
+    #[error("{path}: pattern {pattern:?} does not compile: {source}")]
     BadPattern {
         path: String,
         pattern: String,
         #[source]
-        source: Box<regex::Error>,
+        source: Box<regex::PatternError>,
     },
     /// A keyword has a value of the wrong JSON type (e.g. `maxLength: "5"`).
     #[error("{path}: `{keyword}` must be {expected}")]

@@ -232,11 +232,13 @@ impl Node {
         let pattern = match s.keyword("pattern") {
             None | Some(Value::Null) => None,
             Some(Value::String(p)) => {
-                Some(Regex::new(p).map_err(|e| ValidateError::BadPattern {
-                    path: path.to_string(),
-                    pattern: p.clone(),
-                    source: Box::new(e),
-                })?)
+                Some(
+                    super::regex::compile_go(p).map_err(|e| ValidateError::BadPattern {
+                        path: path.to_string(),
+                        pattern: p.clone(),
+                        source: Box::new(e),
+                    })?,
+                )
             }
             Some(_) => return Err(bad(path, "pattern", "a string")),
         };

@@ -18,6 +18,12 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+/// A bearer token the API server maps to a user in `system:masters`
+/// (`--token-auth-file`).
+pub const ADMIN_TOKEN: &str = "crd-safety-admin-token";
+/// A bearer token for user `token-restricted`, with no RBAC bindings.
+pub const RESTRICTED_TOKEN: &str = "crd-safety-restricted-token";
+
 /// A running etcd + kube-apiserver and kubeconfigs for two users.
 pub struct ControlPlane {
     /// Keeps certificates, data and kubeconfigs alive.
@@ -49,7 +55,8 @@ fn free_port() -> u16 {
         .expect("a free loopback port")
 }
 
-fn sh(dir: &Path, script: &str) {
+/// Runs a bash script in `dir` (`-euo pipefail`), failing with its stderr.
+pub fn sh(dir: &Path, script: &str) {
     let out = Command::new("bash")
         .arg("-euo")
         .arg("pipefail")
@@ -172,7 +179,9 @@ for u in admin:system:masters restricted:; do
   openssl x509 -req -in $name.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out $name.crt -days 2 -extfile client.ext 2>/dev/null
 done
 openssl genrsa -out sa.key 2048 2>/dev/null
-openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null"#,
+openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+printf '%s,token-admin,uid-token-admin,"system:masters"\n%s,token-restricted,uid-token-restricted\n' \
+  crd-safety-admin-token crd-safety-restricted-token > tokens.csv"#,
         );
         let (client_port, peer_port, api_port) = (free_port(), free_port(), free_port());
         let etcd_url = format!("http://127.0.0.1:{client_port}");
@@ -212,6 +221,7 @@ openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null"#,
                 pki.join("sa.key").display()
             ),
             format!("--client-ca-file={}", pki.join("ca.crt").display()),
+            format!("--token-auth-file={}", pki.join("tokens.csv").display()),
             "--disable-admission-plugins=ServiceAccount".into(),
             "--allow-privileged=true".into(),
         ];

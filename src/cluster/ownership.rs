@@ -1,0 +1,258 @@
+//! Who owns a live CRD's fields, and taking over what a plain `kubectl
+//! apply` or `kubectl create` left behind.
+//!
+//! A CRD installed with `kubectl apply -f` (client-side) has its fields owned
+//! by the `Update` manager `kubectl-client-side-apply`; a server-side apply
+//! by another manager that changes them conflicts. `kubectl apply
+//! --server-side` does not stop there: it rewrites `managedFields` so the
+//! client-side manager's entry becomes its own `Apply` entry (client-go's
+//! `csaupgrade`), then applies without a conflict. We do the same for
+//! `kubectl-client-side-apply` and `kubectl-create` (the records of someone
+//! installing the CRD by hand), and for nothing else: fields a controller or
+//! a GitOps tool owns (Helm, Argo CD, Flux, an operator) or that someone
+//! edited by hand (`kubectl-edit`, `kubectl-patch`) stay a conflict that
+//! only `--force-conflicts` overrides, and the report names the owner.
+//!
+//! One difference from csaupgrade: the `last-applied-configuration`
+//! annotation is left out of what we take over, so our apply (which does
+//! not carry it) does not delete it; it stays as `kubectl apply` left it.
+
+use serde_json::{Map, Value};
+
+/// Update managers whose fields `apply` takes over like `kubectl apply
+/// --server-side` does: installs made by hand with kubectl.
+pub const MIGRATED_MANAGERS: &[&str] = &["kubectl-client-side-apply", "kubectl-create"];
+
+const LAST_APPLIED: &str = "f:kubectl.kubernetes.io/last-applied-configuration";
+
+/// Well-known managers that will put their fields back: what the report
+/// says about them.
+const KNOWN_OWNERS: &[(&str, &str)] = &[
+    ("helm", "Helm (the next helm upgrade reverts the change)"),
+    (
+        "helm-controller",
+        "Flux helm-controller (the next reconcile reverts the change)",
+    ),
+    (
+        "kustomize-controller",
+        "Flux kustomize-controller (the next reconcile reverts the change)",
+    ),
+    (
+        "argocd-controller",
+        "Argo CD (the next sync reverts the change)",
+    ),
+    (
+        "argocd-application-controller",
+        "Argo CD (the next sync reverts the change)",
+    ),
+    ("argo-cd", "Argo CD (the next sync reverts the change)"),
+    (
+        "olm",
+        "Operator Lifecycle Manager (it reinstalls the operator's CRDs)",
+    ),
+    (
+        "catalog",
+        "Operator Lifecycle Manager (it reinstalls the operator's CRDs)",
+    ),
+    ("kubectl-edit", "a hand edit (kubectl edit)"),
+    ("kubectl-patch", "a hand edit (kubectl patch)"),
+];
+
+/// The managers named in a server-side apply conflict message (`conflict
+/// with "helm" using apiextensions.k8s.io/v1: .spec...`), in order, once each.
+pub fn conflicting_managers(message: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for part in message.split("conflict with \"").skip(1) {
+        if let Some(end) = part.find('"') {
+            let name = &part[..end];
+            if !out.iter().any(|m| m == name) {
+                out.push(name.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// Whether every conflicting manager is one `apply` takes over.
+pub fn all_migratable(managers: &[String]) -> bool {
+    !managers.is_empty()
+        && managers
+            .iter()
+            .all(|m| MIGRATED_MANAGERS.contains(&m.as_str()))
+}
+
+/// A readable description of who `manager` is, when it is a known
+/// controller or tool.
+pub fn describe_owner(manager: &str) -> Option<&'static str> {
+    KNOWN_OWNERS
+        .iter()
+        .find(|(name, _)| *name == manager)
+        .map(|(_, text)| *text)
+}
+
+/// `managedFields` with the `Update` entries of `from` (top level, not a
+/// subresource) turned into one `Apply` entry of `to`, merged into `to`'s
+/// existing `Apply` entry if it has one. `None` when there is nothing to
+/// take over.
+pub fn take_over(managed_fields: &[Value], from: &[&str], to: &str) -> Option<Vec<Value>> {
+    let is_from = |e: &Value| {
+        e["operation"] == "Update"
+            && e["manager"].as_str().is_some_and(|m| from.contains(&m))
+            && e.get("subresource")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .is_empty()
+    };
+    if !managed_fields.iter().any(is_from) {
+        return None;
+    }
+    let is_ours = |e: &Value| {
+        e["operation"] == "Apply"
+            && e["manager"] == to
+            && e.get("subresource")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .is_empty()
+    };
+    let mut entries: Vec<Value> = managed_fields.to_vec();
+    let target = match entries.iter().position(is_ours) {
+        Some(i) => i,
+        None => {
+            // The most recent entry to take over (managedFields lists the
+            // newest first) becomes ours.
+            let i = entries.iter().position(is_from)?;
+            entries[i]["operation"] = Value::from("Apply");
+            entries[i]["manager"] = Value::from(to);
+            i
+        }
+    };
+    let api_version = entries[target]["apiVersion"].clone();
+    let mut fields = entries[target]
+        .get("fieldsV1")
+        .cloned()
+        .unwrap_or_else(|| Value::Object(Map::new()));
+    for e in managed_fields.iter().filter(|e| is_from(e)) {
+        if e["apiVersion"] == api_version
+            && let Some(more) = e.get("fieldsV1")
+        {
+            union_into(&mut fields, more);
+        }
+    }
+    if let Some(annotations) = fields
+        .get_mut("f:metadata")
+        .and_then(|m| m.get_mut("f:annotations"))
+        .and_then(Value::as_object_mut)
+    {
+        annotations.remove(LAST_APPLIED);
+        if annotations.keys().all(|k| k == ".") {
+            let meta = fields.get_mut("f:metadata").and_then(Value::as_object_mut);
+            if let Some(meta) = meta {
+                meta.remove("f:annotations");
+                if meta.is_empty()
+                    && let Some(all) = fields.as_object_mut()
+                {
+                    all.remove("f:metadata");
+                }
+            }
+        }
+    }
+    entries[target]["fieldsV1"] = fields;
+    entries[target]["fieldsType"] = Value::from("FieldsV1");
+    let kept: Vec<Value> = entries
+        .into_iter()
+        .enumerate()
+        .filter(|(i, e)| *i == target || !is_from(e))
+        .map(|(_, e)| e)
+        .collect();
+    Some(kept)
+}
+
+/// Adds every path of the FieldsV1 trie `more` to `into`.
+fn union_into(into: &mut Value, more: &Value) {
+    let (Some(into), Some(more)) = (into.as_object_mut(), more.as_object()) else {
+        return;
+    };
+    for (key, value) in more {
+        match into.get_mut(key) {
+            Some(existing) => union_into(existing, value),
+            None => {
+                into.insert(key.clone(), value.clone());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn csa_installed() -> Vec<Value> {
+        vec![
+            json!({"manager": "kubectl-client-side-apply", "operation": "Update",
+                   "apiVersion": "apiextensions.k8s.io/v1", "fieldsType": "FieldsV1",
+                   "fieldsV1": {"f:metadata": {"f:annotations": {".": {},
+                       "f:kubectl.kubernetes.io/last-applied-configuration": {}}},
+                       "f:spec": {"f:group": {}, "f:versions": {}}}}),
+            json!({"manager": "kube-apiserver", "operation": "Update", "subresource": "status",
+                   "apiVersion": "apiextensions.k8s.io/v1", "fieldsType": "FieldsV1",
+                   "fieldsV1": {"f:status": {}}}),
+        ]
+    }
+
+    #[test]
+    fn the_client_side_apply_entry_becomes_our_apply_entry() {
+        let out = take_over(&csa_installed(), MIGRATED_MANAGERS, "kubectl-crd-safety")
+            .expect("something to take over");
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0]["manager"], "kubectl-crd-safety");
+        assert_eq!(out[0]["operation"], "Apply");
+        assert_eq!(
+            out[0]["fieldsV1"],
+            json!({"f:spec": {"f:group": {}, "f:versions": {}}}),
+            "the last-applied annotation is not taken"
+        );
+        assert_eq!(
+            out[1]["manager"], "kube-apiserver",
+            "the status entry stays"
+        );
+    }
+
+    #[test]
+    fn an_existing_apply_entry_of_ours_gets_the_union() {
+        let mut fields = csa_installed();
+        fields.insert(
+            0,
+            json!({"manager": "kubectl-crd-safety", "operation": "Apply",
+                   "apiVersion": "apiextensions.k8s.io/v1", "fieldsType": "FieldsV1",
+                   "fieldsV1": {"f:spec": {"f:scope": {}}}}),
+        );
+        let out = take_over(&fields, MIGRATED_MANAGERS, "kubectl-crd-safety").expect("merged");
+        assert_eq!(out.len(), 2);
+        assert_eq!(
+            out[0]["fieldsV1"]["f:spec"],
+            json!({"f:scope": {}, "f:group": {}, "f:versions": {}})
+        );
+    }
+
+    #[test]
+    fn helm_owned_fields_are_not_taken() {
+        let fields = vec![json!({"manager": "helm", "operation": "Update",
+            "apiVersion": "apiextensions.k8s.io/v1", "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:spec": {}}})];
+        assert!(take_over(&fields, MIGRATED_MANAGERS, "kubectl-crd-safety").is_none());
+        assert_eq!(
+            describe_owner("helm"),
+            Some("Helm (the next helm upgrade reverts the change)")
+        );
+    }
+
+    #[test]
+    fn managers_are_read_from_the_conflict_message() {
+        let message = r#"Apply failed with 2 conflicts: conflict with "kubectl-client-side-apply" using apiextensions.k8s.io/v1: .spec.versions; conflict with "helm" using apiextensions.k8s.io/v1: .spec.names"#;
+        let managers = conflicting_managers(message);
+        assert_eq!(managers, vec!["kubectl-client-side-apply", "helm"]);
+        assert!(!all_migratable(&managers));
+        assert!(all_migratable(&managers[..1]));
+    }
+}
