@@ -20,21 +20,13 @@ use crate::validate::{PrunedKind, Validator};
 /// Every default of the structural schema `root`, checked.
 pub fn validate_defaults(root: &Obj, path: &FieldPath, opts: &SchemaOptions) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    if !super::schema_rules::schema_has(root, &|s| s.get("default").is_some_and(|d| !d.is_null())) {
-        return errs;
-    }
-    // Our model of the schema, built once and walked alongside the JSON.
-    let Ok(model) = Schema::from_value(&Value::Object(root.clone())) else {
-        return errs;
-    };
-    walk(root, &model, path, true, false, opts, &mut errs);
+    walk(root, &mut path.clone(), true, false, opts, &mut errs);
     errs
 }
 
 fn walk(
     s: &Obj,
-    model: &Schema,
-    path: &FieldPath,
+    path: &mut FieldPath,
     resource_root: bool,
     inside_meta: bool,
     opts: &SchemaOptions,
@@ -43,21 +35,24 @@ fn walk(
     let embedded = resource_root || bool_of(s, "x-kubernetes-embedded-resource");
     let inside_meta = inside_meta && !embedded;
     if let Some(default) = s.get("default").filter(|d| !d.is_null()) {
-        check_default(model, default, path, inside_meta, opts, errs);
+        check_default(s, default, path, inside_meta, opts, errs);
     }
-    if let (Some(i), Some(mi)) = (items(s), model.items.as_deref()) {
-        walk(i, mi, &path.child("items"), false, inside_meta, opts, errs);
+    if let Some(i) = items(s) {
+        walk(
+            i,
+            &mut path.push().child("items"),
+            false,
+            inside_meta,
+            opts,
+            errs,
+        );
     }
     for (name, p) in properties(s) {
-        let Some(mp) = model.properties.get(name.as_str()) else {
-            continue;
-        };
         let sub_meta = inside_meta
             || (embedded && matches!(name.as_str(), "metadata" | "apiVersion" | "kind"));
         walk(
             p,
-            mp,
-            &path.child("properties").key(name),
+            &mut path.push().child("properties").key(name),
             false,
             sub_meta,
             opts,
@@ -67,7 +62,7 @@ fn walk(
 }
 
 fn check_default(
-    node: &Schema,
+    s: &Obj,
     default: &Value,
     path: &FieldPath,
     inside_meta: bool,
@@ -75,10 +70,14 @@ fn check_default(
     errs: &mut Vec<FieldError>,
 ) {
     let dpath = path.child("default");
-    // The node compiled like a version schema; its own default does not
-    // matter for a value that is present. A schema the validator cannot
-    // compile has its own error elsewhere (a pattern that does not compile).
-    let Ok(validator) = Validator::new(node, opts.kube.minor) else {
+    // The node alone, compiled like a version schema (defaults sit mostly on
+    // leaves, so this stays small); its own default does not matter for a
+    // value that is present. A schema the validator cannot compile has its
+    // own error elsewhere (a pattern that does not compile).
+    let Ok(node) = Schema::from_value(&Value::Object(s.clone())) else {
+        return;
+    };
+    let Ok(validator) = Validator::new(&node, opts.kube.minor) else {
         return;
     };
     let outcome = validator.validate(default);

@@ -43,6 +43,63 @@ impl FieldPath {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// Extends this path in place for one step of a recursive walk; the
+    /// guard restores it when dropped. Walking a schema of 100,000 nodes
+    /// then builds no strings; only errors copy the path.
+    pub fn push(&mut self) -> PathGuard<'_> {
+        let mark = self.0.len();
+        PathGuard { path: self, mark }
+    }
+}
+
+/// A path extended in place; see [`FieldPath::push`].
+pub struct PathGuard<'a> {
+    path: &'a mut FieldPath,
+    mark: usize,
+}
+
+impl PathGuard<'_> {
+    /// `.name`
+    pub fn child(self, name: &str) -> Self {
+        self.path.0.push('.');
+        self.path.0.push_str(name);
+        self
+    }
+
+    /// `[key]`
+    pub fn key(self, key: &str) -> Self {
+        self.path.0.push('[');
+        self.path.0.push_str(key);
+        self.path.0.push(']');
+        self
+    }
+
+    /// `[i]`
+    pub fn index(self, i: usize) -> Self {
+        use std::fmt::Write;
+        let _ = write!(self.path.0, "[{i}]");
+        self
+    }
+}
+
+impl std::ops::Deref for PathGuard<'_> {
+    type Target = FieldPath;
+    fn deref(&self) -> &FieldPath {
+        self.path
+    }
+}
+
+impl std::ops::DerefMut for PathGuard<'_> {
+    fn deref_mut(&mut self) -> &mut FieldPath {
+        self.path
+    }
+}
+
+impl Drop for PathGuard<'_> {
+    fn drop(&mut self) {
+        self.path.0.truncate(self.mark);
+    }
 }
 
 impl fmt::Display for FieldPath {

@@ -37,18 +37,13 @@ pub fn strings_of<'a>(s: &'a Obj, key: &str) -> Vec<&'a str> {
     arr_of(s, key).iter().filter_map(Value::as_str).collect()
 }
 
-/// `properties` (sorted by name: Go iterates maps in random order, the
-/// server sorts nothing, and a stable order keeps reports reproducible).
-pub fn properties(s: &Obj) -> Vec<(&String, &Obj)> {
-    let mut out: Vec<(&String, &Obj)> = obj_of(s, "properties")
-        .map(|p| {
-            p.iter()
-                .filter_map(|(k, v)| v.as_object().map(|o| (k, o)))
-                .collect()
-        })
-        .unwrap_or_default();
-    out.sort_by(|a, b| a.0.cmp(b.0));
-    out
+/// `properties`, in the order written (errors are sorted where the server
+/// sorts them; elsewhere document order reads naturally).
+pub fn properties(s: &Obj) -> impl Iterator<Item = (&String, &Obj)> {
+    obj_of(s, "properties")
+        .into_iter()
+        .flat_map(|p| p.iter())
+        .filter_map(|(k, v)| v.as_object().map(|o| (k, o)))
 }
 
 /// The property `name`, when declared.

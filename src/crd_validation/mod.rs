@@ -251,8 +251,15 @@ pub fn validate_crd(manifest: &Value, old: Option<&Value>, kube: KubeVersion) ->
         .unwrap_or("");
     let group = json::str_of(spec, "group");
     let mut errs = meta::validate_metadata(manifest, plural, group);
-    let facts = old.map(OldCrdFacts::of);
-    errs.extend(spec::validate_spec(spec, facts.as_ref(), kube));
+    // What the stored CRD already breaks only matters when the new one
+    // breaks something: judge strictly first, and relax only then.
+    let mut spec_errs = spec::validate_spec(spec, None, kube);
+    if !spec_errs.is_empty()
+        && let Some(old) = old
+    {
+        spec_errs = spec::validate_spec(spec, Some(&OldCrdFacts::of(old)), kube);
+    }
+    errs.extend(spec_errs);
     let old_preserved = old
         .and_then(|o| o.pointer("/spec/preserveUnknownFields"))
         .and_then(Value::as_bool)

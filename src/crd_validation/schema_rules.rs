@@ -146,7 +146,7 @@ pub fn validate_validation(
         inside_resource_meta: false,
         uncorrelatable: None,
     };
-    let (schema_errs, cel_errs) = walker.walk(root, &root_path, &state, true);
+    let (schema_errs, cel_errs) = walker.walk(root, &mut root_path.clone(), &state, true);
     errs.extend(schema_errs);
     errs.extend(cel_errs);
     if errs.is_empty() {
@@ -374,7 +374,7 @@ pub fn new_structural_error(s: &Obj) -> Option<String> {
     }
     let children = items(s)
         .into_iter()
-        .chain(properties(s).into_iter().map(|(_, p)| p))
+        .chain(properties(s).map(|(_, p)| p))
         .chain(match additional_properties(s) {
             AdditionalProperties::Schema(o) => Some(o),
             _ => None,
@@ -407,7 +407,7 @@ enum Level {
 /// [`new_structural_error`] is `None`. Sorted like the server's list.
 pub fn validate_structural(root: &Obj, path: &FieldPath) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    invariants(root, Level::Root, path, &mut errs);
+    invariants(root, Level::Root, &mut path.clone(), &mut errs);
     completeness_of_value_validation(root, Some(root), path, path, &mut errs);
     errs.sort_by_key(ToString::to_string);
     errs
@@ -431,7 +431,7 @@ fn is_int_or_string_any_of(branches: &[Value]) -> bool {
     branches.len() == 2 && only_type(&branches[0], "integer") && only_type(&branches[1], "string")
 }
 
-fn invariants(s: &Obj, lvl: Level, path: &FieldPath, errs: &mut Vec<FieldError>) {
+fn invariants(s: &Obj, lvl: Level, path: &mut FieldPath, errs: &mut Vec<FieldError>) {
     let ty = type_of(s);
     if ty == "array" && items(s).is_none() {
         errs.push(FieldError::required(
@@ -440,10 +440,15 @@ fn invariants(s: &Obj, lvl: Level, path: &FieldPath, errs: &mut Vec<FieldError>)
         ));
     }
     if let Some(i) = items(s) {
-        invariants(i, Level::Item, &path.child("items"), errs);
+        invariants(i, Level::Item, &mut path.push().child("items"), errs);
     }
     for (k, p) in properties(s) {
-        invariants(p, Level::Field, &path.child("properties").key(k), errs);
+        invariants(
+            p,
+            Level::Field,
+            &mut path.push().child("properties").key(k),
+            errs,
+        );
     }
     let ap = additional_properties(s);
     if !matches!(ap, AdditionalProperties::Absent) {
@@ -454,7 +459,12 @@ fn invariants(s: &Obj, lvl: Level, path: &FieldPath, errs: &mut Vec<FieldError>)
             ));
         }
         if let AdditionalProperties::Schema(o) = ap {
-            invariants(o, Level::Field, &path.child("additionalProperties"), errs);
+            invariants(
+                o,
+                Level::Field,
+                &mut path.push().child("additionalProperties"),
+                errs,
+            );
         }
     }
     let int_or_string = bool_of(s, "x-kubernetes-int-or-string");
@@ -587,29 +597,41 @@ fn value_validation(
     skip_any_of: bool,
     skip_first_all_of_any_of: bool,
     lvl: Level,
-    path: &FieldPath,
+    path: &mut FieldPath,
     errs: &mut Vec<FieldError>,
 ) {
     if !skip_any_of {
         for (i, b) in arr_of(s, "anyOf").iter().enumerate() {
             if let Some(b) = b.as_object() {
-                nested_value_validation(b, false, lvl, &path.child("anyOf").index(i), errs);
+                nested_value_validation(
+                    b,
+                    false,
+                    lvl,
+                    &mut path.push().child("anyOf").index(i),
+                    errs,
+                );
             }
         }
     }
     for (i, b) in arr_of(s, "allOf").iter().enumerate() {
         if let Some(b) = b.as_object() {
             let skip = skip_first_all_of_any_of && i == 0;
-            nested_value_validation(b, skip, lvl, &path.child("allOf").index(i), errs);
+            nested_value_validation(b, skip, lvl, &mut path.push().child("allOf").index(i), errs);
         }
     }
     for (i, b) in arr_of(s, "oneOf").iter().enumerate() {
         if let Some(b) = b.as_object() {
-            nested_value_validation(b, false, lvl, &path.child("oneOf").index(i), errs);
+            nested_value_validation(
+                b,
+                false,
+                lvl,
+                &mut path.push().child("oneOf").index(i),
+                errs,
+            );
         }
     }
     if let Some(n) = obj_of(s, "not") {
-        nested_value_validation(n, false, lvl, &path.child("not"), errs);
+        nested_value_validation(n, false, lvl, &mut path.push().child("not"), errs);
     }
     let pattern = str_of(s, "pattern");
     if !pattern.is_empty()
@@ -630,19 +652,19 @@ fn nested_value_validation(
     v: &Obj,
     skip_any_of: bool,
     lvl: Level,
-    path: &FieldPath,
+    path: &mut FieldPath,
     errs: &mut Vec<FieldError>,
 ) {
     value_validation(v, skip_any_of, false, lvl, path, errs);
     if let Some(i) = items(v) {
-        nested_value_validation(i, false, lvl, &path.child("items"), errs);
+        nested_value_validation(i, false, lvl, &mut path.push().child("items"), errs);
     }
     for (k, p) in properties(v) {
         nested_value_validation(
             p,
             false,
             Level::Field,
-            &path.child("properties").key(k),
+            &mut path.push().child("properties").key(k),
             errs,
         );
     }
@@ -803,8 +825,9 @@ struct State {
     disallow_reason: Option<String>,
     inside_resource_meta: bool,
     /// The first ancestor whose values cannot be correlated between two
-    /// revisions of an object (oldSelf is meaningless below it).
-    uncorrelatable: Option<FieldPath>,
+    /// revisions of an object (oldSelf is meaningless below it); shared,
+    /// because every node below it carries it.
+    uncorrelatable: Option<std::rc::Rc<FieldPath>>,
 }
 
 impl State {
@@ -821,7 +844,7 @@ impl State {
             return self.clone();
         }
         State {
-            uncorrelatable: Some(path.clone()),
+            uncorrelatable: Some(std::rc::Rc::new(path.clone())),
             ..self.clone()
         }
     }
@@ -838,7 +861,7 @@ impl Walker<'_> {
     fn walk(
         &self,
         s: &Obj,
-        path: &FieldPath,
+        path: &mut FieldPath,
         st: &State,
         is_root: bool,
     ) -> (Vec<FieldError>, Vec<FieldError>) {
@@ -874,7 +897,12 @@ impl Walker<'_> {
                 } else {
                     st.clone()
                 };
-                let (e, c) = self.walk(o, &path.child("additionalProperties"), &sub, false);
+                let (e, c) = self.walk(
+                    o,
+                    &mut path.push().child("additionalProperties"),
+                    &sub,
+                    false,
+                );
                 errs.extend(e);
                 cel.extend(c);
             }
@@ -894,7 +922,12 @@ impl Walker<'_> {
                     sub = sub.forbid_defaults(format!("in top-level {name}"));
                 }
             }
-            let (e, c) = self.walk(p, &path.child("properties").key(name), &sub, false);
+            let (e, c) = self.walk(
+                p,
+                &mut path.push().child("properties").key(name),
+                &sub,
+                false,
+            );
             errs.extend(e);
             cel.extend(c);
         }
@@ -904,14 +937,15 @@ impl Walker<'_> {
             cel_allowed: false,
         };
         if let Some(n) = obj_of(s, "not") {
-            let (e, c) = value_walker.walk(n, &path.child("not"), st, false);
+            let (e, c) = value_walker.walk(n, &mut path.push().child("not"), st, false);
             errs.extend(e);
             cel.extend(c);
         }
         for key in ["allOf", "oneOf", "anyOf"] {
             for (i, b) in arr_of(s, key).iter().enumerate() {
                 if let Some(b) = b.as_object() {
-                    let (e, c) = value_walker.walk(b, &path.child(key).index(i), st, false);
+                    let (e, c) =
+                        value_walker.walk(b, &mut path.push().child(key).index(i), st, false);
                     errs.extend(e);
                     cel.extend(c);
                 }
@@ -920,7 +954,12 @@ impl Walker<'_> {
         if let Some(defs) = obj_of(s, "definitions") {
             for (k, d) in defs {
                 if let Some(d) = d.as_object() {
-                    let (e, c) = value_walker.walk(d, &path.child("definitions").key(k), st, false);
+                    let (e, c) = value_walker.walk(
+                        d,
+                        &mut path.push().child("definitions").key(k),
+                        st,
+                        false,
+                    );
                     errs.extend(e);
                     cel.extend(c);
                 }
@@ -935,14 +974,15 @@ impl Walker<'_> {
             };
             match s.get("items") {
                 Some(Value::Object(o)) => {
-                    let (e, c) = self.walk(o, &path.child("items"), &sub, false);
+                    let (e, c) = self.walk(o, &mut path.push().child("items"), &sub, false);
                     errs.extend(e);
                     cel.extend(c);
                 }
                 Some(Value::Array(a)) => {
                     for (i, x) in a.iter().enumerate() {
                         if let Some(o) = x.as_object() {
-                            let (e, c) = self.walk(o, &path.child("items").index(i), &sub, false);
+                            let (e, c) =
+                                self.walk(o, &mut path.push().child("items").index(i), &sub, false);
                             errs.extend(e);
                             cel.extend(c);
                         }
@@ -954,8 +994,12 @@ impl Walker<'_> {
         if let Some(deps) = obj_of(s, "dependencies") {
             for (k, d) in deps {
                 if let Some(d) = d.as_object() {
-                    let (e, c) =
-                        value_walker.walk(d, &path.child("dependencies").key(k), st, false);
+                    let (e, c) = value_walker.walk(
+                        d,
+                        &mut path.push().child("dependencies").key(k),
+                        st,
+                        false,
+                    );
                     errs.extend(e);
                     cel.extend(c);
                 }
@@ -976,7 +1020,7 @@ impl Walker<'_> {
                 cel.extend(cel_rules::compile_errors(
                     s,
                     path,
-                    st.uncorrelatable.as_ref(),
+                    st.uncorrelatable.as_deref(),
                     is_root,
                     self.opts.kube,
                 ));
@@ -1255,28 +1299,31 @@ pub fn schema_has(s: &Obj, pred: &dyn Fn(&Obj) -> bool) -> bool {
     if pred(s) {
         return true;
     }
-    let mut children: Vec<&Obj> = Vec::new();
+    let any = |v: &Value| v.as_object().is_some_and(|o| schema_has(o, pred));
     match s.get("items") {
-        Some(Value::Object(o)) => children.push(o),
-        Some(Value::Array(a)) => children.extend(a.iter().filter_map(Value::as_object)),
+        Some(Value::Array(a)) if a.iter().any(any) => return true,
+        Some(v @ Value::Object(_)) if any(v) => return true,
         _ => {}
     }
     for key in ["allOf", "anyOf", "oneOf"] {
-        children.extend(arr_of(s, key).iter().filter_map(Value::as_object));
+        if arr_of(s, key).iter().any(any) {
+            return true;
+        }
     }
-    children.extend(obj_of(s, "not"));
+    for key in ["not", "additionalProperties", "additionalItems"] {
+        if s.get(key).is_some_and(any) {
+            return true;
+        }
+    }
     for key in [
         "properties",
         "patternProperties",
         "definitions",
         "dependencies",
     ] {
-        if let Some(m) = obj_of(s, key) {
-            children.extend(m.values().filter_map(Value::as_object));
+        if obj_of(s, key).is_some_and(|m| m.values().any(any)) {
+            return true;
         }
     }
-    for key in ["additionalProperties", "additionalItems"] {
-        children.extend(obj_of(s, key));
-    }
-    children.into_iter().any(|c| schema_has(c, pred))
+    false
 }

@@ -43,11 +43,9 @@ fn non_null<'a>(v: &'a Obj, key: &str) -> Option<&'a Value> {
 
 /// Whether every version has the same `key` (Go's semantic equality: for
 /// lists, missing and empty are the same).
-fn all_same(versions: &[&Obj], key: &str, list: bool) -> bool {
-    let get = |v: &Obj| {
-        non_null(v, key)
-            .filter(|x| !list || x.as_array().is_some_and(|a| !a.is_empty()))
-            .cloned()
+fn all_same<'a>(versions: &[&'a Obj], key: &str, list: bool) -> bool {
+    let get = |v: &'a Obj| -> Option<&'a Value> {
+        non_null(v, key).filter(|x| !list || x.as_array().is_some_and(|a| !a.is_empty()))
     };
     !versions.is_empty() && versions.windows(2).all(|w| get(w[0]) == get(w[1]))
 }

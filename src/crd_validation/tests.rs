@@ -103,7 +103,8 @@ fn defaults_must_validate_and_survive_pruning() {
     let m = crd(json!({"type": "object", "properties": {
         "size": {"type": "integer", "minimum": 1, "default": 0},
         "opts": {"type": "object", "properties": {"a": {"type": "string"}}, "default": {"b": "x"}}}}));
-    let e = errors(&m);
+    let mut e = errors(&m);
+    e.sort();
     assert_eq!(e.len(), 2, "{e:?}");
     assert!(e[0].starts_with("spec.validation.openAPIV3Schema.properties[opts].default: Invalid value: {\"b\":\"x\"}: must not have unknown fields"), "{e:?}");
     assert!(
