@@ -1,6 +1,7 @@
 //! `kubectl-crd_safety`: parse the command line, run the command, map the
-//! outcome to an exit code (0 safe, 1 error findings, 2 bad input, 3 cluster
-//! error). Everything else lives in the library.
+//! outcome to an exit code (0 safe, 1 error findings or refused, 2 bad input,
+//! 3 cluster error, 4 declined). Everything else lives in
+//! the library; the terminal (the question, progress bars) lives here.
 
 mod cli;
 
@@ -14,12 +15,13 @@ use cli::{
     ApplyArgs, ApplyCheckArgs, Cli, ColorChoice, Command, DiffArgs, FailModeArg, ModeArg,
     OutputFormat, ReportArgs,
 };
-use crd_safety::apply::ApplyOptions;
+use crd_safety::change::apply::{self, ApplyOptions};
+use crd_safety::change::{Answer, Confirm, Decision, Proposal, Question, decide};
 use crd_safety::cluster::{self, KubeFlags};
 use crd_safety::compare::Check;
 use crd_safety::config::{Config, FailMode, Mode};
 use crd_safety::diff::{StoredVersionsArg, diff};
-use crd_safety::live::{Action, LiveCheck, Planned};
+use crd_safety::live::LiveCheck;
 use crd_safety::manifest::{self, Source};
 use crd_safety::report::{Report, TableOptions, render_markdown, render_outcomes, render_table};
 use crd_safety::scan::{Progress, ScanOptions};
@@ -182,6 +184,14 @@ fn kube_flags(args: &cli::KubeArgs) -> KubeFlags {
     }
 }
 
+/// The runtime of the live commands: one thread is plenty for a client.
+fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Input(format!("cannot start the async runtime: {e}")))
+}
+
 /// Loads the manifests and starts the runtime both live commands use.
 fn live_setup(
     args: &ApplyCheckArgs,
@@ -192,11 +202,7 @@ fn live_setup(
     let config = load_config(&args.report)?;
     let sources: Vec<Source> = args.filenames.iter().map(|f| Source::parse(f)).collect();
     let new = manifest::load(&sources).map_err(|e| Failure::Input(e.to_string()))?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Failure::Input(format!("cannot start the async runtime: {e}")))?;
-    Ok((config, new, runtime))
+    Ok((config, new, runtime()?))
 }
 
 fn run_apply_check(args: ApplyCheckArgs) -> Result<u8, Failure> {
@@ -219,14 +225,15 @@ async fn live_check(
     config: &Config,
     args: &ApplyCheckArgs,
 ) -> Result<LiveCheck, Failure> {
-    let bar = (args.objects && std::io::stderr().is_terminal()).then(|| {
-        let bar = indicatif::ProgressBar::new_spinner();
-        bar.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} {msg} [{elapsed}]")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
-        );
-        bar
-    });
+    let bar = args
+        .objects
+        .then(|| {
+            terminal_bar(
+                indicatif::ProgressBar::new_spinner(),
+                "{spinner} {msg} [{elapsed}]",
+            )
+        })
+        .flatten();
     let mut progress = |p: Progress<'_>| {
         if let Some(bar) = &bar {
             let total = p.total.map(|t| format!(" of ~{t}")).unwrap_or_default();
@@ -251,37 +258,6 @@ async fn live_check(
     result.map_err(|e| Failure::Cluster(e.to_string()))
 }
 
-/// How an `apply` run ended, for the exit code and the JSON `apply.decision`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Decision {
-    NothingToDo,
-    Refused,
-    Declined,
-    Applied,
-    Failed,
-}
-
-impl Decision {
-    fn as_str(self) -> &'static str {
-        match self {
-            Decision::NothingToDo => "nothingToDo",
-            Decision::Refused => "refused",
-            Decision::Declined => "declined",
-            Decision::Applied => "applied",
-            Decision::Failed => "failed",
-        }
-    }
-
-    fn exit_code(self) -> u8 {
-        match self {
-            Decision::NothingToDo | Decision::Applied => 0,
-            Decision::Refused => 1,
-            Decision::Failed => 3,
-            Decision::Declined => 4,
-        }
-    }
-}
-
 fn run_apply(args: ApplyArgs) -> Result<u8, Failure> {
     let (config, new, runtime) = live_setup(&args.check)?;
     let report_args = &args.check.report;
@@ -295,40 +271,21 @@ fn run_apply(args: ApplyArgs) -> Result<u8, Failure> {
         if !structured {
             emit(&render(report, report_args))?;
         }
-        let changes: Vec<&Planned> = checked
-            .plan
-            .iter()
-            .filter(|p| p.action != Action::Unchanged)
-            .collect();
-        let decision = if changes.is_empty() {
-            eprintln!("Nothing to apply: the cluster already has these CRDs as written.");
-            Decision::NothingToDo
-        } else if report.summary.errors > 0 && !args.force {
-            eprintln!(
-                "error: not applying: {} (use --force to apply anyway)",
-                plural(report.summary.errors, "error finding", "error findings")
-            );
-            Decision::Refused
-        } else if let Some(owned) = conflicts(&changes).filter(|_| !args.force_conflicts) {
-            eprintln!(
-                "error: not applying: another field manager owns fields the manifests change ({owned}); \
-                 use --force-conflicts to take them over"
-            );
-            Decision::Refused
-        } else if !args.yes && !confirm(&conn, &changes)? {
-            eprintln!("Nothing applied.");
-            Decision::Declined
-        } else {
-            Decision::Applied
-        };
+        let proposal = apply::proposal(
+            &conn,
+            report,
+            &checked.plan,
+            args.force,
+            args.force_conflicts,
+        );
+        let mut decision = ask(&proposal, args.yes)?;
         let mut results = Vec::new();
-        let mut decision = decision;
-        if decision == Decision::Applied {
+        if decision == Decision::Done {
             let opts = ApplyOptions {
                 force_conflicts: args.force_conflicts,
                 wait: args.wait_timeout,
             };
-            results = crd_safety::apply::apply(&conn, &checked.plan, opts).await;
+            results = apply::apply(&conn, &checked.plan, opts).await;
             if results.iter().any(|r| r.outcome.is_failure()) {
                 decision = Decision::Failed;
             }
@@ -341,86 +298,87 @@ fn run_apply(args: ApplyArgs) -> Result<u8, Failure> {
             }
         }
         if structured {
-            emit(&render_with_apply(report, report_args, decision, &results)?)?;
+            let section = serde_json::json!({
+                "decision": decision.as_str(apply::VERB.done),
+                "results": results,
+            });
+            let value = serde_json::to_value(report)
+                .map_err(|e| Failure::Input(format!("cannot serialize the report: {e}")))?;
+            emit(&render_value(
+                with_section(value, "apply", section),
+                report_args.output,
+            )?)?;
         }
         Ok(decision.exit_code())
     })
 }
 
-/// The CRDs whose apply would conflict with another field manager, named
-/// for the refusal message, or `None`.
-fn conflicts(changes: &[&Planned]) -> Option<String> {
-    let names: Vec<&str> = changes
-        .iter()
-        .filter(|p| p.conflict.is_some())
-        .map(|p| p.name.as_str())
-        .collect();
-    (!names.is_empty()).then(|| names.join(", "))
-}
+/// Asks the user on the terminal (stderr), default No. Without a terminal
+/// there is nobody to ask, which [`decide`] turns into a refusal.
+struct TerminalConfirm;
 
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
-/// Asks on the terminal, default No, naming the context and every CRD that
-/// changes. Without a terminal there is nobody to ask: that is a refusal
-/// (exit 2), never a silent yes.
-fn confirm(conn: &cluster::Connection, changes: &[&Planned]) -> Result<bool, Failure> {
-    if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
-        return Err(Failure::Input(
-            "refusing to apply without confirmation: there is no terminal to ask on \
-             (pass --yes to apply non-interactively)"
-                .into(),
-        ));
-    }
-    let width = changes.iter().map(|p| p.name.len()).max().unwrap_or(0);
-    let mut text = format!(
-        "\nAbout to apply to context {} ({}):\n",
-        conn.context, conn.server
-    );
-    for p in changes {
-        text.push_str(&format!("  {:<width$}  {}\n", p.name, p.action.as_str()));
-    }
-    eprint!("{text}");
-    let answer = dialoguer::Confirm::new()
-        .with_prompt(format!(
-            "Apply {} to context {}?",
-            plural(changes.len(), "CRD", "CRDs"),
-            conn.context
-        ))
-        .default(false)
-        .interact_opt();
-    match answer {
-        Ok(Some(yes)) => Ok(yes),
-        // Esc or q: no answer is a no.
-        Ok(None) => Ok(false),
-        Err(e) => Err(Failure::Input(format!("cannot read the answer: {e}"))),
-    }
-}
-
-/// The JSON/YAML report with what `apply` decided and did under `apply`.
-fn render_with_apply(
-    report: &Report,
-    args: &ReportArgs,
-    decision: Decision,
-    results: &[crd_safety::apply::Applied],
-) -> Result<String, Failure> {
-    let mut value = serde_json::to_value(report)
-        .map_err(|e| Failure::Input(format!("cannot serialize the report: {e}")))?;
-    let apply = serde_json::json!({"decision": decision.as_str(), "results": results});
-    if let Some(obj) = value.as_object_mut() {
-        obj.insert("apply".into(), apply);
-    }
-    let text = match args.output {
-        OutputFormat::Yaml => serde_saphyr::to_string(&value)
-            .map_err(|e| Failure::Input(format!("cannot serialize the report: {e}")))?,
-        _ => {
-            serde_json::to_string_pretty(&value)
-                .map_err(|e| Failure::Input(format!("cannot serialize the report: {e}")))?
-                + "\n"
+impl Confirm for TerminalConfirm {
+    fn confirm(&mut self, question: &Question) -> Result<Answer, String> {
+        if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+            return Ok(Answer::NoTerminal);
         }
-    };
-    Ok(text)
+        eprint!("{}", question.text());
+        match dialoguer::Confirm::new()
+            .with_prompt(question.prompt.clone())
+            .default(false)
+            .interact_opt()
+        {
+            Ok(Some(true)) => Ok(Answer::Yes),
+            // Esc or q: no answer is a no.
+            Ok(Some(false) | None) => Ok(Answer::No),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
+/// Decides whether a change goes ahead, telling the user why not on stderr.
+fn ask(proposal: &Proposal, yes: bool) -> Result<Decision, Failure> {
+    let decided =
+        decide(proposal, yes, &mut TerminalConfirm).map_err(|e| Failure::Input(e.to_string()))?;
+    if let Some(message) = &decided.message {
+        eprintln!("{message}");
+    }
+    Ok(decided.decision)
+}
+
+/// `value` (a JSON object) with `section` added under `key`.
+fn with_section(
+    mut value: serde_json::Value,
+    key: &str,
+    section: serde_json::Value,
+) -> serde_json::Value {
+    if let Some(obj) = value.as_object_mut() {
+        obj.insert(key.into(), section);
+    }
+    value
+}
+
+/// A JSON value as pretty JSON or YAML.
+fn render_value(value: serde_json::Value, output: OutputFormat) -> Result<String, Failure> {
+    match output {
+        OutputFormat::Yaml => serde_saphyr::to_string(&value)
+            .map_err(|e| Failure::Input(format!("cannot serialize the report: {e}"))),
+        _ => serde_json::to_string_pretty(&value)
+            .map(|t| t + "\n")
+            .map_err(|e| Failure::Input(format!("cannot serialize the report: {e}"))),
+    }
+}
+
+/// `bar` with `template`, drawn on stderr, when stderr is a terminal.
+fn terminal_bar(bar: indicatif::ProgressBar, template: &str) -> Option<indicatif::ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    Some(bar)
 }
 
 fn print_checks() -> Result<u8, Failure> {
