@@ -1,6 +1,6 @@
 //! `kubectl-crd_safety`: parse the command line, run the command, map the
 //! outcome to an exit code (0 safe, 1 error findings or refused, 2 bad input,
-//! 3 cluster error, 4 declined). Everything else lives in
+//! 3 cluster error, 4 declined, 130 interrupted). Everything else lives in
 //! the library; the terminal (the question, progress bars) lives here.
 
 mod cli;
@@ -8,22 +8,28 @@ mod cli;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::Parser;
 
 use cli::{
-    ApplyArgs, ApplyCheckArgs, Cli, ColorChoice, Command, DiffArgs, FailModeArg, ModeArg,
-    OutputFormat, ReportArgs,
+    ApplyArgs, ApplyCheckArgs, ChangeOutput, Cli, ColorChoice, Command, DiffArgs, FailModeArg,
+    MigrateArgs, ModeArg, OutputFormat, ReportArgs,
 };
 use crd_safety::change::apply::{self, ApplyOptions};
-use crd_safety::change::{Answer, Confirm, Decision, Proposal, Question, decide};
+use crd_safety::change::migrate::{self, PlanOptions, RetryPolicy, RunOptions};
+use crd_safety::change::{Answer, Confirm, Decision, Proposal, Question, decide, decide_dry_run};
 use crd_safety::cluster::{self, KubeFlags};
 use crd_safety::compare::Check;
 use crd_safety::config::{Config, FailMode, Mode};
 use crd_safety::diff::{StoredVersionsArg, diff};
 use crd_safety::live::LiveCheck;
 use crd_safety::manifest::{self, Source};
-use crd_safety::report::{Report, TableOptions, render_markdown, render_outcomes, render_table};
+use crd_safety::report::{
+    Report, TableOptions, render_markdown, render_migration_outcome, render_migration_plan,
+    render_outcomes, render_table,
+};
 use crd_safety::scan::{Progress, ScanOptions};
 
 /// A failure that stops the command, with the exit code it maps to.
@@ -56,6 +62,7 @@ fn main() -> ExitCode {
         Command::Diff(args) => run_diff(args),
         Command::ApplyCheck(args) => run_apply_check(args),
         Command::Apply(args) => run_apply(args),
+        Command::Migrate(args) => run_migrate(args),
         Command::Checks => print_checks(),
     };
     match result {
@@ -367,6 +374,121 @@ fn render_value(value: serde_json::Value, output: OutputFormat) -> Result<String
             .map(|t| t + "\n")
             .map_err(|e| Failure::Input(format!("cannot serialize the report: {e}"))),
     }
+}
+
+fn run_migrate(args: MigrateArgs) -> Result<u8, Failure> {
+    let runtime = runtime()?;
+    let structured = args.output != ChangeOutput::Table;
+    let color = use_color(args.color);
+    runtime.block_on(async {
+        let conn = cluster::connect(&kube_flags(&args.kube))
+            .await
+            .map_err(|e| Failure::Cluster(e.to_string()))?;
+        let opts = PlanOptions {
+            scan: ScanOptions {
+                chunk_size: args.chunk_size,
+                max_examples: args.max_examples,
+            },
+            by_namespace: args.by_namespace,
+            allow_pruning: args.allow_pruning,
+        };
+        let spinner = terminal_bar(indicatif::ProgressBar::new_spinner(), "{spinner} {msg} [{elapsed}]");
+        let mut progress = |p: Progress<'_>| {
+            if let Some(bar) = &spinner {
+                bar.set_message(format!(
+                    "checking {} in {}: {} objects",
+                    p.crd, p.version, p.scanned
+                ));
+                bar.tick();
+            }
+        };
+        let planned = migrate::plan(&conn, &args.crds, opts, &mut progress).await;
+        if let Some(bar) = &spinner {
+            bar.finish_and_clear();
+        }
+        let plan = planned.map_err(|e| match e {
+            migrate::MigrateError::NotFound { .. } => Failure::Input(e.to_string()),
+            _ => Failure::Cluster(e.to_string()),
+        })?;
+        if !structured {
+            emit(&render_migration_plan(
+                &plan,
+                TableOptions {
+                    color,
+                    width: table_width(),
+                    show_info: false,
+                },
+            ))?;
+        }
+        let proposal = migrate::proposal(&plan);
+        let mut decision = if args.dry_run {
+            let decided = decide_dry_run(&proposal);
+            if let Some(message) = &decided.message {
+                eprintln!("{message}");
+            }
+            decided.decision
+        } else {
+            ask(&proposal, args.yes)?
+        };
+        let mut results = Vec::new();
+        if decision == Decision::Done {
+            // Ctrl-C from here on stops the run cleanly instead of killing it.
+            let stop = Arc::new(AtomicBool::new(false));
+            let flag = Arc::clone(&stop);
+            tokio::spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    flag.store(true, Ordering::SeqCst);
+                    eprintln!(
+                        "\ninterrupted: finishing the writes in flight; storedVersions stays as it is"
+                    );
+                }
+            });
+            let total: u64 = plan.crds.iter().filter_map(|c| c.objects).sum();
+            let bar = terminal_bar(
+                indicatif::ProgressBar::new(total),
+                "{msg} [{bar:30}] {pos}/{len} {per_sec} ETA {eta}",
+            );
+            let mut before = 0u64;
+            let mut current = String::new();
+            let mut tick = |p: migrate::RewriteProgress<'_>| {
+                if let Some(bar) = &bar {
+                    if current != p.crd {
+                        before = bar.position();
+                        current = p.crd.to_string();
+                        bar.set_message(format!("rewriting {}", p.crd));
+                    }
+                    bar.set_position(before + p.done);
+                }
+            };
+            let run = RunOptions {
+                chunk_size: args.chunk_size,
+                concurrency: usize::from(args.concurrency),
+                retry: RetryPolicy::default(),
+            };
+            results = migrate::migrate(&conn, &plan, run, &stop, &mut tick).await;
+            if let Some(bar) = &bar {
+                bar.finish_and_clear();
+            }
+            decision = migrate::decision(&results);
+            if !structured {
+                emit(&render_migration_outcome(&conn.context, &results, color))?;
+            }
+        }
+        if structured {
+            let section = serde_json::json!({
+                "decision": decision.as_str(migrate::VERB.done),
+                "results": results,
+            });
+            let value = serde_json::to_value(&plan)
+                .map_err(|e| Failure::Input(format!("cannot serialize the report: {e}")))?;
+            let output = match args.output {
+                ChangeOutput::Yaml => OutputFormat::Yaml,
+                _ => OutputFormat::Json,
+            };
+            emit(&render_value(with_section(value, "migrate", section), output)?)?;
+        }
+        Ok(decision.exit_code())
+    })
 }
 
 /// `bar` with `template`, drawn on stderr, when stderr is a terminal.

@@ -11,6 +11,7 @@
 //! ask is a refusal, never a silent yes.
 
 pub mod apply;
+pub mod migrate;
 
 use thiserror::Error;
 

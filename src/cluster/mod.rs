@@ -1,13 +1,16 @@
 //! The only code that talks to the API server: connecting like kubectl,
-//! reading live CRDs, and server-side dry runs.
+//! reading live CRDs, server-side dry runs and applies, and the writes of a
+//! storage-version migration.
 //!
 //! Errors are classified into what a user can act on (unreachable, TLS,
 //! 401, 403, timeout), each one line that names the server or the denied
 //! request, and never a credential.
 
 mod list;
+mod write;
 
 pub use list::{ListError, Page, ResourceRef};
+pub use write::{Rewrite, RewriteError, StoredVersionsUpdate};
 
 use std::path::PathBuf;
 use std::time::Duration;
