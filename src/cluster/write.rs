@@ -104,10 +104,17 @@ impl Connection {
             Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
             Err(e) => one_line(&e),
         };
-        let message = serde_json::from_str::<Value>(&text)
-            .ok()
-            .and_then(|s| s["message"].as_str().map(str::to_string))
+        let status = serde_json::from_str::<Value>(&text).unwrap_or(Value::Null);
+        let message = status["message"]
+            .as_str()
+            .map(str::to_string)
             .unwrap_or_else(|| text.trim().chars().take(200).collect());
+        // The API server also names the wait in the Status it sends.
+        let after = after.or_else(|| {
+            status["details"]["retryAfterSeconds"]
+                .as_u64()
+                .map(Duration::from_secs)
+        });
         match code {
             404 => Ok(Rewrite::Deleted),
             409 => Ok(Rewrite::WrittenByOthers),

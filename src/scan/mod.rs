@@ -487,7 +487,7 @@ async fn list_and_validate(
 }
 
 /// `namespace/name`, or `name` for cluster-scoped objects.
-fn object_name(object: &Value) -> String {
+pub fn object_name(object: &Value) -> String {
     let meta = &object["metadata"];
     let name = meta["name"].as_str().unwrap_or("<unnamed>");
     match meta["namespace"].as_str() {

@@ -137,9 +137,14 @@ pub async fn plan(
     opts: PlanOptions,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<MigrationPlan, MigrateError> {
-    let mut crds = Vec::with_capacity(names.len());
+    let mut crds: Vec<CrdPlan> = Vec::with_capacity(names.len());
     let mut minor = None;
     for name in names {
+        // Named twice, migrated once: a second pass would only find the
+        // CRD changed by the first.
+        if crds.iter().any(|c| c.name == *name) {
+            continue;
+        }
         let value = conn
             .get_crd(name)
             .await?

@@ -26,6 +26,7 @@ use serde_json::Value;
 
 use super::RunOptions;
 use crate::cluster::{Connection, ListError, Page, ResourceRef, Rewrite, RewriteError};
+use crate::scan::object_name;
 
 /// Retries of transient failures, per object.
 #[derive(Debug, Clone, Copy)]
@@ -45,6 +46,22 @@ impl Default for RetryPolicy {
             backoff: Duration::from_millis(200),
             max_wait: Duration::from_secs(60),
         }
+    }
+}
+
+impl RetryPolicy {
+    /// How long to wait before the next try after `attempt` tries that
+    /// waited `waited` in all, with the current `backoff` and the server's
+    /// `Retry-After`; `None` when the object has had its share.
+    pub fn next_wait(
+        &self,
+        attempt: u32,
+        waited: Duration,
+        backoff: Duration,
+        retry_after: Option<Duration>,
+    ) -> Option<Duration> {
+        let wait = retry_after.unwrap_or(backoff);
+        (attempt < self.attempts && waited + wait <= self.max_wait).then_some(wait)
     }
 }
 
@@ -227,14 +244,13 @@ async fn write_one(
                 return (name, One::Failed(why), u64::from(attempt - 1));
             }
             Err(RewriteError::Transient { message, after }) => {
-                let wait = after.unwrap_or(backoff);
-                if attempt >= policy.attempts || waited + wait > policy.max_wait {
+                let Some(wait) = policy.next_wait(attempt, waited, backoff, after) else {
                     return (
                         name,
                         One::Failed(format!("{message} (gave up after {attempt} tries)")),
                         u64::from(attempt - 1),
                     );
-                }
+                };
                 sleep_unless_stopped(wait, stop).await;
                 waited += wait;
                 backoff = backoff.saturating_mul(2);
@@ -253,12 +269,31 @@ async fn sleep_unless_stopped(wait: Duration, stop: &AtomicBool) {
     }
 }
 
-/// `namespace/name`, or `name` for cluster-scoped objects.
-fn object_name(object: &Value) -> String {
-    let meta = &object["metadata"];
-    let name = meta["name"].as_str().unwrap_or("<unnamed>");
-    match meta["namespace"].as_str() {
-        Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
-        _ => name.to_string(),
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_back_off_honor_retry_after_and_give_up() {
+        let policy = RetryPolicy::default();
+        let ms = Duration::from_millis;
+        // The backoff the caller doubles, unless the server names a wait.
+        assert_eq!(policy.next_wait(1, ms(0), ms(200), None), Some(ms(200)));
+        assert_eq!(
+            policy.next_wait(2, ms(200), ms(400), Some(Duration::from_secs(3))),
+            Some(Duration::from_secs(3))
+        );
+        // At most `attempts` tries ...
+        assert_eq!(policy.next_wait(6, ms(0), ms(200), None), None);
+        // ... and at most `max_wait` of waiting per object.
+        assert_eq!(
+            policy.next_wait(
+                2,
+                Duration::from_secs(59),
+                ms(0),
+                Some(Duration::from_secs(2))
+            ),
+            None
+        );
     }
 }
