@@ -699,6 +699,67 @@ async fn ctrl_c_stops_cleanly_and_a_second_run_finishes() {
     );
 }
 
+#[tokio::test]
+async fn the_question_names_the_cluster_and_the_counts_and_no_changes_nothing() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    stored_in_alpha(
+        &client,
+        &two_versions("prompteds", "v1alpha1"),
+        &two_versions("prompteds", "v1"),
+        numbered("default", "p", 5),
+    )
+    .await;
+    let kubeconfig = plane.admin_kubeconfig.clone();
+    let server = plane.server.clone();
+    let (code, screen) = tokio::task::spawn_blocking(move || {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kubectl-crd_safety"));
+        cmd.args(["migrate", "prompteds.example.com", "--kubeconfig"])
+            .arg(&kubeconfig)
+            .env("NO_COLOR", "1")
+            .env("TERM", "xterm")
+            .env("COLUMNS", "160")
+            .env_remove("KUBECONFIG");
+        let mut session =
+            rexpect::session::spawn_command(cmd, Some(30_000)).expect("a pty session");
+        let before = session
+            .exp_string("Migrate 1 CRD (5 objects) in context envtest-admin? [y/N]")
+            .expect("the question is asked");
+        session.send("n").expect("the key is typed");
+        session.flush().expect("flushed");
+        let after = session.exp_eof().expect("the command finishes");
+        let code = match session.process().wait().expect("exit status") {
+            rexpect::process::WaitStatus::Exited(_, code) => code,
+            other => panic!("unexpected end: {other:?}"),
+        };
+        (code, format!("{before}[answered n]{after}"))
+    })
+    .await
+    .expect("pty thread");
+    assert_eq!(code, 4, "{screen}");
+    assert!(
+        screen.contains(&format!(
+            "About to migrate in context envtest-admin ({server}):"
+        )),
+        "{screen}"
+    );
+    assert!(
+        screen.contains(
+            "prompteds.example.com  rewrite 5 objects in v1, then storedVersions [v1alpha1, v1] -> [v1]"
+        ),
+        "{screen}"
+    );
+    assert!(screen.contains("Nothing migrated."), "{screen}");
+    assert_eq!(
+        stored_version_counts(&plane.etcd, "example.com", "prompteds"),
+        counts(&[("example.com/v1alpha1", 5)])
+    );
+    assert_eq!(
+        stored_versions(&client, "prompteds.example.com").await,
+        ["v1alpha1", "v1"]
+    );
+}
+
 #[test]
 fn migrate_help_documents_its_exit_codes() {
     let r = run(&["migrate", "--help"], None);
