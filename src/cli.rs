@@ -10,7 +10,8 @@ const EXIT_CODES: &str = "Exit codes:
   1  at least one error finding (never with --mode warn)
   2  usage, configuration or input error (bad YAML, not a CRD, unreadable path)
   3  cluster error (unreachable, TLS, 401/403, timeout), live commands only
-  4  apply only: the answer to the confirmation was no";
+  4  apply and migrate: the answer to the confirmation was no
+  130  migrate only: interrupted (Ctrl-C), storedVersions untouched";
 
 const APPLY_EXIT_CODES: &str = "Exit codes:
   0  applied (or nothing to change)
