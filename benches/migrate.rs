@@ -6,7 +6,8 @@
 //! version, moves storage to `v1`, then in one run migrates one CRD with the
 //! plugin and the other with kubectl, each under `/usr/bin/time` for wall
 //! time and peak memory, and reads etcd to confirm both really stored every
-//! object in `v1`. Figures are printed, never asserted.
+//! object in `v1`. `MIGRATE_BENCH_CONCURRENCY` sets `--concurrency` (default
+//! 4). Figures are printed, never asserted.
 
 #[path = "../tests/support/envtest.rs"]
 mod envtest;
@@ -173,9 +174,17 @@ fn main() {
     let kubeconfig = plane.admin_kubeconfig.display();
     let plugin = env!("CARGO_BIN_EXE_kubectl-crd_safety");
 
+    let concurrency: u16 = std::env::var("MIGRATE_BENCH_CONCURRENCY")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(4);
+    // The plan and check alone (what --dry-run does), then the whole run.
+    let check = timed(&format!(
+        "{plugin} migrate pluginmigrations.example.com --dry-run --kubeconfig {kubeconfig} > /dev/null"
+    ));
     let ours = timed(&format!(
         "/usr/bin/time -o {d}/ours -f %M {plugin} migrate pluginmigrations.example.com --yes \
-         --kubeconfig {kubeconfig} > {d}/ours.out"
+         --concurrency {concurrency} --kubeconfig {kubeconfig} > {d}/ours.out"
     ));
     let theirs = timed(&format!(
         "/usr/bin/time -o {d}/get -f %M {kubectl} --kubeconfig {kubeconfig} get kubectlreplaces -A -o json \
@@ -184,7 +193,8 @@ fn main() {
     let stored = |plural: &str| etcd::stored_version_counts(&plane.etcd, "example.com", plural);
     println!("{n} objects, stored in v1alpha1, storage version moved to v1; one run each:");
     println!(
-        "  crd-safety migrate (check + rewrite, concurrency 4): {ours:.1} s, {:.0} objects/s, peak RSS {:.0} MiB; etcd after: {:?}",
+        "  crd-safety migrate (check + rewrite, concurrency {concurrency}): {ours:.1} s, {:.0} objects/s \
+         (the check alone, --dry-run: {check:.1} s), peak RSS {:.0} MiB; etcd after: {:?}",
         n as f64 / ours,
         peak_mib(&dir.path().join("ours")),
         stored("pluginmigrations")
