@@ -376,6 +376,13 @@ fn render_value(value: serde_json::Value, output: OutputFormat) -> Result<String
     }
 }
 
+/// The check's progress line.
+const SPINNER: &str = "{spinner} {msg} [{elapsed}]";
+
+/// What Ctrl-C during the rewrite prints.
+const INTERRUPTED: &str =
+    "\ninterrupted: finishing the writes in flight; storedVersions stays as it is";
+
 fn run_migrate(args: MigrateArgs) -> Result<u8, Failure> {
     let runtime = runtime()?;
     let structured = args.output != ChangeOutput::Table;
@@ -392,7 +399,7 @@ fn run_migrate(args: MigrateArgs) -> Result<u8, Failure> {
             by_namespace: args.by_namespace,
             allow_pruning: args.allow_pruning,
         };
-        let spinner = terminal_bar(indicatif::ProgressBar::new_spinner(), "{spinner} {msg} [{elapsed}]");
+        let spinner = terminal_bar(indicatif::ProgressBar::new_spinner(), SPINNER);
         let mut progress = |p: Progress<'_>| {
             if let Some(bar) = &spinner {
                 bar.set_message(format!(
@@ -438,9 +445,7 @@ fn run_migrate(args: MigrateArgs) -> Result<u8, Failure> {
             tokio::spawn(async move {
                 if tokio::signal::ctrl_c().await.is_ok() {
                     flag.store(true, Ordering::SeqCst);
-                    eprintln!(
-                        "\ninterrupted: finishing the writes in flight; storedVersions stays as it is"
-                    );
+                    eprintln!("{INTERRUPTED}");
                 }
             });
             let total: u64 = plan.crds.iter().filter_map(|c| c.objects).sum();
@@ -485,7 +490,10 @@ fn run_migrate(args: MigrateArgs) -> Result<u8, Failure> {
                 ChangeOutput::Yaml => OutputFormat::Yaml,
                 _ => OutputFormat::Json,
             };
-            emit(&render_value(with_section(value, "migrate", section), output)?)?;
+            emit(&render_value(
+                with_section(value, "migrate", section),
+                output,
+            )?)?;
         }
         Ok(decision.exit_code())
     })
