@@ -760,6 +760,64 @@ async fn the_question_names_the_cluster_and_the_counts_and_no_changes_nothing() 
     );
 }
 
+#[tokio::test]
+async fn stored_versions_are_only_trimmed_on_the_crd_as_it_was_planned() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    stored_in_alpha(
+        &client,
+        &two_versions("preconditions", "v1alpha1"),
+        &two_versions("preconditions", "v1"),
+        Vec::new(),
+    )
+    .await;
+    let name = "preconditions.example.com";
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let planned = crds
+        .get(name)
+        .await
+        .expect("crd")
+        .metadata
+        .resource_version
+        .expect("resourceVersion");
+    // Someone changes the CRD after the plan was made.
+    crds.patch(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"touched": "yes"}}})),
+    )
+    .await
+    .expect("the CRD is changed");
+    let conn = crd_safety::cluster::Connection::from_client(client.clone(), "test", "envtest");
+    let v1 = ["v1".to_string()];
+    let update = conn
+        .set_stored_versions(name, &planned, &v1)
+        .await
+        .expect("the server answers");
+    assert!(
+        matches!(
+            update,
+            crd_safety::cluster::StoredVersionsUpdate::CrdChanged(_)
+        ),
+        "{update:?}"
+    );
+    assert_eq!(stored_versions(&client, name).await, ["v1alpha1", "v1"]);
+
+    let current = crds
+        .get(name)
+        .await
+        .expect("crd")
+        .metadata
+        .resource_version
+        .expect("resourceVersion");
+    let update = conn
+        .set_stored_versions(name, &current, &v1)
+        .await
+        .expect("the server answers");
+    assert_eq!(update, crd_safety::cluster::StoredVersionsUpdate::Set);
+    assert_eq!(stored_versions(&client, name).await, ["v1"]);
+}
+
 #[test]
 fn migrate_help_documents_its_exit_codes() {
     let r = run(&["migrate", "--help"], None);
