@@ -79,6 +79,9 @@ pub struct Connection {
     /// The API server URL.
     pub server: String,
     timeout: Option<Duration>,
+    /// The same connection without kube's own retries of 429/503/504, for
+    /// writes that retry under their own bounded, counted policy.
+    unretried: Client,
 }
 
 /// Builds a client the way kubectl would from these flags.
@@ -111,12 +114,16 @@ pub async fn connect(flags: &KubeFlags) -> Result<Connection, ClusterError> {
         .to_string()
         .trim_end_matches('/')
         .to_string();
+    let mut plain = config.clone();
+    plain.default_retry = false;
     let client = Client::try_from(config).map_err(|e| ClusterError::Kubeconfig(one_line(&e)))?;
+    let unretried = Client::try_from(plain).map_err(|e| ClusterError::Kubeconfig(one_line(&e)))?;
     Ok(Connection {
         client,
         context,
         server,
         timeout: flags.request_timeout,
+        unretried,
     })
 }
 
@@ -136,9 +143,11 @@ fn one_line(e: &dyn std::error::Error) -> String {
 
 impl Connection {
     /// A connection over a client built elsewhere (embedding, tests); the
-    /// context and server only label reports and errors.
+    /// context and server only label reports and errors. Writes use the same
+    /// client, with whatever retries it has.
     pub fn from_client(client: Client, context: &str, server: &str) -> Connection {
         Connection {
+            unretried: client.clone(),
             client,
             context: context.to_string(),
             server: server.to_string(),

@@ -55,7 +55,7 @@ pub enum StoredVersionsUpdate {
 
 impl Connection {
     /// PUTs `object` (as read, with its `resourceVersion`) back to the
-    /// resource it was read from.
+    /// resource it was read from, once: the caller decides about retries.
     pub async fn rewrite_object(
         &self,
         resource: &ResourceRef,
@@ -81,7 +81,7 @@ impl Connection {
         let request = kube::core::Request::new(path)
             .replace(name, &params, body)
             .map_err(|e| RewriteError::Refused(e.to_string()))?;
-        let response = match self.client.send(request.map(Body::from)).await {
+        let response = match self.unretried.send(request.map(Body::from)).await {
             Ok(r) => r,
             Err(e) => {
                 return Err(RewriteError::Transient {
