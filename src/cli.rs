@@ -11,7 +11,8 @@ const EXIT_CODES: &str = "Exit codes:
   1  at least one error finding (never with --mode warn)
   2  usage, configuration or input error (bad YAML, not a CRD, unreadable path)
   3  cluster error (unreachable, TLS, 401/403, timeout), live commands only
-  4  apply only: the answer to the confirmation was no";
+  4  apply and migrate: the answer to the confirmation was no
+  130  migrate only: interrupted (Ctrl-C), storedVersions untouched";
 
 const APPLY_EXIT_CODES: &str = "Exit codes:
   0  applied (or nothing to change)
@@ -20,6 +21,16 @@ const APPLY_EXIT_CODES: &str = "Exit codes:
   2  usage, configuration or input error, or no terminal to confirm on and no --yes
   3  cluster error; if a CRD failed to apply, the outcome table says which were applied
   4  not applied: the answer to the confirmation was no";
+
+const MIGRATE_EXIT_CODES: &str = "Exit codes:
+  0  migrated (storedVersions is now just the storage version), nothing to do, or a clean
+     --dry-run
+  1  not migrated: objects a rewrite would reject, or fields it would drop (use --allow-pruning
+     to accept the loss)
+  2  usage or input error (an unknown CRD), or no terminal to confirm on and no --yes
+  3  cluster error, or objects that could not be rewritten: storedVersions untouched
+  4  not migrated: the answer to the confirmation was no
+  130  interrupted (Ctrl-C): writes in flight finished, storedVersions untouched; run again";
 
 /// Will this CRD update break the cluster?
 #[derive(Debug, Parser)]
@@ -55,6 +66,11 @@ pub enum Command {
     /// server would refuse (invalidCrd) and data lost between served versions.
     #[command(after_help = EXIT_CODES)]
     Lint(LintArgs),
+    /// Finish a storage-version migration: check every object against the storage version's
+    /// schema, ask, rewrite every object in the storage version, then set status.storedVersions
+    /// to the storage version alone (so a release may drop the old versions).
+    #[command(after_help = MIGRATE_EXIT_CODES)]
+    Migrate(MigrateArgs),
     /// List every check with its id, default severity and what it catches.
     Checks,
 }
@@ -266,6 +282,50 @@ pub struct ApplyArgs {
     /// How long to wait for each CRD to become Established.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
     pub wait_timeout: std::time::Duration,
+}
+
+/// Output formats of `migrate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ChangeOutput {
+    Table,
+    Json,
+    Yaml,
+}
+
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// CRDs to migrate, by name (widgets.example.com).
+    #[arg(value_name = "CRD", required = true)]
+    pub crds: Vec<String>,
+    /// Plan and check only: change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Migrate without asking (needed when there is no terminal, e.g. in CI).
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+    /// Migrate even though fields the storage version's schema does not describe are dropped.
+    #[arg(long)]
+    pub allow_pruning: bool,
+    /// Count the objects per namespace in the plan.
+    #[arg(long)]
+    pub by_namespace: bool,
+    /// Objects written at once.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub concurrency: u16,
+    /// Objects per LIST page.
+    #[arg(long, value_name = "N", default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..))]
+    pub chunk_size: u32,
+    /// Example objects per finding in the table (JSON and YAML list every object).
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub max_examples: usize,
+    #[command(flatten)]
+    pub kube: KubeArgs,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
+    pub output: ChangeOutput,
+    /// When to color the table (NO_COLOR is honored in auto).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub color: ColorChoice,
 }
 
 #[cfg(test)]

@@ -3,11 +3,12 @@
 //! The library holds everything that does not need a terminal: loading manifests
 //! ([`manifest`]), the CRD and structural-schema model ([`crd`], [`schema`]), the
 //! check catalog ([`compare`]), configuration ([`config`]) and the report model
-//! with its renderers ([`report`]). Data flows one way: load → normalize →
+//! with its renderers ([`report`]), and the commands that change the cluster
+//! ([`change`]: `apply`, `migrate`). Data flows one way: load → normalize →
 //! compare → report. The binary (`kubectl-crd_safety`) parses flags, calls into
 //! this crate and maps the outcome to an exit code.
 
-pub mod apply;
+pub mod change;
 pub mod cluster;
 pub mod compare;
 pub mod config;

@@ -2,9 +2,9 @@
 //! real `status.storedVersions`, and the API server's own dry run of the
 //! update. The result also says what `apply` would do to each CRD.
 
-use serde::Serialize;
 use serde_json::Value;
 
+use crate::change::apply::{Action, Planned};
 use crate::cluster::{ClusterError, Connection, DryRun, ownership};
 use crate::compare::{Check, Finding, Severity};
 use crate::config::Config;
@@ -14,46 +14,6 @@ use crate::diff::{StoredVersionsArg, entries};
 use crate::manifest::{LoadedCrd, Location, ManifestSet, normalize_to_v1};
 use crate::report::{ClusterInfo, Report, SkippedDocument};
 use crate::scan::{Progress, ScanError, ScanOptions, scan_crd};
-
-/// What applying a manifest would do to the cluster.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Action {
-    /// The CRD does not exist yet.
-    Create,
-    /// The CRD exists and the manifest changes it.
-    Update,
-    /// The server would store exactly what it has now.
-    Unchanged,
-}
-
-impl Action {
-    /// The word for reports and prompts.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Action::Create => "create",
-            Action::Update => "update",
-            Action::Unchanged => "unchanged",
-        }
-    }
-}
-
-/// One manifest CRD and what applying it would do.
-#[derive(Debug, Clone)]
-pub struct Planned {
-    /// `metadata.name`.
-    pub name: String,
-    /// Create, update or nothing.
-    pub action: Action,
-    /// The manifest as read (v1).
-    pub manifest: Value,
-    /// The API server's conflict message when another field manager owns
-    /// fields this manifest changes.
-    pub conflict: Option<String>,
-    /// Managers of a plain `kubectl apply`/`kubectl create` whose fields
-    /// `apply` takes over first, as `kubectl apply --server-side` does.
-    pub take_over: Vec<String>,
-}
 
 /// The report of `apply-check`, and the plan `apply` follows.
 #[derive(Debug, Clone)]

@@ -1,27 +1,35 @@
 //! `kubectl-crd_safety`: parse the command line, run the command, map the
-//! outcome to an exit code (0 safe, 1 error findings, 2 bad input, 3 cluster
-//! error). Everything else lives in the library.
+//! outcome to an exit code (0 safe, 1 error findings or refused, 2 bad input,
+//! 3 cluster error, 4 declined, 130 interrupted). Everything else lives in
+//! the library; the terminal (the question, progress bars) lives here.
 
 mod cli;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::Parser;
 
 use cli::{
-    ApplyArgs, ApplyCheckArgs, Cli, ColorChoice, Command, DiffArgs, FailModeArg, LintArgs, ModeArg,
-    OutputFormat, ReportArgs,
+    ApplyArgs, ApplyCheckArgs, ChangeOutput, Cli, ColorChoice, Command, DiffArgs, FailModeArg,
+    LintArgs, MigrateArgs, ModeArg, OutputFormat, ReportArgs,
 };
-use crd_safety::apply::ApplyOptions;
+use crd_safety::change::apply::{self, ApplyOptions};
+use crd_safety::change::migrate::{self, PlanOptions, RetryPolicy, RunOptions};
+use crd_safety::change::{Answer, Confirm, Decision, Proposal, Question, decide, decide_dry_run};
 use crd_safety::cluster::{self, KubeFlags};
 use crd_safety::compare::Check;
 use crd_safety::config::{Config, FailMode, Mode};
 use crd_safety::diff::{StoredVersionsArg, diff};
-use crd_safety::live::{Action, LiveCheck, Planned};
+use crd_safety::live::LiveCheck;
 use crd_safety::manifest::{self, Source};
-use crd_safety::report::{Report, TableOptions, render_markdown, render_outcomes, render_table};
+use crd_safety::report::{
+    Report, TableOptions, render_markdown, render_migration_outcome, render_migration_plan,
+    render_outcomes, render_table,
+};
 use crd_safety::scan::{Progress, ScanOptions};
 
 /// A failure that stops the command, with the exit code it maps to.
@@ -55,6 +63,7 @@ fn main() -> ExitCode {
         Command::Lint(args) => run_lint(args),
         Command::ApplyCheck(args) => run_apply_check(args),
         Command::Apply(args) => run_apply(args),
+        Command::Migrate(args) => run_migrate(args),
         Command::Checks => print_checks(),
     };
     match result {
@@ -217,6 +226,14 @@ fn kube_flags(args: &cli::KubeArgs) -> KubeFlags {
     }
 }
 
+/// The runtime of the live commands: one thread is plenty for a client.
+fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Input(format!("cannot start the async runtime: {e}")))
+}
+
 /// Loads the manifests and starts the runtime both live commands use.
 fn live_setup(
     args: &ApplyCheckArgs,
@@ -227,11 +244,7 @@ fn live_setup(
     let config = load_config(&args.report)?;
     let sources: Vec<Source> = args.filenames.iter().map(|f| Source::parse(f)).collect();
     let new = manifest::load(&sources).map_err(|e| Failure::Input(e.to_string()))?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Failure::Input(format!("cannot start the async runtime: {e}")))?;
-    Ok((config, new, runtime))
+    Ok((config, new, runtime()?))
 }
 
 fn run_apply_check(args: ApplyCheckArgs) -> Result<u8, Failure> {
@@ -254,14 +267,15 @@ async fn live_check(
     config: &Config,
     args: &ApplyCheckArgs,
 ) -> Result<LiveCheck, Failure> {
-    let bar = (args.objects && std::io::stderr().is_terminal()).then(|| {
-        let bar = indicatif::ProgressBar::new_spinner();
-        bar.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} {msg} [{elapsed}]")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
-        );
-        bar
-    });
+    let bar = args
+        .objects
+        .then(|| {
+            terminal_bar(
+                indicatif::ProgressBar::new_spinner(),
+                "{spinner} {msg} [{elapsed}]",
+            )
+        })
+        .flatten();
     let mut progress = |p: Progress<'_>| {
         if let Some(bar) = &bar {
             let total = p.total.map(|t| format!(" of ~{t}")).unwrap_or_default();
@@ -286,37 +300,6 @@ async fn live_check(
     result.map_err(|e| Failure::Cluster(e.to_string()))
 }
 
-/// How an `apply` run ended, for the exit code and the JSON `apply.decision`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Decision {
-    NothingToDo,
-    Refused,
-    Declined,
-    Applied,
-    Failed,
-}
-
-impl Decision {
-    fn as_str(self) -> &'static str {
-        match self {
-            Decision::NothingToDo => "nothingToDo",
-            Decision::Refused => "refused",
-            Decision::Declined => "declined",
-            Decision::Applied => "applied",
-            Decision::Failed => "failed",
-        }
-    }
-
-    fn exit_code(self) -> u8 {
-        match self {
-            Decision::NothingToDo | Decision::Applied => 0,
-            Decision::Refused => 1,
-            Decision::Failed => 3,
-            Decision::Declined => 4,
-        }
-    }
-}
-
 fn run_apply(args: ApplyArgs) -> Result<u8, Failure> {
     let (config, new, runtime) = live_setup(&args.check)?;
     let report_args = &args.check.report;
@@ -330,40 +313,21 @@ fn run_apply(args: ApplyArgs) -> Result<u8, Failure> {
         if !structured {
             emit(&render(report, report_args))?;
         }
-        let changes: Vec<&Planned> = checked
-            .plan
-            .iter()
-            .filter(|p| p.action != Action::Unchanged)
-            .collect();
-        let decision = if changes.is_empty() {
-            eprintln!("Nothing to apply: the cluster already has these CRDs as written.");
-            Decision::NothingToDo
-        } else if report.summary.errors > 0 && !args.force {
-            eprintln!(
-                "error: not applying: {} (use --force to apply anyway)",
-                plural(report.summary.errors, "error finding", "error findings")
-            );
-            Decision::Refused
-        } else if let Some(owned) = conflicts(&changes).filter(|_| !args.force_conflicts) {
-            eprintln!(
-                "error: not applying: another field manager owns fields the manifests change ({owned}); \
-                 use --force-conflicts to take them over"
-            );
-            Decision::Refused
-        } else if !args.yes && !confirm(&conn, &changes)? {
-            eprintln!("Nothing applied.");
-            Decision::Declined
-        } else {
-            Decision::Applied
-        };
+        let proposal = apply::proposal(
+            &conn,
+            report,
+            &checked.plan,
+            args.force,
+            args.force_conflicts,
+        );
+        let mut decision = ask(&proposal, args.yes)?;
         let mut results = Vec::new();
-        let mut decision = decision;
-        if decision == Decision::Applied {
+        if decision == Decision::Done {
             let opts = ApplyOptions {
                 force_conflicts: args.force_conflicts,
                 wait: args.wait_timeout,
             };
-            results = crd_safety::apply::apply(&conn, &checked.plan, opts).await;
+            results = apply::apply(&conn, &checked.plan, opts).await;
             if results.iter().any(|r| r.outcome.is_failure()) {
                 decision = Decision::Failed;
             }
@@ -376,95 +340,210 @@ fn run_apply(args: ApplyArgs) -> Result<u8, Failure> {
             }
         }
         if structured {
-            emit(&render_with_apply(report, report_args, decision, &results)?)?;
+            let section = serde_json::json!({
+                "decision": decision.as_str(apply::VERB.done),
+                "results": results,
+            });
+            let value = serde_json::to_value(report)
+                .map_err(|e| Failure::Input(format!("cannot serialize the report: {e}")))?;
+            emit(&render_value(
+                with_section(value, "apply", section),
+                report_args.output,
+            )?)?;
         }
         Ok(decision.exit_code())
     })
 }
 
-/// The CRDs whose apply would conflict with another field manager, named
-/// for the refusal message, or `None`.
-fn conflicts(changes: &[&Planned]) -> Option<String> {
-    let names: Vec<&str> = changes
-        .iter()
-        .filter(|p| p.conflict.is_some())
-        .map(|p| p.name.as_str())
-        .collect();
-    (!names.is_empty()).then(|| names.join(", "))
-}
+/// Asks the user on the terminal (stderr), default No. Without a terminal
+/// there is nobody to ask, which [`decide`] turns into a refusal.
+struct TerminalConfirm;
 
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
-/// Asks on the terminal, default No, naming the context and every CRD that
-/// changes. Without a terminal there is nobody to ask: that is a refusal
-/// (exit 2), never a silent yes.
-fn confirm(conn: &cluster::Connection, changes: &[&Planned]) -> Result<bool, Failure> {
-    if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
-        return Err(Failure::Input(
-            "refusing to apply without confirmation: there is no terminal to ask on \
-             (pass --yes to apply non-interactively)"
-                .into(),
-        ));
-    }
-    let width = changes.iter().map(|p| p.name.len()).max().unwrap_or(0);
-    let mut text = format!(
-        "\nAbout to apply to context {} ({}):\n",
-        conn.context, conn.server
-    );
-    for p in changes {
-        let take_over = if p.take_over.is_empty() {
-            String::new()
-        } else {
-            format!(" (takes over the fields of {})", p.take_over.join(", "))
-        };
-        text.push_str(&format!(
-            "  {:<width$}  {}{take_over}\n",
-            p.name,
-            p.action.as_str()
-        ));
-    }
-    eprint!("{text}");
-    let answer = dialoguer::Confirm::new()
-        .with_prompt(format!(
-            "Apply {} to context {}?",
-            plural(changes.len(), "CRD", "CRDs"),
-            conn.context
-        ))
-        .default(false)
-        .interact_opt();
-    match answer {
-        Ok(Some(yes)) => Ok(yes),
-        // Esc or q: no answer is a no.
-        Ok(None) => Ok(false),
-        Err(e) => Err(Failure::Input(format!("cannot read the answer: {e}"))),
-    }
-}
-
-/// The JSON/YAML report with what `apply` decided and did under `apply`.
-fn render_with_apply(
-    report: &Report,
-    args: &ReportArgs,
-    decision: Decision,
-    results: &[crd_safety::apply::Applied],
-) -> Result<String, Failure> {
-    let mut value = serde_json::to_value(report)
-        .map_err(|e| Failure::Input(format!("cannot serialize the report: {e}")))?;
-    let apply = serde_json::json!({"decision": decision.as_str(), "results": results});
-    if let Some(obj) = value.as_object_mut() {
-        obj.insert("apply".into(), apply);
-    }
-    let text = match args.output {
-        OutputFormat::Yaml => serde_saphyr::to_string(&value)
-            .map_err(|e| Failure::Input(format!("cannot serialize the report: {e}")))?,
-        _ => {
-            serde_json::to_string_pretty(&value)
-                .map_err(|e| Failure::Input(format!("cannot serialize the report: {e}")))?
-                + "\n"
+impl Confirm for TerminalConfirm {
+    fn confirm(&mut self, question: &Question) -> Result<Answer, String> {
+        if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+            return Ok(Answer::NoTerminal);
         }
-    };
-    Ok(text)
+        eprint!("{}", question.text());
+        match dialoguer::Confirm::new()
+            .with_prompt(question.prompt.clone())
+            .default(false)
+            .interact_opt()
+        {
+            Ok(Some(true)) => Ok(Answer::Yes),
+            // Esc or q: no answer is a no.
+            Ok(Some(false) | None) => Ok(Answer::No),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
+/// Decides whether a change goes ahead, telling the user why not on stderr.
+fn ask(proposal: &Proposal, yes: bool) -> Result<Decision, Failure> {
+    let decided =
+        decide(proposal, yes, &mut TerminalConfirm).map_err(|e| Failure::Input(e.to_string()))?;
+    if let Some(message) = &decided.message {
+        eprintln!("{message}");
+    }
+    Ok(decided.decision)
+}
+
+/// `value` (a JSON object) with `section` added under `key`.
+fn with_section(
+    mut value: serde_json::Value,
+    key: &str,
+    section: serde_json::Value,
+) -> serde_json::Value {
+    if let Some(obj) = value.as_object_mut() {
+        obj.insert(key.into(), section);
+    }
+    value
+}
+
+/// A JSON value as pretty JSON or YAML.
+fn render_value(value: serde_json::Value, output: OutputFormat) -> Result<String, Failure> {
+    match output {
+        OutputFormat::Yaml => serde_saphyr::to_string(&value)
+            .map_err(|e| Failure::Input(format!("cannot serialize the report: {e}"))),
+        _ => serde_json::to_string_pretty(&value)
+            .map(|t| t + "\n")
+            .map_err(|e| Failure::Input(format!("cannot serialize the report: {e}"))),
+    }
+}
+
+/// The check's progress line.
+const SPINNER: &str = "{spinner} {msg} [{elapsed}]";
+
+/// What Ctrl-C during the rewrite prints.
+const INTERRUPTED: &str =
+    "\ninterrupted: finishing the writes in flight; storedVersions stays as it is";
+
+fn run_migrate(args: MigrateArgs) -> Result<u8, Failure> {
+    let runtime = runtime()?;
+    let structured = args.output != ChangeOutput::Table;
+    let color = use_color(args.color);
+    runtime.block_on(async {
+        let conn = cluster::connect(&kube_flags(&args.kube))
+            .await
+            .map_err(|e| Failure::Cluster(e.to_string()))?;
+        let opts = PlanOptions {
+            scan: ScanOptions {
+                chunk_size: args.chunk_size,
+                max_examples: args.max_examples,
+            },
+            by_namespace: args.by_namespace,
+            allow_pruning: args.allow_pruning,
+        };
+        let spinner = terminal_bar(indicatif::ProgressBar::new_spinner(), SPINNER);
+        let mut progress = |p: Progress<'_>| {
+            if let Some(bar) = &spinner {
+                bar.set_message(format!(
+                    "checking {} in {}: {} objects",
+                    p.crd, p.version, p.scanned
+                ));
+                bar.tick();
+            }
+        };
+        let planned = migrate::plan(&conn, &args.crds, opts, &mut progress).await;
+        if let Some(bar) = &spinner {
+            bar.finish_and_clear();
+        }
+        let plan = planned.map_err(|e| match e {
+            migrate::MigrateError::NotFound { .. } => Failure::Input(e.to_string()),
+            _ => Failure::Cluster(e.to_string()),
+        })?;
+        if !structured {
+            emit(&render_migration_plan(
+                &plan,
+                TableOptions {
+                    color,
+                    width: table_width(),
+                    show_info: false,
+                },
+            ))?;
+        }
+        let proposal = migrate::proposal(&plan);
+        let mut decision = if args.dry_run {
+            let decided = decide_dry_run(&proposal);
+            if let Some(message) = &decided.message {
+                eprintln!("{message}");
+            }
+            decided.decision
+        } else {
+            ask(&proposal, args.yes)?
+        };
+        let mut results = Vec::new();
+        if decision == Decision::Done {
+            // Ctrl-C from here on stops the run cleanly instead of killing it.
+            let stop = Arc::new(AtomicBool::new(false));
+            let flag = Arc::clone(&stop);
+            tokio::spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    flag.store(true, Ordering::SeqCst);
+                    eprintln!("{INTERRUPTED}");
+                }
+            });
+            let total: u64 = plan.crds.iter().filter_map(|c| c.objects).sum();
+            let bar = terminal_bar(
+                indicatif::ProgressBar::new(total),
+                "{msg} [{bar:30}] {pos}/{len} {per_sec} ETA {eta}",
+            );
+            let mut before = 0u64;
+            let mut current = String::new();
+            let mut tick = |p: migrate::RewriteProgress<'_>| {
+                if let Some(bar) = &bar {
+                    if current != p.crd {
+                        before = bar.position();
+                        current = p.crd.to_string();
+                        bar.set_message(format!("rewriting {}", p.crd));
+                    }
+                    bar.set_position(before + p.done);
+                }
+            };
+            let run = RunOptions {
+                chunk_size: args.chunk_size,
+                concurrency: usize::from(args.concurrency),
+                retry: RetryPolicy::default(),
+            };
+            results = migrate::migrate(&conn, &plan, run, &stop, &mut tick).await;
+            if let Some(bar) = &bar {
+                bar.finish_and_clear();
+            }
+            decision = migrate::decision(&results);
+            if !structured {
+                emit(&render_migration_outcome(&conn.context, &results, color))?;
+            }
+        }
+        if structured {
+            let section = serde_json::json!({
+                "decision": decision.as_str(migrate::VERB.done),
+                "results": results,
+            });
+            let value = serde_json::to_value(&plan)
+                .map_err(|e| Failure::Input(format!("cannot serialize the report: {e}")))?;
+            let output = match args.output {
+                ChangeOutput::Yaml => OutputFormat::Yaml,
+                _ => OutputFormat::Json,
+            };
+            emit(&render_value(
+                with_section(value, "migrate", section),
+                output,
+            )?)?;
+        }
+        Ok(decision.exit_code())
+    })
+}
+
+/// `bar` with `template`, drawn on stderr, when stderr is a terminal.
+fn terminal_bar(bar: indicatif::ProgressBar, template: &str) -> Option<indicatif::ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    Some(bar)
 }
 
 fn print_checks() -> Result<u8, Failure> {

@@ -1,5 +1,6 @@
 //! The only code that talks to the API server: connecting like kubectl,
-//! reading live CRDs, and server-side dry runs.
+//! reading live CRDs, server-side dry runs and applies, and the writes of a
+//! storage-version migration.
 //!
 //! Errors are classified into what a user can act on (unreachable, TLS,
 //! 401, 403, timeout), each one line that names the server or the denied
@@ -11,8 +12,10 @@ mod list;
 pub mod ownership;
 pub mod proxy;
 pub mod tls;
+mod write;
 
 pub use list::{ListError, Page, ResourceRef};
+pub use write::{Rewrite, RewriteError, StoredVersionsUpdate};
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -107,6 +110,9 @@ pub struct Connection {
     timeout: Option<Duration>,
     /// The exec plugin's `installHint`, for errors.
     install_hint: Option<String>,
+    /// The same connection without kube's own retries of 429/503/504, for
+    /// writes that retry under their own bounded, counted policy.
+    unretried: Client,
 }
 
 /// Builds a client the way kubectl would from these flags.
@@ -157,6 +163,12 @@ pub async fn connect(flags: &KubeFlags) -> Result<Connection, ClusterError> {
         std::env::var(name).ok()
     })
     .map_err(ClusterError::Kubeconfig)?;
+    // The same connection without kube's retries, for writes that retry
+    // under their own bounded, counted policy.
+    let mut plain = config.clone();
+    plain.default_retry = false;
+    let unretried =
+        client::build(plain, identity.clone(), proxy.clone()).map_err(|e| kubeconfig_err(&e))?;
     let client = client::build(config, identity, proxy).map_err(|e| kubeconfig_err(&e))?;
     Ok(Connection {
         client,
@@ -164,6 +176,7 @@ pub async fn connect(flags: &KubeFlags) -> Result<Connection, ClusterError> {
         server,
         timeout: flags.request_timeout,
         install_hint,
+        unretried,
     })
 }
 
@@ -236,9 +249,11 @@ fn with_install_hint(message: String, hint: Option<&str>) -> String {
 
 impl Connection {
     /// A connection over a client built elsewhere (embedding, tests); the
-    /// context and server only label reports and errors.
+    /// context and server only label reports and errors. Writes use the same
+    /// client, with whatever retries it has.
     pub fn from_client(client: Client, context: &str, server: &str) -> Connection {
         Connection {
+            unretried: client.clone(),
             client,
             context: context.to_string(),
             server: server.to_string(),

@@ -45,6 +45,7 @@ pub enum TlsError {
 }
 
 /// A client certificate and key, as PEM.
+#[derive(Clone)]
 pub struct Identity {
     pub cert_pem: Vec<u8>,
     pub key_pem: Vec<u8>,

@@ -117,8 +117,9 @@ fn stored_versions(old: &Crd, new: &Crd, stored: &StoredVersions, out: &mut Out<
             Some(v),
             format!(
                 "stored version {v} removed from spec.versions while {how}: the API server rejects the update, \
-failing the upgrade half-way. First migrate every object to the storage version (re-write them, or a \
-StorageVersionMigration), then remove {v} from status.storedVersions, then drop the version"
+failing the upgrade half-way. First migrate every object to the storage version and trim \
+status.storedVersions: `kubectl crd-safety migrate {}` does both, safely; then drop the version",
+                new.name
             ),
             s(v),
             None,

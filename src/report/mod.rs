@@ -7,6 +7,7 @@
 //! ever added to it.
 
 mod markdown;
+mod migration;
 mod outcome;
 mod table;
 
@@ -18,6 +19,7 @@ use crate::manifest::Skipped;
 use crate::scan::ScanSummary;
 
 pub use markdown::render_markdown;
+pub use migration::{render_migration_outcome, render_migration_plan};
 pub use outcome::render_outcomes;
 pub use table::{TableOptions, render_table};
 

@@ -3,7 +3,7 @@
 
 use owo_colors::OwoColorize;
 
-use crate::apply::{Applied, Outcome};
+use crate::change::apply::{Applied, Outcome};
 
 /// Renders the outcome table under a header naming the context.
 pub fn render_outcomes(context: &str, results: &[Applied], color: bool) -> String {

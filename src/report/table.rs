@@ -7,7 +7,7 @@ use comfy_table::{ContentArrangement, Table, presets};
 use owo_colors::OwoColorize;
 
 use super::{CrdReport, CrdStatus, Report};
-use crate::compare::{Severity, StoredVersionsSource};
+use crate::compare::{Finding, Severity, StoredVersionsSource};
 
 /// How to draw the table.
 #[derive(Debug, Clone, Copy)]
@@ -21,7 +21,7 @@ pub struct TableOptions {
     pub show_info: bool,
 }
 
-fn paint_severity(s: Severity, color: bool) -> String {
+pub(super) fn paint_severity(s: Severity, color: bool) -> String {
     if !color {
         return s.as_str().to_string();
     }
@@ -191,13 +191,21 @@ fn render_scan(crd: &CrdReport, opts: TableOptions, out: &mut String) {
         ));
     }
     out.push_str(&line);
-    let rows: Vec<_> = crd
-        .findings
+    if let Some(table) = object_findings_table(&crd.findings, opts) {
+        out.push('\n');
+        out.push_str(&table);
+    }
+}
+
+/// The object scan's findings, one row per rule and path, with the note on
+/// ratcheting when it applies; `None` when there are none.
+pub(super) fn object_findings_table(findings: &[Finding], opts: TableOptions) -> Option<String> {
+    let rows: Vec<_> = findings
         .iter()
         .filter_map(|f| f.objects.as_ref().map(|o| (f, o)))
         .collect();
     if rows.is_empty() {
-        return;
+        return None;
     }
     let mut table = new_table(
         opts,
@@ -236,12 +244,12 @@ fn render_scan(crd: &CrdReport, opts: TableOptions, out: &mut String) {
     if opts.color {
         table.enforce_styling();
     }
-    out.push('\n');
-    out.push_str(&table.to_string());
+    let mut out = table.to_string();
     if rows.iter().any(|(_, o)| o.ratcheted.is_some()) {
         out.push_str(
             "\n  ratcheted yes: updates that leave the field unchanged still succeed; creating such an \
              object fails. no: every write of these objects fails until they are fixed.",
         );
     }
+    Some(out)
 }

@@ -10,6 +10,7 @@
 
 mod tally;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -20,7 +21,7 @@ use crate::cluster::{ClusterError, Connection, ListError, ResourceRef};
 use crate::compare::{Check, Finding, ObjectsDetail};
 use crate::crd::Crd;
 use crate::schema::{FieldPath, Lookup, Schema};
-use crate::validate::Validator;
+use crate::validate::{PrunedKind, Validator};
 
 use tally::{Group, GroupKey, Kind, Tally};
 pub use tally::{ObjectDataLoss, ObjectReport, ObjectViolation};
@@ -127,17 +128,7 @@ pub async fn scan_crd(
 ) -> Result<CrdScan, ScanError> {
     let ratcheting = server_minor >= RATCHETING_SINCE_MINOR;
     let mut tally = Tally::new(opts.max_examples, ratcheting);
-    let mut summary = ScanSummary {
-        server_version: format!("1.{server_minor}"),
-        ratcheting,
-        versions: Vec::new(),
-        unchanged_versions: Vec::new(),
-        scanned: 0,
-        invalid: 0,
-        losing_data: 0,
-        restarts: 0,
-        objects: Vec::new(),
-    };
+    let mut summary = ScanSummary::new(server_minor);
     let mut findings = Vec::new();
     let mut scanned_per_version = Vec::new();
     for old_version in live.served_versions() {
@@ -163,56 +154,165 @@ pub async fn scan_crd(
         };
         let old_schema = &old_version.schema;
         let keep_default = |p: &FieldPath| default_is_new(old_schema, &new_version.schema, p);
-        let mut restarted = false;
-        let scanned = loop {
-            match list_and_validate(
-                conn,
-                &resource,
-                &live.name,
-                &validator,
-                &mut tally,
-                &keep_default,
-                opts,
-                progress,
-            )
-            .await
-            {
-                Ok(n) => break n,
-                Err(Stop::Cluster(e)) => return Err(e.into()),
-                Err(Stop::Internal(why)) => {
-                    return Err(ScanError::Internal {
-                        crd: live.name.clone(),
-                        why,
-                    });
-                }
-                Err(Stop::Restart(scanned)) if restarted => {
-                    return Err(ScanError::Expired {
-                        crd: live.name.clone(),
-                        version: name,
-                        scanned,
-                    });
-                }
-                Err(Stop::Restart(_)) => {
-                    // Start this version over with clean totals: counting
-                    // objects twice would be as wrong as missing some.
-                    restarted = true;
-                    summary.restarts += 1;
-                    tally.reset_version(&name);
-                }
-            }
+        let listing = Listing {
+            conn,
+            crd: &live.name,
+            resource,
+            validator: &validator,
+            keep_default: &keep_default,
+            data_loss_only: false,
+            by_namespace: false,
+            opts,
         };
-        scanned_per_version.push((name.clone(), scanned));
+        let listed = scan_version(&listing, &mut tally, progress, &mut summary.restarts).await?;
+        scanned_per_version.push((name.clone(), listed.scanned));
         summary.versions.push(name);
     }
+    Ok(conclude(
+        summary,
+        tally,
+        &scanned_per_version,
+        findings,
+        server_minor,
+        "the new schema",
+    ))
+}
+
+/// What [`scan_for_migration`] found about one CRD.
+#[derive(Debug, Clone)]
+pub struct MigrationScan {
+    /// Totals, offending objects and findings; `summary.scanned` counts the
+    /// objects read in the storage version.
+    pub scan: CrdScan,
+    /// Objects per namespace (`""` for cluster-scoped ones), when asked.
+    pub namespaces: BTreeMap<String, u64>,
+    /// Versions in `status.storedVersions` that are not served, so their
+    /// objects could only be seen through the storage version.
+    pub unreadable_versions: Vec<String>,
+}
+
+/// Checks the stored objects of `live` as rewriting them in its storage
+/// version would judge them: every object read in the storage version is
+/// validated against that version's schema (what the write sends), and,
+/// because the server may prune on read what a schema does not describe,
+/// every object is also read in each other served version of
+/// `status.storedVersions` (where it may still be stored as written) and
+/// checked for fields the storage schema would drop.
+pub async fn scan_for_migration(
+    conn: &Connection,
+    live: &Crd,
+    server_minor: u32,
+    opts: ScanOptions,
+    by_namespace: bool,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<MigrationScan, ScanError> {
+    let ratcheting = server_minor >= RATCHETING_SINCE_MINOR;
+    let mut tally = Tally::new(opts.max_examples, ratcheting);
+    let storage = live.storage_version();
+    let mut summary = ScanSummary::new(server_minor);
+    let mut findings = Vec::new();
+    let mut scanned_per_version = Vec::new();
+    let mut namespaces = BTreeMap::new();
+    let mut unreadable_versions = Vec::new();
+    let validator = match Validator::new(&storage.schema, server_minor) {
+        Ok(v) => Arc::new(v),
+        Err(e) => {
+            findings.push(unscannable(storage.name(), &e.to_string()));
+            return Ok(MigrationScan {
+                scan: conclude(summary, tally, &[], findings, server_minor, ""),
+                namespaces,
+                unreadable_versions,
+            });
+        }
+    };
+    let mut views = vec![storage.name().to_string()];
+    for v in live.stored_versions.iter().flatten() {
+        if views.contains(v) {
+            continue;
+        }
+        match live.version(v) {
+            Some(version) if version.spec.served => views.push(v.clone()),
+            _ => unreadable_versions.push(v.clone()),
+        }
+    }
+    let never = |_: &FieldPath| false;
+    for (i, version) in views.into_iter().enumerate() {
+        let listing = Listing {
+            conn,
+            crd: &live.name,
+            resource: ResourceRef {
+                group: live.spec.group.clone(),
+                version: version.clone(),
+                plural: live.spec.names.plural.clone(),
+            },
+            validator: &validator,
+            keep_default: &never,
+            data_loss_only: i > 0,
+            by_namespace: by_namespace && i == 0,
+            opts,
+        };
+        let listed = scan_version(&listing, &mut tally, progress, &mut summary.restarts).await?;
+        if i == 0 {
+            namespaces = listed.namespaces;
+            summary.scanned = listed.scanned;
+        }
+        scanned_per_version.push((version.clone(), listed.scanned));
+        summary.versions.push(version);
+    }
+    let against = format!("the storage version's ({}) schema", storage.name());
+    let mut scan = conclude(
+        summary,
+        tally,
+        &scanned_per_version,
+        findings,
+        server_minor,
+        &against,
+    );
+    // Every view lists the same objects; the storage version's count is
+    // the one a rewrite works through.
+    scan.summary.scanned = scanned_per_version.first().map_or(0, |(_, n)| *n);
+    Ok(MigrationScan {
+        scan,
+        namespaces,
+        unreadable_versions,
+    })
+}
+
+impl ScanSummary {
+    fn new(server_minor: u32) -> ScanSummary {
+        ScanSummary {
+            server_version: format!("1.{server_minor}"),
+            ratcheting: server_minor >= RATCHETING_SINCE_MINOR,
+            versions: Vec::new(),
+            unchanged_versions: Vec::new(),
+            scanned: 0,
+            invalid: 0,
+            losing_data: 0,
+            restarts: 0,
+            objects: Vec::new(),
+        }
+    }
+}
+
+/// Totals and findings from a finished tally. `against` names the schema
+/// in messages (`the new schema`).
+fn conclude(
+    mut summary: ScanSummary,
+    mut tally: Tally,
+    scanned_per_version: &[(String, u64)],
+    mut findings: Vec<Finding>,
+    server_minor: u32,
+    against: &str,
+) -> CrdScan {
     summary.scanned = scanned_per_version
         .iter()
         .map(|(_, n)| *n)
         .max()
         .unwrap_or(0);
-    let distinct = |set: &std::collections::BTreeSet<(String, String)>| {
+    let distinct = |set: &BTreeSet<(String, String)>| {
         set.iter()
             .map(|(_, o)| o.as_str())
-            .collect::<std::collections::BTreeSet<_>>()
+            .collect::<BTreeSet<_>>()
             .len() as u64
     };
     summary.invalid = distinct(&tally.invalid);
@@ -222,10 +322,66 @@ pub async fn scan_crd(
             .iter()
             .find(|(v, _)| *v == key.version)
             .map_or(0, |(_, n)| *n);
-        findings.push(finding(key, group, scanned, server_minor));
+        findings.push(finding(key, group, scanned, server_minor, against));
     }
     summary.objects = std::mem::take(&mut tally.objects);
-    Ok(CrdScan { summary, findings })
+    CrdScan { summary, findings }
+}
+
+/// One version's listing: what to read and how to judge it.
+struct Listing<'a> {
+    conn: &'a Connection,
+    crd: &'a str,
+    resource: ResourceRef,
+    validator: &'a Arc<Validator>,
+    /// Whether a default at a path is new (an unchanged one was already seen).
+    keep_default: &'a dyn Fn(&FieldPath) -> bool,
+    /// Only report fields that would be dropped, not violations.
+    data_loss_only: bool,
+    /// Count objects per namespace.
+    by_namespace: bool,
+    opts: ScanOptions,
+}
+
+/// What one complete listing read.
+struct Listed {
+    scanned: u64,
+    namespaces: BTreeMap<String, u64>,
+}
+
+/// Lists and validates one version, starting over once if the continue
+/// token expires: counting objects twice would be as wrong as missing some.
+async fn scan_version(
+    listing: &Listing<'_>,
+    tally: &mut Tally,
+    progress: &mut dyn FnMut(Progress<'_>),
+    restarts: &mut u32,
+) -> Result<Listed, ScanError> {
+    let mut restarted = false;
+    loop {
+        match list_and_validate(listing, tally, progress).await {
+            Ok(listed) => return Ok(listed),
+            Err(Stop::Cluster(e)) => return Err(e.into()),
+            Err(Stop::Internal(why)) => {
+                return Err(ScanError::Internal {
+                    crd: listing.crd.to_string(),
+                    why,
+                });
+            }
+            Err(Stop::Restart(scanned)) if restarted => {
+                return Err(ScanError::Expired {
+                    crd: listing.crd.to_string(),
+                    version: listing.resource.version.clone(),
+                    scanned,
+                });
+            }
+            Err(Stop::Restart(_)) => {
+                restarted = true;
+                *restarts += 1;
+                tally.reset_version(&listing.resource.version);
+            }
+        }
+    }
 }
 
 /// Why one listing stopped early.
@@ -251,26 +407,41 @@ impl From<ListError> for Stop {
 /// validated on a blocking thread while the next one is fetched, so the
 /// scan takes about as long as the slower of the two, and at most two pages
 /// are in memory.
-#[allow(clippy::too_many_arguments)]
 async fn list_and_validate(
-    conn: &Connection,
-    resource: &ResourceRef,
-    crd: &str,
-    validator: &Arc<Validator>,
+    listing: &Listing<'_>,
     tally: &mut Tally,
-    keep_default: &dyn Fn(&FieldPath) -> bool,
-    opts: ScanOptions,
     progress: &mut dyn FnMut(Progress<'_>),
-) -> Result<u64, Stop> {
-    let mut scanned = 0u64;
+) -> Result<Listed, Stop> {
+    let Listing {
+        conn,
+        resource,
+        opts,
+        ..
+    } = listing;
+    let mut listed = Listed {
+        scanned: 0,
+        namespaces: BTreeMap::new(),
+    };
     let mut page = conn.list_page(resource, opts.chunk_size, None).await?;
     loop {
         let next = page.next().map(str::to_string);
         let remaining = page.metadata.remaining_item_count;
         let items = std::mem::take(&mut page.items);
-        let v = Arc::clone(validator);
+        let v = Arc::clone(listing.validator);
+        let data_loss_only = listing.data_loss_only;
         let checking = tokio::task::spawn_blocking(move || {
-            let outcomes: Vec<_> = items.iter().map(|o| v.validate(o)).collect();
+            let outcomes: Vec<_> = items
+                .iter()
+                .map(|o| {
+                    let mut outcome = v.validate(o);
+                    if data_loss_only {
+                        outcome.violations.clear();
+                        outcome.not_evaluated.clear();
+                        outcome.pruned.retain(|p| p.kind != PrunedKind::Defaulted);
+                    }
+                    outcome
+                })
+                .collect();
             (items, outcomes)
         });
         let fetching = async {
@@ -288,31 +459,35 @@ async fn list_and_validate(
                     &resource.version,
                     &object_name(object),
                     outcome,
-                    keep_default,
+                    listing.keep_default,
                 );
             }
-            scanned += 1;
+            if listing.by_namespace {
+                let ns = object["metadata"]["namespace"].as_str().unwrap_or_default();
+                *listed.namespaces.entry(ns.to_string()).or_default() += 1;
+            }
+            listed.scanned += 1;
         }
         let total = remaining
             .and_then(|r| u64::try_from(r).ok())
-            .map(|r| r + scanned);
+            .map(|r| r + listed.scanned);
         progress(Progress {
-            crd,
+            crd: listing.crd,
             version: &resource.version,
-            scanned,
+            scanned: listed.scanned,
             total,
         });
         page = match fetched {
-            None => return Ok(scanned),
+            None => return Ok(listed),
             Some(Ok(p)) => p,
-            Some(Err(ListError::Expired)) => return Err(Stop::Restart(scanned)),
+            Some(Err(ListError::Expired)) => return Err(Stop::Restart(listed.scanned)),
             Some(Err(ListError::Cluster(e))) => return Err(Stop::Cluster(e)),
         };
     }
 }
 
 /// `namespace/name`, or `name` for cluster-scoped objects.
-fn object_name(object: &Value) -> String {
+pub fn object_name(object: &Value) -> String {
     let meta = &object["metadata"];
     let name = meta["name"].as_str().unwrap_or("<unnamed>");
     match meta["namespace"].as_str() {
@@ -365,14 +540,20 @@ fn ratchet_note(ratchetable: bool, server_minor: u32) -> String {
     }
 }
 
-fn finding(key: &GroupKey, group: &Group, scanned: u64, server_minor: u32) -> Finding {
+fn finding(
+    key: &GroupKey,
+    group: &Group,
+    scanned: u64,
+    server_minor: u32,
+    against: &str,
+) -> Finding {
     let path = key.path.to_string();
     let of = format!("{} of {scanned} objects", group.count);
     let (check, message, ratcheted) = match key.kind {
         Kind::Invalid => (
             Check::InvalidObjects,
             format!(
-                "{of} fail {} at {path} under the new schema (e.g. {}); {}",
+                "{of} fail {} at {path} under {against} (e.g. {}); {}",
                 key.rule,
                 group.sample,
                 ratchet_note(group.ratchetable, server_minor)
@@ -382,7 +563,7 @@ fn finding(key: &GroupKey, group: &Group, scanned: u64, server_minor: u32) -> Fi
         Kind::Pruned => (
             Check::PrunedFields,
             format!(
-                "{of} carry {path}, which the new schema does not describe: the API server \
+                "{of} carry {path}, which {against} does not describe: the API server \
                  drops it on their next write (data loss)"
             ),
             None,
@@ -390,7 +571,7 @@ fn finding(key: &GroupKey, group: &Group, scanned: u64, server_minor: u32) -> Fi
         Kind::NullDropped => (
             Check::PrunedFields,
             format!(
-                "{of} store null at {path}, which the new schema no longer allows: the null is \
+                "{of} store null at {path}, which {against} no longer allows: the null is \
                  dropped when they are next read and written"
             ),
             None,

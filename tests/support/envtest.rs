@@ -30,6 +30,9 @@ pub struct ControlPlane {
     pub dir: tempfile::TempDir,
     /// `https://127.0.0.1:<port>`.
     pub server: String,
+    /// etcd's client URL, `http://127.0.0.1:<port>` (plain HTTP on loopback),
+    /// for tests that look at what is really stored.
+    pub etcd: String,
     /// A user in `system:masters`.
     pub admin_kubeconfig: PathBuf,
     /// A user with no RBAC bindings at all (every request is forbidden).
@@ -263,6 +266,7 @@ printf '%s,token-admin,uid-token-admin,"system:masters"\n%s,token-restricted,uid
         let plane = ControlPlane {
             dir,
             server,
+            etcd: etcd_url,
             admin_kubeconfig: admin,
             restricted_kubeconfig: restricted,
             assets,

@@ -9,9 +9,132 @@
 use std::time::Duration;
 
 use serde::Serialize;
+use serde_json::Value;
 
+use super::{Proposal, Question, Verb, plural};
 use crate::cluster::{ApplyError, Connection, Established};
-use crate::live::{Action, Planned};
+use crate::report::Report;
+
+/// What applying a manifest would do to the cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// The CRD does not exist yet.
+    Create,
+    /// The CRD exists and the manifest changes it.
+    Update,
+    /// The server would store exactly what it has now.
+    Unchanged,
+}
+
+impl Action {
+    /// The word for reports and prompts.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Create => "create",
+            Action::Update => "update",
+            Action::Unchanged => "unchanged",
+        }
+    }
+}
+
+/// One manifest CRD and what applying it would do.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    /// `metadata.name`.
+    pub name: String,
+    /// Create, update or nothing.
+    pub action: Action,
+    /// The manifest as read (v1).
+    pub manifest: Value,
+    /// The API server's conflict message when another field manager owns
+    /// fields this manifest changes.
+    pub conflict: Option<String>,
+    /// Managers of a plain `kubectl apply`/`kubectl create` whose fields
+    /// `apply` takes over first, as `kubectl apply --server-side` does.
+    pub take_over: Vec<String>,
+}
+
+/// `apply`'s words.
+pub const VERB: Verb = Verb {
+    verb: "apply",
+    doing: "applying",
+    done: "applied",
+};
+
+/// What `apply` proposes after its check: the CRDs that change, refused on
+/// error findings unless `force`, and on another field manager's fields
+/// unless `force_conflicts`.
+pub fn proposal(
+    conn: &Connection,
+    report: &Report,
+    plan: &[Planned],
+    force: bool,
+    force_conflicts: bool,
+) -> Proposal {
+    let changes: Vec<&Planned> = plan
+        .iter()
+        .filter(|p| p.action != Action::Unchanged)
+        .collect();
+    let nothing_to_do = changes
+        .is_empty()
+        .then(|| "Nothing to apply: the cluster already has these CRDs as written.".to_string());
+    let refusal = if report.summary.errors > 0 && !force {
+        Some(format!(
+            "not applying: {} (use --force to apply anyway)",
+            plural(report.summary.errors, "error finding", "error findings")
+        ))
+    } else {
+        conflicts(&changes)
+            .filter(|_| !force_conflicts)
+            .map(|owned| {
+                format!(
+                    "not applying: another field manager owns fields the manifests change ({owned}); \
+                     use --force-conflicts to take them over"
+                )
+            })
+    };
+    Proposal {
+        verb: VERB,
+        nothing_to_do,
+        refusal,
+        question: Question {
+            heading: format!(
+                "About to apply to context {} ({}):",
+                conn.context, conn.server
+            ),
+            items: changes
+                .iter()
+                .map(|p| {
+                    let mut what = p.action.as_str().to_string();
+                    if !p.take_over.is_empty() {
+                        what.push_str(&format!(
+                            " (takes over the fields of {})",
+                            p.take_over.join(", ")
+                        ));
+                    }
+                    (p.name.clone(), what)
+                })
+                .collect(),
+            prompt: format!(
+                "Apply {} to context {}?",
+                plural(changes.len(), "CRD", "CRDs"),
+                conn.context
+            ),
+        },
+    }
+}
+
+/// The CRDs whose apply would conflict with another field manager, named
+/// for the refusal message, or `None`.
+fn conflicts(changes: &[&Planned]) -> Option<String> {
+    let names: Vec<&str> = changes
+        .iter()
+        .filter(|p| p.conflict.is_some())
+        .map(|p| p.name.as_str())
+        .collect();
+    (!names.is_empty()).then(|| names.join(", "))
+}
 
 /// How to apply.
 #[derive(Debug, Clone, Copy)]

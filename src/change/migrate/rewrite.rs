@@ -1,0 +1,299 @@
+//! The rewrite: every object of a CRD, listed page by page in the storage
+//! version and written back unchanged with its `resourceVersion`, a bounded
+//! number at a time. Writing an object stores it in the storage version;
+//! that is the whole migration.
+//!
+//! - 409 means someone wrote the object after it was read, and every write
+//!   stores in the storage version: it counts as migrated without a retry.
+//! - 404 means it was deleted: nothing left to migrate.
+//! - 429, 500, 503, 504 and lost connections are retried with exponential
+//!   backoff (the server's `Retry-After` when it sends one), at most
+//!   [`RetryPolicy::attempts`] times and [`RetryPolicy::max_wait`] in all
+//!   per object. A retried PUT is safe: if the first one was stored, the
+//!   retry gets 409.
+//! - 401/403 stop the run (no later write would succeed); anything else is
+//!   reported for that object and the others go on.
+//!
+//! Pages are read while the previous one is written, so at most two pages
+//! are in memory.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::RunOptions;
+use crate::cluster::{Connection, ListError, Page, ResourceRef, Rewrite, RewriteError};
+use crate::scan::object_name;
+
+/// Retries of transient failures, per object.
+#[derive(Debug, Clone, Copy)]
+pub struct RetryPolicy {
+    /// Tries in all, the first included.
+    pub attempts: u32,
+    /// The first backoff; it doubles after each failure.
+    pub backoff: Duration,
+    /// The most one object waits between tries, in all.
+    pub max_wait: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            attempts: 6,
+            backoff: Duration::from_millis(200),
+            max_wait: Duration::from_secs(60),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// How long to wait before the next try after `attempt` tries that
+    /// waited `waited` in all, with the current `backoff` and the server's
+    /// `Retry-After`; `None` when the object has had its share.
+    pub fn next_wait(
+        &self,
+        attempt: u32,
+        waited: Duration,
+        backoff: Duration,
+        retry_after: Option<Duration>,
+    ) -> Option<Duration> {
+        let wait = retry_after.unwrap_or(backoff);
+        (attempt < self.attempts && waited + wait <= self.max_wait).then_some(wait)
+    }
+}
+
+/// An object that could not be written back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ObjectFailure {
+    /// `namespace/name`.
+    pub object: String,
+    /// The server's answer.
+    pub message: String,
+}
+
+/// How the rewrite of one CRD ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum End {
+    /// Every listed object was handled (some may have failed).
+    Complete,
+    /// `stop` was set: writes in flight finished, no new ones started.
+    Interrupted,
+    /// 401/403: the run stops.
+    Denied(String),
+    /// A page could not be read.
+    ListFailed(String),
+}
+
+/// Totals of one CRD's rewrite.
+#[derive(Debug, Clone)]
+pub struct Done {
+    pub end: End,
+    pub rewritten: u64,
+    pub written_by_others: u64,
+    pub deleted: u64,
+    pub retries: u64,
+    pub failed: Vec<ObjectFailure>,
+}
+
+/// What became of one object.
+enum One {
+    Done(Rewrite),
+    /// Not started, or abandoned while waiting to retry: `stop` was set.
+    Skipped,
+    Failed(String),
+    Denied(String),
+}
+
+/// Rewrites every object of `resource`. `tick` gets the number of objects
+/// handled so far.
+pub(super) async fn rewrite_all(
+    conn: &Connection,
+    resource: &ResourceRef,
+    opts: RunOptions,
+    stop: &AtomicBool,
+    tick: &mut dyn FnMut(u64),
+) -> Done {
+    let mut done = Done {
+        end: End::Complete,
+        rewritten: 0,
+        written_by_others: 0,
+        deleted: 0,
+        retries: 0,
+        failed: Vec::new(),
+    };
+    let denied = AtomicBool::new(false);
+    let halted = || stop.load(Ordering::SeqCst) || denied.load(Ordering::SeqCst);
+    let mut restarted = false;
+    let mut page = match first_page(conn, resource, opts).await {
+        Ok(p) => p,
+        Err(why) => {
+            done.end = End::ListFailed(why);
+            return done;
+        }
+    };
+    let mut handled = 0u64;
+    loop {
+        let next = page.next().map(str::to_string);
+        let items = std::mem::take(&mut page.items);
+        let writing = async {
+            let mut outcomes = futures::stream::iter(items)
+                .map(|object| write_one(conn, resource, object, opts, stop, &denied))
+                .buffer_unordered(opts.concurrency.max(1));
+            let mut results = Vec::new();
+            while let Some(r) = outcomes.next().await {
+                results.push(r);
+            }
+            results
+        };
+        let fetching = async {
+            match &next {
+                Some(t) => Some(conn.list_page(resource, opts.chunk_size, Some(t)).await),
+                None => None,
+            }
+        };
+        let (results, fetched) = tokio::join!(writing, fetching);
+        for (object, one, retries) in results {
+            done.retries += retries;
+            match one {
+                One::Done(Rewrite::Written) => done.rewritten += 1,
+                One::Done(Rewrite::WrittenByOthers) => done.written_by_others += 1,
+                One::Done(Rewrite::Deleted) => done.deleted += 1,
+                One::Skipped => continue,
+                One::Failed(message) => done.failed.push(ObjectFailure { object, message }),
+                One::Denied(message) => {
+                    if done.end == End::Complete {
+                        done.end = End::Denied(message);
+                    }
+                    continue;
+                }
+            }
+            handled += 1;
+        }
+        tick(handled);
+        if done.end != End::Complete {
+            return done;
+        }
+        if halted() {
+            done.end = End::Interrupted;
+            return done;
+        }
+        page = match fetched {
+            None => return done,
+            Some(Ok(p)) => p,
+            // The continue token expired: list again from the start.
+            // Objects already written are written again at no risk, and
+            // the new listing covers every object that existed before it.
+            Some(Err(ListError::Expired)) if !restarted => {
+                restarted = true;
+                match first_page(conn, resource, opts).await {
+                    Ok(p) => p,
+                    Err(why) => {
+                        done.end = End::ListFailed(why);
+                        return done;
+                    }
+                }
+            }
+            Some(Err(e)) => {
+                done.end = End::ListFailed(e.to_string());
+                return done;
+            }
+        };
+    }
+}
+
+async fn first_page(
+    conn: &Connection,
+    resource: &ResourceRef,
+    opts: RunOptions,
+) -> Result<Page, String> {
+    conn.list_page(resource, opts.chunk_size, None)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// Writes one object back, retrying transient failures. Returns its name,
+/// what happened and how many retries it took.
+async fn write_one(
+    conn: &Connection,
+    resource: &ResourceRef,
+    object: Value,
+    opts: RunOptions,
+    stop: &AtomicBool,
+    denied: &AtomicBool,
+) -> (String, One, u64) {
+    let name = object_name(&object);
+    let policy = opts.retry;
+    let mut waited = Duration::ZERO;
+    let mut backoff = policy.backoff;
+    let mut attempt = 0u32;
+    loop {
+        if stop.load(Ordering::SeqCst) || denied.load(Ordering::SeqCst) {
+            return (name, One::Skipped, u64::from(attempt.saturating_sub(1)));
+        }
+        attempt += 1;
+        match conn.rewrite_object(resource, &object).await {
+            Ok(r) => return (name, One::Done(r), u64::from(attempt - 1)),
+            Err(RewriteError::Denied(why)) => {
+                denied.store(true, Ordering::SeqCst);
+                return (name, One::Denied(why), u64::from(attempt - 1));
+            }
+            Err(RewriteError::Refused(why)) => {
+                return (name, One::Failed(why), u64::from(attempt - 1));
+            }
+            Err(RewriteError::Transient { message, after }) => {
+                let Some(wait) = policy.next_wait(attempt, waited, backoff, after) else {
+                    return (
+                        name,
+                        One::Failed(format!("{message} (gave up after {attempt} tries)")),
+                        u64::from(attempt - 1),
+                    );
+                };
+                sleep_unless_stopped(wait, stop).await;
+                waited += wait;
+                backoff = backoff.saturating_mul(2);
+            }
+        }
+    }
+}
+
+/// Sleeps `wait`, waking early when `stop` is set, so Ctrl-C does not wait
+/// out a backoff.
+async fn sleep_unless_stopped(wait: Duration, stop: &AtomicBool) {
+    let deadline = tokio::time::Instant::now() + wait;
+    while tokio::time::Instant::now() < deadline && !stop.load(Ordering::SeqCst) {
+        let slice = deadline.saturating_duration_since(tokio::time::Instant::now());
+        tokio::time::sleep(slice.min(Duration::from_millis(100))).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_back_off_honor_retry_after_and_give_up() {
+        let policy = RetryPolicy::default();
+        let ms = Duration::from_millis;
+        // The backoff the caller doubles, unless the server names a wait.
+        assert_eq!(policy.next_wait(1, ms(0), ms(200), None), Some(ms(200)));
+        assert_eq!(
+            policy.next_wait(2, ms(200), ms(400), Some(Duration::from_secs(3))),
+            Some(Duration::from_secs(3))
+        );
+        // At most `attempts` tries ...
+        assert_eq!(policy.next_wait(6, ms(0), ms(200), None), None);
+        // ... and at most `max_wait` of waiting per object.
+        assert_eq!(
+            policy.next_wait(
+                2,
+                Duration::from_secs(59),
+                ms(0),
+                Some(Duration::from_secs(2))
+            ),
+            None
+        );
+    }
+}

@@ -1,0 +1,314 @@
+//! Commands that change the cluster (`apply`, `migrate`) share one shape:
+//! plan, check, confirm, execute, a per-item outcome, and a [`Decision`]
+//! with its exit code. This module holds what they share: the
+//! [`Proposal`] a command makes once it has planned and checked, the rules
+//! that turn it into a decision (refusal first, then `--yes`, then the
+//! question, default No), and the decision's exit code and JSON word.
+//!
+//! The question is asked through [`Confirm`], which the binary implements on
+//! the terminal (dialoguer). The library never touches the terminal, so the
+//! rules are tested here with scripted answers, and a run without anybody to
+//! ask is a refusal, never a silent yes.
+
+pub mod apply;
+pub mod migrate;
+
+use thiserror::Error;
+
+/// How a command that changes the cluster ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// The cluster already is as asked: nothing written.
+    NothingToDo,
+    /// `--dry-run`: planned and checked, nothing written.
+    DryRun,
+    /// The checks forbid it (error findings, conflicts): nothing written.
+    Refused,
+    /// The answer was no: nothing written.
+    Declined,
+    /// Everything was done.
+    Done,
+    /// Something failed; the outcome says what was and was not done.
+    Failed,
+    /// Stopped by Ctrl-C; the outcome says what was done.
+    Interrupted,
+}
+
+/// Exit code of a run stopped by Ctrl-C: 128 + SIGINT, what shells report
+/// for a program the signal killed, so scripts see the usual value.
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+impl Decision {
+    /// The word for JSON/YAML `decision`; `done` is the command's own word
+    /// for [`Decision::Done`] (`applied`, `migrated`).
+    pub fn as_str(self, done: &'static str) -> &'static str {
+        match self {
+            Decision::NothingToDo => "nothingToDo",
+            Decision::DryRun => "dryRun",
+            Decision::Refused => "refused",
+            Decision::Declined => "declined",
+            Decision::Done => done,
+            Decision::Failed => "failed",
+            Decision::Interrupted => "interrupted",
+        }
+    }
+
+    /// 0 done or nothing to do, 1 refused, 3 failed (a cluster error), 4
+    /// declined at the question, 130 interrupted.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Decision::NothingToDo | Decision::DryRun | Decision::Done => 0,
+            Decision::Refused => 1,
+            Decision::Failed => 3,
+            Decision::Declined => 4,
+            Decision::Interrupted => EXIT_INTERRUPTED,
+        }
+    }
+}
+
+/// The command's own words, for messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Verb {
+    /// `apply`, `migrate`.
+    pub verb: &'static str,
+    /// `applying`, `migrating`.
+    pub doing: &'static str,
+    /// `applied`, `migrated`.
+    pub done: &'static str,
+}
+
+/// What a command proposes to change, once it has planned and checked.
+#[derive(Debug, Clone)]
+pub struct Proposal {
+    /// The command.
+    pub verb: Verb,
+    /// Set when there is nothing to change: the sentence that says so.
+    pub nothing_to_do: Option<String>,
+    /// Set when the checks forbid going ahead: why, and how to override it
+    /// if that is possible (one line).
+    pub refusal: Option<String>,
+    /// What the user is asked.
+    pub question: Question,
+}
+
+/// The question before a change: where, what, and the prompt.
+#[derive(Debug, Clone)]
+pub struct Question {
+    /// The first line, naming the context and the server.
+    pub heading: String,
+    /// One line per item: its name and what happens to it.
+    pub items: Vec<(String, String)>,
+    /// The question itself (`Apply 2 CRDs to context prod?`).
+    pub prompt: String,
+}
+
+impl Question {
+    /// The text shown above the prompt.
+    pub fn text(&self) -> String {
+        let width = self.items.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+        let mut text = format!("\n{}\n", self.heading);
+        for (name, what) in &self.items {
+            text.push_str(&format!("  {name:<width$}  {what}\n"));
+        }
+        text
+    }
+}
+
+/// An answer to a [`Question`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// Go ahead.
+    Yes,
+    /// Do not (including no answer at all, e.g. Esc).
+    No,
+    /// There is nobody to ask (no terminal).
+    NoTerminal,
+}
+
+/// Asks the user. The binary implements it on the terminal.
+pub trait Confirm {
+    /// Shows the question and returns the answer, or why it could not be read.
+    fn confirm(&mut self, question: &Question) -> Result<Answer, String>;
+}
+
+/// Why no decision could be made (exit 2).
+#[derive(Debug, Error)]
+pub enum ConfirmError {
+    /// No terminal and no `--yes`.
+    #[error(
+        "refusing to {verb} without confirmation: there is no terminal to ask on \
+         (pass --yes to {verb} non-interactively)"
+    )]
+    NoTerminal {
+        /// The command.
+        verb: &'static str,
+    },
+    /// The terminal failed while asking.
+    #[error("cannot read the answer: {0}")]
+    Answer(String),
+}
+
+/// A decision and the line to tell the user about it (stderr), if any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decided {
+    /// What happens next.
+    pub decision: Decision,
+    /// `Nothing to apply: ...`, `error: not applying: ...`, `Nothing applied.`
+    pub message: Option<String>,
+}
+
+/// Decides whether to go ahead: nothing to do, then a refusal, then `--yes`,
+/// then the question (default No). [`Decision::Done`] means "go ahead".
+pub fn decide(
+    proposal: &Proposal,
+    yes: bool,
+    confirm: &mut dyn Confirm,
+) -> Result<Decided, ConfirmError> {
+    let decided = |decision, message: Option<String>| Decided { decision, message };
+    if let Some(nothing) = &proposal.nothing_to_do {
+        return Ok(decided(Decision::NothingToDo, Some(nothing.clone())));
+    }
+    if let Some(why) = &proposal.refusal {
+        return Ok(decided(Decision::Refused, Some(format!("error: {why}"))));
+    }
+    if yes {
+        return Ok(decided(Decision::Done, None));
+    }
+    match confirm
+        .confirm(&proposal.question)
+        .map_err(ConfirmError::Answer)?
+    {
+        Answer::Yes => Ok(decided(Decision::Done, None)),
+        Answer::No => Ok(decided(
+            Decision::Declined,
+            Some(format!("Nothing {}.", proposal.verb.done)),
+        )),
+        Answer::NoTerminal => Err(ConfirmError::NoTerminal {
+            verb: proposal.verb.verb,
+        }),
+    }
+}
+
+/// The decision of a `--dry-run`: what [`decide`] would start from, with
+/// nothing asked and nothing done.
+pub fn decide_dry_run(proposal: &Proposal) -> Decided {
+    if let Some(nothing) = &proposal.nothing_to_do {
+        return Decided {
+            decision: Decision::NothingToDo,
+            message: Some(nothing.clone()),
+        };
+    }
+    if let Some(why) = &proposal.refusal {
+        return Decided {
+            decision: Decision::Refused,
+            message: Some(format!("error: {why}")),
+        };
+    }
+    Decided {
+        decision: Decision::DryRun,
+        message: Some(format!(
+            "Dry run: nothing {}; without --dry-run this would ask, then go ahead.",
+            proposal.verb.done
+        )),
+    }
+}
+
+/// `1 CRD`, `2 CRDs`.
+pub fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const APPLY: Verb = Verb {
+        verb: "apply",
+        doing: "applying",
+        done: "applied",
+    };
+
+    /// Answers from a script and remembers whether it was asked.
+    struct Scripted(Answer, bool);
+
+    impl Confirm for Scripted {
+        fn confirm(&mut self, _: &Question) -> Result<Answer, String> {
+            self.1 = true;
+            Ok(self.0)
+        }
+    }
+
+    fn proposal(nothing: Option<&str>, refusal: Option<&str>) -> Proposal {
+        Proposal {
+            verb: APPLY,
+            nothing_to_do: nothing.map(str::to_string),
+            refusal: refusal.map(str::to_string),
+            question: Question {
+                heading: "About to apply to context c (s):".into(),
+                items: vec![("a.example.com".into(), "update".into())],
+                prompt: "Apply 1 CRD to context c?".into(),
+            },
+        }
+    }
+
+    #[test]
+    fn a_refusal_wins_over_yes_and_nobody_is_asked() {
+        let mut ask = Scripted(Answer::Yes, false);
+        let d = decide(&proposal(None, Some("not applying: x")), true, &mut ask).unwrap();
+        assert_eq!(d.decision, Decision::Refused);
+        assert_eq!(d.message.as_deref(), Some("error: not applying: x"));
+        assert!(!ask.1);
+    }
+
+    #[test]
+    fn yes_skips_the_question() {
+        let mut ask = Scripted(Answer::No, false);
+        let d = decide(&proposal(None, None), true, &mut ask).unwrap();
+        assert_eq!(d.decision, Decision::Done);
+        assert!(!ask.1);
+    }
+
+    #[test]
+    fn no_is_declined_and_says_nothing_was_done() {
+        let mut ask = Scripted(Answer::No, false);
+        let d = decide(&proposal(None, None), false, &mut ask).unwrap();
+        assert_eq!(d.decision, Decision::Declined);
+        assert_eq!(d.message.as_deref(), Some("Nothing applied."));
+        assert_eq!(d.decision.exit_code(), 4);
+    }
+
+    #[test]
+    fn without_a_terminal_the_command_refuses_to_guess() {
+        let mut ask = Scripted(Answer::NoTerminal, false);
+        let e = decide(&proposal(None, None), false, &mut ask).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "refusing to apply without confirmation: there is no terminal to ask on \
+             (pass --yes to apply non-interactively)"
+        );
+    }
+
+    #[test]
+    fn nothing_to_do_is_said_and_succeeds() {
+        let mut ask = Scripted(Answer::Yes, false);
+        let d = decide(
+            &proposal(Some("Nothing to apply."), Some("x")),
+            false,
+            &mut ask,
+        )
+        .unwrap();
+        assert_eq!(d.decision, Decision::NothingToDo);
+        assert_eq!(d.decision.exit_code(), 0);
+        assert!(!ask.1);
+    }
+
+    #[test]
+    fn the_question_aligns_its_items() {
+        let mut q = proposal(None, None).question;
+        q.items.push(("b.io".into(), "create".into()));
+        assert_eq!(
+            q.text(),
+            "\nAbout to apply to context c (s):\n  a.example.com  update\n  b.io           create\n"
+        );
+    }
+}

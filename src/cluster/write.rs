@@ -1,0 +1,176 @@
+//! Writes of a storage-version migration: putting a custom resource back
+//! unchanged, and trimming a CRD's `status.storedVersions`. Both carry a
+//! `resourceVersion`, so a concurrent change makes them fail (409) instead
+//! of overwriting it.
+
+use std::time::Duration;
+
+use kube::api::PostParams;
+use kube::client::Body;
+use serde_json::{Value, json};
+
+use super::{ClusterError, Connection, FIELD_MANAGER, ResourceRef, one_line};
+
+/// What became of writing one object back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rewrite {
+    /// Written (stored again, in the storage version).
+    Written,
+    /// 409: someone wrote it after it was read, which stored it in the
+    /// storage version too.
+    WrittenByOthers,
+    /// 404: deleted after it was read; nothing left to migrate.
+    Deleted,
+}
+
+/// Why one object could not be written back.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RewriteError {
+    /// 429, 500, 503, 504 or no answer: worth trying again, after `after`
+    /// when the server said so (`Retry-After`).
+    #[error("{message}")]
+    Transient {
+        /// What went wrong.
+        message: String,
+        /// The server's `Retry-After`.
+        after: Option<Duration>,
+    },
+    /// 401 or 403: no later write will succeed either.
+    #[error("{0}")]
+    Denied(String),
+    /// Anything else: this object was not written (e.g. 422 from a
+    /// validating webhook).
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// Whether the trimmed storedVersions were stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoredVersionsUpdate {
+    /// Stored.
+    Set,
+    /// 409: the CRD changed since it was read; nothing was written.
+    CrdChanged(String),
+}
+
+impl Connection {
+    /// PUTs `object` (as read, with its `resourceVersion`) back to the
+    /// resource it was read from, once: the caller decides about retries.
+    pub async fn rewrite_object(
+        &self,
+        resource: &ResourceRef,
+        object: &Value,
+    ) -> Result<Rewrite, RewriteError> {
+        let meta = &object["metadata"];
+        let name = meta["name"].as_str().unwrap_or_default();
+        let path = match meta["namespace"].as_str().filter(|n| !n.is_empty()) {
+            Some(ns) => format!(
+                "/apis/{}/{}/namespaces/{ns}/{}",
+                resource.group, resource.version, resource.plural
+            ),
+            None => format!(
+                "/apis/{}/{}/{}",
+                resource.group, resource.version, resource.plural
+            ),
+        };
+        let params = PostParams {
+            field_manager: Some(FIELD_MANAGER.to_string()),
+            ..PostParams::default()
+        };
+        let body = serde_json::to_vec(object).map_err(|e| RewriteError::Refused(e.to_string()))?;
+        let request = kube::core::Request::new(path)
+            .replace(name, &params, body)
+            .map_err(|e| RewriteError::Refused(e.to_string()))?;
+        let response = match self.unretried.send(request.map(Body::from)).await {
+            Ok(r) => r,
+            Err(e) => {
+                return Err(RewriteError::Transient {
+                    message: self.classify(e).to_string(),
+                    after: None,
+                });
+            }
+        };
+        let code = response.status().as_u16();
+        if response.status().is_success() {
+            return Ok(Rewrite::Written);
+        }
+        let after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let text = match response.into_body().collect_bytes().await {
+            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            Err(e) => one_line(&e),
+        };
+        let status = serde_json::from_str::<Value>(&text).unwrap_or(Value::Null);
+        let message = status["message"]
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_else(|| text.trim().chars().take(200).collect());
+        // The API server also names the wait in the Status it sends.
+        let after = after.or_else(|| {
+            status["details"]["retryAfterSeconds"]
+                .as_u64()
+                .map(Duration::from_secs)
+        });
+        match code {
+            404 => Ok(Rewrite::Deleted),
+            409 => Ok(Rewrite::WrittenByOthers),
+            429 | 500 | 503 | 504 => Err(RewriteError::Transient {
+                message: format!("{code}: {message}"),
+                after,
+            }),
+            401 => Err(RewriteError::Denied(
+                ClusterError::Unauthorized {
+                    server: self.server.clone(),
+                    context: self.context.clone(),
+                }
+                .to_string(),
+            )),
+            403 => Err(RewriteError::Denied(
+                ClusterError::Forbidden { message }.to_string(),
+            )),
+            _ => Err(RewriteError::Refused(format!("{code}: {message}"))),
+        }
+    }
+
+    /// Sets `status.storedVersions` of CRD `name` to `versions` through the
+    /// status subresource, only if the CRD still has `resource_version`.
+    pub async fn set_stored_versions(
+        &self,
+        name: &str,
+        resource_version: &str,
+        versions: &[String],
+    ) -> Result<StoredVersionsUpdate, ClusterError> {
+        // A merge patch that names metadata.resourceVersion is a
+        // precondition: the server answers 409 if the CRD moved on.
+        let patch = json!({
+            "metadata": {"resourceVersion": resource_version},
+            "status": {"storedVersions": versions},
+        });
+        let request =
+            kube::core::Request::new("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")
+                .patch_subresource(
+                    "status",
+                    name,
+                    &kube::api::PatchParams {
+                        field_manager: Some(FIELD_MANAGER.to_string()),
+                        ..kube::api::PatchParams::default()
+                    },
+                    &kube::api::Patch::Merge(&patch),
+                )
+                .map_err(|e| ClusterError::Other {
+                    server: self.server.clone(),
+                    detail: e.to_string(),
+                })?;
+        match self.client.request::<Value>(request).await {
+            Ok(_) => Ok(StoredVersionsUpdate::Set),
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                Ok(StoredVersionsUpdate::CrdChanged(status.message.clone()))
+            }
+            Err(e) => Err(self.classify(e)),
+        }
+    }
+}
