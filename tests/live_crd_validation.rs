@@ -679,6 +679,17 @@ fn cases() -> Vec<(&'static str, Value)> {
         root(m)["properties"]["spec"]["x-kubernetes-validations"] =
             json!([{"rule": "self.size.startsWith('a')"}])
     });
+    case("cel_underscore_fields_ok", &|m| {
+        spec_props(m)["foo_bar"] = json!({"type": "string"});
+        spec_props(m)["a__b"] = json!({"type": "string"});
+        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
+            json!([{"rule": "!has(self.foo_bar) || self.foo_bar != self.a__underscores__b"}]);
+    });
+    case("cel_double_underscore_unescaped", &|m| {
+        spec_props(m)["a__b"] = json!({"type": "string"});
+        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
+            json!([{"rule": "self.a__b != ''"}]);
+    });
     // one schema per version, and errors per version
     case("second_version_non_structural", &|m| {
         second_version(

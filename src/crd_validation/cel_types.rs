@@ -55,57 +55,7 @@ fn ty_of(s: &Obj, resource_root: bool) -> Ty<'_> {
     }
 }
 
-const RESERVED: &[&str] = &[
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-];
-
-/// `apiservercel.Escape`: the CEL name of a property, if it has one.
-fn escape(name: &str) -> Option<String> {
-    if RESERVED.contains(&name) {
-        return Some(format!("__{name}__"));
-    }
-    let mut out = String::new();
-    let mut chars = name.chars().peekable();
-    let mut first = true;
-    while let Some(c) = chars.next() {
-        if c == '_' && chars.peek() == Some(&'_') {
-            chars.next();
-            out.push_str("__underscores__");
-        } else {
-            match c {
-                '.' => out.push_str("__dot__"),
-                '-' => out.push_str("__dash__"),
-                '/' => out.push_str("__slash__"),
-                c if c.is_ascii_alphabetic() || c == '_' || (!first && c.is_ascii_digit()) => {
-                    out.push(c)
-                }
-                _ => return None,
-            }
-        }
-        first = false;
-    }
-    (!out.is_empty()).then_some(out)
-}
+use crate::validate::cel_escape as escape;
 
 /// Whether the property schema gives the field a type (`SchemaDeclType`
 /// returns nothing for an untyped node, and the field is then left out).

@@ -404,22 +404,34 @@ const RESERVED: &[&str] = &[
     "while",
 ];
 
-/// A declared property name as CEL sees it.
-pub(crate) fn escape(name: &str) -> String {
-    if RESERVED.contains(&name) {
-        return format!("__{name}__");
+/// A declared property name as CEL sees it (`apiservercel.Escape`):
+/// reserved words become `__word__`; `__`, `.`, `-` and `/` become
+/// `__underscores__`, `__dot__`, `__dash__` and `__slash__`. A name with any
+/// other character, or starting with a digit, has no CEL name: the field is
+/// invisible to rules.
+pub(crate) fn escape(name: &str) -> Option<String> {
+    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
     }
-    let mut s = String::with_capacity(name.len());
-    for c in name.chars() {
+    if RESERVED.contains(&name) {
+        return Some(format!("__{name}__"));
+    }
+    let mut out = String::with_capacity(name.len());
+    let mut chars = name.chars().peekable();
+    while let Some(c) = chars.next() {
         match c {
-            '_' => s.push_str("__"),
-            '.' => s.push_str("__dot__"),
-            '-' => s.push_str("__dash__"),
-            '/' => s.push_str("__slash__"),
-            c => s.push(c),
+            '_' if chars.peek() == Some(&'_') => {
+                chars.next();
+                out.push_str("__underscores__");
+            }
+            '.' => out.push_str("__dot__"),
+            '-' => out.push_str("__dash__"),
+            '/' => out.push_str("__slash__"),
+            c if c.is_ascii_alphanumeric() || c == '_' => out.push(c),
+            _ => return None,
         }
     }
-    s
+    Some(out)
 }
 
 fn key(k: String) -> Key {
@@ -495,7 +507,9 @@ fn to_cel(node: Option<&Node>, v: &Value, depth: usize, is_root: bool) -> Result
             match node {
                 None => {
                     for (k, c) in o {
-                        map.insert(key(escape(k)), to_cel(None, c, depth + 1, false)?);
+                        if let Some(name) = escape(k) {
+                            map.insert(key(name), to_cel(None, c, depth + 1, false)?);
+                        }
                     }
                 }
                 Some(n) => {
@@ -511,7 +525,9 @@ fn to_cel(node: Option<&Node>, v: &Value, depth: usize, is_root: bool) -> Result
                             } else {
                                 c
                             };
-                            map.insert(key(escape(k)), to_cel(Some(p), c, depth + 1, false)?);
+                            if let Some(name) = escape(k) {
+                                map.insert(key(name), to_cel(Some(p), c, depth + 1, false)?);
+                            }
                             continue;
                         }
                         match &n.additional {
@@ -531,19 +547,18 @@ fn to_cel(node: Option<&Node>, v: &Value, depth: usize, is_root: bool) -> Result
                                             k.as_str(),
                                             "apiVersion" | "kind" | "metadata"
                                         ));
-                                if kept {
-                                    map.insert(key(escape(k)), to_cel(None, c, depth + 1, false)?);
+                                if kept && let Some(name) = escape(k) {
+                                    map.insert(key(name), to_cel(None, c, depth + 1, false)?);
                                 }
                             }
                         }
                     }
                     if n.has_defaults {
                         for (name, p) in &n.properties {
-                            if let (Some(d), false) = (&p.default, o.contains_key(name)) {
-                                map.insert(
-                                    key(escape(name)),
-                                    to_cel(Some(p), d, depth + 1, false)?,
-                                );
+                            if let (Some(d), false) = (&p.default, o.contains_key(name))
+                                && let Some(escaped) = escape(name)
+                            {
+                                map.insert(key(escaped), to_cel(Some(p), d, depth + 1, false)?);
                             }
                         }
                     }

@@ -31,6 +31,7 @@
 //! - Cost budgets of CEL (per call and per object) are not enforced.
 
 mod cel;
+pub(crate) use cel::escape as cel_escape;
 mod formats;
 mod list_type;
 mod node;

@@ -514,6 +514,23 @@ fn cel_sees_defaults_escaped_names_and_unescaped_map_keys() {
 }
 
 #[test]
+fn cel_names_keep_single_underscores_and_escape_double_ones() {
+    let s = json!({"type": "object", "properties": {"spec": {"type": "object",
+    "properties": {"foo_bar": {"type": "string"}, "a__b": {"type": "string"}},
+    "x-kubernetes-validations": [
+        {"rule": "self.foo_bar == 'x'", "message": "foo_bar"},
+        {"rule": "self.a__underscores__b == 'y'", "message": "a__b"}
+    ]}}});
+    let o = run(s.clone(), json!({"spec": {"foo_bar": "x", "a__b": "y"}}));
+    assert!(
+        o.violations.is_empty() && o.not_evaluated.is_empty(),
+        "{o:?}"
+    );
+    let o = run(s, json!({"spec": {"foo_bar": "z", "a__b": "y"}}));
+    assert_eq!(one(&o).message, "foo_bar");
+}
+
+#[test]
 fn a_missing_field_is_a_cel_failure_like_the_server() {
     let s = cel_schema(json!([{"rule": "self.min > 0", "fieldPath": ".min"}]));
     let o = run(s, json!({"spec": {}}));
