@@ -690,6 +690,18 @@ fn cases() -> Vec<(&'static str, Value)> {
         root(m)["properties"]["spec"]["x-kubernetes-validations"] =
             json!([{"rule": "self.a__b != ''"}]);
     });
+    case("cel_bad_regex_literal", &|m| {
+        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
+            json!([{"rule": "!has(self.name) || self.name.matches('(a')"}])
+    });
+    case("cel_bind", &|m| {
+        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
+            json!([{"rule": "cel.bind(x, self.size, x > 0)"}])
+    });
+    case("cel_two_variable_comprehension", &|m| {
+        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
+            json!([{"rule": "self.tags.all(i, t, t != '' && i >= 0)"}])
+    });
     // one schema per version, and errors per version
     case("second_version_non_structural", &|m| {
         second_version(

@@ -122,7 +122,7 @@ pub fn compile_errors(
         let uses_old_self = match &parsed {
             Ok(expr) => {
                 if let Some(why) =
-                    super::cel_types::undefined_fields(expr, s, resource_root).first()
+                    super::cel_types::compile_problems(expr, s, resource_root).first()
                 {
                     errs.push(
                         FieldError::invalid(
@@ -152,7 +152,7 @@ pub fn compile_errors(
         {
             let why = match Parser::new().enable_optional_syntax(true).parse(me) {
                 Err(e) => Some(first_line(&e.to_string())),
-                Ok(expr) => super::cel_types::undefined_fields(&expr, s, resource_root)
+                Ok(expr) => super::cel_types::compile_problems(&expr, s, resource_root)
                     .into_iter()
                     .next(),
             };

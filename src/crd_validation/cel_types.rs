@@ -10,11 +10,15 @@
 //! Only what can be decided without a full type checker is reported: a
 //! selection of an undeclared field on an object reached from `self` or
 //! `oldSelf` (directly, through list and map indexing, or through a
-//! comprehension variable). Everything else is left to the server.
+//! comprehension variable); a constant regular expression given to
+//! `matches`, `find` or `findAll` that Go's RE2 refuses (the server compiles
+//! constant patterns when it compiles the rule); and `cel.bind`, which the
+//! CRD environment of Kubernetes 1.34 does not declare. Everything else is
+//! left to the server.
 
 use std::collections::HashMap;
 
-use kube::core::cel::cel::common::ast::{EntryExpr, Expr, IdedExpr};
+use kube::core::cel::cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 use serde_json::Value;
 
 use super::json::{AdditionalProperties, Obj, additional_properties, items, obj_of, str_of};
@@ -87,9 +91,9 @@ fn field_of<'a>(schema: &'a Obj, root: bool, field: &str) -> Option<Ty<'a>> {
     None
 }
 
-/// Undefined fields selected in `expr`, where `self` (and `oldSelf`) has
-/// the type of `node`. Returns the server-style messages.
-pub fn undefined_fields(expr: &IdedExpr, node: &Obj, resource_root: bool) -> Vec<String> {
+/// What the server's CEL compiler would refuse in `expr`, where `self`
+/// (and `oldSelf`) has the type of `node`: server-style messages.
+pub fn compile_problems(expr: &IdedExpr, node: &Obj, resource_root: bool) -> Vec<String> {
     let mut env: HashMap<String, Ty<'_>> = HashMap::new();
     let self_ty = ty_of(node, resource_root);
     env.insert("self".into(), self_ty);
@@ -123,6 +127,26 @@ fn walk<'a>(e: &IdedExpr, env: &HashMap<String, Ty<'a>>, out: &mut Vec<String>) 
             }
         }
         Expr::Call(call) => {
+            if call.func_name == "bind"
+                && matches!(call.target.as_deref().map(|t| &t.expr), Some(Expr::Ident(n)) if n == "cel")
+            {
+                out.push("undeclared reference to 'cel' (cel.bind is not available to CRD rules on Kubernetes 1.34)".into());
+                return Ty::Dyn;
+            }
+            if matches!(call.func_name.as_str(), "matches" | "find" | "findAll") {
+                // The pattern is the argument after the string: the first
+                // for a member call, the second for a global one.
+                let pattern = if call.target.is_some() {
+                    call.args.first()
+                } else {
+                    call.args.get(1)
+                };
+                if let Some(Expr::Literal(LiteralValue::String(p))) = pattern.map(|p| &p.expr)
+                    && crate::validate::regex::compile_go(p.as_ref()).is_err()
+                {
+                    out.push(format!("invalid {} argument", call.func_name));
+                }
+            }
             let target = call.target.as_ref().map(|t| walk(t, env, out));
             let args: Vec<Ty<'a>> = call.args.iter().map(|a| walk(a, env, out)).collect();
             match (call.func_name.as_str(), args.first()) {
@@ -205,7 +229,7 @@ mod tests {
             .enable_optional_syntax(true)
             .parse(rule)
             .unwrap();
-        undefined_fields(&expr, node.as_object().unwrap(), root)
+        compile_problems(&expr, node.as_object().unwrap(), root)
     }
 
     fn spec() -> Value {
@@ -242,6 +266,19 @@ mod tests {
             vec!["undefined field 'sise'"]
         );
         assert!(check("self.?nope.orValue(1) == 1", spec(), false).is_empty());
+    }
+
+    #[test]
+    fn constant_patterns_and_cel_bind_are_checked() {
+        assert_eq!(
+            check("self.foo__dash__bar.matches('(a')", spec(), false),
+            vec!["invalid matches argument"]
+        );
+        assert!(check("self.foo__dash__bar.matches('^a+$')", spec(), false).is_empty());
+        assert_eq!(
+            check("cel.bind(x, self.size, x > 0)", spec(), false).len(),
+            1
+        );
     }
 
     #[test]
