@@ -2435,3 +2435,46 @@ fn webhook_to_none_is_explained_once() {
         .collect();
     assert_eq!(conversions.len(), 1, "{}", dump(&conversions));
 }
+
+#[test]
+fn a_version_served_in_neither_release_and_not_stored_cannot_break_anything() {
+    let unserved = |alpha: Value| {
+        edit(&two_versions("v1", alpha, string_foo()), |c| {
+            c["spec"]["versions"][0]["served"] = json!(false)
+        })
+    };
+    let (old, new) = (unserved(foo_and_bar()), unserved(string_foo()));
+    // Stored versions known and without v1alpha1: the removal is info.
+    let known = edit(&old, |c| c["status"] = json!({"storedVersions": ["v1"]}));
+    let findings = compare(&known, &new);
+    let f = findings
+        .iter()
+        .find(|f| f.check == Check::ExistingFieldRemoval)
+        .expect("the removal is still reported");
+    assert_eq!(f.severity, Severity::Info);
+    assert_eq!(f.version.as_deref(), Some("v1alpha1"));
+    assert!(
+        f.message.contains("served in neither release"),
+        "{}",
+        f.message
+    );
+    // Only assumed: a warning that says what would make it safe.
+    let findings = compare(&old, &new);
+    let f = findings
+        .iter()
+        .find(|f| f.check == Check::ExistingFieldRemoval)
+        .expect("reported");
+    assert_eq!(f.severity, Severity::Warning);
+    // Still stored: still an error.
+    let stored = edit(&old, |c| {
+        c["status"] = json!({"storedVersions": ["v1alpha1", "v1"]})
+    });
+    let findings = compare(&stored, &new);
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.check == Check::ExistingFieldRemoval && f.severity == Severity::Error),
+        "{}",
+        dump(&findings)
+    );
+}

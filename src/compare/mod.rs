@@ -157,7 +157,42 @@ pub fn compare_crds(
         }
     }
     cross_version::check(Some(old), new, options, &mut out);
+    soften_dormant_versions(old, new, stored, &mut out);
     out
+}
+
+/// A version served in neither release and not stored: nobody can read or
+/// write objects through it, so its schema and subresources cannot break
+/// anything. Its findings become info; warnings when the stored versions
+/// are only assumed (it may still hold objects the manifest cannot show).
+fn soften_dormant_versions(old: &Crd, new: &Crd, stored: &StoredVersions, out: &mut [Finding]) {
+    let dormant = |name: &str| {
+        let served = |c: &Crd| c.version(name).is_some_and(|v| v.spec.served);
+        old.version(name).is_some()
+            && new.version(name).is_some()
+            && !served(old)
+            && !served(new)
+            && !stored.versions.iter().any(|v| v == name)
+    };
+    let (severity, why) = match stored.source {
+        StoredVersionsSource::Assumed => (
+            Severity::Warning,
+            "served in neither release; no object is stored in it if status.storedVersions does not list it (ASSUMED here), in which case this cannot break anything",
+        ),
+        _ => (
+            Severity::Info,
+            "served in neither release and not in status.storedVersions: no client reads or writes through it, so this cannot break anything",
+        ),
+    };
+    for f in out.iter_mut() {
+        let Some(v) = f.version.as_deref() else {
+            continue;
+        };
+        if f.severity > severity && dormant(v) {
+            f.severity = severity;
+            f.message = format!("{} (version {v} is {why})", f.message);
+        }
+    }
 }
 
 /// Checks a CRD that exists only in the new manifests: it cannot break
