@@ -1149,7 +1149,7 @@ fn a_changed_default_is_unsafe() {
 }
 
 #[test]
-fn a_removed_default_is_unsafe_and_an_added_one_a_warning() {
+fn a_default_removed_or_added_on_an_existing_field_is_unsafe() {
     let defaulted = foo(json!({"type": "string", "default": "a"}));
     flags(
         &compare(&defaulted, &widget()),
@@ -1159,13 +1159,36 @@ fn a_removed_default_is_unsafe_and_an_added_one_a_warning() {
         Some("^.spec.foo"),
         &["default \"a\" removed"],
     );
+    // Stored objects without the field suddenly read "a".
     flags(
         &compare(&widget(), &defaulted),
+        Check::Default,
+        Severity::Error,
+        Some("v1"),
+        Some("^.spec.foo"),
+        &[
+            "default \"a\" added to an existing field",
+            "every client suddenly reads",
+        ],
+    );
+    // The type's zero value: typed clients read it as before.
+    flags(
+        &compare(&widget(), &foo(json!({"type": "string", "default": ""}))),
         Check::Default,
         Severity::Warning,
         Some("v1"),
         Some("^.spec.foo"),
-        &["default \"a\" added"],
+        &["it is the type's zero value"],
+    );
+    // A new field with a default changes nothing stored.
+    assert_no(
+        &compare(
+            &widget(),
+            &spec(props(json!({
+                "foo": {"type": "string"}, "bar": {"type": "string", "default": "b"}
+            }))),
+        ),
+        Check::Default,
     );
 }
 

@@ -89,7 +89,7 @@ catalog! {
     Required => "required", Error, "a field becomes required on an existing object: creates and updates without it are rejected (never ratcheted).";
     Type => "type", Error, "a field's type changes: existing values are rejected and clients fail to decode.";
     Enum => "enum", Error, "enum restriction added or values removed (values added: info, configurable).";
-    Default => "default", Error, "default changed or removed (error) or added (warning): changes what clients read for existing objects.";
+    Default => "default", Error, "default added, changed or removed on an existing field: changes what clients read for existing objects.";
     Minimum => "minimum", Error, "minimum added or raised.";
     Maximum => "maximum", Error, "maximum added or lowered.";
     MinLength => "minLength", Error, "minLength added or raised.";

@@ -494,11 +494,24 @@ this field may meet values they do not know",
         let (o, n) = self.kw("default");
         let (o, n) = (o.cloned(), n.cloned());
         let (severity, message) = match (&o, &n) {
-            (None, Some(d)) => (
+            // The type's zero value: typed clients (Go's omitempty fields)
+            // read absent and zero alike, so only untyped readers notice.
+            (None, Some(d)) if is_scalar_zero(d) => (
                 Severity::Warning,
                 format!(
-                    "default {} added: the API server applies it when reading stored objects that lack the \
-field, so every client suddenly reads {} there without anyone writing it",
+                    "default {} added to an existing field: the API server applies it when reading stored \
+objects that lack the field; it is the type's zero value, so typed clients read it as before, but \
+untyped readers (CEL rules, kubectl -o jsonpath, scripts) now see {} where the field was absent",
+                    short(d, 60),
+                    short(d, 60)
+                ),
+            ),
+            (None, Some(d)) => (
+                Severity::Error,
+                format!(
+                    "default {} added to an existing field: the API server applies it when reading stored \
+objects that lack the field, so every client suddenly reads {} there without anyone writing it, and the \
+next write stores it. Give new behaviour a new field (or version) instead, or accept it with an exception",
                     short(d, 60),
                     short(d, 60)
                 ),
@@ -1295,6 +1308,16 @@ fn canonical(v: &Value) -> String {
         }
     }
     strip(v).to_string()
+}
+
+/// `""`, `0` or `false`.
+fn is_scalar_zero(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.is_empty(),
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::Bool(b) => !b,
+        _ => false,
+    }
 }
 
 fn branches(v: Option<&Value>) -> BTreeMap<String, ()> {
