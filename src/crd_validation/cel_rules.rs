@@ -11,7 +11,6 @@
 use kube::core::cel::cel::parser::Parser;
 use serde_json::Value;
 
-use super::KubeVersion;
 use super::field::{FieldError, FieldPath};
 use super::json::{
     AdditionalProperties, Obj, additional_properties, arr_of, has_properties, property,
@@ -29,7 +28,9 @@ fn has_newlines(s: &str) -> bool {
 }
 
 /// The per-rule field checks the server runs before any CEL.
-pub fn rule_field_errors(s: &Obj, path: &FieldPath) -> Vec<FieldError> {
+/// `structural` says whether the schema converts to a structural one: only
+/// then can a `fieldPath` be resolved (the server accepts any otherwise).
+pub fn rule_field_errors(s: &Obj, path: &FieldPath, structural: bool) -> Vec<FieldError> {
     let mut errs = Vec::new();
     for (i, rule) in arr_of(s, "x-kubernetes-validations").iter().enumerate() {
         let Some(r) = rule.as_object() else { continue };
@@ -92,10 +93,7 @@ pub fn rule_field_errors(s: &Obj, path: &FieldPath) -> Vec<FieldError> {
                 "must not contain line breaks",
             ));
         }
-        if !fp.is_empty()
-            && super::schema_rules::new_structural_error(s).is_none()
-            && valid_field_path(fp, s, true).is_err()
-        {
+        if !fp.is_empty() && structural && valid_field_path(fp, s, true).is_err() {
             errs.push(
                 FieldError::invalid(p.child("fieldPath"), Value::from(fp), "must be a valid path")
                     .with_fix("fieldPath is relative to the node that holds the rule and must name declared fields (e.g. .spec.replicas or ['a.b'])"),
@@ -111,7 +109,6 @@ pub fn compile_errors(
     path: &FieldPath,
     uncorrelatable: Option<&FieldPath>,
     resource_root: bool,
-    _kube: KubeVersion,
 ) -> Vec<FieldError> {
     let mut errs = Vec::new();
     for (i, rule) in arr_of(s, "x-kubernetes-validations").iter().enumerate() {

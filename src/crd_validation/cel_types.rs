@@ -147,15 +147,14 @@ fn walk<'a>(e: &IdedExpr, env: &HashMap<String, Ty<'a>>, out: &mut Vec<String>) 
                     out.push(format!("invalid {} argument", call.func_name));
                 }
             }
-            let target = call.target.as_ref().map(|t| walk(t, env, out));
+            if let Some(t) = &call.target {
+                walk(t, env, out);
+            }
             let args: Vec<Ty<'a>> = call.args.iter().map(|a| walk(a, env, out)).collect();
             match (call.func_name.as_str(), args.first()) {
                 ("_[_]", Some(Ty::List(item))) => ty_of(item, false),
                 ("_[_]", Some(Ty::Map(v))) => ty_of(v, false),
-                _ => {
-                    let _ = target;
-                    Ty::Dyn
-                }
+                _ => Ty::Dyn,
             }
         }
         Expr::Comprehension(c) => {

@@ -121,8 +121,9 @@ pub fn validate_validation(
 
     let mut structural_init_errs = Vec::new();
     let mut cel_allowed = false;
+    let conversion_error = new_structural_error(root);
     if opts.require_structural {
-        if let Some(msg) = new_structural_error(root) {
+        if let Some(msg) = conversion_error.clone() {
             structural_init_errs.push(FieldError::invalid(root_path.clone(), Value::from(""), msg));
         } else {
             let structural = validate_structural(root, &root_path);
@@ -139,7 +140,12 @@ pub fn validate_validation(
         }
     }
 
-    let walker = Walker { opts, cel_allowed };
+    let walker = Walker {
+        opts,
+        cel_allowed,
+        // When the root converts, every subtree does.
+        structural_ok: conversion_error.is_none(),
+    };
     let state = State {
         allow_defaults: true,
         disallow_reason: None,
@@ -854,6 +860,8 @@ struct Walker<'a> {
     opts: &'a SchemaOptions,
     /// Structural checks and defaults passed: CEL rules are compiled.
     cel_allowed: bool,
+    /// The schema converts to a structural one (`fieldPath`s can be resolved).
+    structural_ok: bool,
 }
 
 impl Walker<'_> {
@@ -897,14 +905,13 @@ impl Walker<'_> {
                 } else {
                     st.clone()
                 };
-                let (e, c) = self.walk(
+                self.walk_into(
                     o,
                     &mut path.push().child("additionalProperties"),
                     &sub,
-                    false,
+                    &mut errs,
+                    &mut cel,
                 );
-                errs.extend(e);
-                cel.extend(c);
             }
         }
         let embedded = bool_of(s, "x-kubernetes-embedded-resource");
@@ -922,46 +929,45 @@ impl Walker<'_> {
                     sub = sub.forbid_defaults(format!("in top-level {name}"));
                 }
             }
-            let (e, c) = self.walk(
+            self.walk_into(
                 p,
                 &mut path.push().child("properties").key(name),
                 &sub,
-                false,
+                &mut errs,
+                &mut cel,
             );
-            errs.extend(e);
-            cel.extend(c);
         }
         // Value validations: no CEL context below them.
         let value_walker = Walker {
-            opts: self.opts,
             cel_allowed: false,
+            ..*self
         };
         if let Some(n) = obj_of(s, "not") {
-            let (e, c) = value_walker.walk(n, &mut path.push().child("not"), st, false);
-            errs.extend(e);
-            cel.extend(c);
+            value_walker.walk_into(n, &mut path.push().child("not"), st, &mut errs, &mut cel);
         }
         for key in ["allOf", "oneOf", "anyOf"] {
             for (i, b) in arr_of(s, key).iter().enumerate() {
                 if let Some(b) = b.as_object() {
-                    let (e, c) =
-                        value_walker.walk(b, &mut path.push().child(key).index(i), st, false);
-                    errs.extend(e);
-                    cel.extend(c);
+                    value_walker.walk_into(
+                        b,
+                        &mut path.push().child(key).index(i),
+                        st,
+                        &mut errs,
+                        &mut cel,
+                    );
                 }
             }
         }
         if let Some(defs) = obj_of(s, "definitions") {
             for (k, d) in defs {
                 if let Some(d) = d.as_object() {
-                    let (e, c) = value_walker.walk(
+                    value_walker.walk_into(
                         d,
                         &mut path.push().child("definitions").key(k),
                         st,
-                        false,
+                        &mut errs,
+                        &mut cel,
                     );
-                    errs.extend(e);
-                    cel.extend(c);
                 }
             }
         }
@@ -974,17 +980,24 @@ impl Walker<'_> {
             };
             match s.get("items") {
                 Some(Value::Object(o)) => {
-                    let (e, c) = self.walk(o, &mut path.push().child("items"), &sub, false);
-                    errs.extend(e);
-                    cel.extend(c);
+                    self.walk_into(
+                        o,
+                        &mut path.push().child("items"),
+                        &sub,
+                        &mut errs,
+                        &mut cel,
+                    );
                 }
                 Some(Value::Array(a)) => {
                     for (i, x) in a.iter().enumerate() {
                         if let Some(o) = x.as_object() {
-                            let (e, c) =
-                                self.walk(o, &mut path.push().child("items").index(i), &sub, false);
-                            errs.extend(e);
-                            cel.extend(c);
+                            self.walk_into(
+                                o,
+                                &mut path.push().child("items").index(i),
+                                &sub,
+                                &mut errs,
+                                &mut cel,
+                            );
                         }
                     }
                 }
@@ -994,14 +1007,13 @@ impl Walker<'_> {
         if let Some(deps) = obj_of(s, "dependencies") {
             for (k, d) in deps {
                 if let Some(d) = d.as_object() {
-                    let (e, c) = value_walker.walk(
+                    value_walker.walk_into(
                         d,
                         &mut path.push().child("dependencies").key(k),
                         st,
-                        false,
+                        &mut errs,
+                        &mut cel,
                     );
-                    errs.extend(e);
-                    cel.extend(c);
                 }
             }
         }
@@ -1014,7 +1026,7 @@ impl Walker<'_> {
         }
         self.map_and_list_types(s, path, &mut errs);
         if !arr_of(s, "x-kubernetes-validations").is_empty() {
-            let rule_errs = cel_rules::rule_field_errors(s, path);
+            let rule_errs = cel_rules::rule_field_errors(s, path, self.structural_ok);
             errs.extend(rule_errs);
             if errs.is_empty() && self.cel_allowed {
                 cel.extend(cel_rules::compile_errors(
@@ -1022,11 +1034,25 @@ impl Walker<'_> {
                     path,
                     st.uncorrelatable.as_deref(),
                     is_root,
-                    self.opts.kube,
                 ));
             }
         }
         (errs, cel)
+    }
+
+    /// [`Walker::walk`] of a child that is not a resource root, adding its
+    /// errors to the parent's.
+    fn walk_into(
+        &self,
+        s: &Obj,
+        path: &mut FieldPath,
+        st: &State,
+        errs: &mut Vec<FieldError>,
+        cel: &mut Vec<FieldError>,
+    ) {
+        let (e, c) = self.walk(s, path, st, false);
+        errs.extend(e);
+        cel.extend(c);
     }
 
     /// `specStandardValidatorV3.validate`.
