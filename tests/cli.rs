@@ -308,6 +308,45 @@ fn lint_reports_what_the_api_server_would_refuse() {
 }
 
 #[test]
+fn lint_gives_the_servers_cost_verdict_and_the_bounds_that_fix_it() {
+    let example = "examples/invalid-crd/backups.yaml";
+    let r = run(&["lint", example, "-o", "json"], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let v: Value = serde_json::from_str(&r.stdout).expect("json");
+    let rule = "spec.validation.openAPIV3Schema.properties[spec].properties[targets].items.x-kubernetes-validations[0].rule";
+    let findings = v["crds"][0]["findings"].as_array().expect("findings");
+    let over = findings
+        .iter()
+        .find(|f| {
+            f["path"] == rule
+                && f["message"].as_str().is_some_and(|m| {
+                    m.contains("estimated rule cost exceeds budget by factor of more than 100x")
+                })
+        })
+        .expect("a per-rule cost finding");
+    let message = over["message"].as_str().unwrap_or("");
+    assert!(
+        message.contains("maxLength on self.host") && message.contains("maxItems"),
+        "{message}"
+    );
+    // With the bounds declared, the same rule fits the budget.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(example))
+        .expect("example")
+        .replace(
+            "type: array\n",
+            "type: array\n                maxItems: 32\n",
+        )
+        .replace(
+            "host: {type: string}",
+            "host: {type: string, maxLength: 253}",
+        );
+    let bounded = temp_file(&dir, "bounded.yaml", &text);
+    let r = run(&["lint", &bounded], None);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+}
+
+#[test]
 fn two_storage_versions_are_a_finding_not_a_stop() {
     let dir = tempfile::tempdir().expect("tempdir");
     let crd =

@@ -643,6 +643,91 @@ fn cases() -> Vec<(&'static str, Value)> {
     case("cel_under_junctor", &|m| {
         spec_props(m)["name"]["allOf"] = json!([{"x-kubernetes-validations": [{"rule": "true"}]}])
     });
+    // CEL cost: the server's estimator, its limits and its factor.
+    case("cel_cost_matches_on_unbounded_list_items", &|m| {
+        spec_props(m)["tags"]["items"]["x-kubernetes-validations"] =
+            json!([{"rule": "self.matches('^[a-z]+$')"}])
+    });
+    case("cel_cost_matches_on_bounded_list_items", &|m| {
+        spec_props(m)["tags"]["maxItems"] = json!(16);
+        spec_props(m)["tags"]["items"]["maxLength"] = json!(63);
+        spec_props(m)["tags"]["items"]["x-kubernetes-validations"] =
+            json!([{"rule": "self.matches('^[a-z]+$')"}]);
+    });
+    case("cel_cost_quadratic_unbounded", &|m| {
+        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
+            json!([{"rule": "self.tags.all(a, self.tags.exists(b, a == b))"}])
+    });
+    case("cel_cost_quadratic_bounded", &|m| {
+        spec_props(m)["tags"]["maxItems"] = json!(100);
+        spec_props(m)["tags"]["items"]["maxLength"] = json!(64);
+        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
+            json!([{"rule": "self.tags.all(a, self.tags.exists(b, a == b))"}]);
+    });
+    for (label, max_length) in [
+        ("cel_cost_at_the_rule_limit", 12_499_997),
+        ("cel_cost_just_over_the_rule_limit", 12_499_998),
+        ("cel_cost_twice_the_rule_limit", 25_000_000),
+    ] {
+        case(label, &|m| {
+            spec_props(m)["name"]["maxLength"] = json!(max_length);
+            root(m)["properties"]["spec"]["x-kubernetes-validations"] =
+                json!([{"rule": "self.name.matches('^[a-z]+$')"}]);
+        });
+    }
+    case("cel_cost_schema_total_over_the_limit", &|m| {
+        spec_props(m)["name"]["maxLength"] = json!(2_000_000);
+        let mut rules = Vec::new();
+        for k in [12, 11, 10, 9, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8] {
+            let pattern = "a".repeat(4 * k);
+            rules.push(json!({"rule": format!("self.name.matches('{pattern}')")}));
+        }
+        root(m)["properties"]["spec"]["x-kubernetes-validations"] = json!(rules);
+    });
+    case("cel_cost_list_items_times_max_items", &|m| {
+        spec_props(m)["tags"]["maxItems"] = json!(1000);
+        spec_props(m)["tags"]["items"]["maxLength"] = json!(20_000);
+        spec_props(m)["tags"]["items"]["x-kubernetes-validations"] =
+            json!([{"rule": "self.contains('abc')"}]);
+    });
+    case("cel_cost_unbounded_map_values", &|m| {
+        spec_props(m)["labels"]["additionalProperties"]["x-kubernetes-validations"] =
+            json!([{"rule": "self.contains('abc')"}])
+    });
+    case("cel_cost_cheap_map_values", &|m| {
+        spec_props(m)["labels"]["additionalProperties"]["x-kubernetes-validations"] =
+            json!([{"rule": "self.startsWith('a')"}])
+    });
+    case("cel_cost_two_variable_comprehension", &|m| {
+        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
+            json!([{"rule": "self.labels.all(k, v, v.size() < 10 && k != '')"}])
+    });
+    case("cel_cost_message_expression_over_budget", &|m| {
+        spec_props(m)["tags"]["items"]["x-kubernetes-validations"] =
+            json!([{"rule": "self.size() > 0", "messageExpression": "'bad: ' + self"}])
+    });
+    case("cel_cost_string_functions", &|m| {
+        spec_props(m)["name"]["maxLength"] = json!(253);
+        spec_props(m)["tags"]["maxItems"] = json!(10);
+        spec_props(m)["tags"]["items"]["maxLength"] = json!(63);
+        root(m)["properties"]["spec"]["x-kubernetes-validations"] = json!([
+            {"rule": "self.name.lowerAscii().split('-').all(p, p.size() < 20)"},
+            {"rule": "self.tags.join(',').size() < 500 && self.name.replace('a', 'bb').size() < 600"},
+            {"rule": "self.tags.map(t, t + '.x').exists(t, t.endsWith('y.x'))"},
+            {"rule": "self.name.find('[0-9]+') == '' || self.tags.filter(t, t in ['a', 'b']).size() == 0"},
+            {"rule": "!has(self.size) || self.size in [1, 2, 3] || self.tags.exists_one(t, t == 'x')"},
+            {"rule": "isQuantity(self.name) ? quantity(self.name).isLessThan(quantity('1Gi')) : true"},
+            {"rule": "self.tags.size() == 0 || self.tags.isSorted() && self.tags.indexOf('a') >= -1"},
+            {"rule": "self.?name.orValue('') != 'x' && url('https://' + self.name).getHost() != ''"}
+        ]);
+    });
+    case("cel_rule_not_bool", &|m| {
+        root(m)["properties"]["spec"]["x-kubernetes-validations"] = json!([{"rule": "self.size"}])
+    });
+    case("cel_message_expression_not_string", &|m| {
+        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
+            json!([{"rule": "true", "messageExpression": "self.size"}])
+    });
     case("cel_undefined_field", &|m| {
         root(m)["properties"]["spec"]["x-kubernetes-validations"] =
             json!([{"rule": "self.nope > 1"}])
@@ -737,7 +822,17 @@ async fn offline_crd_validation_agrees_with_the_api_server() {
                 .collect(),
             _ => Vec::new(),
         };
-        if verdict_agrees && missing_paths.is_empty() {
+        // A cost error must carry the server's own figure.
+        let cost_mismatch: Vec<String> = match &server {
+            Some(msg) => ours
+                .iter()
+                .filter(|e| e.detail.contains("exceeds budget"))
+                .map(|e| e.detail.clone())
+                .filter(|d| !msg.contains(d.as_str()))
+                .collect(),
+            None => Vec::new(),
+        };
+        if verdict_agrees && missing_paths.is_empty() && cost_mismatch.is_empty() {
             agreed += 1;
             if known.contains(label) {
                 disagreements.push(format!(
@@ -751,7 +846,7 @@ async fn offline_crd_validation_agrees_with_the_api_server() {
         }
         let ours_text: Vec<String> = ours.iter().map(ToString::to_string).collect();
         disagreements.push(format!(
-            "{label}: server {:?}\n    ours {ours_text:?}\n    paths the server does not name: {missing_paths:?}",
+            "{label}: server {:?}\n    ours {ours_text:?}\n    paths the server does not name: {missing_paths:?}\n    cost figures the server does not give: {cost_mismatch:?}",
             server.as_deref().unwrap_or("accepted")
         ));
     }

@@ -1,15 +1,20 @@
 //! `x-kubernetes-validations`: the fields of each rule, the `fieldPath`
 //! it reports at, and whether its CEL compiles.
 //!
-//! What is checked here is what can be decided without CEL's type checker:
-//! the rule and `messageExpression` parse (with the optional syntax
-//! Kubernetes turns on), `oldSelf` only where old and new values can be
-//! correlated, `optionalOldSelf` only with `oldSelf`. Type checking against
-//! the schema and the cost estimate are not done offline yet (README says
-//! so); the server's dry run in `apply-check` covers them.
+//! Checked here: the rule and `messageExpression` parse (with the optional
+//! syntax Kubernetes turns on), select only declared fields, evaluate to a
+//! boolean (a string), stay within the server's cost limits, per rule and
+//! per schema; `oldSelf` only where old and new values can be correlated,
+//! `optionalOldSelf` only with `oldSelf`. Overload errors are left to the
+//! server's dry run in `apply-check` (README says so).
 
+use kube::core::cel::cel::common::ast::IdedExpr;
 use kube::core::cel::cel::parser::Parser;
 use serde_json::Value;
+
+use super::cel_check::{Ty, check, normalize};
+use super::cel_cost::estimate;
+use super::cel_decl::{Decl, decl_of, max_cardinality};
 
 use super::field::{FieldError, FieldPath};
 use super::json::{
@@ -103,18 +108,157 @@ pub fn rule_field_errors(s: &Obj, path: &FieldPath, structural: bool) -> Vec<Fie
     errs
 }
 
-/// Parse errors, `oldSelf` placement and `optionalOldSelf`, per rule.
+/// Rule costs above this are refused (`StaticEstimatedCostLimit`).
+pub const RULE_COST_LIMIT: u64 = 10_000_000;
+/// The rules of one schema may add up to this
+/// (`StaticEstimatedCRDCostLimit`).
+pub const SCHEMA_COST_LIMIT: u64 = 100_000_000;
+
+/// The running total of a schema's rule costs, with the rules that
+/// contribute most (`TotalCost`).
+#[derive(Default)]
+pub struct TotalCost {
+    pub total: u64,
+    /// At most 4, each at least 1% of the schema limit, most expensive
+    /// first.
+    pub most_expensive: Vec<(FieldPath, u64)>,
+}
+
+impl TotalCost {
+    fn observe(&mut self, path: FieldPath, cost: u64) {
+        self.total = self.total.saturating_add(cost);
+        if cost < SCHEMA_COST_LIMIT / 100 {
+            return;
+        }
+        self.most_expensive.push((path, cost));
+        self.most_expensive.sort_by_key(|e| std::cmp::Reverse(e.1));
+        self.most_expensive.truncate(4);
+    }
+}
+
+/// What the cost limits need to know about the node being compiled.
+pub struct CostScope<'t> {
+    /// How often the node's rules can run per object: `None` below a list
+    /// or map without `maxItems`/`maxProperties`.
+    pub cardinality: Option<u64>,
+    /// The version's schema is unchanged from the stored CRD: per-rule
+    /// limits are not enforced (`suppressPerExpressionCost`).
+    pub suppress_per_expression: bool,
+    pub total: &'t std::cell::RefCell<TotalCost>,
+}
+
+/// `getCostErrorMessage`.
+pub fn cost_message(what: &str, cost: u64, limit: u64) -> String {
+    let factor = cost as f64 / limit as f64;
+    let factor = if factor > 100.0 {
+        "more than 100x".to_string()
+    } else if factor < 1.5 {
+        format!("{factor:.6}x")
+    } else {
+        format!("{factor:.1}x")
+    };
+    format!(
+        "{what} exceeds budget by factor of {factor} (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"
+    )
+}
+
+/// The cost of one expression times how often it runs
+/// (`getExpressionCost`, with `multiplyWithOverflowGuard`).
+fn expression_cost(max: u64, cardinality: u64) -> u64 {
+    if max == 0 {
+        0
+    } else {
+        max.saturating_mul(cardinality)
+    }
+}
+
+/// Type-checks and estimates `expr`: its cost times how often it runs,
+/// the bounds it lacks, and what its result type says.
+fn cost_of(
+    expr: &IdedExpr,
+    decl: &Decl,
+    optional_old_self: bool,
+    cardinality: u64,
+) -> (u64, Vec<(String, &'static str)>, ResultKind) {
+    let mut next = 1u64 << 40;
+    let e = normalize(expr, &mut next);
+    let checked = check(&e, Ty::of(decl), optional_old_self);
+    let result = ResultKind::of(&checked.ty(e.id));
+    let est = estimate(&e, &checked, decl);
+    (
+        expression_cost(est.cost.max, cardinality),
+        est.unbounded,
+        result,
+    )
+}
+
+/// What an expression's static type says about its result, where the
+/// checker is sure.
+#[derive(PartialEq, Eq)]
+enum ResultKind {
+    Bool,
+    String,
+    /// Some other definite type.
+    Other,
+    /// Dynamic or not typed here: no verdict.
+    Unsure,
+}
+
+impl ResultKind {
+    fn of(t: &Ty<'_>) -> ResultKind {
+        match t {
+            Ty::Bool => ResultKind::Bool,
+            Ty::String => ResultKind::String,
+            Ty::Dyn | Ty::Unknown => ResultKind::Unsure,
+            _ => ResultKind::Other,
+        }
+    }
+}
+
+/// The fix for a rule over budget: the bounds it lacks.
+fn cost_fix(unbounded: &[(String, &'static str)], cardinality: Option<u64>) -> String {
+    let mut parts: Vec<String> = unbounded
+        .iter()
+        .take(4)
+        .map(|(p, k)| format!("{k} on {p}"))
+        .collect();
+    if cardinality.is_none() {
+        parts.push("maxItems/maxProperties on the list or map above this node (the rule runs once per element)".into());
+    }
+    if parts.is_empty() {
+        "simplify the rule".into()
+    } else {
+        format!("declare {}", parts.join(", "))
+    }
+}
+
+/// Parse errors, type errors, `oldSelf` placement, `optionalOldSelf` and
+/// the cost limits, per rule.
 pub fn compile_errors(
     s: &Obj,
     path: &FieldPath,
     uncorrelatable: Option<&FieldPath>,
     resource_root: bool,
+    scope: &CostScope<'_>,
 ) -> Vec<FieldError> {
     let mut errs = Vec::new();
+    let decl = decl_of(
+        s,
+        resource_root
+            || s.get("x-kubernetes-embedded-resource")
+                .and_then(Value::as_bool)
+                == Some(true),
+    );
+    let cardinality = decl.as_ref().map(|d| {
+        scope
+            .cardinality
+            .unwrap_or_else(|| max_cardinality(d.min_size))
+    });
     for (i, rule) in arr_of(s, "x-kubernetes-validations").iter().enumerate() {
         let Some(r) = rule.as_object() else { continue };
         let p = path.child("x-kubernetes-validations").index(i);
         let src = r.get("rule").and_then(Value::as_str).unwrap_or("");
+        let optional_old_self = r.get("optionalOldSelf").and_then(Value::as_bool) == Some(true);
         let parsed = Parser::new().enable_optional_syntax(true).parse(src);
         let uses_old_self = match &parsed {
             Ok(expr) => {
@@ -129,6 +273,28 @@ pub fn compile_errors(
                         )
                         .with_fix("the rule may only select fields the schema declares at that node (names with - . / are escaped: foo-bar is foo__dash__bar)"),
                     );
+                } else if let (Some(decl), Some(card)) = (&decl, cardinality) {
+                    let (cost, unbounded, result) = cost_of(expr, decl, optional_old_self, card);
+                    if !scope.suppress_per_expression && cost > RULE_COST_LIMIT {
+                        errs.push(
+                            FieldError::forbidden(
+                                p.child("rule"),
+                                cost_message("estimated rule cost", cost, RULE_COST_LIMIT),
+                            )
+                            .with_fix_owned(cost_fix(&unbounded, scope.cardinality)),
+                        );
+                    }
+                    scope.total.borrow_mut().observe(p.child("rule"), cost);
+                    if result != ResultKind::Bool && result != ResultKind::Unsure {
+                        errs.push(
+                            FieldError::invalid(
+                                p.child("rule"),
+                                rule.clone(),
+                                "cel expression must evaluate to a bool",
+                            )
+                            .with_fix("a rule is a condition: compare the value (self.x == 'a'), do not return it"),
+                        );
+                    }
                 }
                 expr.references().has_variable("oldSelf")
             }
@@ -147,9 +313,10 @@ pub fn compile_errors(
         if let Some(me) = r.get("messageExpression").and_then(Value::as_str)
             && !me.trim().is_empty()
         {
-            let why = match Parser::new().enable_optional_syntax(true).parse(me) {
+            let parsed_me = Parser::new().enable_optional_syntax(true).parse(me);
+            let why = match &parsed_me {
                 Err(e) => Some(first_line(&e.to_string())),
-                Ok(expr) => super::cel_types::compile_problems(&expr, s, resource_root)
+                Ok(expr) => super::cel_types::compile_problems(expr, s, resource_root)
                     .into_iter()
                     .next(),
             };
@@ -159,6 +326,35 @@ pub fn compile_errors(
                     rule.clone(),
                     format!("messageExpression compilation failed: {why}"),
                 ));
+            } else if let (Ok(expr), Some(decl)) = (&parsed_me, &decl) {
+                // The server holds a messageExpression to its own cost, not
+                // multiplied by how often the rule runs.
+                let (cost, unbounded, result) = cost_of(expr, decl, optional_old_self, 1);
+                if result != ResultKind::String && result != ResultKind::Unsure {
+                    errs.push(FieldError::invalid(
+                        p.child("messageExpression"),
+                        rule.clone(),
+                        "messageExpression must evaluate to a string",
+                    ));
+                } else {
+                    if !scope.suppress_per_expression && cost > RULE_COST_LIMIT {
+                        errs.push(
+                            FieldError::forbidden(
+                                p.child("messageExpression"),
+                                cost_message(
+                                    "estimated messageExpression cost",
+                                    cost,
+                                    RULE_COST_LIMIT,
+                                ),
+                            )
+                            .with_fix_owned(cost_fix(&unbounded, scope.cardinality)),
+                        );
+                    }
+                    scope
+                        .total
+                        .borrow_mut()
+                        .observe(p.child("messageExpression"), cost);
+                }
             }
         }
         if uses_old_self {

@@ -155,7 +155,7 @@ pub struct FieldError {
     /// The server's explanation.
     pub detail: String,
     /// How to fix it, in our words (not part of the server's message).
-    pub fix: Option<&'static str>,
+    pub fix: Option<std::borrow::Cow<'static, str>>,
 }
 
 impl FieldError {
@@ -219,7 +219,13 @@ impl FieldError {
 
     /// Attaches a hint on how to fix the error.
     pub fn with_fix(mut self, fix: &'static str) -> FieldError {
-        self.fix = Some(fix);
+        self.fix = Some(fix.into());
+        self
+    }
+
+    /// [`FieldError::with_fix`] for a hint made for this error.
+    pub fn with_fix_owned(mut self, fix: String) -> FieldError {
+        self.fix = Some(fix.into());
         self
     }
 

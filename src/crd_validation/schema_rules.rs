@@ -28,6 +28,9 @@ pub struct SchemaOptions {
     pub require_map_list_keys_map_set: bool,
     pub require_valid_property_type: bool,
     pub kube: KubeVersion,
+    /// The version's schema equals the stored CRD's: rule costs count
+    /// toward the schema total only.
+    pub suppress_per_expression_cost: bool,
 }
 
 const OPENAPI_TYPES: &[&str] = &["array", "boolean", "integer", "number", "object", "string"];
@@ -140,8 +143,10 @@ pub fn validate_validation(
         }
     }
 
+    let total = std::cell::RefCell::new(cel_rules::TotalCost::default());
     let walker = Walker {
         opts,
+        total: &total,
         cel_allowed,
         // When the root converts, every subtree does.
         structural_ok: conversion_error.is_none(),
@@ -151,12 +156,33 @@ pub fn validate_validation(
         disallow_reason: None,
         inside_resource_meta: false,
         uncorrelatable: None,
+        cardinality: Some(1),
     };
     let (schema_errs, cel_errs) = walker.walk(root, &mut root_path.clone(), &state, true);
     errs.extend(schema_errs);
     errs.extend(cel_errs);
     if errs.is_empty() {
         errs.extend(structural_init_errs);
+    }
+    let total = total.into_inner();
+    if cel_allowed && total.total > cel_rules::SCHEMA_COST_LIMIT {
+        for (path, _) in &total.most_expensive {
+            errs.push(FieldError::forbidden(
+                path.clone(),
+                "contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema",
+            ));
+        }
+        errs.push(
+            FieldError::forbidden(
+                root_path,
+                cel_rules::cost_message(
+                    "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema",
+                    total.total,
+                    cel_rules::SCHEMA_COST_LIMIT,
+                ),
+            )
+            .with_fix("add maxItems, maxProperties and maxLength to the lists, maps and strings the most expensive rules read"),
+        );
     }
     errs
 }
@@ -834,6 +860,8 @@ struct State {
     /// revisions of an object (oldSelf is meaningless below it); shared,
     /// because every node below it carries it.
     uncorrelatable: Option<std::rc::Rc<FieldPath>>,
+    /// How many values of this node one object can hold (`None`: unbounded).
+    cardinality: Option<u64>,
 }
 
 impl State {
@@ -858,6 +886,8 @@ impl State {
 
 struct Walker<'a> {
     opts: &'a SchemaOptions,
+    /// The schema's rule costs so far.
+    total: &'a std::cell::RefCell<cel_rules::TotalCost>,
     /// Structural checks and defaults passed: CEL rules are compiled.
     cel_allowed: bool,
     /// The schema converts to a structural one (`fieldPath`s can be resolved).
@@ -876,6 +906,15 @@ impl Walker<'_> {
         let mut errs = Vec::new();
         let mut cel = Vec::new();
         self.standard(s, path, st, &mut errs);
+        // The children's state: each value of this node holds up to
+        // max_elements of them.
+        let child_card = st
+            .cardinality
+            .and_then(|c| super::cel_decl::max_elements(s).map(|m| c.saturating_mul(m)));
+        let child = &State {
+            cardinality: child_card,
+            ..st.clone()
+        };
 
         if bool_of(s, "uniqueItems") {
             errs.push(
@@ -898,12 +937,12 @@ impl Walker<'_> {
                 );
             }
             if let AdditionalProperties::Schema(o) = ap {
-                let sub = if st.inside_resource_meta {
-                    st.forbid_defaults(
+                let sub = if child.inside_resource_meta {
+                    child.forbid_defaults(
                         "inside additionalProperties applying to object metadata".into(),
                     )
                 } else {
-                    st.clone()
+                    child.clone()
                 };
                 self.walk_into(
                     o,
@@ -917,7 +956,7 @@ impl Walker<'_> {
         let embedded = bool_of(s, "x-kubernetes-embedded-resource");
         let map_type = s.get("x-kubernetes-map-type").and_then(Value::as_str);
         for (name, p) in properties(s) {
-            let mut sub = st.clone();
+            let mut sub = child.clone();
             // Granular and atomic maps correlate their fields; anything else not.
             if map_type.is_some_and(|m| m != "granular" && m != "atomic") {
                 sub = sub.forbid_old_self(path);
@@ -974,9 +1013,9 @@ impl Walker<'_> {
         let list_type = s.get("x-kubernetes-list-type").and_then(Value::as_str);
         if s.get("items").is_some_and(|v| !v.is_null()) {
             let sub = if list_type != Some("map") {
-                st.forbid_old_self(path)
+                child.forbid_old_self(path)
             } else {
-                st.clone()
+                child.clone()
             };
             match s.get("items") {
                 Some(Value::Object(o)) => {
@@ -1029,11 +1068,17 @@ impl Walker<'_> {
             let rule_errs = cel_rules::rule_field_errors(s, path, self.structural_ok);
             errs.extend(rule_errs);
             if errs.is_empty() && self.cel_allowed {
+                let scope = cel_rules::CostScope {
+                    cardinality: st.cardinality,
+                    suppress_per_expression: self.opts.suppress_per_expression_cost,
+                    total: self.total,
+                };
                 cel.extend(cel_rules::compile_errors(
                     s,
                     path,
                     st.uncorrelatable.as_deref(),
                     is_root,
+                    &scope,
                 ));
             }
         }

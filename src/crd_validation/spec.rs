@@ -175,6 +175,11 @@ pub fn validate_spec(spec: &Obj, old: Option<&OldCrdFacts>, kube: KubeVersion) -
         require_map_list_keys_map_set: !facts.invalid_map_list_keys,
         require_valid_property_type: !facts.invalid_types,
         kube,
+        suppress_per_expression_cost: false,
+    };
+    let opts_for = |version: &str, schema: &Value| SchemaOptions {
+        suppress_per_expression_cost: facts.schema_unchanged(version, schema),
+        ..opts
     };
     let internal = Internal::new(spec);
     let require_openapi_schema = !facts.missing_schemas;
@@ -240,7 +245,7 @@ pub fn validate_spec(spec: &Obj, old: Option<&OldCrdFacts>, kube: KubeVersion) -
             errs.extend(validate_validation(
                 schema,
                 status,
-                &opts,
+                &opts_for(name, schema),
                 &vpath.child("schema"),
             ));
         }
@@ -329,10 +334,11 @@ pub fn validate_spec(spec: &Obj, old: Option<&OldCrdFacts>, kube: KubeVersion) -
     errs.extend(names_errors(n, &singular, &list_kind, &npath));
 
     if let Some(schema) = internal.validation {
+        let first = internal.versions.first().map_or("", |v| str_of(v, "name"));
         errs.extend(validate_validation(
             schema,
             internal.any_status(),
-            &opts,
+            &opts_for(first, schema),
             &path.child("validation"),
         ));
     }

@@ -164,7 +164,7 @@ fn the_name_must_be_plural_dot_group() {
 fn cel_syntax_errors_and_old_self_placement() {
     let m = crd(json!({"type": "object", "properties": {
         "a": {"type": "string", "x-kubernetes-validations": [{"rule": "self ==", "message": "m"}]},
-        "l": {"type": "array", "items": {"type": "string",
+        "l": {"type": "array", "items": {"type": "string", "maxLength": 10,
               "x-kubernetes-validations": [{"rule": "self == oldSelf"}]}}}}));
     let e = errors(&m);
     assert_eq!(e.len(), 2, "{e:?}");
