@@ -21,10 +21,7 @@ use support::envtest::control_plane;
 use support::live::admin;
 
 /// Disagreements we accept, by case label, with the reason.
-const KNOWN_LIMITATIONS: &[(&str, &str)] = &[(
-    "cel_wrong_overload",
-    "CEL type checking of function overloads is not done offline yet",
-)];
+const KNOWN_LIMITATIONS: &[(&str, &str)] = &[];
 
 /// The server's verdict on creating `manifest`: `None` when accepted, its
 /// message when refused.
@@ -763,6 +760,26 @@ fn cases() -> Vec<(&'static str, Value)> {
     case("cel_wrong_overload", &|m| {
         root(m)["properties"]["spec"]["x-kubernetes-validations"] =
             json!([{"rule": "self.size.startsWith('a')"}])
+    });
+    case("cel_size_of_an_integer", &|m| {
+        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
+            json!([{"rule": "size(self.size) > 0"}])
+    });
+    case("cel_string_plus_integer", &|m| {
+        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
+            json!([{"rule": "self.name + self.size == 'a1'"}])
+    });
+    case("cel_string_ordered_against_integer", &|m| {
+        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
+            json!([{"rule": "self.name < 3"}])
+    });
+    case("cel_cross_type_numeric_ordering_ok", &|m| {
+        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
+            json!([{"rule": "self.size < 3.5 && self.size + 1 > 0"}])
+    });
+    case("cel_message_expression_wrong_overload", &|m| {
+        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
+            json!([{"rule": "true", "messageExpression": "'size ' + self.size"}])
     });
     case("cel_underscore_fields_ok", &|m| {
         spec_props(m)["foo_bar"] = json!({"type": "string"});

@@ -117,6 +117,9 @@ impl<'a> Ty<'a> {
 pub struct Checked<'a> {
     pub types: HashMap<u64, Ty<'a>>,
     pub overloads: HashMap<u64, Vec<&'static str>>,
+    /// Calls no overload accepts, in cel-go's words; only where every
+    /// argument's type is certain.
+    pub no_overload: Vec<String>,
 }
 
 impl<'a> Checked<'a> {
@@ -325,6 +328,7 @@ pub fn check<'a>(e: &IdedExpr, self_ty: Ty<'a>, old_self_optional: bool) -> Chec
     let mut c = Checked {
         types: HashMap::new(),
         overloads: HashMap::new(),
+        no_overload: Vec::new(),
     };
     let mut env: Vec<(String, Ty<'a>)> = vec![("self".into(), self_ty.clone())];
     let old = if old_self_optional {
@@ -383,6 +387,9 @@ fn walk<'a>(e: &IdedExpr, env: &mut Vec<(String, Ty<'a>)>, c: &mut Checked<'a>) 
         Expr::Call(call) => {
             let target = call.target.as_ref().map(|t| walk(t, env, c));
             let args: Vec<Ty<'a>> = call.args.iter().map(|a| walk(a, env, c)).collect();
+            if let Some(why) = mismatch(&call.func_name, target.as_ref(), &args) {
+                c.no_overload.push(why);
+            }
             let (ids, result) = resolve(&call.func_name, target.as_ref(), &args, &call.args);
             c.overloads.insert(e.id, ids);
             result
@@ -474,6 +481,66 @@ fn walk<'a>(e: &IdedExpr, env: &mut Vec<(String, Ty<'a>)>, c: &mut Checked<'a>) 
     };
     c.types.insert(e.id, t.clone());
     t
+}
+
+/// cel-go's name for a type, as its errors print it.
+fn type_name(t: &Ty<'_>) -> Option<&'static str> {
+    Some(match t {
+        Ty::Bool => "bool",
+        Ty::Int => "int",
+        Ty::Uint => "uint",
+        Ty::Double => "double",
+        Ty::String => "string",
+        Ty::Bytes => "bytes",
+        Ty::Duration => "google.protobuf.Duration",
+        Ty::Timestamp => "google.protobuf.Timestamp",
+        _ => return None,
+    })
+}
+
+/// A call that no overload accepts, decided only for scalar argument
+/// types the checker is certain of (a schema's declared scalar, a literal,
+/// a known function's result): string functions on a non-string, `size`
+/// of a number, arithmetic and ordering across unrelated types.
+fn mismatch(name: &str, target: Option<&Ty<'_>>, args: &[Ty<'_>]) -> Option<String> {
+    let names: Option<Vec<&str>> = args.iter().map(type_name).collect();
+    let names = names?;
+    let applied = match target {
+        Some(t) => format!("{}.({})", type_name(t)?, names.join(", ")),
+        None => format!("({})", names.join(", ")),
+    };
+    let numeric = |t: &Ty| matches!(t, Ty::Int | Ty::Uint | Ty::Double);
+    let refused = match (name, target) {
+        (
+            "startsWith" | "endsWith" | "contains" | "matches" | "lowerAscii" | "upperAscii"
+            | "trim" | "charAt" | "substring" | "replace" | "split" | "find" | "findAll",
+            Some(t),
+        ) => !matches!(t, Ty::String),
+        ("size", Some(t)) => !matches!(t, Ty::String | Ty::Bytes),
+        ("size", None) => !matches!(args.first(), Some(Ty::String | Ty::Bytes)),
+        ("_<_" | "_<=_" | "_>_" | "_>=_", None) if args.len() == 2 => {
+            let (a, b) = (&args[0], &args[1]);
+            !(numeric(a) && numeric(b) || type_name(a) == type_name(b))
+                || matches!(a, Ty::Bool) && !matches!(b, Ty::Bool)
+        }
+        ("_+_", None) if args.len() == 2 => {
+            let (a, b) = (&args[0], &args[1]);
+            let ok = matches!(
+                (a, b),
+                (Ty::Int, Ty::Int)
+                    | (Ty::Uint, Ty::Uint)
+                    | (Ty::Double, Ty::Double)
+                    | (Ty::String, Ty::String)
+                    | (Ty::Bytes, Ty::Bytes)
+                    | (Ty::Duration, Ty::Duration)
+                    | (Ty::Timestamp, Ty::Duration)
+                    | (Ty::Duration, Ty::Timestamp)
+            );
+            !ok
+        }
+        _ => false,
+    };
+    refused.then(|| format!("found no matching overload for '{name}' applied to '{applied}'"))
 }
 
 fn lib(name: &'static str) -> Ty<'static> {

@@ -172,24 +172,29 @@ fn expression_cost(max: u64, cardinality: u64) -> u64 {
     }
 }
 
-/// Type-checks and estimates `expr`: its cost times how often it runs,
-/// the bounds it lacks, and what its result type says.
-fn cost_of(
-    expr: &IdedExpr,
-    decl: &Decl,
-    optional_old_self: bool,
-    cardinality: u64,
-) -> (u64, Vec<(String, &'static str)>, ResultKind) {
+/// What checking and estimating an expression found.
+struct Compiled {
+    /// Its cost times how often it runs.
+    cost: u64,
+    /// The bounds that would lower it.
+    unbounded: Vec<(String, &'static str)>,
+    result: ResultKind,
+    /// A call no overload accepts.
+    no_overload: Option<String>,
+}
+
+/// Type-checks and estimates `expr` for a node declared as `decl`.
+fn compile(expr: &IdedExpr, decl: &Decl, optional_old_self: bool, cardinality: u64) -> Compiled {
     let mut next = 1u64 << 40;
     let e = normalize(expr, &mut next);
     let checked = check(&e, Ty::of(decl), optional_old_self);
-    let result = ResultKind::of(&checked.ty(e.id));
     let est = estimate(&e, &checked, decl);
-    (
-        expression_cost(est.cost.max, cardinality),
-        est.unbounded,
-        result,
-    )
+    Compiled {
+        cost: expression_cost(est.cost.max, cardinality),
+        unbounded: est.unbounded,
+        result: ResultKind::of(&checked.ty(e.id)),
+        no_overload: checked.no_overload.into_iter().next(),
+    }
 }
 
 /// What an expression's static type says about its result, where the
@@ -274,7 +279,23 @@ pub fn compile_errors(
                         .with_fix("the rule may only select fields the schema declares at that node (names with - . / are escaped: foo-bar is foo__dash__bar)"),
                     );
                 } else if let (Some(decl), Some(card)) = (&decl, cardinality) {
-                    let (cost, unbounded, result) = cost_of(expr, decl, optional_old_self, card);
+                    let Compiled {
+                        cost,
+                        unbounded,
+                        result,
+                        no_overload,
+                    } = compile(expr, decl, optional_old_self, card);
+                    if let Some(why) = no_overload {
+                        errs.push(
+                            FieldError::invalid(
+                                p.child("rule"),
+                                rule.clone(),
+                                format!("compilation failed: ERROR: <input>: {why}"),
+                            )
+                            .with_fix("call the function on a value of the type it takes (string functions on strings, size() on strings, bytes, lists and maps)"),
+                        );
+                        continue;
+                    }
                     if !scope.suppress_per_expression && cost > RULE_COST_LIMIT {
                         errs.push(
                             FieldError::forbidden(
@@ -329,8 +350,19 @@ pub fn compile_errors(
             } else if let (Ok(expr), Some(decl)) = (&parsed_me, &decl) {
                 // The server holds a messageExpression to its own cost, not
                 // multiplied by how often the rule runs.
-                let (cost, unbounded, result) = cost_of(expr, decl, optional_old_self, 1);
-                if result != ResultKind::String && result != ResultKind::Unsure {
+                let Compiled {
+                    cost,
+                    unbounded,
+                    result,
+                    no_overload,
+                } = compile(expr, decl, optional_old_self, 1);
+                if let Some(why) = no_overload {
+                    errs.push(FieldError::invalid(
+                        p.child("messageExpression"),
+                        rule.clone(),
+                        format!("messageExpression compilation failed: ERROR: <input>: {why}"),
+                    ));
+                } else if result != ResultKind::String && result != ResultKind::Unsure {
                     errs.push(FieldError::invalid(
                         p.child("messageExpression"),
                         rule.clone(),
