@@ -21,7 +21,7 @@ use kube::core::cel::cel::common::ast::{
     CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, ListExpr, LiteralValue, MapExpr,
 };
 
-use super::cel_decl::{Decl, DeclKind};
+use super::cel_decl::{Decl, Shape};
 
 /// A CEL type.
 #[derive(Debug, Clone)]
@@ -38,7 +38,7 @@ pub enum Ty<'a> {
     List(Box<Ty<'a>>),
     Map(Box<Ty<'a>>, Box<Ty<'a>>),
     /// A schema object (cel-go's struct kind).
-    Object(&'a Decl),
+    Object(Decl<'a>),
     Opt(Box<Ty<'a>>),
     /// A Kubernetes library type (`quantity`, `ip`, `cidr`, `url`,
     /// `semver`, `format`).
@@ -52,19 +52,19 @@ pub enum Ty<'a> {
 
 impl<'a> Ty<'a> {
     /// The CEL type the server declares for a schema node.
-    pub fn of(d: &'a Decl) -> Ty<'a> {
-        match &d.kind {
-            DeclKind::Bool => Ty::Bool,
-            DeclKind::Int => Ty::Int,
-            DeclKind::Double => Ty::Double,
-            DeclKind::String => Ty::String,
-            DeclKind::Bytes => Ty::Bytes,
-            DeclKind::Duration => Ty::Duration,
-            DeclKind::Timestamp => Ty::Timestamp,
-            DeclKind::Dyn => Ty::Dyn,
-            DeclKind::List(e) => Ty::List(Box::new(Ty::of(e))),
-            DeclKind::Map(v) => Ty::Map(Box::new(Ty::String), Box::new(Ty::of(v))),
-            DeclKind::Object(_) => Ty::Object(d),
+    pub fn of(d: Decl<'a>) -> Ty<'a> {
+        match d.shape() {
+            Shape::Bool => Ty::Bool,
+            Shape::Int => Ty::Int,
+            Shape::Double => Ty::Double,
+            Shape::String => Ty::String,
+            Shape::Bytes => Ty::Bytes,
+            Shape::Duration => Ty::Duration,
+            Shape::Timestamp => Ty::Timestamp,
+            Shape::Dyn => Ty::Dyn,
+            Shape::List(e) => Ty::List(Box::new(Ty::of(e))),
+            Shape::Map(v) => Ty::Map(Box::new(Ty::String), Box::new(Ty::of(v))),
+            Shape::Object => Ty::Object(d),
         }
     }
 
@@ -106,7 +106,7 @@ impl<'a> Ty<'a> {
         match (self, other) {
             (Ty::List(a), Ty::List(b)) | (Ty::Opt(a), Ty::Opt(b)) => a.same(b),
             (Ty::Map(k1, v1), Ty::Map(k2, v2)) => k1.same(k2) && v1.same(v2),
-            (Ty::Object(a), Ty::Object(b)) => std::ptr::eq(*a, *b),
+            (Ty::Object(a), Ty::Object(b)) => a.same(b),
             (Ty::Lib(a), Ty::Lib(b)) => a == b,
             _ => std::mem::discriminant(self) == std::mem::discriminant(other),
         }
@@ -350,10 +350,7 @@ fn lookup<'a>(env: &[(String, Ty<'a>)], name: &str) -> Option<Ty<'a>> {
 
 fn field_ty<'a>(t: &Ty<'a>, field: &str) -> Ty<'a> {
     match t {
-        Ty::Object(d) => match &d.kind {
-            DeclKind::Object(fields) => fields.get(field).map_or(Ty::Unknown, Ty::of),
-            _ => Ty::Unknown,
-        },
+        Ty::Object(d) => d.field(field).map_or(Ty::Unknown, Ty::of),
         Ty::Map(_, v) => (**v).clone(),
         Ty::Dyn => Ty::Dyn,
         _ => Ty::Unknown,

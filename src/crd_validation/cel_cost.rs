@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use kube::core::cel::cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 
 use super::cel_check::{Checked, Ty};
-use super::cel_decl::{Decl, DeclKind, MAP_KEY};
+use super::cel_decl::{Decl, Shape};
 
 const STRING_TRAVERSAL: f64 = 0.1;
 const REGEX_LENGTH: f64 = 0.25;
@@ -126,7 +126,7 @@ struct Coster<'e, 'a> {
     /// the keyword that would bound each.
     unbounded: std::cell::RefCell<std::collections::BTreeSet<(String, &'static str)>>,
     checked: &'e Checked<'a>,
-    root: &'a Decl,
+    root: Decl<'a>,
     paths: HashMap<u64, Vec<String>>,
     locals: HashMap<String, Vec<LocalVar>>,
     sizes: HashMap<u64, Range>,
@@ -143,7 +143,7 @@ pub struct Estimate {
 
 /// The estimated cost of `expr` (normalized and checked) for a rule whose
 /// `self` is declared by `root`.
-pub fn estimate(expr: &IdedExpr, checked: &Checked<'_>, root: &Decl) -> Estimate {
+pub fn estimate<'a>(expr: &IdedExpr, checked: &Checked<'a>, root: Decl<'a>) -> Estimate {
     let mut c = Coster {
         unbounded: Default::default(),
         checked,
@@ -212,24 +212,24 @@ impl<'e, 'a> Coster<'e, 'a> {
         }
         let mut node = self.root;
         for name in &path[1..] {
-            node = match (name.as_str(), &node.kind) {
-                ("@items" | "@values", DeclKind::List(e) | DeclKind::Map(e)) => e,
-                ("@keys", DeclKind::Map(_)) => &MAP_KEY,
-                (_, DeclKind::Object(fields)) => fields.get(name.as_str())?,
+            node = match (name.as_str(), node.shape()) {
+                ("@items" | "@values", Shape::List(e) | Shape::Map(e)) => e,
+                ("@keys", Shape::Map(_)) => Decl::map_key(),
+                (_, Shape::Object) => node.field(name)?,
                 _ => return None,
             };
         }
-        if !node.bounded {
-            let keyword = match node.kind {
-                DeclKind::List(_) => "maxItems",
-                DeclKind::Map(_) => "maxProperties",
+        if !node.bounded() {
+            let keyword = match node.shape() {
+                Shape::List(_) => "maxItems",
+                Shape::Map(_) => "maxProperties",
                 _ => "maxLength",
             };
             self.unbounded.borrow_mut().insert((render(path), keyword));
         }
         Some(Range {
             min: 0,
-            max: node.max_elements.max(0) as u64,
+            max: node.max_elements().max(0) as u64,
         })
     }
 
@@ -978,21 +978,20 @@ fn expr_size(e: &IdedExpr) -> Option<Range> {
 #[cfg(test)]
 mod tests {
     use super::super::cel_check::{check, normalize};
-    use super::super::cel_decl::decl_of;
     use super::*;
     use kube::core::cel::cel::parser::Parser;
     use serde_json::{Value, json};
 
     fn cost(rule: &str, schema: Value) -> u64 {
-        let decl = decl_of(schema.as_object().unwrap(), false).unwrap();
+        let decl = Decl::of(schema.as_object().unwrap(), false).unwrap();
         let parsed = Parser::new()
             .enable_optional_syntax(true)
             .parse(rule)
             .unwrap();
         let mut next = 1_000_000;
         let e = normalize(&parsed, &mut next);
-        let checked = check(&e, Ty::of(&decl), false);
-        estimate(&e, &checked, &decl).cost.max
+        let checked = check(&e, Ty::of(decl), false);
+        estimate(&e, &checked, decl).cost.max
     }
 
     #[test]

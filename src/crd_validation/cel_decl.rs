@@ -5,32 +5,43 @@
 //! is bounded by the largest request the server takes (3 MiB), divided by
 //! the smallest size of one element; that is why a missing `maxItems` or
 //! `maxLength` makes a rule expensive.
-
-use std::collections::BTreeMap;
+//!
+//! A [`Decl`] reads the schema lazily: a rule touches a few fields of a
+//! node whose subtree may hold thousands, so nothing is built for the rest.
 
 use serde_json::Value;
 
 use super::json::{AdditionalProperties, Obj, additional_properties, bool_of, items, str_of};
+use crate::validate::cel_escape;
 
 /// `celconfig.MaxRequestSizeBytes`.
 pub const MAX_REQUEST_SIZE: i64 = 3 * 1024 * 1024;
 
-/// A declared CEL type with its size bounds.
-#[derive(Debug)]
-pub struct Decl {
-    pub kind: DeclKind,
-    /// `MinSerializedSize`.
-    pub min_size: i64,
-    /// `MaxElements`; 0 for scalars, as the server leaves it.
-    pub max_elements: i64,
-    /// Whether the schema bounds the node itself (`maxLength`, `maxItems`,
-    /// `maxProperties`, an enum, a format); otherwise the bound is the
-    /// request size, and declaring one is how to make rules cheaper.
-    pub bounded: bool,
+/// A declared CEL type.
+#[derive(Debug, Clone, Copy)]
+pub struct Decl<'s> {
+    src: Src<'s>,
 }
 
-#[derive(Debug)]
-pub enum DeclKind {
+#[derive(Debug, Clone, Copy)]
+enum Src<'s> {
+    /// A schema node; `bool`: it is a resource root (the CRD's root or an
+    /// embedded resource), which implies `apiVersion`, `kind` and
+    /// `metadata.name`/`generateName`.
+    Schema(&'s Obj, bool),
+    /// An implied string (`kind`, `apiVersion`, `metadata.name`), bounded
+    /// by the request size only.
+    RequestString,
+    /// The implied `metadata` of a resource root.
+    ImpliedMetadata,
+    /// The key type of every map: the server's shared `StringType`, whose
+    /// `MaxElements` is never set.
+    MapKey,
+}
+
+/// What a declared type is.
+#[derive(Debug, Clone, Copy)]
+pub enum Shape<'s> {
     Bool,
     Int,
     Double,
@@ -40,219 +51,307 @@ pub enum DeclKind {
     Timestamp,
     /// int-or-string.
     Dyn,
-    List(Box<Decl>),
-    /// Keys are strings (see [`MAP_KEY`]).
-    Map(Box<Decl>),
-    /// Fields by their escaped CEL names.
-    Object(BTreeMap<String, Decl>),
-}
-
-/// The key type of every map: the server's shared `StringType`, whose
-/// `MaxElements` is never set.
-pub static MAP_KEY: Decl = Decl {
-    kind: DeclKind::String,
-    min_size: 2,
-    max_elements: 0,
-    bounded: true,
-};
-
-fn scalar(kind: DeclKind, min_size: i64) -> Decl {
-    Decl {
-        kind,
-        min_size,
-        max_elements: 0,
-        bounded: true,
-    }
-}
-
-fn zero_if_negative(v: i64) -> i64 {
-    v.max(0)
+    List(Decl<'s>),
+    /// Keys are strings ([`Decl::map_key`]).
+    Map(Decl<'s>),
+    Object,
 }
 
 fn int_of(s: &Obj, key: &str) -> Option<i64> {
     s.get(key).and_then(Value::as_i64)
 }
 
-fn string_decl(max_elements: i64, bounded: bool) -> Decl {
-    Decl {
-        kind: DeclKind::String,
-        min_size: 2,
-        max_elements,
-        bounded,
-    }
-}
-
-/// `SchemaDeclType(s, isResourceRoot)`: `None` where the server declares
-/// no type (the field is then absent to CEL).
-pub fn decl_of(s: &Obj, resource_root: bool) -> Option<Decl> {
-    if bool_of(s, "x-kubernetes-int-or-string") {
-        let max = match int_of(s, "maxLength") {
-            Some(m) => zero_if_negative(m).saturating_mul(4),
-            None => MAX_REQUEST_SIZE - 2,
-        };
-        return Some(Decl {
-            kind: DeclKind::Dyn,
-            min_size: 1,
-            max_elements: max,
-            bounded: s.contains_key("maxLength"),
-        });
-    }
-    match str_of(s, "type") {
-        "array" => {
-            let item_schema = items(s)?;
-            let item = decl_of(item_schema, embedded(item_schema))?;
-            let max = match int_of(s, "maxItems") {
-                Some(m) => zero_if_negative(m),
-                None => (MAX_REQUEST_SIZE - 2) / (item.min_size + 1),
-            };
-            Some(Decl {
-                kind: DeclKind::List(Box::new(item)),
-                min_size: 2,
-                max_elements: max,
-                bounded: s.contains_key("maxItems"),
-            })
-        }
-        "object" => {
-            if let AdditionalProperties::Schema(ap) = additional_properties(s) {
-                let value = decl_of(ap, embedded(ap))?;
-                let max = match int_of(s, "maxProperties") {
-                    Some(m) => zero_if_negative(m),
-                    None => (MAX_REQUEST_SIZE - 2) / (value.min_size + 6),
-                };
-                return Some(Decl {
-                    kind: DeclKind::Map(Box::new(value)),
-                    min_size: 2,
-                    max_elements: max,
-                    bounded: s.contains_key("maxProperties"),
-                });
-            }
-            Some(object_decl(s, resource_root))
-        }
-        "string" => Some(match str_of(s, "format") {
-            "byte" => Decl {
-                kind: DeclKind::Bytes,
-                min_size: 2,
-                max_elements: int_of(s, "maxLength").map_or(MAX_REQUEST_SIZE - 2, zero_if_negative),
-                bounded: s.contains_key("maxLength"),
-            },
-            "duration" => Decl {
-                kind: DeclKind::Duration,
-                min_size: 3,
-                max_elements: 32,
-                bounded: true,
-            },
-            "date" => Decl {
-                kind: DeclKind::Timestamp,
-                min_size: 12,
-                max_elements: 12,
-                bounded: true,
-            },
-            "date-time" => Decl {
-                kind: DeclKind::Timestamp,
-                min_size: 21,
-                max_elements: 32,
-                bounded: true,
-            },
-            _ => {
-                let enum_values = s.get("enum").and_then(Value::as_array);
-                let bounded =
-                    s.contains_key("maxLength") || enum_values.is_some_and(|e| !e.is_empty());
-                let max = match int_of(s, "maxLength") {
-                    Some(m) => zero_if_negative(m).saturating_mul(4),
-                    None => match enum_values.filter(|e| !e.is_empty()) {
-                        Some(values) => values
-                            .iter()
-                            .filter_map(Value::as_str)
-                            .map(|v| v.len() as i64)
-                            .max()
-                            .unwrap_or(0),
-                        None => MAX_REQUEST_SIZE - 2,
-                    },
-                };
-                string_decl(max, bounded)
-            }
-        }),
-        "boolean" => Some(scalar(DeclKind::Bool, 4)),
-        "number" => Some(scalar(DeclKind::Double, 1)),
-        "integer" => Some(scalar(DeclKind::Int, 1)),
-        _ => None,
-    }
-}
-
 fn embedded(s: &Obj) -> bool {
     bool_of(s, "x-kubernetes-embedded-resource")
 }
 
-/// Whether a resource root already declares `kind`, `apiVersion` and
-/// `metadata.name`/`generateName` as the server would add them.
-fn has_type_and_object_meta(s: &Obj) -> bool {
+fn int_or_string(s: &Obj) -> bool {
+    bool_of(s, "x-kubernetes-int-or-string")
+}
+
+/// `kind`/`apiVersion`/`metadata` of a resource root are implied unless the
+/// schema declares all of them as the server would add them.
+fn implies_metadata(s: &Obj) -> bool {
     let ty = |o: Option<&Value>, t: &str| {
         o.and_then(|p| p.get("type")).and_then(Value::as_str) == Some(t)
     };
     let props = s.get("properties");
     let meta = props.and_then(|p| p.get("metadata"));
     let meta_props = meta.and_then(|m| m.get("properties"));
-    props.is_some()
+    let declared = props.is_some()
         && ty(props.and_then(|p| p.get("kind")), "string")
         && ty(props.and_then(|p| p.get("apiVersion")), "string")
         && ty(meta, "object")
         && meta_props.is_some()
         && ty(meta_props.and_then(|p| p.get("name")), "string")
-        && ty(meta_props.and_then(|p| p.get("generateName")), "string")
+        && ty(meta_props.and_then(|p| p.get("generateName")), "string");
+    !declared
 }
 
-fn object_decl(s: &Obj, resource_root: bool) -> Decl {
-    let required: Vec<&str> = s
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    let implicit_meta = resource_root && !has_type_and_object_meta(s);
-    let mut fields = BTreeMap::new();
-    let mut min_size: i64 = 2;
-    let mut add = |name: &str, decl: Decl, has_default: bool| {
-        if required.contains(&name) && !has_default {
-            min_size += name.len() as i64 + decl.min_size + 4;
-        }
-        if let Some(escaped) = crate::validate::cel_escape(name) {
-            fields.insert(escaped, decl);
-        }
-    };
-    if let Some(props) = s.get("properties").and_then(Value::as_object) {
-        for (name, p) in props {
-            if implicit_meta && matches!(name.as_str(), "kind" | "apiVersion" | "metadata") {
-                continue;
+/// The property name a CEL field name escapes (`foo__dash__bar` is
+/// `foo-bar`), checked by escaping it back.
+fn unescape(field: &str) -> Option<String> {
+    if let Some(inner) = field.strip_prefix("__").and_then(|f| f.strip_suffix("__"))
+        && cel_escape(inner).as_deref() == Some(field)
+    {
+        return Some(inner.to_string());
+    }
+    let mut out = String::with_capacity(field.len());
+    let mut rest = field;
+    while !rest.is_empty() {
+        let replaced = [
+            ("__underscores__", "__"),
+            ("__dot__", "."),
+            ("__dash__", "-"),
+            ("__slash__", "/"),
+        ]
+        .iter()
+        .find_map(|(from, to)| rest.strip_prefix(from).map(|r| (r, *to)));
+        match replaced {
+            Some((r, to)) => {
+                out.push_str(to);
+                rest = r;
             }
-            let Some(p) = p.as_object() else { continue };
-            if let Some(decl) = decl_of(p, embedded(p)) {
-                add(name, decl, p.get("default").is_some_and(|d| !d.is_null()));
+            None => {
+                let c = rest.chars().next()?;
+                out.push(c);
+                rest = &rest[c.len_utf8()..];
             }
         }
     }
-    if implicit_meta {
-        let request_string = || string_decl(MAX_REQUEST_SIZE - 2, false);
-        add("kind", request_string(), false);
-        add("apiVersion", request_string(), false);
-        let mut meta = BTreeMap::new();
-        meta.insert("name".to_string(), request_string());
-        meta.insert("generateName".to_string(), request_string());
-        add(
-            "metadata",
-            Decl {
-                kind: DeclKind::Object(meta),
-                min_size: 2,
-                max_elements: 0,
-                bounded: true,
+    (cel_escape(&out).as_deref() == Some(field)).then_some(out)
+}
+
+impl<'s> Decl<'s> {
+    /// `SchemaDeclType(s, isResourceRoot)`: `None` where the server declares
+    /// no type (the field is then absent to CEL).
+    pub fn of(s: &'s Obj, resource_root: bool) -> Option<Decl<'s>> {
+        let ok = int_or_string(s)
+            || match str_of(s, "type") {
+                "array" => items(s).is_some_and(|i| Decl::of(i, embedded(i)).is_some()),
+                "object" => match additional_properties(s) {
+                    AdditionalProperties::Schema(ap) => Decl::of(ap, embedded(ap)).is_some(),
+                    _ => true,
+                },
+                "string" | "boolean" | "number" | "integer" => true,
+                _ => false,
+            };
+        ok.then_some(Decl {
+            src: Src::Schema(s, resource_root),
+        })
+    }
+
+    /// The type of a map's keys.
+    pub fn map_key() -> Decl<'static> {
+        Decl { src: Src::MapKey }
+    }
+
+    pub fn shape(&self) -> Shape<'s> {
+        let s = match self.src {
+            Src::Schema(s, _) => s,
+            Src::RequestString | Src::MapKey => return Shape::String,
+            Src::ImpliedMetadata => return Shape::Object,
+        };
+        if int_or_string(s) {
+            return Shape::Dyn;
+        }
+        let child = |c: &'s Obj| Decl {
+            src: Src::Schema(c, embedded(c)),
+        };
+        match str_of(s, "type") {
+            "array" => match items(s) {
+                Some(i) => Shape::List(child(i)),
+                None => Shape::Dyn,
             },
-            false,
-        );
+            "object" => match additional_properties(s) {
+                AdditionalProperties::Schema(ap) => Shape::Map(child(ap)),
+                _ => Shape::Object,
+            },
+            "string" => match str_of(s, "format") {
+                "byte" => Shape::Bytes,
+                "duration" => Shape::Duration,
+                "date" | "date-time" => Shape::Timestamp,
+                _ => Shape::String,
+            },
+            "boolean" => Shape::Bool,
+            "number" => Shape::Double,
+            "integer" => Shape::Int,
+            _ => Shape::Dyn,
+        }
     }
-    Decl {
-        kind: DeclKind::Object(fields),
-        min_size,
-        max_elements: 0,
-        bounded: true,
+
+    /// The field a CEL name selects on an object, when declared.
+    pub fn field(&self, name: &str) -> Option<Decl<'s>> {
+        match self.src {
+            Src::ImpliedMetadata => matches!(name, "name" | "generateName").then_some(Decl {
+                src: Src::RequestString,
+            }),
+            Src::Schema(s, root) if matches!(self.shape(), Shape::Object) => {
+                if root && implies_metadata(s) {
+                    match name {
+                        "kind" | "apiVersion" => {
+                            return Some(Decl {
+                                src: Src::RequestString,
+                            });
+                        }
+                        "metadata" => {
+                            return Some(Decl {
+                                src: Src::ImpliedMetadata,
+                            });
+                        }
+                        _ => {}
+                    }
+                }
+                let raw = unescape(name)?;
+                let p = s
+                    .get("properties")
+                    .and_then(|p| p.get(&raw))
+                    .and_then(Value::as_object)?;
+                Decl::of(p, embedded(p))
+            }
+            _ => None,
+        }
     }
+
+    /// `MinSerializedSize`.
+    pub fn min_size(&self) -> i64 {
+        let s = match self.src {
+            Src::Schema(s, _) => s,
+            _ => return 2,
+        };
+        if int_or_string(s) {
+            return 1;
+        }
+        match self.shape() {
+            Shape::Bool => 4,
+            Shape::Int | Shape::Double | Shape::Dyn => 1,
+            Shape::Duration => 3,
+            Shape::Timestamp => {
+                if str_of(s, "format") == "date" {
+                    12
+                } else {
+                    21
+                }
+            }
+            Shape::String | Shape::Bytes | Shape::List(_) | Shape::Map(_) => 2,
+            Shape::Object => {
+                let mut size: i64 = 2;
+                for name in s
+                    .get("required")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                {
+                    let Some(escaped) = cel_escape(name) else {
+                        // Still counted by the server when it has a type.
+                        if let Some(p) = property(s, name)
+                            && p.get("default").is_none_or(Value::is_null)
+                            && let Some(d) = Decl::of(p, embedded(p))
+                        {
+                            size += name.len() as i64 + d.min_size() + 4;
+                        }
+                        continue;
+                    };
+                    let has_default = property(s, name)
+                        .is_some_and(|p| p.get("default").is_some_and(|d| !d.is_null()));
+                    if has_default {
+                        continue;
+                    }
+                    if let Some(d) = self.field(&escaped) {
+                        size += name.len() as i64 + d.min_size() + 4;
+                    }
+                }
+                size
+            }
+        }
+    }
+
+    /// `MaxElements`: 0 for scalars and objects, as the server leaves it.
+    pub fn max_elements(&self) -> i64 {
+        let s = match self.src {
+            Src::Schema(s, _) => s,
+            Src::RequestString => return MAX_REQUEST_SIZE - 2,
+            _ => return 0,
+        };
+        let max_length = int_of(s, "maxLength");
+        if int_or_string(s) {
+            return max_length.map_or(MAX_REQUEST_SIZE - 2, |m| m.max(0).saturating_mul(4));
+        }
+        match self.shape() {
+            Shape::List(item) => int_of(s, "maxItems").map_or_else(
+                || (MAX_REQUEST_SIZE - 2) / (item.min_size() + 1),
+                |m| m.max(0),
+            ),
+            Shape::Map(value) => int_of(s, "maxProperties").map_or_else(
+                || (MAX_REQUEST_SIZE - 2) / (value.min_size() + 6),
+                |m| m.max(0),
+            ),
+            Shape::Bytes => max_length.map_or(MAX_REQUEST_SIZE - 2, |m| m.max(0)),
+            Shape::Duration => 32,
+            Shape::Timestamp => {
+                if str_of(s, "format") == "date" {
+                    12
+                } else {
+                    32
+                }
+            }
+            Shape::String => match max_length {
+                Some(m) => m.max(0).saturating_mul(4),
+                None => match s.get("enum").and_then(Value::as_array) {
+                    Some(values) if !values.is_empty() => values
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .map(|v| v.len() as i64)
+                        .max()
+                        .unwrap_or(0),
+                    _ => MAX_REQUEST_SIZE - 2,
+                },
+            },
+            _ => 0,
+        }
+    }
+
+    /// Whether the schema bounds the node itself (`maxLength`, `maxItems`,
+    /// `maxProperties`, an enum, a format); otherwise the bound is the
+    /// request size, and declaring one is how to make rules cheaper.
+    pub fn bounded(&self) -> bool {
+        let s = match self.src {
+            Src::Schema(s, _) => s,
+            Src::RequestString => return false,
+            _ => return true,
+        };
+        if int_or_string(s) {
+            return s.contains_key("maxLength");
+        }
+        match self.shape() {
+            Shape::List(_) => s.contains_key("maxItems"),
+            Shape::Map(_) => s.contains_key("maxProperties"),
+            Shape::Bytes => s.contains_key("maxLength"),
+            Shape::String => {
+                s.contains_key("maxLength")
+                    || s.get("enum")
+                        .and_then(Value::as_array)
+                        .is_some_and(|e| !e.is_empty())
+            }
+            _ => true,
+        }
+    }
+
+    /// Whether two declarations are the same type (the same schema node).
+    pub fn same(&self, other: &Decl<'_>) -> bool {
+        match (self.src, other.src) {
+            (Src::Schema(a, _), Src::Schema(b, _)) => std::ptr::eq(a, b),
+            (Src::ImpliedMetadata, Src::ImpliedMetadata) => true,
+            _ => false,
+        }
+    }
+}
+
+fn property<'s>(s: &'s Obj, name: &str) -> Option<&'s Obj> {
+    s.get("properties")
+        .and_then(|p| p.get(name))
+        .and_then(Value::as_object)
 }
 
 /// `extractMaxElements`: how many values of a child one value of `s`
@@ -280,25 +379,61 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn decl(v: Value) -> Decl {
-        decl_of(v.as_object().unwrap(), false).unwrap()
+    fn bounds(v: Value) -> (i64, i64) {
+        let o = v.as_object().unwrap();
+        let d = Decl::of(o, false).unwrap();
+        (d.min_size(), d.max_elements())
     }
 
     #[test]
     fn bounds_follow_the_servers_estimates() {
-        let s = decl(json!({"type": "string"}));
-        assert_eq!(s.max_elements, 3_145_726);
-        let s = decl(json!({"type": "string", "maxLength": 10}));
-        assert_eq!(s.max_elements, 40);
-        let s = decl(json!({"type": "string", "enum": ["a", "abcd"]}));
-        assert_eq!(s.max_elements, 4);
-        let l = decl(json!({"type": "array", "items": {"type": "string"}}));
-        assert_eq!(l.max_elements, 3_145_726 / 3);
-        let m = decl(json!({"type": "object", "additionalProperties": {"type": "integer"}}));
-        assert_eq!(m.max_elements, 3_145_726 / 7);
-        let o = decl(json!({"type": "object", "required": ["ab"], "properties": {
-            "ab": {"type": "string"}, "c": {"type": "integer"}}}));
-        assert_eq!(o.min_size, 2 + 2 + 2 + 4);
-        assert_eq!(max_cardinality(o.min_size), 3_145_728 / 11);
+        assert_eq!(bounds(json!({"type": "string"})).1, 3_145_726);
+        assert_eq!(bounds(json!({"type": "string", "maxLength": 10})).1, 40);
+        assert_eq!(
+            bounds(json!({"type": "string", "enum": ["a", "abcd"]})).1,
+            4
+        );
+        assert_eq!(
+            bounds(json!({"type": "array", "items": {"type": "string"}})).1,
+            3_145_726 / 3
+        );
+        assert_eq!(
+            bounds(json!({"type": "object", "additionalProperties": {"type": "integer"}})).1,
+            3_145_726 / 7
+        );
+        let (min, _) = bounds(
+            json!({"type": "object", "required": ["ab", "x-y"], "properties": {
+            "ab": {"type": "string"}, "c": {"type": "integer"}, "x-y": {"type": "boolean"}}}),
+        );
+        assert_eq!(min, 2 + (2 + 2 + 4) + (3 + 4 + 4));
+        assert_eq!(max_cardinality(min), 3_145_728 / 22);
+    }
+
+    #[test]
+    fn fields_are_found_by_their_escaped_names() {
+        let s = json!({"type": "object", "properties": {
+            "foo-bar": {"type": "string"}, "a__b": {"type": "integer"}, "in": {"type": "boolean"},
+            "nested": {"type": "object", "properties": {"x": {"type": "string"}}}}});
+        let d = Decl::of(s.as_object().unwrap(), true).unwrap();
+        assert!(matches!(
+            d.field("foo__dash__bar").map(|f| f.shape()),
+            Some(Shape::String)
+        ));
+        assert!(matches!(
+            d.field("a__underscores__b").map(|f| f.shape()),
+            Some(Shape::Int)
+        ));
+        assert!(matches!(
+            d.field("__in__").map(|f| f.shape()),
+            Some(Shape::Bool)
+        ));
+        assert!(d.field("foo-bar").is_none());
+        assert!(matches!(
+            d.field("kind").map(|f| f.shape()),
+            Some(Shape::String)
+        ));
+        let meta = d.field("metadata").unwrap();
+        assert!(meta.field("name").is_some() && meta.field("labels").is_none());
+        assert!(d.field("nested").and_then(|n| n.field("x")).is_some());
     }
 }

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::cel_check::{Ty, check, normalize};
 use super::cel_cost::estimate;
-use super::cel_decl::{Decl, decl_of, max_cardinality};
+use super::cel_decl::{Decl, max_cardinality};
 
 use super::field::{FieldError, FieldPath};
 use super::json::{
@@ -184,7 +184,7 @@ struct Compiled {
 }
 
 /// Type-checks and estimates `expr` for a node declared as `decl`.
-fn compile(expr: &IdedExpr, decl: &Decl, optional_old_self: bool, cardinality: u64) -> Compiled {
+fn compile(expr: &IdedExpr, decl: Decl<'_>, optional_old_self: bool, cardinality: u64) -> Compiled {
     let mut next = 1u64 << 40;
     let e = normalize(expr, &mut next);
     let checked = check(&e, Ty::of(decl), optional_old_self);
@@ -247,7 +247,7 @@ pub fn compile_errors(
     scope: &CostScope<'_>,
 ) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    let decl = decl_of(
+    let decl = Decl::of(
         s,
         resource_root
             || s.get("x-kubernetes-embedded-resource")
@@ -257,7 +257,7 @@ pub fn compile_errors(
     let cardinality = decl.as_ref().map(|d| {
         scope
             .cardinality
-            .unwrap_or_else(|| max_cardinality(d.min_size))
+            .unwrap_or_else(|| max_cardinality(d.min_size()))
     });
     for (i, rule) in arr_of(s, "x-kubernetes-validations").iter().enumerate() {
         let Some(r) = rule.as_object() else { continue };
@@ -284,7 +284,7 @@ pub fn compile_errors(
                         unbounded,
                         result,
                         no_overload,
-                    } = compile(expr, decl, optional_old_self, card);
+                    } = compile(expr, *decl, optional_old_self, card);
                     if let Some(why) = no_overload {
                         errs.push(
                             FieldError::invalid(
@@ -355,7 +355,7 @@ pub fn compile_errors(
                     unbounded,
                     result,
                     no_overload,
-                } = compile(expr, decl, optional_old_self, 1);
+                } = compile(expr, *decl, optional_old_self, 1);
                 if let Some(why) = no_overload {
                     errs.push(FieldError::invalid(
                         p.child("messageExpression"),

@@ -210,7 +210,7 @@ fn self_size(ftx: &FunctionContext) -> ResolveResult {
 pub(crate) fn evaluate(root: &Node, object: &Value, out: &mut Outcome) {
     BASE.with(|base| {
         let mut ev = Eval { base, out };
-        ev.walk(root, object, &Trail::ROOT, 0, true);
+        ev.walk(root, object, None, &Trail::ROOT, 0, true);
     });
 }
 
@@ -220,13 +220,30 @@ struct Eval<'b, 'o> {
 }
 
 impl Eval<'_, '_> {
-    fn walk(&mut self, node: &Node, v: &Value, trail: &Trail, depth: usize, is_root: bool) {
+    /// `cel` is `v` already converted for CEL when an ancestor with rules
+    /// converted its whole value: descendants take their part of it
+    /// instead of converting their subtree again.
+    fn walk(
+        &mut self,
+        node: &Node,
+        v: &Value,
+        cel: Option<CelValue>,
+        trail: &Trail,
+        depth: usize,
+        is_root: bool,
+    ) {
         if !node.has_rules || depth > super::node::MAX_DEPTH {
             return;
         }
-        if !node.rules.is_empty() {
-            self.rules(node, v, trail, is_root);
-        }
+        let cel = if node.rules.is_empty() {
+            cel
+        } else {
+            self.rules(node, v, cel, trail, is_root)
+        };
+        let map = match &cel {
+            Some(CelValue::Map(m)) => Some(m),
+            _ => None,
+        };
         match v {
             Value::Object(o) => {
                 for (name, p) in &node.properties {
@@ -239,7 +256,11 @@ impl Eval<'_, '_> {
                         None => p.default.as_ref(),
                     };
                     if let Some(cv) = cv {
-                        self.walk(p, cv, &trail.prop(name), depth + 1, false);
+                        let child = map.and_then(|m| {
+                            let k = Key::String(p.cel_name.clone()?);
+                            m.map.get(&k).cloned()
+                        });
+                        self.walk(p, cv, child, &trail.prop(name), depth + 1, false);
                     }
                 }
                 if let Additional::Schema(a) = &node.additional
@@ -249,14 +270,20 @@ impl Eval<'_, '_> {
                         if node.properties.contains_key(k) || (c.is_null() && a.drops_null()) {
                             continue;
                         }
-                        self.walk(a, c, &trail.key(k), depth + 1, false);
+                        let child = map.and_then(|m| m.map.get(&key(k.clone())).cloned());
+                        self.walk(a, c, child, &trail.key(k), depth + 1, false);
                     }
                 }
             }
             Value::Array(a) => {
                 if let Some(items) = &node.items {
+                    let list = match &cel {
+                        Some(CelValue::List(l)) if l.len() == a.len() => Some(l),
+                        _ => None,
+                    };
                     for (i, it) in a.iter().enumerate() {
-                        self.walk(items, it, &trail.index(i), depth + 1, false);
+                        let child = list.and_then(|l| l.get(i).cloned());
+                        self.walk(items, it, child, &trail.index(i), depth + 1, false);
                     }
                 }
             }
@@ -286,18 +313,30 @@ impl Eval<'_, '_> {
         }
     }
 
-    fn rules(&mut self, node: &Node, v: &Value, trail: &Trail, is_root: bool) {
-        let self_val = match to_cel(Some(node), v, 0, is_root) {
-            Ok(x) => x,
-            Err(reason) => {
-                for r in &node.rules {
-                    self.not_evaluated(trail, &r.source, reason.clone());
+    /// Runs the node's rules; returns the node's value as converted for
+    /// CEL, for the rules below to reuse.
+    fn rules(
+        &mut self,
+        node: &Node,
+        v: &Value,
+        converted: Option<CelValue>,
+        trail: &Trail,
+        is_root: bool,
+    ) -> Option<CelValue> {
+        let self_val = match converted {
+            Some(x) => x,
+            None => match to_cel(Some(node), v, 0, is_root) {
+                Ok(x) => x,
+                Err(reason) => {
+                    for r in &node.rules {
+                        self.not_evaluated(trail, &r.source, reason.clone());
+                    }
+                    return None;
                 }
-                return;
-            }
+            },
         };
         let mut ctx = self.base.new_inner_scope();
-        ctx.add_variable_from_value("self", self_val);
+        ctx.add_variable_from_value("self", self_val.clone());
         for rule in &node.rules {
             let cr = match &rule.compiled {
                 Ok(cr) => cr,
@@ -321,6 +360,7 @@ impl Eval<'_, '_> {
                 self.run(cr, &ctx, trail, true);
             }
         }
+        Some(self_val)
     }
 
     fn run(&mut self, cr: &CompilationResult, ctx: &Context, trail: &Trail, ratchetable: bool) {
@@ -525,8 +565,11 @@ fn to_cel(node: Option<&Node>, v: &Value, depth: usize, is_root: bool) -> Result
                             } else {
                                 c
                             };
-                            if let Some(name) = escape(k) {
-                                map.insert(key(name), to_cel(Some(p), c, depth + 1, false)?);
+                            if let Some(name) = &p.cel_name {
+                                map.insert(
+                                    Key::String(name.clone()),
+                                    to_cel(Some(p), c, depth + 1, false)?,
+                                );
                             }
                             continue;
                         }
@@ -556,9 +599,12 @@ fn to_cel(node: Option<&Node>, v: &Value, depth: usize, is_root: bool) -> Result
                     if n.has_defaults {
                         for (name, p) in &n.properties {
                             if let (Some(d), false) = (&p.default, o.contains_key(name))
-                                && let Some(escaped) = escape(name)
+                                && let Some(escaped) = &p.cel_name
                             {
-                                map.insert(key(escaped), to_cel(Some(p), d, depth + 1, false)?);
+                                map.insert(
+                                    Key::String(escaped.clone()),
+                                    to_cel(Some(p), d, depth + 1, false)?,
+                                );
                             }
                         }
                     }

@@ -120,6 +120,10 @@ pub(crate) struct Node {
     pub rules: Vec<CelRule>,
     /// This node or one below it has CEL rules.
     pub has_rules: bool,
+    /// The property's name as CEL sees it (escaped once here rather than
+    /// on every conversion); `None` for a name CEL cannot see, and for
+    /// nodes that are not properties.
+    pub cel_name: Option<std::sync::Arc<String>>,
 }
 
 fn bad(path: &FieldPath, keyword: &'static str, expected: &'static str) -> ValidateError {
@@ -276,7 +280,8 @@ impl Node {
 
         let mut properties = BTreeMap::new();
         for (name, child) in &s.properties {
-            let child = Node::compile(child, &path.property(name), opts, depth + 1)?;
+            let mut child = Node::compile(child, &path.property(name), opts, depth + 1)?;
+            child.cel_name = super::cel::escape(name).map(std::sync::Arc::new);
             properties.insert(name.clone(), child);
         }
         let has_defaults = properties.values().any(|p: &Node| p.default.is_some());
@@ -353,6 +358,7 @@ impl Node {
             not,
             rules,
             has_rules: false,
+            cel_name: None,
         };
         node.has_rules = !node.rules.is_empty()
             || node.properties.values().any(|p| p.has_rules)
