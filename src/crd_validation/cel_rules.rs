@@ -145,6 +145,8 @@ pub struct CostScope<'t> {
     /// limits are not enforced (`suppressPerExpressionCost`).
     pub suppress_per_expression: bool,
     pub total: &'t std::cell::RefCell<TotalCost>,
+    /// Whose CEL libraries the rules may use.
+    pub kube: super::KubeVersion,
 }
 
 /// `getCostErrorMessage`.
@@ -268,7 +270,7 @@ pub fn compile_errors(
         let uses_old_self = match &parsed {
             Ok(expr) => {
                 if let Some(why) =
-                    super::cel_types::compile_problems(expr, s, resource_root).first()
+                    super::cel_types::compile_problems(expr, s, resource_root, scope.kube).first()
                 {
                     errs.push(
                         FieldError::invalid(
@@ -337,7 +339,7 @@ pub fn compile_errors(
             let parsed_me = Parser::new().enable_optional_syntax(true).parse(me);
             let why = match &parsed_me {
                 Err(e) => Some(first_line(&e.to_string())),
-                Ok(expr) => super::cel_types::compile_problems(expr, s, resource_root)
+                Ok(expr) => super::cel_types::compile_problems(expr, s, resource_root, scope.kube)
                     .into_iter()
                     .next(),
             };

@@ -18,10 +18,37 @@
 
 use std::collections::HashMap;
 
-use kube::core::cel::cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
+use kube::core::cel::cel::common::ast::{CallExpr, EntryExpr, Expr, IdedExpr, LiteralValue};
 use serde_json::Value;
 
+use super::KubeVersion;
 use super::json::{AdditionalProperties, Obj, additional_properties, items, obj_of, str_of};
+
+/// The Kubernetes minor version whose CRD environment first declares the
+/// function `call` names (`environment/base.go`); `None` for what every
+/// supported version has.
+fn introduced(call: &CallExpr, env: &HashMap<String, Ty<'_>>) -> Option<u32> {
+    let namespace = match call.target.as_deref().map(|t| &t.expr) {
+        Some(Expr::Ident(n)) if !env.contains_key(n) => Some(n.as_str()),
+        _ => None,
+    };
+    let member = call.target.is_some() && namespace.is_none();
+    let n = call.args.len();
+    Some(match (namespace, call.func_name.as_str(), member) {
+        (None, "quantity" | "isQuantity", false) => 28,
+        (Some("optional"), _, _) | (None, "orValue" | "hasValue", true) => 28,
+        (Some("sets"), _, _) | (Some("strings"), "quote", _) => 29,
+        (None, "format", true) => 29,
+        (None, "ip" | "isIP" | "cidr" | "isCIDR", false) | (Some("ip"), "isCanonical", _) => 30,
+        (Some("format"), _, _) => 31,
+        (None, "all" | "exists" | "existsOne" | "exists_one", true) if n == 3 => 32,
+        (None, "transformList" | "transformMap" | "transformMapEntry", true) => 32,
+        (None, "semver" | "isSemver", false) => 33,
+        (Some("lists"), "range", _) => 34,
+        (None, "slice" | "flatten" | "distinct" | "sort" | "sortBy" | "first" | "last", true) => 34,
+        _ => return None,
+    })
+}
 
 /// What a CEL expression is, as far as field selection cares.
 #[derive(Clone, Copy)]
@@ -93,21 +120,31 @@ fn field_of<'a>(schema: &'a Obj, root: bool, field: &str) -> Option<Ty<'a>> {
 
 /// What the server's CEL compiler would refuse in `expr`, where `self`
 /// (and `oldSelf`) has the type of `node`: server-style messages.
-pub fn compile_problems(expr: &IdedExpr, node: &Obj, resource_root: bool) -> Vec<String> {
+pub fn compile_problems(
+    expr: &IdedExpr,
+    node: &Obj,
+    resource_root: bool,
+    kube: KubeVersion,
+) -> Vec<String> {
     let mut env: HashMap<String, Ty<'_>> = HashMap::new();
     let self_ty = ty_of(node, resource_root);
     env.insert("self".into(), self_ty);
     env.insert("oldSelf".into(), self_ty);
     let mut out = Vec::new();
-    walk(expr, &env, &mut out);
+    walk(expr, &env, &mut out, kube);
     out
 }
 
-fn walk<'a>(e: &IdedExpr, env: &HashMap<String, Ty<'a>>, out: &mut Vec<String>) -> Ty<'a> {
+fn walk<'a>(
+    e: &IdedExpr,
+    env: &HashMap<String, Ty<'a>>,
+    out: &mut Vec<String>,
+    kube: KubeVersion,
+) -> Ty<'a> {
     match &e.expr {
         Expr::Ident(name) => env.get(name).copied().unwrap_or(Ty::Dyn),
         Expr::Select(sel) => {
-            let operand = walk(&sel.operand, env, out);
+            let operand = walk(&sel.operand, env, out, kube);
             match operand {
                 Ty::Object { schema, root } => match field_of(schema, root, &sel.field) {
                     Some(t) => t,
@@ -133,6 +170,14 @@ fn walk<'a>(e: &IdedExpr, env: &HashMap<String, Ty<'a>>, out: &mut Vec<String>) 
                 out.push("undeclared reference to 'cel' (cel.bind is not available to CRD rules on Kubernetes 1.34)".into());
                 return Ty::Dyn;
             }
+            if let Some(since) = introduced(call, env)
+                && kube.minor < since
+            {
+                out.push(format!(
+                    "undeclared reference to '{}' (not available to CRD rules before Kubernetes 1.{since})",
+                    call.func_name
+                ));
+            }
             if matches!(call.func_name.as_str(), "matches" | "find" | "findAll") {
                 // The pattern is the argument after the string: the first
                 // for a member call, the second for a global one.
@@ -148,9 +193,9 @@ fn walk<'a>(e: &IdedExpr, env: &HashMap<String, Ty<'a>>, out: &mut Vec<String>) 
                 }
             }
             if let Some(t) = &call.target {
-                walk(t, env, out);
+                walk(t, env, out, kube);
             }
-            let args: Vec<Ty<'a>> = call.args.iter().map(|a| walk(a, env, out)).collect();
+            let args: Vec<Ty<'a>> = call.args.iter().map(|a| walk(a, env, out, kube)).collect();
             match (call.func_name.as_str(), args.first()) {
                 ("_[_]", Some(Ty::List(item))) => ty_of(item, false),
                 ("_[_]", Some(Ty::Map(v))) => ty_of(v, false),
@@ -158,7 +203,7 @@ fn walk<'a>(e: &IdedExpr, env: &HashMap<String, Ty<'a>>, out: &mut Vec<String>) 
             }
         }
         Expr::Comprehension(c) => {
-            let range = walk(&c.iter_range, env, out);
+            let range = walk(&c.iter_range, env, out, kube);
             let mut inner = env.clone();
             let (first, second) = match range {
                 Ty::List(item) => (Ty::Dyn, ty_of(item, false)),
@@ -182,25 +227,25 @@ fn walk<'a>(e: &IdedExpr, env: &HashMap<String, Ty<'a>>, out: &mut Vec<String>) 
                 }
             }
             inner.insert(c.accu_var.clone(), Ty::Dyn);
-            walk(&c.accu_init, env, out);
-            walk(&c.loop_cond, &inner, out);
-            walk(&c.loop_step, &inner, out);
+            walk(&c.accu_init, env, out, kube);
+            walk(&c.loop_cond, &inner, out, kube);
+            walk(&c.loop_step, &inner, out, kube);
             let mut result_env = env.clone();
             result_env.insert(c.accu_var.clone(), Ty::Dyn);
-            walk(&c.result, &result_env, out);
+            walk(&c.result, &result_env, out, kube);
             Ty::Dyn
         }
         Expr::List(l) => {
             for x in &l.elements {
-                walk(x, env, out);
+                walk(x, env, out, kube);
             }
             Ty::Dyn
         }
         Expr::Map(m) => {
             for entry in &m.entries {
                 if let EntryExpr::MapEntry(me) = &entry.expr {
-                    walk(&me.key, env, out);
-                    walk(&me.value, env, out);
+                    walk(&me.key, env, out, kube);
+                    walk(&me.value, env, out, kube);
                 }
             }
             Ty::Dyn
@@ -208,7 +253,7 @@ fn walk<'a>(e: &IdedExpr, env: &HashMap<String, Ty<'a>>, out: &mut Vec<String>) 
         Expr::Struct(s) => {
             for entry in &s.entries {
                 if let EntryExpr::StructField(f) = &entry.expr {
-                    walk(&f.value, env, out);
+                    walk(&f.value, env, out, kube);
                 }
             }
             Ty::Dyn
@@ -228,7 +273,7 @@ mod tests {
             .enable_optional_syntax(true)
             .parse(rule)
             .unwrap();
-        compile_problems(&expr, node.as_object().unwrap(), root)
+        compile_problems(&expr, node.as_object().unwrap(), root, KubeVersion::NEWEST)
     }
 
     fn spec() -> Value {
@@ -278,6 +323,31 @@ mod tests {
             check("cel.bind(x, self.size, x > 0)", spec(), false).len(),
             1
         );
+    }
+
+    #[test]
+    fn libraries_follow_the_judged_kubernetes_version() {
+        let at = |rule: &str, minor: u32| {
+            let expr = Parser::new()
+                .enable_optional_syntax(true)
+                .parse(rule)
+                .unwrap();
+            compile_problems(
+                &expr,
+                spec().as_object().unwrap(),
+                false,
+                KubeVersion { minor },
+            )
+        };
+        let two_var = "self.labels.all(k, v, v != '')";
+        assert!(at(two_var, 32).is_empty());
+        assert_eq!(at(two_var, 31).len(), 1, "{:?}", at(two_var, 31));
+        assert!(at("isQuantity(self.foo__dash__bar)", 28).is_empty());
+        assert_eq!(at("isQuantity(self.foo__dash__bar)", 27).len(), 1);
+        assert_eq!(at("self.ports.slice(0, 1).size() == 1", 33).len(), 1);
+        assert!(at("self.ports.slice(0, 1).size() == 1", 34).is_empty());
+        assert_eq!(at("ip.isCanonical(self.foo__dash__bar)", 29).len(), 1);
+        assert!(at("self.size > 1", 25).is_empty());
     }
 
     #[test]

@@ -1072,6 +1072,7 @@ impl Walker<'_> {
                     cardinality: st.cardinality,
                     suppress_per_expression: self.opts.suppress_per_expression_cost,
                     total: self.total,
+                    kube: self.opts.kube,
                 };
                 cel.extend(cel_rules::compile_errors(
                     s,
