@@ -187,7 +187,7 @@ fn walk<'a>(
                     call.args.get(1)
                 };
                 if let Some(Expr::Literal(LiteralValue::String(p))) = pattern.map(|p| &p.expr)
-                    && crate::validate::regex::compile_go(p.as_ref()).is_err()
+                    && crate::validate::regex::check_go(p.as_ref()).is_err()
                 {
                     out.push(format!("invalid {} argument", call.func_name));
                 }

@@ -338,6 +338,25 @@ pub fn compile_go(pattern: &str) -> Result<Regex, PatternError> {
         })
 }
 
+/// Whether Go's `regexp.Compile` accepts `pattern`, without building the
+/// matcher: the translation applies Go's own limits (repeat counts, nesting,
+/// program size), and parsing the translation is what decides the rest. A
+/// matcher Rust could not build for its size is not a pattern Go refuses.
+/// CRD validation checks every `pattern` of a schema, and building a matcher
+/// for each was a tenth of a whole `diff`.
+pub fn check_go(pattern: &str) -> Result<(), PatternError> {
+    let rust = translate_go(pattern)?;
+    regex_syntax::ParserBuilder::new()
+        .nest_limit(u32::try_from(MAX_NESTING * 2).unwrap_or(u32::MAX))
+        .build()
+        .parse(&rust)
+        .map(|_| ())
+        .map_err(|e| PatternError::Go {
+            code: INVALID_RANGE,
+            expr: format!("{pattern} ({})", first_line(&e.to_string())),
+        })
+}
+
 fn first_line(s: &str) -> String {
     s.lines()
         .rev()
@@ -900,7 +919,7 @@ impl Translator<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{PatternError, compile_go, translate_go};
+    use super::{PatternError, check_go, compile_go, translate_go};
 
     fn go_matches(pattern: &str, s: &str) -> bool {
         compile_go(pattern)
@@ -913,6 +932,33 @@ mod tests {
             Err(e @ PatternError::Go { .. }) => e.to_string(),
             Err(e) => panic!("{pattern}: not a Go syntax error: {e}"),
             Ok(re) => panic!("{pattern}: accepted as {re}"),
+        }
+    }
+
+    #[test]
+    fn checking_agrees_with_compiling() {
+        for p in [
+            "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+            "^\\d+(\\.\\d+)?$",
+            "(a",
+            "a**",
+            "[z-a]",
+            "\\p{Greek}+",
+            "\\p{Nope}",
+            "(?i)abc|def",
+            "a{2,1000}",
+            "a{1001}",
+            "(?P<n>x)\\k<n>",
+            "[[:alpha:]]+",
+            "",
+        ] {
+            assert_eq!(
+                check_go(p).is_ok(),
+                compile_go(p).is_ok(),
+                "{p}: {:?} vs {:?}",
+                check_go(p).err(),
+                compile_go(p).err().map(|e| e.to_string())
+            );
         }
     }
 
