@@ -18,7 +18,7 @@ use cli::{
     LintArgs, MigrateArgs, ModeArg, OutputFormat, ReportArgs,
 };
 use crd_safety::change::apply::{self, ApplyOptions};
-use crd_safety::change::migrate::{self, PlanOptions, RetryPolicy, RunOptions};
+use crd_safety::change::migrate::{self, PlanOptions, RunOptions};
 use crd_safety::change::{Answer, Confirm, Decision, Proposal, Question, decide, decide_dry_run};
 use crd_safety::cluster::{self, KubeFlags};
 use crd_safety::compare::Check;
@@ -28,7 +28,7 @@ use crd_safety::live::LiveCheck;
 use crd_safety::manifest::{self, Source};
 use crd_safety::report::{
     Report, TableOptions, render_markdown, render_migration_outcome, render_migration_plan,
-    render_outcomes, render_table,
+    render_outcomes, render_table, retries_line,
 };
 use crd_safety::scan::{Progress, ScanOptions};
 
@@ -276,12 +276,16 @@ async fn live_check(
             )
         })
         .flatten();
+    show_retries(conn, bar.as_ref());
     let mut progress = |p: Progress<'_>| {
         if let Some(bar) = &bar {
             let total = p.total.map(|t| format!(" of ~{t}")).unwrap_or_default();
             bar.set_message(format!(
-                "scanning {} {}: {} objects{total}",
-                p.crd, p.version, p.scanned
+                "scanning {} {}: {} objects{total}{}",
+                p.crd,
+                p.version,
+                p.scanned,
+                retries_so_far(conn)
             ));
             bar.tick();
         }
@@ -297,7 +301,35 @@ async fn live_check(
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
+    show_retries(conn, None);
     result.map_err(|e| Failure::Cluster(e.to_string()))
+}
+
+/// Marks where the retry note starts in a progress message.
+const RETRY_MARK: &str = "  | retrying ";
+
+/// Shows every retry as it happens: on the progress line when there is
+/// one, else as a warning line on stderr.
+fn show_retries(conn: &cluster::Connection, bar: Option<&indicatif::ProgressBar>) {
+    let bar = bar.cloned();
+    conn.on_retry(move |notice| match &bar {
+        Some(bar) => {
+            let message = bar.message();
+            let base = message.split(RETRY_MARK).next().unwrap_or_default();
+            bar.set_message(format!("{base}{RETRY_MARK}{notice}"));
+            bar.tick();
+        }
+        None => eprintln!("warning: {notice}"),
+    });
+}
+
+/// `, 3 retries` for a progress line, once there are any.
+fn retries_so_far(conn: &cluster::Connection) -> String {
+    match conn.retries() {
+        0 => String::new(),
+        1 => ", 1 retry".to_string(),
+        n => format!(", {n} retries"),
+    }
 }
 
 fn run_apply(args: ApplyArgs) -> Result<u8, Failure> {
@@ -322,6 +354,7 @@ fn run_apply(args: ApplyArgs) -> Result<u8, Failure> {
         );
         let mut decision = ask(&proposal, args.yes)?;
         let mut results = Vec::new();
+        let retries_before = conn.retries();
         if decision == Decision::Done {
             let opts = ApplyOptions {
                 force_conflicts: args.force_conflicts,
@@ -337,12 +370,19 @@ fn run_apply(args: ApplyArgs) -> Result<u8, Failure> {
                     &results,
                     use_color(report_args.color),
                 ))?;
+                if conn.retries() > retries_before {
+                    emit(&format!(
+                        "{}\n",
+                        retries_line(conn.retries() - retries_before)
+                    ))?;
+                }
             }
         }
         if structured {
             let section = serde_json::json!({
                 "decision": decision.as_str(apply::VERB.done),
                 "results": results,
+                "retries": conn.retries() - retries_before,
             });
             let value = serde_json::to_value(report)
                 .map_err(|e| Failure::Input(format!("cannot serialize the report: {e}")))?;
@@ -435,11 +475,15 @@ fn run_migrate(args: MigrateArgs) -> Result<u8, Failure> {
             allow_pruning: args.allow_pruning,
         };
         let spinner = terminal_bar(indicatif::ProgressBar::new_spinner(), SPINNER);
+        show_retries(&conn, spinner.as_ref());
         let mut progress = |p: Progress<'_>| {
             if let Some(bar) = &spinner {
                 bar.set_message(format!(
-                    "checking {} in {}: {} objects",
-                    p.crd, p.version, p.scanned
+                    "checking {} in {}: {} objects{}",
+                    p.crd,
+                    p.version,
+                    p.scanned,
+                    retries_so_far(&conn)
                 ));
                 bar.tick();
             }
@@ -448,6 +492,7 @@ fn run_migrate(args: MigrateArgs) -> Result<u8, Failure> {
         if let Some(bar) = &spinner {
             bar.finish_and_clear();
         }
+        show_retries(&conn, None);
         let plan = planned.map_err(|e| match e {
             migrate::MigrateError::NotFound { .. } => Failure::Input(e.to_string()),
             _ => Failure::Cluster(e.to_string()),
@@ -488,6 +533,7 @@ fn run_migrate(args: MigrateArgs) -> Result<u8, Failure> {
                 indicatif::ProgressBar::new(total),
                 "{msg} [{bar:30}] {pos}/{len} {per_sec} ETA {eta}",
             );
+            show_retries(&conn, bar.as_ref());
             let mut before = 0u64;
             let mut current = String::new();
             let mut tick = |p: migrate::RewriteProgress<'_>| {
@@ -503,12 +549,13 @@ fn run_migrate(args: MigrateArgs) -> Result<u8, Failure> {
             let run = RunOptions {
                 chunk_size: args.chunk_size,
                 concurrency: usize::from(args.concurrency),
-                retry: RetryPolicy::default(),
+                retry: conn.retry_policy(),
             };
             results = migrate::migrate(&conn, &plan, run, &stop, &mut tick).await;
             if let Some(bar) = &bar {
                 bar.finish_and_clear();
             }
+            show_retries(&conn, None);
             decision = migrate::decision(&results);
             if !structured {
                 emit(&render_migration_outcome(&conn.context, &results, color))?;

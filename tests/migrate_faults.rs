@@ -275,7 +275,7 @@ fn an_object_that_keeps_failing_leaves_stored_versions_untouched() {
     assert_eq!(
         result["failed"],
         json!([{"object": "default/stuck",
-                "message": "503: scripted 503 for stuck (gave up after 6 tries)"}])
+                "message": "503: scripted 503 for stuck (gave up after 8 tries)"}])
     );
     assert!(
         result["message"]
@@ -284,7 +284,7 @@ fn an_object_that_keeps_failing_leaves_stored_versions_untouched() {
         "{result}"
     );
     let seen = fake.seen.lock().expect("lock");
-    assert_eq!(seen.puts["stuck"].len(), 6, "at most 6 tries");
+    assert_eq!(seen.puts["stuck"].len(), 8, "at most 8 tries");
     assert!(
         seen.status_patches.is_empty(),
         "storedVersions never patched"
