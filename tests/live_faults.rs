@@ -132,7 +132,6 @@ async fn a_scan_through_429_503_and_cut_connections_completes_with_exact_counts(
     let Some(plane) = control_plane() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
     let manifest = setup(plane, "faultscans", 60, dir.path()).await;
-    let date = http_date_in(2);
     // Faults on the first try of: the CRD's GET, /version, the dry run, and
     // the LIST pages 2-5 (one fault each); every retry is forwarded.
     let pages = Mutex::new(0usize);
@@ -145,7 +144,7 @@ async fn a_scan_through_429_503_and_cut_connections_completes_with_exact_counts(
             return match r.method {
                 "GET" => Fault::status(429, Some("1")),
                 "PATCH" if !r.target.contains("force=true") => {
-                    Fault::status(503, Some(date.as_str()))
+                    Fault::status(503, Some(http_date_in(2).as_str()))
                 }
                 _ => Fault::Forward,
             };
@@ -166,21 +165,37 @@ async fn a_scan_through_429_503_and_cut_connections_completes_with_exact_counts(
         }
         Fault::Forward
     });
-    let kubeconfig = proxy.kubeconfig(dir.path());
-    let started = Instant::now();
-    let r = run(
-        &[
+    let args = |kubeconfig: &str| -> Vec<String> {
+        [
             "apply-check",
             "-f",
             &manifest,
             "--kubeconfig",
-            &kubeconfig,
+            kubeconfig,
             "--objects",
             "--chunk-size",
             "10",
             "-o",
             "json",
-        ],
+        ]
+        .map(str::to_string)
+        .to_vec()
+    };
+    // The baseline: the same scan through a proxy that forwards everything.
+    let clean = FaultProxy::start(plane, |_: &Incoming<'_>| Fault::Forward);
+    let clean_dir = tempfile::tempdir().expect("tempdir");
+    let clean_args = args(&clean.kubeconfig(clean_dir.path()));
+    let started = Instant::now();
+    let baseline = run(
+        &clean_args.iter().map(String::as_str).collect::<Vec<_>>(),
+        None,
+    );
+    let baseline_took = started.elapsed();
+    assert_eq!(json_of(&baseline)["cluster"]["retries"], 0);
+    let faulty_args = args(&proxy.kubeconfig(dir.path()));
+    let started = Instant::now();
+    let r = run(
+        &faulty_args.iter().map(String::as_str).collect::<Vec<_>>(),
         None,
     );
     let took = started.elapsed();
@@ -242,8 +257,10 @@ async fn a_scan_through_429_503_and_cut_connections_completes_with_exact_counts(
     assert!(cost_of("503 (Retry-After: ") >= Duration::from_millis(500));
     print_costs("scan of 60 objects", &costs);
     eprintln!(
-        "figure: scan of 60 objects through 7 faults took {:.2}s",
-        took.as_secs_f64()
+        "figure: scan of 60 objects: {:.2}s through 7 faults, {:.2}s without ({:.1}x)",
+        took.as_secs_f64(),
+        baseline_took.as_secs_f64(),
+        took.as_secs_f64() / baseline_took.as_secs_f64()
     );
 }
 
@@ -517,10 +534,11 @@ async fn a_scan_survives_the_api_server_restarting_in_the_middle() {
         eprintln!("figure: restart: {warning}");
     }
     eprintln!(
-        "figure: scan of {n} objects: {:.2}s without a restart, {:.2}s with one \
-         (server away and back to ready in {:.2}s; {retries} retries)",
+        "figure: scan of {n} objects: {:.2}s without a restart, {:.2}s with one ({:.1}x; \
+         server away and back to ready in {:.2}s; {retries} retries)",
         baseline_took.as_secs_f64(),
         took.as_secs_f64(),
+        took.as_secs_f64() / baseline_took.as_secs_f64(),
         away.as_secs_f64()
     );
 }
