@@ -542,3 +542,60 @@ async fn a_scan_survives_the_api_server_restarting_in_the_middle() {
         away.as_secs_f64()
     );
 }
+
+#[tokio::test]
+async fn large_pages_come_gzip_compressed_unless_the_kubeconfig_disables_it() {
+    let Some(plane) = control_plane() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let manifest = setup(plane, "gzips", 600, dir.path()).await;
+    let mut bytes = Vec::new();
+    for (extra, expected) in [
+        ("", Some("gzip")),
+        ("    disable-compression: true\n", None),
+    ] {
+        let proxy = FaultProxy::start(plane, |_: &Incoming<'_>| Fault::Forward);
+        let kubeconfig = proxy.kubeconfig_with(dir.path(), extra);
+        let r = run(
+            &[
+                "apply-check",
+                "-f",
+                &manifest,
+                "--kubeconfig",
+                &kubeconfig,
+                "--objects",
+                "--chunk-size",
+                "500",
+                "-o",
+                "json",
+            ],
+            None,
+        );
+        assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+        let scan = &json_of(&r)["crds"][0]["scan"];
+        assert_eq!(scan["scanned"], 600, "{scan}");
+        assert_eq!(scan["invalid"], 120, "{scan}");
+        let answers = proxy.answers();
+        // The API server compresses answers above 128 KiB: the first page.
+        let page = answers
+            .iter()
+            .find(|a| a.target.starts_with("/apis/example.com/v1/gzips?") && a.bytes > 0)
+            .expect("a LIST answer");
+        let listed: usize = answers
+            .iter()
+            .filter(|a| a.target.starts_with("/apis/example.com/v1/gzips?"))
+            .map(|a| a.bytes)
+            .sum();
+        assert_eq!(
+            page.encoding.as_deref(),
+            expected,
+            "kubeconfig extra {extra:?}: {page:?}"
+        );
+        bytes.push(listed);
+    }
+    eprintln!(
+        "figure: LIST of 600 objects in pages of 500: {} bytes gzip, {} bytes plain ({:.1}x smaller)",
+        bytes[0],
+        bytes[1],
+        bytes[1] as f64 / bytes[0] as f64
+    );
+}

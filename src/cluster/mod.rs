@@ -129,6 +129,9 @@ pub struct Connection {
     /// Whether the server has answered at least once: a refused connection
     /// after that is a restart, worth retrying; before, it is no server.
     reached: Arc<AtomicBool>,
+    /// Ask for gzip-compressed answers, as kubectl does unless the cluster
+    /// says `disable-compression: true`.
+    compression: bool,
 }
 
 /// Builds a client the way kubectl would from these flags.
@@ -182,8 +185,10 @@ pub async fn connect(flags: &KubeFlags) -> Result<Connection, ClusterError> {
     // Our retry policy is the only one: kube's would retry unseen and
     // uncounted, without a bound on the total time.
     config.default_retry = false;
+    let compression = !config.disable_compression;
     let client = client::build(config, identity, proxy).map_err(|e| kubeconfig_err(&e))?;
     let mut conn = Connection::from_client(client, &selected.context, &server);
+    conn.compression = compression;
     conn.timeout = flags.request_timeout;
     conn.install_hint = install_hint;
     Ok(conn)
@@ -270,6 +275,7 @@ impl Connection {
             retry_policy: RetryPolicy::default(),
             retries: Arc::default(),
             reached: Arc::default(),
+            compression: false,
         }
     }
 

@@ -61,6 +61,15 @@ enum TryError {
     Fatal(kube::Error),
 }
 
+/// The body of a `Content-Encoding: gzip` answer, decompressed. The whole
+/// body is in memory anyway (one LIST page), so this is one pass.
+fn gunzip(compressed: &[u8]) -> std::io::Result<Bytes> {
+    use std::io::Read;
+    let mut out = Vec::with_capacity(compressed.len() * 8);
+    flate2::read::GzDecoder::new(compressed).read_to_end(&mut out)?;
+    Ok(Bytes::from(out))
+}
+
 /// A copy of `request` for another try.
 fn copy(request: &Request<Vec<u8>>) -> Request<Vec<u8>> {
     let mut copy = Request::new(request.body().clone());
@@ -137,7 +146,13 @@ impl Connection {
         }
     }
 
-    async fn try_once(&self, request: Request<Vec<u8>>) -> Result<Bytes, TryError> {
+    async fn try_once(&self, mut request: Request<Vec<u8>>) -> Result<Bytes, TryError> {
+        if self.compression {
+            request.headers_mut().insert(
+                http::header::ACCEPT_ENCODING,
+                http::HeaderValue::from_static("gzip"),
+            );
+        }
         let response = match self.client.send(request.map(Body::from)).await {
             Ok(r) => r,
             Err(error) => return Err(self.unanswered(error)),
@@ -145,7 +160,16 @@ impl Connection {
         self.reached.store(true, Ordering::SeqCst);
         let status = response.status();
         let after = retry_after(response.headers(), SystemTime::now());
+        let gzipped = response
+            .headers()
+            .get(http::header::CONTENT_ENCODING)
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip"));
         let bytes = match response.into_body().collect_bytes().await {
+            Ok(b) if gzipped => gunzip(&b).map_err(|e| {
+                TryError::Fatal(kube::Error::Service(
+                    format!("the server's gzip-compressed answer cannot be read: {e}").into(),
+                ))
+            })?,
             Ok(b) => b,
             Err(error) => return Err(self.unanswered(error)),
         };

@@ -76,6 +76,18 @@ pub struct FaultProxy {
     /// `http://127.0.0.1:<port>`.
     pub url: String,
     seen: Arc<Mutex<Vec<Seen>>>,
+    answers: Arc<Mutex<Vec<Answer>>>,
+}
+
+/// A forwarded answer, as sent on to the client.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    /// Path and query of the request.
+    pub target: String,
+    /// Its `Content-Encoding`, if any.
+    pub encoding: Option<String>,
+    /// Body bytes, as they went over the wire.
+    pub bytes: usize,
 }
 
 impl FaultProxy {
@@ -88,6 +100,7 @@ impl FaultProxy {
         let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
         let url = format!("http://{}", listener.local_addr().expect("address"));
         let seen = Arc::new(Mutex::new(Vec::new()));
+        let answers = Arc::new(Mutex::new(Vec::new()));
         let runtime = Arc::new(
             tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
@@ -104,19 +117,19 @@ impl FaultProxy {
                 .expect("upstream client")
         });
         let script: Arc<Script> = Arc::new(script);
-        let shared = Arc::clone(&seen);
+        let (shared, shared_answers) = (Arc::clone(&seen), Arc::clone(&answers));
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let (seen, script, runtime, client) = (
-                    Arc::clone(&shared),
-                    Arc::clone(&script),
-                    Arc::clone(&runtime),
-                    client.clone(),
-                );
-                std::thread::spawn(move || serve(stream, &*script, &seen, &runtime, &client));
+                let log = Log {
+                    seen: Arc::clone(&shared),
+                    answers: Arc::clone(&shared_answers),
+                };
+                let (script, runtime, client) =
+                    (Arc::clone(&script), Arc::clone(&runtime), client.clone());
+                std::thread::spawn(move || serve(stream, &*script, &log, &runtime, &client));
             }
         });
-        FaultProxy { url, seen }
+        FaultProxy { url, seen, answers }
     }
 
     /// Every request so far.
@@ -124,13 +137,24 @@ impl FaultProxy {
         self.seen.lock().expect("proxy log").clone()
     }
 
+    /// Every answer forwarded so far.
+    pub fn answers(&self) -> Vec<Answer> {
+        self.answers.lock().expect("proxy log").clone()
+    }
+
     /// A kubeconfig that reaches the server through this proxy.
     pub fn kubeconfig(&self, dir: &Path) -> String {
+        self.kubeconfig_with(dir, "")
+    }
+
+    /// [`Self::kubeconfig`] with `extra` lines in the cluster entry
+    /// (`"    disable-compression: true\n"`).
+    pub fn kubeconfig_with(&self, dir: &Path, extra: &str) -> String {
         let path = dir.join("faults.kubeconfig");
         std::fs::write(
             &path,
             format!(
-                "apiVersion: v1\nkind: Config\nclusters:\n- name: faults\n  cluster:\n    server: {}\n\
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: faults\n  cluster:\n    server: {}\n{extra}\
                  users:\n- name: faults\n  user: {{}}\ncontexts:\n- name: faults\n  context:\n    \
                  cluster: faults\n    user: faults\ncurrent-context: faults\n",
                 self.url
@@ -201,7 +225,7 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Raw> {
 fn serve(
     stream: TcpStream,
     script: &Script,
-    seen: &Mutex<Vec<Seen>>,
+    log: &Log,
     runtime: &tokio::runtime::Runtime,
     client: &kube::Client,
 ) {
@@ -209,7 +233,7 @@ fn serve(
     let mut writer = stream;
     while let Some(raw) = read_request(&mut reader) {
         let fault = {
-            let mut log = seen.lock().expect("proxy log");
+            let mut log = log.seen.lock().expect("proxy log");
             let nth = 1 + log
                 .iter()
                 .filter(|s| s.method == raw.method && s.target == raw.target)
@@ -251,13 +275,24 @@ fn serve(
                 }
             }
             Fault::Forward | Fault::CutMidBody => {
-                let Some((status, content_type, body)) = forward(runtime, client, raw) else {
+                let target = raw.target.clone();
+                let Some((status, content_type, encoding, body)) = forward(runtime, client, raw)
+                else {
                     // The server is away: so is the answer.
                     let _ = writer.shutdown(Shutdown::Both);
                     return;
                 };
+                let content_encoding = encoding
+                    .as_ref()
+                    .map(|e| format!("Content-Encoding: {e}\r\n"))
+                    .unwrap_or_default();
+                log.answers.lock().expect("proxy log").push(Answer {
+                    target,
+                    encoding,
+                    bytes: body.len(),
+                });
                 let head = format!(
-                    "HTTP/1.1 {status} Forwarded\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
+                    "HTTP/1.1 {status} Forwarded\r\nContent-Type: {content_type}\r\n{content_encoding}Content-Length: {}\r\n\r\n",
                     body.len()
                 );
                 let sent = if fault == Fault::CutMidBody {
@@ -278,12 +313,19 @@ fn serve(
     }
 }
 
-/// Sends `raw` to the real server; its status, content type and body.
+/// What the proxy records.
+struct Log {
+    seen: Arc<Mutex<Vec<Seen>>>,
+    answers: Arc<Mutex<Vec<Answer>>>,
+}
+
+/// Sends `raw` to the real server; its status, content type, content
+/// encoding and body (still encoded).
 fn forward(
     runtime: &tokio::runtime::Runtime,
     client: &kube::Client,
     raw: Raw,
-) -> Option<(u16, String, Vec<u8>)> {
+) -> Option<(u16, String, Option<String>, Vec<u8>)> {
     let mut request = http::Request::builder()
         .method(raw.method.as_str())
         .uri(raw.target.as_str());
@@ -303,7 +345,12 @@ fn forward(
             .and_then(|v| v.to_str().ok())
             .unwrap_or("application/json")
             .to_string();
+        let encoding = response
+            .headers()
+            .get(http::header::CONTENT_ENCODING)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
         let body = response.into_body().collect_bytes().await.ok()?;
-        Some((status, content_type, body.to_vec()))
+        Some((status, content_type, encoding, body.to_vec()))
     })
 }
