@@ -20,6 +20,7 @@ pub use list::{ListError, Page, ResourceRef};
 pub use retry::{RetryNotice, RetryPolicy};
 pub use write::{Rewrite, RewriteError, StoredVersionsUpdate};
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -149,6 +150,15 @@ pub async fn connect(flags: &KubeFlags) -> Result<Connection, ClusterError> {
     let kubeconfig_err = |e: &(dyn std::error::Error + 'static)| {
         ClusterError::Kubeconfig(with_install_hint(one_line(e), install_hint.as_deref()))
     };
+    if let Some(exec) = selected
+        .kubeconfig
+        .auth_infos
+        .first_mut()
+        .and_then(|u| u.auth_info.as_mut())
+        .and_then(|u| u.exec.as_mut())
+    {
+        interactive_mode(exec, std::io::stdin().is_terminal()).map_err(ClusterError::Kubeconfig)?;
+    }
     let identity = match selected
         .kubeconfig
         .auth_infos
@@ -192,6 +202,29 @@ pub async fn connect(flags: &KubeFlags) -> Result<Connection, ClusterError> {
     conn.timeout = flags.request_timeout;
     conn.install_hint = install_hint;
     Ok(conn)
+}
+
+/// Settles an exec plugin's `interactiveMode` as kubectl does: `Never`
+/// gives it no terminal; `IfAvailable` (the default) gives it ours only when
+/// stdin is one; `Always` without a terminal is an error. kube-rs hands an
+/// interactive plugin our stdin and stderr, so without a terminal the
+/// plugin runs as `Never`: its stderr, which may hold credentials, is then
+/// captured and never printed.
+fn interactive_mode(exec: &mut kube::config::ExecConfig, terminal: bool) -> Result<(), String> {
+    use kube::config::ExecInteractiveMode as Mode;
+    match exec.interactive_mode {
+        Some(Mode::Never) => Ok(()),
+        Some(Mode::Always) if !terminal => Err(
+            "the exec credential plugin needs a terminal (interactiveMode: Always), but standard \
+             input is not one"
+                .into(),
+        ),
+        _ if !terminal => {
+            exec.interactive_mode = Some(Mode::Never);
+            Ok(())
+        }
+        _ => Ok(()),
+    }
 }
 
 /// An error and its sources on one line. A failed exec credential plugin is
@@ -282,6 +315,12 @@ impl Connection {
     /// This connection with another retry policy.
     pub fn with_retry_policy(mut self, policy: RetryPolicy) -> Connection {
         self.retry_policy = policy;
+        self
+    }
+
+    /// This connection asking for gzip-compressed answers, or not.
+    pub fn with_compression(mut self, on: bool) -> Connection {
+        self.compression = on;
         self
     }
 
