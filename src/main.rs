@@ -226,6 +226,19 @@ fn kube_flags(args: &cli::KubeArgs) -> KubeFlags {
     }
 }
 
+/// Connects as kubectl would; with `-v 6` or more, each request to the API
+/// server is printed on stderr (never its headers or body, so never a
+/// credential).
+async fn connect(args: &cli::KubeArgs) -> Result<cluster::Connection, Failure> {
+    let conn = cluster::connect(&kube_flags(args))
+        .await
+        .map_err(|e| Failure::Cluster(e.to_string()))?;
+    if args.verbosity >= 6 {
+        conn.on_request(|trace| eprintln!("request: {trace}"));
+    }
+    Ok(conn)
+}
+
 /// The runtime of the live commands: one thread is plenty for a client.
 fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
     tokio::runtime::Builder::new_current_thread()
@@ -250,9 +263,7 @@ fn live_setup(
 fn run_apply_check(args: ApplyCheckArgs) -> Result<u8, Failure> {
     let (config, new, runtime) = live_setup(&args)?;
     let checked = runtime.block_on(async {
-        let conn = cluster::connect(&kube_flags(&args.kube))
-            .await
-            .map_err(|e| Failure::Cluster(e.to_string()))?;
+        let conn = connect(&args.kube).await?;
         live_check(&conn, &new, &config, &args).await
     });
     let report = checked?.report;
@@ -337,9 +348,7 @@ fn run_apply(args: ApplyArgs) -> Result<u8, Failure> {
     let report_args = &args.check.report;
     let structured = matches!(report_args.output, OutputFormat::Json | OutputFormat::Yaml);
     runtime.block_on(async {
-        let conn = cluster::connect(&kube_flags(&args.check.kube))
-            .await
-            .map_err(|e| Failure::Cluster(e.to_string()))?;
+        let conn = connect(&args.check.kube).await?;
         let checked = live_check(&conn, &new, &config, &args.check).await?;
         let report = &checked.report;
         if !structured {
@@ -463,9 +472,7 @@ fn run_migrate(args: MigrateArgs) -> Result<u8, Failure> {
     let structured = args.output != ChangeOutput::Table;
     let color = use_color(args.color);
     runtime.block_on(async {
-        let conn = cluster::connect(&kube_flags(&args.kube))
-            .await
-            .map_err(|e| Failure::Cluster(e.to_string()))?;
+        let conn = connect(&args.kube).await?;
         let opts = PlanOptions {
             scan: ScanOptions {
                 chunk_size: args.chunk_size,

@@ -163,3 +163,57 @@ fn an_expired_credential_is_fetched_again_before_the_next_request() {
         "re-run for each request: {expired_count} runs, {fresh_count} when valid"
     );
 }
+
+#[test]
+fn verbose_output_shows_each_request_and_never_a_credential() {
+    let Some(plane) = control_plane() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (script, _) = plugin(dir.path(), "2000-01-01T00:00:00Z");
+    let kc = kubeconfig(plane, dir.path(), &script, "IfAvailable");
+    let ca = plane.dir.path().join("certs/apiserver.crt");
+    let ca = ca.display().to_string();
+    // The exec plugin's credential, and the same token given as a flag.
+    for extra in [
+        vec!["--kubeconfig", kc.as_str()],
+        vec![
+            "--server",
+            plane.server.as_str(),
+            "--certificate-authority",
+            ca.as_str(),
+            "--token",
+            ADMIN_TOKEN,
+        ],
+    ] {
+        for level in ["-v", "--v=9"] {
+            let mut args = vec![
+                "apply-check",
+                "-f",
+                "examples/widgets/new.yaml",
+                "-o",
+                "json",
+            ];
+            args.extend_from_slice(&extra);
+            if level == "-v" {
+                args.extend_from_slice(&["-v", "6"]);
+            } else {
+                args.push(level);
+            }
+            let r = run(&args, None);
+            assert_eq!(r.code, 0, "{args:?}: {}{}", r.stdout, r.stderr);
+            assert!(
+                r.stderr.contains("request: GET /version 200 in "),
+                "{args:?}: {}",
+                r.stderr
+            );
+            assert!(
+                r.stderr
+                    .lines()
+                    .any(|l| l.starts_with("request: PATCH /apis/apiextensions.k8s.io/v1/")),
+                "{}",
+                r.stderr
+            );
+            assert!(!r.stderr.contains(ADMIN_TOKEN), "{args:?}: {}", r.stderr);
+            assert!(!r.stdout.contains(ADMIN_TOKEN));
+        }
+    }
+}

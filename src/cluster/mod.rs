@@ -17,7 +17,7 @@ pub mod tls;
 mod write;
 
 pub use list::{ListError, Page, ResourceRef};
-pub use retry::{RetryNotice, RetryPolicy};
+pub use retry::{RequestTrace, RetryNotice, RetryPolicy};
 pub use write::{Rewrite, RewriteError, StoredVersionsUpdate};
 
 use std::io::IsTerminal;
@@ -337,6 +337,11 @@ impl Connection {
     /// Calls `f` before every retry (for a progress line).
     pub fn on_retry(&self, f: impl Fn(&RetryNotice) + Send + Sync + 'static) {
         self.retries.observe(Box::new(f));
+    }
+
+    /// Calls `f` after every request with its outcome (for `-v`).
+    pub fn on_request(&self, f: impl Fn(&RequestTrace) + Send + Sync + 'static) {
+        self.retries.trace_with(Box::new(f));
     }
 
     /// Counts a retry made by a caller's own loop (a migration's writes).

@@ -146,7 +146,43 @@ impl Connection {
         }
     }
 
-    async fn try_once(&self, mut request: Request<Vec<u8>>) -> Result<Bytes, TryError> {
+    /// One try, traced for `-v`.
+    async fn try_once(&self, request: Request<Vec<u8>>) -> Result<Bytes, TryError> {
+        let method = request.method().to_string();
+        let target = request
+            .uri()
+            .path_and_query()
+            .map(|p| p.to_string())
+            .unwrap_or_default();
+        let started = std::time::Instant::now();
+        let (result, outcome) = self.try_untraced(request).await;
+        self.retries.trace(|| super::RequestTrace {
+            method,
+            target,
+            outcome,
+            elapsed: started.elapsed(),
+        });
+        result
+    }
+
+    /// One try and a word on how it went (`200 OK`, `connection reset`).
+    async fn try_untraced(&self, request: Request<Vec<u8>>) -> (Result<Bytes, TryError>, String) {
+        let answered = std::cell::Cell::new(None);
+        let result = self.try_once_inner(request, &answered).await;
+        let outcome = match (&result, answered.get()) {
+            (Ok(_), Some(code)) => code.to_string(),
+            (Err(TryError::Transient { cause, .. }), _) => cause.clone(),
+            (Err(TryError::Fatal(kube::Error::Api(status))), _) => status.code.to_string(),
+            _ => "failed".to_string(),
+        };
+        (result, outcome)
+    }
+
+    async fn try_once_inner(
+        &self,
+        mut request: Request<Vec<u8>>,
+        answered: &std::cell::Cell<Option<u16>>,
+    ) -> Result<Bytes, TryError> {
         if self.compression {
             request.headers_mut().insert(
                 http::header::ACCEPT_ENCODING,
@@ -159,6 +195,7 @@ impl Connection {
         };
         self.reached.store(true, Ordering::SeqCst);
         let status = response.status();
+        answered.set(Some(status.as_u16()));
         let after = retry_after(response.headers(), SystemTime::now());
         let gzipped = response
             .headers()

@@ -146,7 +146,35 @@ impl std::fmt::Display for RetryNotice {
     }
 }
 
+/// One request to the API server and its outcome, for `-v`. It holds no
+/// header and no body: credentials are added below the layer that sees it.
+#[derive(Debug, Clone)]
+pub struct RequestTrace {
+    /// `GET`, `PATCH`, ...
+    pub method: String,
+    /// Path and query.
+    pub target: String,
+    /// The HTTP status, or what failed.
+    pub outcome: String,
+    /// Time to the whole answer.
+    pub elapsed: Duration,
+}
+
+impl std::fmt::Display for RequestTrace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {} {} in {} ms",
+            self.method,
+            self.target,
+            self.outcome,
+            self.elapsed.as_millis()
+        )
+    }
+}
+
 type Observer = Box<dyn Fn(&RetryNotice) + Send + Sync>;
+type Tracer = Box<dyn Fn(&RequestTrace) + Send + Sync>;
 
 /// The retries of one connection: a count for the report and an observer
 /// for the progress line.
@@ -154,6 +182,7 @@ type Observer = Box<dyn Fn(&RetryNotice) + Send + Sync>;
 pub struct RetryLog {
     count: AtomicU64,
     observer: Mutex<Option<Observer>>,
+    tracer: Mutex<Option<Tracer>>,
 }
 
 impl RetryLog {
@@ -170,6 +199,22 @@ impl RetryLog {
     /// Retries so far.
     pub fn count(&self) -> u64 {
         self.count.load(Ordering::SeqCst)
+    }
+
+    /// Shows one request to the tracer, if there is one.
+    pub fn trace(&self, trace: impl FnOnce() -> RequestTrace) {
+        if let Ok(tracer) = self.tracer.lock()
+            && let Some(f) = tracer.as_ref()
+        {
+            f(&trace());
+        }
+    }
+
+    /// Replaces the tracer.
+    pub fn trace_with(&self, f: Tracer) {
+        if let Ok(mut tracer) = self.tracer.lock() {
+            *tracer = Some(f);
+        }
     }
 
     /// Replaces the observer.
