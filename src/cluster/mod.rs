@@ -296,8 +296,9 @@ fn with_install_hint(message: String, hint: Option<&str>) -> String {
 
 impl Connection {
     /// A connection over a client built elsewhere (embedding, tests); the
-    /// context and server only label reports and errors. Writes use the same
-    /// client, with whatever retries it has.
+    /// context and server only label reports and errors. Requests are retried
+    /// under the default [`RetryPolicy`] (on top of any retries the client
+    /// has itself); no compression is asked for.
     pub fn from_client(client: Client, context: &str, server: &str) -> Connection {
         Connection {
             client,
