@@ -125,8 +125,8 @@ pub struct Connection {
     install_hint: Option<String>,
     /// How transient failures are retried.
     retry_policy: RetryPolicy,
-    /// Every retry of this connection (clones share it).
-    retries: Arc<retry::RetryLog>,
+    /// Retries and traces of this connection (clones share it).
+    log: Arc<retry::RequestLog>,
     /// Whether the server has answered at least once: a refused connection
     /// after that is a restart, worth retrying; before, it is no server.
     reached: Arc<AtomicBool>,
@@ -307,7 +307,7 @@ impl Connection {
             timeout: None,
             install_hint: None,
             retry_policy: RetryPolicy::default(),
-            retries: Arc::default(),
+            log: Arc::default(),
             reached: Arc::default(),
             compression: false,
         }
@@ -332,22 +332,22 @@ impl Connection {
 
     /// Requests retried so far on this connection.
     pub fn retries(&self) -> u64 {
-        self.retries.count()
+        self.log.count()
     }
 
     /// Calls `f` before every retry (for a progress line).
     pub fn on_retry(&self, f: impl Fn(&RetryNotice) + Send + Sync + 'static) {
-        self.retries.observe(Box::new(f));
+        self.log.observe(Box::new(f));
     }
 
     /// Calls `f` after every request with its outcome (for `-v`).
     pub fn on_request(&self, f: impl Fn(&RequestTrace) + Send + Sync + 'static) {
-        self.retries.trace_with(Box::new(f));
+        self.log.trace_with(Box::new(f));
     }
 
     /// Counts a retry made by a caller's own loop (a migration's writes).
     pub fn note_retry(&self, notice: &RetryNotice) {
-        self.retries.note(notice);
+        self.log.note(notice);
     }
 
     fn classify(&self, e: kube::Error) -> ClusterError {

@@ -16,7 +16,7 @@ use kube::client::Body;
 use kube::core::Status;
 use serde::de::DeserializeOwned;
 
-use super::retry::{RetryNotice, is_transient_status, retry_after, transient_cause};
+use super::retry::{RequestTrace, RetryNotice, is_transient_status, retry_after, transient_cause};
 use super::{ClusterError, Connection};
 
 /// A request that did not succeed.
@@ -134,7 +134,7 @@ impl Connection {
                     exhausted: true,
                 });
             };
-            self.retries.note(&RetryNotice {
+            self.log.note(&RetryNotice {
                 request: what.to_string(),
                 cause,
                 retry: attempt,
@@ -146,7 +146,7 @@ impl Connection {
         }
     }
 
-    /// One try, traced for `-v`.
+    /// One try, traced for `-v` with its status or what failed.
     async fn try_once(&self, request: Request<Vec<u8>>) -> Result<Bytes, TryError> {
         let method = request.method().to_string();
         let target = request
@@ -155,27 +155,19 @@ impl Connection {
             .map(|p| p.to_string())
             .unwrap_or_default();
         let started = std::time::Instant::now();
-        let (result, outcome) = self.try_untraced(request).await;
-        self.retries.trace(|| super::RequestTrace {
+        let answered = std::cell::Cell::new(None);
+        let result = self.try_once_inner(request, &answered).await;
+        self.log.trace(|| RequestTrace {
             method,
             target,
-            outcome,
+            outcome: match (&result, answered.get()) {
+                (Err(TryError::Transient { cause, .. }), _) => cause.clone(),
+                (_, Some(code)) => code.to_string(),
+                _ => "failed".to_string(),
+            },
             elapsed: started.elapsed(),
         });
         result
-    }
-
-    /// One try and a word on how it went (`200 OK`, `connection reset`).
-    async fn try_untraced(&self, request: Request<Vec<u8>>) -> (Result<Bytes, TryError>, String) {
-        let answered = std::cell::Cell::new(None);
-        let result = self.try_once_inner(request, &answered).await;
-        let outcome = match (&result, answered.get()) {
-            (Ok(_), Some(code)) => code.to_string(),
-            (Err(TryError::Transient { cause, .. }), _) => cause.clone(),
-            (Err(TryError::Fatal(kube::Error::Api(status))), _) => status.code.to_string(),
-            _ => "failed".to_string(),
-        };
-        (result, outcome)
     }
 
     async fn try_once_inner(

@@ -176,16 +176,16 @@ impl std::fmt::Display for RequestTrace {
 type Observer = Box<dyn Fn(&RetryNotice) + Send + Sync>;
 type Tracer = Box<dyn Fn(&RequestTrace) + Send + Sync>;
 
-/// The retries of one connection: a count for the report and an observer
-/// for the progress line.
+/// What one connection tells about its requests: the count of retries for
+/// the report, each retry for the progress line, each request for `-v`.
 #[derive(Default)]
-pub struct RetryLog {
+pub struct RequestLog {
     count: AtomicU64,
     observer: Mutex<Option<Observer>>,
     tracer: Mutex<Option<Tracer>>,
 }
 
-impl RetryLog {
+impl RequestLog {
     /// Counts `notice` and shows it to the observer.
     pub fn note(&self, notice: &RetryNotice) {
         self.count.fetch_add(1, Ordering::SeqCst);
@@ -225,9 +225,9 @@ impl RetryLog {
     }
 }
 
-impl std::fmt::Debug for RetryLog {
+impl std::fmt::Debug for RequestLog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RetryLog")
+        f.debug_struct("RequestLog")
             .field("count", &self.count())
             .finish()
     }
