@@ -613,3 +613,39 @@ fn print_checks() -> Result<u8, Failure> {
     emit(&text)?;
     Ok(0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crd_safety::cluster::RetryNotice;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn the_progress_line_shows_the_latest_retry_and_the_count() {
+        let never = tower::service_fn(|_: http::Request<kube::client::Body>| async {
+            Err::<http::Response<kube::client::Body>, _>(std::io::Error::other("unused"))
+        });
+        let conn = cluster::Connection::from_client(
+            kube::Client::new(never, "default"),
+            "test",
+            "http://test",
+        );
+        let bar = indicatif::ProgressBar::hidden();
+        bar.set_message("scanning widgets v1: 500 objects");
+        show_retries(&conn, Some(&bar));
+        for retry in 1..=2 {
+            conn.note_retry(&RetryNotice {
+                request: "LIST example.com/v1 widgets".into(),
+                cause: "503 Service Unavailable".into(),
+                retry,
+                wait: Duration::from_millis(250 * u64::from(retry)),
+            });
+        }
+        assert_eq!(
+            bar.message(),
+            "scanning widgets v1: 500 objects  | retrying LIST example.com/v1 widgets: \
+             503 Service Unavailable; retry 2 in 0.5s"
+        );
+        assert_eq!(retries_so_far(&conn), ", 2 retries");
+    }
+}
