@@ -223,8 +223,18 @@ fn transient_failures_are_retried_honoring_retry_after_and_then_migrated() {
         ("d", _) => (404, vec![]),
         _ => (200, vec![]),
     });
-    let r = fake.migrate(&[]);
+    let r = fake.migrate(&["-v", "6"]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    // Each retry is shown, and with -v each PUT and its answer.
+    let shown = |needle: &str| r.stderr.lines().filter(|l| l.contains(needle)).count();
+    assert_eq!(shown("warning: PUT default/"), 3, "{}", r.stderr);
+    let put_b_429 = r
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("request: PUT /apis/example.com/v1/namespaces/default/faults/b?"))
+        .filter(|l| l.contains(" 429 in "))
+        .count();
+    assert_eq!(put_b_429, 2, "{}", r.stderr);
     let report: Value = serde_json::from_str(&r.stdout).expect("JSON");
     let result = &report["migrate"]["results"][0];
     assert_eq!(

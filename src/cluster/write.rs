@@ -9,7 +9,7 @@ use kube::api::PostParams;
 use kube::client::Body;
 use serde_json::{Value, json};
 
-use super::retry::{is_transient_status, retry_after};
+use super::retry::{RequestTrace, is_transient_status, retry_after};
 use super::{ClusterError, Connection, FIELD_MANAGER, ResourceRef, one_line};
 
 /// What became of writing one object back.
@@ -82,7 +82,23 @@ impl Connection {
         let request = kube::core::Request::new(path)
             .replace(name, &params, body)
             .map_err(|e| RewriteError::Refused(e.to_string()))?;
-        let response = match self.client.send(request.map(Body::from)).await {
+        let target = request
+            .uri()
+            .path_and_query()
+            .map(|p| p.to_string())
+            .unwrap_or_default();
+        let started = std::time::Instant::now();
+        let sent = self.client.send(request.map(Body::from)).await;
+        self.log.trace(|| RequestTrace {
+            method: "PUT".into(),
+            target,
+            outcome: match &sent {
+                Ok(r) => r.status().as_u16().to_string(),
+                Err(_) => "failed".into(),
+            },
+            elapsed: started.elapsed(),
+        });
+        let response = match sent {
             Ok(r) => r,
             Err(e) => {
                 return Err(RewriteError::Transient {
