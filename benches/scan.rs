@@ -277,6 +277,38 @@ fn main() {
             s / r,
             n as f64 / s
         );
+        // gzip, as the plugin asks for it by default, against plain
+        // answers, interleaved (loopback: only the CPU cost shows here).
+        let gzip = conn.clone().with_compression(true);
+        let (mut plain_raw, mut gzip_raw, mut plain_scan, mut gzip_scan) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..ROUNDS {
+            for (c, out) in [(&conn, &mut plain_raw), (&gzip, &mut gzip_raw)] {
+                let t = Instant::now();
+                assert_eq!(raw_list(c, "benches").await, n as u64);
+                out.push(t.elapsed().as_secs_f64());
+            }
+            for (c, out) in [(&conn, &mut plain_scan), (&gzip, &mut gzip_scan)] {
+                let t = Instant::now();
+                assert_eq!(scan(c, "benches").await, n as u64);
+                out.push(t.elapsed().as_secs_f64());
+            }
+        }
+        let (pr, gr, ps, gs) = (
+            median(plain_raw),
+            median(gzip_raw),
+            median(plain_scan),
+            median(gzip_scan),
+        );
+        println!(
+            "{n} objects: raw LIST {:.0} ms plain vs {:.0} ms gzip ({:.2}x); scan {:.0} ms plain vs {:.0} ms gzip ({:.2}x)",
+            pr * 1e3,
+            gr * 1e3,
+            gr / pr,
+            ps * 1e3,
+            gs * 1e3,
+            gs / ps
+        );
     });
     for (plural, count) in sizes {
         let (n_raw, rss_raw) = measure_child("raw", plural, &kubeconfig);

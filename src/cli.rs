@@ -207,6 +207,10 @@ pub struct KubeArgs {
     /// UID to impersonate.
     #[arg(long = "as-uid", value_name = "UID")]
     pub as_uid: Option<String>,
+    /// Log level, as kubectl's: 6 and up print each request to the API
+    /// server on stderr (method, path, status, time); never credentials.
+    #[arg(short = 'v', long = "v", value_name = "LEVEL", default_value_t = 0)]
+    pub verbosity: u8,
 }
 
 /// kubectl's duration syntax: `500ms`, `30s`, `2m`, `1h`, `1m30s`, or a bare number of seconds.

@@ -188,6 +188,7 @@ pub async fn apply_check(
     report.cluster = Some(ClusterInfo {
         context: conn.context.clone(),
         server: conn.server.clone(),
+        retries: conn.retries(),
     });
     report.kube_version = Some(config.kube_version.to_string());
     Ok(LiveCheck { report, plan })

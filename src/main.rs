@@ -18,7 +18,7 @@ use cli::{
     LintArgs, MigrateArgs, ModeArg, OutputFormat, ReportArgs,
 };
 use crd_safety::change::apply::{self, ApplyOptions};
-use crd_safety::change::migrate::{self, PlanOptions, RetryPolicy, RunOptions};
+use crd_safety::change::migrate::{self, PlanOptions, RunOptions};
 use crd_safety::change::{Answer, Confirm, Decision, Proposal, Question, decide, decide_dry_run};
 use crd_safety::cluster::{self, KubeFlags};
 use crd_safety::compare::Check;
@@ -28,7 +28,7 @@ use crd_safety::live::LiveCheck;
 use crd_safety::manifest::{self, Source};
 use crd_safety::report::{
     Report, TableOptions, render_markdown, render_migration_outcome, render_migration_plan,
-    render_outcomes, render_table,
+    render_outcomes, render_table, retries_line,
 };
 use crd_safety::scan::{Progress, ScanOptions};
 
@@ -226,6 +226,19 @@ fn kube_flags(args: &cli::KubeArgs) -> KubeFlags {
     }
 }
 
+/// Connects as kubectl would; with `-v 6` or more, each request to the API
+/// server is printed on stderr (never its headers or body, so never a
+/// credential).
+async fn connect(args: &cli::KubeArgs) -> Result<cluster::Connection, Failure> {
+    let conn = cluster::connect(&kube_flags(args))
+        .await
+        .map_err(|e| Failure::Cluster(e.to_string()))?;
+    if args.verbosity >= 6 {
+        conn.on_request(|trace| eprintln!("request: {trace}"));
+    }
+    Ok(conn)
+}
+
 /// The runtime of the live commands: one thread is plenty for a client.
 fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
     tokio::runtime::Builder::new_current_thread()
@@ -250,9 +263,7 @@ fn live_setup(
 fn run_apply_check(args: ApplyCheckArgs) -> Result<u8, Failure> {
     let (config, new, runtime) = live_setup(&args)?;
     let checked = runtime.block_on(async {
-        let conn = cluster::connect(&kube_flags(&args.kube))
-            .await
-            .map_err(|e| Failure::Cluster(e.to_string()))?;
+        let conn = connect(&args.kube).await?;
         live_check(&conn, &new, &config, &args).await
     });
     let report = checked?.report;
@@ -276,12 +287,16 @@ async fn live_check(
             )
         })
         .flatten();
+    show_retries(conn, bar.as_ref());
     let mut progress = |p: Progress<'_>| {
         if let Some(bar) = &bar {
             let total = p.total.map(|t| format!(" of ~{t}")).unwrap_or_default();
             bar.set_message(format!(
-                "scanning {} {}: {} objects{total}",
-                p.crd, p.version, p.scanned
+                "scanning {} {}: {} objects{total}{}",
+                p.crd,
+                p.version,
+                p.scanned,
+                retries_so_far(conn)
             ));
             bar.tick();
         }
@@ -297,7 +312,35 @@ async fn live_check(
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
+    show_retries(conn, None);
     result.map_err(|e| Failure::Cluster(e.to_string()))
+}
+
+/// Marks where the retry note starts in a progress message.
+const RETRY_MARK: &str = "  | retrying ";
+
+/// Shows every retry as it happens: on the progress line when there is
+/// one, else as a warning line on stderr.
+fn show_retries(conn: &cluster::Connection, bar: Option<&indicatif::ProgressBar>) {
+    let bar = bar.cloned();
+    conn.on_retry(move |notice| match &bar {
+        Some(bar) => {
+            let message = bar.message();
+            let base = message.split(RETRY_MARK).next().unwrap_or_default();
+            bar.set_message(format!("{base}{RETRY_MARK}{notice}"));
+            bar.tick();
+        }
+        None => eprintln!("warning: {notice}"),
+    });
+}
+
+/// `, 3 retries` for a progress line, once there are any.
+fn retries_so_far(conn: &cluster::Connection) -> String {
+    match conn.retries() {
+        0 => String::new(),
+        1 => ", 1 retry".to_string(),
+        n => format!(", {n} retries"),
+    }
 }
 
 fn run_apply(args: ApplyArgs) -> Result<u8, Failure> {
@@ -305,9 +348,7 @@ fn run_apply(args: ApplyArgs) -> Result<u8, Failure> {
     let report_args = &args.check.report;
     let structured = matches!(report_args.output, OutputFormat::Json | OutputFormat::Yaml);
     runtime.block_on(async {
-        let conn = cluster::connect(&kube_flags(&args.check.kube))
-            .await
-            .map_err(|e| Failure::Cluster(e.to_string()))?;
+        let conn = connect(&args.check.kube).await?;
         let checked = live_check(&conn, &new, &config, &args.check).await?;
         let report = &checked.report;
         if !structured {
@@ -322,6 +363,7 @@ fn run_apply(args: ApplyArgs) -> Result<u8, Failure> {
         );
         let mut decision = ask(&proposal, args.yes)?;
         let mut results = Vec::new();
+        let retries_before = conn.retries();
         if decision == Decision::Done {
             let opts = ApplyOptions {
                 force_conflicts: args.force_conflicts,
@@ -337,12 +379,19 @@ fn run_apply(args: ApplyArgs) -> Result<u8, Failure> {
                     &results,
                     use_color(report_args.color),
                 ))?;
+                if conn.retries() > retries_before {
+                    emit(&format!(
+                        "{}\n",
+                        retries_line(conn.retries() - retries_before)
+                    ))?;
+                }
             }
         }
         if structured {
             let section = serde_json::json!({
                 "decision": decision.as_str(apply::VERB.done),
                 "results": results,
+                "retries": conn.retries() - retries_before,
             });
             let value = serde_json::to_value(report)
                 .map_err(|e| Failure::Input(format!("cannot serialize the report: {e}")))?;
@@ -423,9 +472,7 @@ fn run_migrate(args: MigrateArgs) -> Result<u8, Failure> {
     let structured = args.output != ChangeOutput::Table;
     let color = use_color(args.color);
     runtime.block_on(async {
-        let conn = cluster::connect(&kube_flags(&args.kube))
-            .await
-            .map_err(|e| Failure::Cluster(e.to_string()))?;
+        let conn = connect(&args.kube).await?;
         let opts = PlanOptions {
             scan: ScanOptions {
                 chunk_size: args.chunk_size,
@@ -435,11 +482,15 @@ fn run_migrate(args: MigrateArgs) -> Result<u8, Failure> {
             allow_pruning: args.allow_pruning,
         };
         let spinner = terminal_bar(indicatif::ProgressBar::new_spinner(), SPINNER);
+        show_retries(&conn, spinner.as_ref());
         let mut progress = |p: Progress<'_>| {
             if let Some(bar) = &spinner {
                 bar.set_message(format!(
-                    "checking {} in {}: {} objects",
-                    p.crd, p.version, p.scanned
+                    "checking {} in {}: {} objects{}",
+                    p.crd,
+                    p.version,
+                    p.scanned,
+                    retries_so_far(&conn)
                 ));
                 bar.tick();
             }
@@ -448,6 +499,7 @@ fn run_migrate(args: MigrateArgs) -> Result<u8, Failure> {
         if let Some(bar) = &spinner {
             bar.finish_and_clear();
         }
+        show_retries(&conn, None);
         let plan = planned.map_err(|e| match e {
             migrate::MigrateError::NotFound { .. } => Failure::Input(e.to_string()),
             _ => Failure::Cluster(e.to_string()),
@@ -488,6 +540,7 @@ fn run_migrate(args: MigrateArgs) -> Result<u8, Failure> {
                 indicatif::ProgressBar::new(total),
                 "{msg} [{bar:30}] {pos}/{len} {per_sec} ETA {eta}",
             );
+            show_retries(&conn, bar.as_ref());
             let mut before = 0u64;
             let mut current = String::new();
             let mut tick = |p: migrate::RewriteProgress<'_>| {
@@ -503,12 +556,13 @@ fn run_migrate(args: MigrateArgs) -> Result<u8, Failure> {
             let run = RunOptions {
                 chunk_size: args.chunk_size,
                 concurrency: usize::from(args.concurrency),
-                retry: RetryPolicy::default(),
+                retry: conn.retry_policy(),
             };
             results = migrate::migrate(&conn, &plan, run, &stop, &mut tick).await;
             if let Some(bar) = &bar {
                 bar.finish_and_clear();
             }
+            show_retries(&conn, None);
             decision = migrate::decision(&results);
             if !structured {
                 emit(&render_migration_outcome(&conn.context, &results, color))?;
@@ -558,4 +612,40 @@ fn print_checks() -> Result<u8, Failure> {
     }
     emit(&text)?;
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crd_safety::cluster::RetryNotice;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn the_progress_line_shows_the_latest_retry_and_the_count() {
+        let never = tower::service_fn(|_: http::Request<kube::client::Body>| async {
+            Err::<http::Response<kube::client::Body>, _>(std::io::Error::other("unused"))
+        });
+        let conn = cluster::Connection::from_client(
+            kube::Client::new(never, "default"),
+            "test",
+            "http://test",
+        );
+        let bar = indicatif::ProgressBar::hidden();
+        bar.set_message("scanning widgets v1: 500 objects");
+        show_retries(&conn, Some(&bar));
+        for retry in 1..=2 {
+            conn.note_retry(&RetryNotice {
+                request: "LIST example.com/v1 widgets".into(),
+                cause: "503 Service Unavailable".into(),
+                retry,
+                wait: Duration::from_millis(250 * u64::from(retry)),
+            });
+        }
+        assert_eq!(
+            bar.message(),
+            "scanning widgets v1: 500 objects  | retrying LIST example.com/v1 widgets: \
+             503 Service Unavailable; retry 2 in 0.5s"
+        );
+        assert_eq!(retries_so_far(&conn), ", 2 retries");
+    }
 }

@@ -223,8 +223,18 @@ fn transient_failures_are_retried_honoring_retry_after_and_then_migrated() {
         ("d", _) => (404, vec![]),
         _ => (200, vec![]),
     });
-    let r = fake.migrate(&[]);
+    let r = fake.migrate(&["-v", "6"]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    // Each retry is shown, and with -v each PUT and its answer.
+    let shown = |needle: &str| r.stderr.lines().filter(|l| l.contains(needle)).count();
+    assert_eq!(shown("warning: PUT default/"), 3, "{}", r.stderr);
+    let put_b_429 = r
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("request: PUT /apis/example.com/v1/namespaces/default/faults/b?"))
+        .filter(|l| l.contains(" 429 in "))
+        .count();
+    assert_eq!(put_b_429, 2, "{}", r.stderr);
     let report: Value = serde_json::from_str(&r.stdout).expect("JSON");
     let result = &report["migrate"]["results"][0];
     assert_eq!(
@@ -275,7 +285,7 @@ fn an_object_that_keeps_failing_leaves_stored_versions_untouched() {
     assert_eq!(
         result["failed"],
         json!([{"object": "default/stuck",
-                "message": "503: scripted 503 for stuck (gave up after 6 tries)"}])
+                "message": "503: scripted 503 for stuck (gave up after 8 tries)"}])
     );
     assert!(
         result["message"]
@@ -284,7 +294,7 @@ fn an_object_that_keeps_failing_leaves_stored_versions_untouched() {
         "{result}"
     );
     let seen = fake.seen.lock().expect("lock");
-    assert_eq!(seen.puts["stuck"].len(), 6, "at most 6 tries");
+    assert_eq!(seen.puts["stuck"].len(), 8, "at most 8 tries");
     assert!(
         seen.status_patches.is_empty(),
         "storedVersions never patched"

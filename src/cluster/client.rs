@@ -1,7 +1,8 @@
 //! Building the HTTP client from a resolved configuration: kube-rs's layers
-//! (base URI, retries, authentication, impersonation headers, timeouts), in
-//! kube-rs's order, over our TLS setup from [`super::tls`] and an optional
-//! HTTP proxy from [`super::proxy`].
+//! (base URI, authentication, impersonation headers, timeouts), in kube-rs's
+//! order, without its retry layer (retries are ours, [`super::retry`]),
+//! over our TLS setup from [`super::tls`] and an optional HTTP proxy from
+//! [`super::proxy`].
 
 use base64::Engine;
 use http::{HeaderValue, Uri};
@@ -9,13 +10,11 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::connect::proxy::Tunnel;
 use hyper_util::rt::TokioExecutor;
 use kube::client::ConfigExt;
-use kube::client::retry::RetryPolicy;
 use kube::config::AuthInfo;
 use kube::{Client, Config};
 use rustls::pki_types::ServerName;
 use secrecy::ExposeSecret;
 use tower::ServiceBuilder;
-use tower::retry::RetryLayer;
 
 use super::tls::{self, Identity};
 
@@ -161,12 +160,6 @@ where
         hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build(connector);
     let service = ServiceBuilder::new()
         .layer(config.base_uri_layer())
-        // kube-rs's own default: retry 429/503/504 with backoff, honouring Retry-After.
-        .option_layer(
-            config
-                .default_retry
-                .then(|| RetryLayer::new(RetryPolicy::server_retry())),
-        )
         .option_layer(config.auth_layer().map_err(kube_err)?)
         .layer(config.extra_headers_layer().map_err(kube_err)?)
         .map_err(Box::<dyn std::error::Error + Send + Sync>::from)

@@ -80,28 +80,33 @@ impl Connection {
         if let Some(t) = token {
             params = params.continue_token(t);
         }
-        let request =
-            kube::core::Request::new(path)
-                .list(&params)
-                .map_err(|e| ClusterError::Other {
-                    server: self.server.clone(),
-                    detail: e.to_string(),
-                })?;
-        match self.client.request::<Page>(request).await {
+        let request = kube::core::Request::new(path)
+            .list(&params)
+            .map_err(|e| self.unbuildable(e))?;
+        let what = format!(
+            "LIST {}/{} {}",
+            resource.group, resource.version, resource.plural
+        );
+        match self.call::<Page>(&what, request).await {
             Ok(page) => Ok(page),
-            Err(kube::Error::Api(status)) if status.code == 410 => Err(ListError::Expired),
-            Err(e) => Err(ListError::Cluster(self.classify(e))),
+            Err(f) if f.code() == Some(410) => Err(ListError::Expired),
+            Err(f) => Err(ListError::Cluster(self.classify_failed(f))),
         }
     }
 
     /// The server's minor version (`33` for 1.33), which decides whether
     /// validation ratcheting applies. `+` suffixes of vendors are ignored.
     pub async fn server_minor(&self) -> Result<u32, ClusterError> {
-        let info = self
-            .client
-            .apiserver_version()
+        let request = http::Request::get("/version")
+            .body(Vec::new())
+            .map_err(|e| ClusterError::Other {
+                server: self.server.clone(),
+                detail: e.to_string(),
+            })?;
+        let info: k8s_openapi::apimachinery::pkg::version::Info = self
+            .call("GET /version", request)
             .await
-            .map_err(|e| self.classify(e))?;
+            .map_err(|f| self.classify_failed(f))?;
         let digits: String = info
             .minor
             .chars()

@@ -11,19 +11,24 @@ pub mod kubeconfig;
 mod list;
 pub mod ownership;
 pub mod proxy;
+mod request;
+pub mod retry;
 pub mod tls;
 mod write;
 
 pub use list::{ListError, Page, ResourceRef};
+pub use retry::{RequestTrace, RetryNotice, RetryPolicy};
 pub use write::{Rewrite, RewriteError, StoredVersionsUpdate};
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Patch, PatchParams};
+use kube::api::{GetParams, Patch, PatchParams};
 use kube::config::KubeConfigOptions;
-use kube::{Api, Client, Config};
+use kube::{Client, Config};
 use serde_json::Value;
 use thiserror::Error;
 
@@ -96,6 +101,14 @@ pub enum ClusterError {
     /// Anything else on the way.
     #[error("request to {server} failed: {detail}")]
     Other { server: String, detail: String },
+    /// Transient failures (429, 5xx, lost connections) outlasted the retry
+    /// policy; nothing was counted as complete.
+    #[error("{last} (gave up after {tries} tries and {waited_secs:.1}s of waiting)")]
+    GaveUp {
+        last: Box<ClusterError>,
+        tries: u32,
+        waited_secs: f64,
+    },
 }
 
 /// A connected client and what the report header says about it.
@@ -110,9 +123,16 @@ pub struct Connection {
     timeout: Option<Duration>,
     /// The exec plugin's `installHint`, for errors.
     install_hint: Option<String>,
-    /// The same connection without kube's own retries of 429/503/504, for
-    /// writes that retry under their own bounded, counted policy.
-    unretried: Client,
+    /// How transient failures are retried.
+    retry_policy: RetryPolicy,
+    /// Retries and traces of this connection (clones share it).
+    log: Arc<retry::RequestLog>,
+    /// Whether the server has answered at least once: a refused connection
+    /// after that is a restart, worth retrying; before, it is no server.
+    reached: Arc<AtomicBool>,
+    /// Ask for gzip-compressed answers, as kubectl does unless the cluster
+    /// says `disable-compression: true`.
+    compression: bool,
 }
 
 /// Builds a client the way kubectl would from these flags.
@@ -130,6 +150,15 @@ pub async fn connect(flags: &KubeFlags) -> Result<Connection, ClusterError> {
     let kubeconfig_err = |e: &(dyn std::error::Error + 'static)| {
         ClusterError::Kubeconfig(with_install_hint(one_line(e), install_hint.as_deref()))
     };
+    if let Some(exec) = selected
+        .kubeconfig
+        .auth_infos
+        .first_mut()
+        .and_then(|u| u.auth_info.as_mut())
+        .and_then(|u| u.exec.as_mut())
+    {
+        interactive_mode(exec, std::io::stdin().is_terminal()).map_err(ClusterError::Kubeconfig)?;
+    }
     let identity = match selected
         .kubeconfig
         .auth_infos
@@ -163,21 +192,39 @@ pub async fn connect(flags: &KubeFlags) -> Result<Connection, ClusterError> {
         std::env::var(name).ok()
     })
     .map_err(ClusterError::Kubeconfig)?;
-    // The same connection without kube's retries, for writes that retry
-    // under their own bounded, counted policy.
-    let mut plain = config.clone();
-    plain.default_retry = false;
-    let unretried =
-        client::build(plain, identity.clone(), proxy.clone()).map_err(|e| kubeconfig_err(&e))?;
+    // Our retry policy is the only one: kube's would retry unseen and
+    // uncounted, without a bound on the total time.
+    config.default_retry = false;
+    let compression = !config.disable_compression;
     let client = client::build(config, identity, proxy).map_err(|e| kubeconfig_err(&e))?;
-    Ok(Connection {
-        client,
-        context: selected.context,
-        server,
-        timeout: flags.request_timeout,
-        install_hint,
-        unretried,
-    })
+    let mut conn = Connection::from_client(client, &selected.context, &server);
+    conn.compression = compression;
+    conn.timeout = flags.request_timeout;
+    conn.install_hint = install_hint;
+    Ok(conn)
+}
+
+/// Settles an exec plugin's `interactiveMode` as kubectl does: `Never`
+/// gives it no terminal; `IfAvailable` (the default) gives it ours only when
+/// stdin is one; `Always` without a terminal is an error. kube-rs hands an
+/// interactive plugin our stdin and stderr, so without a terminal the
+/// plugin runs as `Never`: its stderr, which may hold credentials, is then
+/// captured and never printed.
+fn interactive_mode(exec: &mut kube::config::ExecConfig, terminal: bool) -> Result<(), String> {
+    use kube::config::ExecInteractiveMode as Mode;
+    match exec.interactive_mode {
+        Some(Mode::Never) => Ok(()),
+        Some(Mode::Always) if !terminal => Err(
+            "the exec credential plugin needs a terminal (interactiveMode: Always), but standard \
+             input is not one"
+                .into(),
+        ),
+        _ if !terminal => {
+            exec.interactive_mode = Some(Mode::Never);
+            Ok(())
+        }
+        _ => Ok(()),
+    }
 }
 
 /// An error and its sources on one line. A failed exec credential plugin is
@@ -249,17 +296,58 @@ fn with_install_hint(message: String, hint: Option<&str>) -> String {
 
 impl Connection {
     /// A connection over a client built elsewhere (embedding, tests); the
-    /// context and server only label reports and errors. Writes use the same
-    /// client, with whatever retries it has.
+    /// context and server only label reports and errors. Requests are retried
+    /// under the default [`RetryPolicy`] (on top of any retries the client
+    /// has itself); no compression is asked for.
     pub fn from_client(client: Client, context: &str, server: &str) -> Connection {
         Connection {
-            unretried: client.clone(),
             client,
             context: context.to_string(),
             server: server.to_string(),
             timeout: None,
             install_hint: None,
+            retry_policy: RetryPolicy::default(),
+            log: Arc::default(),
+            reached: Arc::default(),
+            compression: false,
         }
+    }
+
+    /// This connection with another retry policy.
+    pub fn with_retry_policy(mut self, policy: RetryPolicy) -> Connection {
+        self.retry_policy = policy;
+        self
+    }
+
+    /// This connection asking for gzip-compressed answers, or not.
+    pub fn with_compression(mut self, on: bool) -> Connection {
+        self.compression = on;
+        self
+    }
+
+    /// The retry policy of every request.
+    pub fn retry_policy(&self) -> RetryPolicy {
+        self.retry_policy
+    }
+
+    /// Requests retried so far on this connection.
+    pub fn retries(&self) -> u64 {
+        self.log.count()
+    }
+
+    /// Calls `f` before every retry (for a progress line).
+    pub fn on_retry(&self, f: impl Fn(&RetryNotice) + Send + Sync + 'static) {
+        self.log.observe(Box::new(f));
+    }
+
+    /// Calls `f` after every request with its outcome (for `-v`).
+    pub fn on_request(&self, f: impl Fn(&RequestTrace) + Send + Sync + 'static) {
+        self.log.trace_with(Box::new(f));
+    }
+
+    /// Counts a retry made by a caller's own loop (a migration's writes).
+    pub fn note_retry(&self, notice: &RetryNotice) {
+        self.log.note(notice);
     }
 
     fn classify(&self, e: kube::Error) -> ClusterError {
@@ -308,22 +396,58 @@ impl Connection {
         }
     }
 
-    /// CRDs as untyped JSON, so every field the server returns survives.
-    fn crds_dynamic(&self) -> Api<kube::core::DynamicObject> {
-        Api::all_with(
-            self.client.clone(),
-            &kube::discovery::ApiResource::erase::<CustomResourceDefinition>(&()),
-        )
+    /// Requests about CRDs. Answers are kept as untyped JSON, so every
+    /// field the server returns survives.
+    fn crds(&self) -> kube::core::Request {
+        kube::core::Request::new("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")
+    }
+
+    /// A request kube-core could not build (a bug, not a cluster problem).
+    fn unbuildable(&self, e: kube::core::request::Error) -> ClusterError {
+        ClusterError::Other {
+            server: self.server.clone(),
+            detail: e.to_string(),
+        }
     }
 
     /// The live CRD as JSON (status included), or `None` when it does not
     /// exist: a missing CRD is news, not an error.
     pub async fn get_crd(&self, name: &str) -> Result<Option<Value>, ClusterError> {
-        match self.crds_dynamic().get_opt(name).await {
-            Ok(Some(obj)) => self.to_value(obj).map(Some),
-            Ok(None) => Ok(None),
-            Err(e) => Err(self.classify(e)),
+        let request = self
+            .crds()
+            .get(name, &GetParams::default())
+            .map_err(|e| self.unbuildable(e))?;
+        match self
+            .call::<Value>(&format!("GET crd {name}"), request)
+            .await
+        {
+            Ok(crd) => Ok(Some(crd)),
+            Err(f) if f.code() == Some(404) => Ok(None),
+            Err(f) => Err(self.classify_failed(f)),
         }
+    }
+
+    /// A server-side apply of `manifest` to CRD `name`. Retrying one is
+    /// safe: applying the same configuration again as the same field
+    /// manager changes nothing if the first one was stored.
+    async fn patch_crd(
+        &self,
+        what: &str,
+        name: &str,
+        params: &PatchParams,
+        manifest: &Value,
+    ) -> Result<Value, request::Failed> {
+        let body = Patch::Apply(apply_body(manifest));
+        let request = self
+            .crds()
+            .patch(name, params, &body)
+            .map_err(|e| request::Failed {
+                error: kube::Error::BuildRequest(e),
+                tries: 0,
+                waited: Duration::ZERO,
+                exhausted: false,
+            })?;
+        self.call(&format!("{what} crd {name}"), request).await
     }
 
     /// Server-side-applies `manifest` with `dryRun=All`: the API server's own
@@ -334,27 +458,26 @@ impl Connection {
         name: &str,
         manifest: &Value,
     ) -> Result<DryRun, ClusterError> {
-        let body = Patch::Apply(apply_body(manifest));
         let plain = PatchParams::apply(FIELD_MANAGER).dry_run();
-        let conflict = match self.crds_dynamic().patch(name, &plain, &body).await {
-            Ok(obj) => return Ok(DryRun::Accepted(self.to_value(obj)?)),
-            Err(kube::Error::Api(status)) if status.code == 409 => Some(status.message.clone()),
-            Err(kube::Error::Api(status)) if matches!(status.code, 400 | 422) => {
-                return Ok(DryRun::Rejected(status.message.clone()));
+        let conflict = match self.patch_crd("dry-run", name, &plain, manifest).await {
+            Ok(obj) => return Ok(DryRun::Accepted(obj)),
+            Err(f) if f.code() == Some(409) => Some(f.message()),
+            Err(f) if matches!(f.code(), Some(400 | 422)) => {
+                return Ok(DryRun::Rejected(f.message()));
             }
-            Err(e) => return Err(self.classify(e)),
+            Err(f) => return Err(self.classify_failed(f)),
         };
         // Forced, to learn whether the CRD itself is valid.
         let forced = PatchParams::apply(FIELD_MANAGER).force().dry_run();
-        match self.crds_dynamic().patch(name, &forced, &body).await {
+        match self.patch_crd("dry-run", name, &forced, manifest).await {
             Ok(obj) => Ok(DryRun::Conflict {
-                would_store: self.to_value(obj)?,
+                would_store: obj,
                 message: conflict.unwrap_or_default(),
             }),
-            Err(kube::Error::Api(status)) if matches!(status.code, 400 | 409 | 422) => {
-                Ok(DryRun::Rejected(status.message.clone()))
+            Err(f) if matches!(f.code(), Some(400 | 409 | 422)) => {
+                Ok(DryRun::Rejected(f.message()))
             }
-            Err(e) => Err(self.classify(e)),
+            Err(f) => Err(self.classify_failed(f)),
         }
     }
 
@@ -371,19 +494,11 @@ impl Connection {
         if force_conflicts {
             params = params.force();
         }
-        match self
-            .crds_dynamic()
-            .patch(name, &params, &Patch::Apply(apply_body(manifest)))
-            .await
-        {
-            Ok(obj) => Ok(self.to_value(obj)?),
-            Err(kube::Error::Api(status)) if status.code == 409 => {
-                Err(ApplyError::Conflict(status.message.clone()))
-            }
-            Err(kube::Error::Api(status)) if matches!(status.code, 400 | 422) => {
-                Err(ApplyError::Rejected(status.message.clone()))
-            }
-            Err(e) => Err(ApplyError::Cluster(self.classify(e))),
+        match self.patch_crd("apply", name, &params, manifest).await {
+            Ok(obj) => Ok(obj),
+            Err(f) if f.code() == Some(409) => Err(ApplyError::Conflict(f.message())),
+            Err(f) if matches!(f.code(), Some(400 | 422)) => Err(ApplyError::Rejected(f.message())),
+            Err(f) => Err(ApplyError::Cluster(self.classify_failed(f))),
         }
     }
 
@@ -392,26 +507,44 @@ impl Connection {
     /// what a client-side `kubectl apply` left (see [`ownership`]). The
     /// write is conditional on the resourceVersion read. `false` when there
     /// was nothing to move.
+    ///
+    /// If the write was retried and then refused for a changed
+    /// resourceVersion, the first try may have landed: the CRD is read and
+    /// judged again once, and finding nothing left to move means it did.
     pub async fn take_over_fields(&self, name: &str, from: &[&str]) -> Result<bool, ClusterError> {
-        let Some(live) = self.get_crd(name).await? else {
-            return Ok(false);
-        };
-        let managed = live["metadata"]["managedFields"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        let Some(fields) = ownership::take_over(&managed, from, FIELD_MANAGER) else {
-            return Ok(false);
-        };
-        let patch = serde_json::json!({"metadata": {
-            "resourceVersion": live["metadata"]["resourceVersion"],
-            "managedFields": fields,
-        }});
-        self.crds_dynamic()
-            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .map_err(|e| self.classify(e))?;
-        Ok(true)
+        let mut moved = false;
+        for _ in 0..2 {
+            let Some(live) = self.get_crd(name).await? else {
+                return Ok(moved);
+            };
+            let managed = live["metadata"]["managedFields"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let Some(fields) = ownership::take_over(&managed, from, FIELD_MANAGER) else {
+                return Ok(moved);
+            };
+            let patch = serde_json::json!({"metadata": {
+                "resourceVersion": live["metadata"]["resourceVersion"],
+                "managedFields": fields,
+            }});
+            let request = self
+                .crds()
+                .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .map_err(|e| self.unbuildable(e))?;
+            match self
+                .call::<Value>(&format!("take over fields of crd {name}"), request)
+                .await
+            {
+                Ok(_) => return Ok(true),
+                Err(f) if f.code() == Some(409) && f.tries > 1 => moved = true,
+                Err(f) => return Err(self.classify_failed(f)),
+            }
+        }
+        Err(ClusterError::Api {
+            code: 409,
+            message: format!("crd {name} keeps changing while its fields are taken over"),
+        })
     }
 
     /// Polls the CRD until it is `Established`, its names are refused, or
@@ -453,13 +586,6 @@ impl Connection {
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-    }
-
-    fn to_value(&self, obj: kube::core::DynamicObject) -> Result<Value, ClusterError> {
-        serde_json::to_value(obj).map_err(|e| ClusterError::Other {
-            server: self.server.clone(),
-            detail: e.to_string(),
-        })
     }
 }
 

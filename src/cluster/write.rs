@@ -3,12 +3,13 @@
 //! `resourceVersion`, so a concurrent change makes them fail (409) instead
 //! of overwriting it.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use kube::api::PostParams;
 use kube::client::Body;
 use serde_json::{Value, json};
 
+use super::retry::{RequestTrace, is_transient_status, retry_after};
 use super::{ClusterError, Connection, FIELD_MANAGER, ResourceRef, one_line};
 
 /// What became of writing one object back.
@@ -81,7 +82,23 @@ impl Connection {
         let request = kube::core::Request::new(path)
             .replace(name, &params, body)
             .map_err(|e| RewriteError::Refused(e.to_string()))?;
-        let response = match self.unretried.send(request.map(Body::from)).await {
+        let target = request
+            .uri()
+            .path_and_query()
+            .map(|p| p.to_string())
+            .unwrap_or_default();
+        let started = std::time::Instant::now();
+        let sent = self.client.send(request.map(Body::from)).await;
+        self.log.trace(|| RequestTrace {
+            method: "PUT".into(),
+            target,
+            outcome: match &sent {
+                Ok(r) => r.status().as_u16().to_string(),
+                Err(_) => "failed".into(),
+            },
+            elapsed: started.elapsed(),
+        });
+        let response = match sent {
             Ok(r) => r,
             Err(e) => {
                 return Err(RewriteError::Transient {
@@ -90,16 +107,13 @@ impl Connection {
                 });
             }
         };
+        self.reached
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         let code = response.status().as_u16();
         if response.status().is_success() {
             return Ok(Rewrite::Written);
         }
-        let after = response
-            .headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
+        let after = retry_after(response.headers(), SystemTime::now());
         let text = match response.into_body().collect_bytes().await {
             Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
             Err(e) => one_line(&e),
@@ -118,7 +132,7 @@ impl Connection {
         match code {
             404 => Ok(Rewrite::Deleted),
             409 => Ok(Rewrite::WrittenByOthers),
-            429 | 500 | 503 | 504 => Err(RewriteError::Transient {
+            code if is_transient_status(code) => Err(RewriteError::Transient {
                 message: format!("{code}: {message}"),
                 after,
             }),
@@ -165,12 +179,23 @@ impl Connection {
                     server: self.server.clone(),
                     detail: e.to_string(),
                 })?;
-        match self.client.request::<Value>(request).await {
+        match self
+            .call::<Value>(&format!("PATCH crd {name}/status"), request)
+            .await
+        {
             Ok(_) => Ok(StoredVersionsUpdate::Set),
-            Err(kube::Error::Api(status)) if status.code == 409 => {
-                Ok(StoredVersionsUpdate::CrdChanged(status.message.clone()))
+            Err(f) if f.code() == Some(409) => {
+                // A retried patch may have landed before its answer was
+                // lost: then the CRD already says what we wrote.
+                if f.tries > 1
+                    && let Some(live) = self.get_crd(name).await?
+                    && live["status"]["storedVersions"] == serde_json::json!(versions)
+                {
+                    return Ok(StoredVersionsUpdate::Set);
+                }
+                Ok(StoredVersionsUpdate::CrdChanged(f.message()))
             }
-            Err(e) => Err(self.classify(e)),
+            Err(f) => Err(self.classify_failed(f)),
         }
     }
 }

@@ -21,7 +21,7 @@ use crate::scan::ScanSummary;
 pub use markdown::render_markdown;
 pub use migration::{render_migration_outcome, render_migration_plan};
 pub use outcome::render_outcomes;
-pub use table::{TableOptions, render_table};
+pub use table::{TableOptions, render_table, retries_line};
 
 /// The verdict on one CRD.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -176,6 +176,9 @@ pub struct ClusterInfo {
     pub context: String,
     /// API server URL.
     pub server: String,
+    /// Requests retried after a transient failure (429, 5xx, a lost
+    /// connection) while the report was made.
+    pub retries: u64,
 }
 
 /// The whole report.

@@ -56,6 +56,10 @@ pub fn render_table(report: &Report, opts: TableOptions) -> String {
         render_crd(crd, opts, &mut out);
         out.push('\n');
     }
+    if let Some(c) = report.cluster.as_ref().filter(|c| c.retries > 0) {
+        out.push_str(&retries_line(c.retries));
+        out.push('\n');
+    }
     let mut line = report.summary_line();
     if let Some(v) = &report.kube_version {
         line.push_str(&format!(" (CRD rules of Kubernetes {v})"));
@@ -170,6 +174,21 @@ fn new_table(opts: TableOptions, header: &[&str]) -> Table {
     table
 }
 
+/// `1 request`, `2 requests`.
+fn plural_requests(n: u64) -> String {
+    format!("{n} request{}", if n == 1 { "" } else { "s" })
+}
+
+/// The footer line that says the API server was retried, and that the
+/// counts are complete anyway (a run that gave up fails instead).
+pub fn retries_line(retries: u64) -> String {
+    format!(
+        "retries: {} to the API server retried after transient failures (429, 5xx, lost \
+         connections); every count above is complete",
+        plural_requests(retries)
+    )
+}
+
 /// The object scan's totals and its findings, one row per rule and path.
 fn render_scan(crd: &CrdReport, opts: TableOptions, out: &mut String) {
     let Some(scan) = &crd.scan else { return };
@@ -189,6 +208,9 @@ fn render_scan(crd: &CrdReport, opts: TableOptions, out: &mut String) {
             "; not scanned, schema unchanged: {}",
             scan.unchanged_versions.join(", ")
         ));
+    }
+    if scan.retries > 0 {
+        line.push_str(&format!("; {} retried", plural_requests(scan.retries)));
     }
     out.push_str(&line);
     if let Some(table) = object_findings_table(&crd.findings, opts) {

@@ -82,6 +82,9 @@ pub struct ScanSummary {
     pub losing_data: u64,
     /// Times a listing restarted after its continue token expired.
     pub restarts: u32,
+    /// Requests of this scan retried after a transient failure (429, 5xx,
+    /// a lost connection); the counts are complete all the same.
+    pub retries: u64,
     /// Every offending object.
     pub objects: Vec<ObjectReport>,
 }
@@ -127,6 +130,7 @@ pub async fn scan_crd(
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<CrdScan, ScanError> {
     let ratcheting = server_minor >= RATCHETING_SINCE_MINOR;
+    let retries_before = conn.retries();
     let mut tally = Tally::new(opts.max_examples, ratcheting);
     let mut summary = ScanSummary::new(server_minor);
     let mut findings = Vec::new();
@@ -168,6 +172,7 @@ pub async fn scan_crd(
         scanned_per_version.push((name.clone(), listed.scanned));
         summary.versions.push(name);
     }
+    summary.retries = conn.retries() - retries_before;
     Ok(conclude(
         summary,
         tally,
@@ -207,6 +212,7 @@ pub async fn scan_for_migration(
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<MigrationScan, ScanError> {
     let ratcheting = server_minor >= RATCHETING_SINCE_MINOR;
+    let retries_before = conn.retries();
     let mut tally = Tally::new(opts.max_examples, ratcheting);
     let storage = live.storage_version();
     let mut summary = ScanSummary::new(server_minor);
@@ -259,6 +265,7 @@ pub async fn scan_for_migration(
         scanned_per_version.push((version.clone(), listed.scanned));
         summary.versions.push(version);
     }
+    summary.retries = conn.retries() - retries_before;
     let against = format!("the storage version's ({}) schema", storage.name());
     let mut scan = conclude(
         summary,
@@ -289,6 +296,7 @@ impl ScanSummary {
             invalid: 0,
             losing_data: 0,
             restarts: 0,
+            retries: 0,
             objects: Vec::new(),
         }
     }

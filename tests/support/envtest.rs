@@ -39,7 +39,10 @@ pub struct ControlPlane {
     pub restricted_kubeconfig: PathBuf,
     /// The directory with kube-apiserver, etcd (and kubectl when available).
     pub assets: PathBuf,
+    /// kube-apiserver's flags, to start it again.
+    apiserver_args: Vec<String>,
     // Dropping these closes the wrappers' stdin, which stops the servers.
+    // kube-apiserver's comes first.
     _guards: Vec<(Child, ChildStdin)>,
 }
 
@@ -270,10 +273,28 @@ printf '%s,token-admin,uid-token-admin,"system:masters"\n%s,token-restricted,uid
             admin_kubeconfig: admin,
             restricted_kubeconfig: restricted,
             assets,
+            apiserver_args: api_args,
             _guards: vec![apiserver, etcd],
         };
         plane.wait_ready(deadline);
         Ok(plane)
+    }
+
+    /// Stops kube-apiserver (SIGTERM, as a rolling restart does), starts it
+    /// again on the same port over the same etcd, and returns once it is
+    /// ready; only for a [`dedicated`] control plane.
+    pub fn restart_apiserver(&mut self) {
+        let (mut child, stdin) = self._guards.remove(0);
+        drop(stdin);
+        child.wait().expect("kube-apiserver stopped");
+        let restarted = spawn_guarded(
+            &self.assets.join("kube-apiserver"),
+            &self.apiserver_args,
+            &self.dir.path().join("apiserver-restarted.log"),
+            None,
+        );
+        self._guards.insert(0, restarted);
+        self.wait_ready(Instant::now() + Duration::from_secs(60));
     }
 
     /// Polls `/readyz` with the admin identity until the server is ready.
@@ -326,18 +347,22 @@ printf '%s,token-admin,uid-token-admin,"system:masters"\n%s,token-restricted,uid
     }
 }
 
+/// A control plane of the caller's own (for a test that restarts it), or
+/// `None` (after a notice) when the binaries are unavailable outside CI.
+pub fn dedicated() -> Option<ControlPlane> {
+    match ControlPlane::start() {
+        Ok(p) => Some(p),
+        Err(why) if in_ci() => panic!("live tests are required in CI, but {why}"),
+        Err(why) => {
+            eprintln!("notice: skipping live-cluster tests: {why}");
+            None
+        }
+    }
+}
+
 /// The control plane shared by every test of this binary, or `None` (after
 /// a notice) when the binaries are unavailable outside CI.
 pub fn control_plane() -> Option<&'static ControlPlane> {
     static PLANE: OnceLock<Option<ControlPlane>> = OnceLock::new();
-    PLANE
-        .get_or_init(|| match ControlPlane::start() {
-            Ok(p) => Some(p),
-            Err(why) if in_ci() => panic!("live tests are required in CI, but {why}"),
-            Err(why) => {
-                eprintln!("notice: skipping live-cluster tests: {why}");
-                None
-            }
-        })
-        .as_ref()
+    PLANE.get_or_init(dedicated).as_ref()
 }

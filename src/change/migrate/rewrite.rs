@@ -7,10 +7,9 @@
 //!   stores in the storage version: it counts as migrated without a retry.
 //! - 404 means it was deleted: nothing left to migrate.
 //! - 429, 500, 503, 504 and lost connections are retried with exponential
-//!   backoff (the server's `Retry-After` when it sends one), at most
-//!   [`RetryPolicy::attempts`] times and [`RetryPolicy::max_wait`] in all
-//!   per object. A retried PUT is safe: if the first one was stored, the
-//!   retry gets 409.
+//!   backoff (the server's `Retry-After` when it sends one) under the
+//!   policy every request shares ([`RetryPolicy`]), per object. A retried
+//!   PUT is safe: if the first one was stored, the retry gets 409.
 //! - 401/403 stop the run (no later write would succeed); anything else is
 //!   reported for that object and the others go on.
 //!
@@ -25,45 +24,11 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::RunOptions;
-use crate::cluster::{Connection, ListError, Page, ResourceRef, Rewrite, RewriteError};
+pub use crate::cluster::RetryPolicy;
+use crate::cluster::{
+    Connection, ListError, Page, ResourceRef, RetryNotice, Rewrite, RewriteError,
+};
 use crate::scan::object_name;
-
-/// Retries of transient failures, per object.
-#[derive(Debug, Clone, Copy)]
-pub struct RetryPolicy {
-    /// Tries in all, the first included.
-    pub attempts: u32,
-    /// The first backoff; it doubles after each failure.
-    pub backoff: Duration,
-    /// The most one object waits between tries, in all.
-    pub max_wait: Duration,
-}
-
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        RetryPolicy {
-            attempts: 6,
-            backoff: Duration::from_millis(200),
-            max_wait: Duration::from_secs(60),
-        }
-    }
-}
-
-impl RetryPolicy {
-    /// How long to wait before the next try after `attempt` tries that
-    /// waited `waited` in all, with the current `backoff` and the server's
-    /// `Retry-After`; `None` when the object has had its share.
-    pub fn next_wait(
-        &self,
-        attempt: u32,
-        waited: Duration,
-        backoff: Duration,
-        retry_after: Option<Duration>,
-    ) -> Option<Duration> {
-        let wait = retry_after.unwrap_or(backoff);
-        (attempt < self.attempts && waited + wait <= self.max_wait).then_some(wait)
-    }
-}
 
 /// An object that could not be written back.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -251,6 +216,12 @@ async fn write_one(
                         u64::from(attempt - 1),
                     );
                 };
+                conn.note_retry(&RetryNotice {
+                    request: format!("PUT {name}"),
+                    cause: message,
+                    retry: attempt,
+                    wait,
+                });
                 sleep_unless_stopped(wait, stop).await;
                 waited += wait;
                 backoff = backoff.saturating_mul(2);
@@ -266,34 +237,5 @@ async fn sleep_unless_stopped(wait: Duration, stop: &AtomicBool) {
     while tokio::time::Instant::now() < deadline && !stop.load(Ordering::SeqCst) {
         let slice = deadline.saturating_duration_since(tokio::time::Instant::now());
         tokio::time::sleep(slice.min(Duration::from_millis(100))).await;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn retries_back_off_honor_retry_after_and_give_up() {
-        let policy = RetryPolicy::default();
-        let ms = Duration::from_millis;
-        // The backoff the caller doubles, unless the server names a wait.
-        assert_eq!(policy.next_wait(1, ms(0), ms(200), None), Some(ms(200)));
-        assert_eq!(
-            policy.next_wait(2, ms(200), ms(400), Some(Duration::from_secs(3))),
-            Some(Duration::from_secs(3))
-        );
-        // At most `attempts` tries ...
-        assert_eq!(policy.next_wait(6, ms(0), ms(200), None), None);
-        // ... and at most `max_wait` of waiting per object.
-        assert_eq!(
-            policy.next_wait(
-                2,
-                Duration::from_secs(59),
-                ms(0),
-                Some(Duration::from_secs(2))
-            ),
-            None
-        );
     }
 }
