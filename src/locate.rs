@@ -102,8 +102,17 @@ fn node_path(f: &Finding, side: &LoadedCrd) -> NodePath {
             node.extend(schema_segments(p));
             keyword = schema_keyword(f.check);
         }
-        // The API server's own field paths (invalidCrd).
-        Some(p) => node.extend(field_segments(p)),
+        // The API server's own field paths (invalidCrd). It names a schema
+        // shared by every version `spec.validation`, as v1beta1 wrote it.
+        Some(p) => {
+            node.extend(field_segments(p));
+            let legacy_text = find(side, &["spec".into(), "validation".into()]).is_some();
+            if node.starts_with(&["spec".into(), "validation".into()]) && !legacy_text {
+                let i = version_entry.unwrap_or(0).to_string();
+                node.splice(0..2, ["spec", "versions", &i, "schema"].map(String::from));
+            }
+        }
+        None if matches!(f.check, Check::NewCrd | Check::AbsentCrd) => {}
         None => {
             if let Some(i) = version_entry {
                 node.extend(["spec", "versions", &i.to_string()].map(String::from));

@@ -398,3 +398,25 @@ fn a_baseline_that_cannot_be_written_leaves_nothing_behind() {
     assert!(leftovers.is_empty(), "{leftovers:?}");
     assert!(Path::new(&target).is_dir());
 }
+
+#[test]
+fn lint_places_the_api_servers_objections_on_the_schema_node() {
+    let r = run(
+        &["lint", "examples/invalid-crd/gadgets.yaml", "-o", "github"],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    // spec.settings has properties but no type: line 34 is `settings:`.
+    assert!(
+        r.stdout.contains("::error file=examples/invalid-crd/gadgets.yaml,line=34,col=17,title=crd-safety invalidCrd%3A "),
+        "{}",
+        r.stdout
+    );
+    // A new CRD is at the start of its document.
+    assert!(
+        r.stdout
+            .contains("::notice file=examples/invalid-crd/gadgets.yaml,line=6,col=1,title=crd-safety newCrd%3A gadgets.example.com::"),
+        "{}",
+        r.stdout
+    );
+}
