@@ -161,15 +161,23 @@ fn render(report: &Report, args: &ReportArgs) -> String {
     }
 }
 
-/// What every report gets before it is shown: positions of its findings,
-/// then the baseline (`--baseline`, `--write-baseline`).
+/// What every report gets before it is shown: positions of its findings
+/// (for the formats that show them: they cost a second pass over the
+/// documents with findings), then the baseline (`--baseline`,
+/// `--write-baseline`).
 fn finish(
     report: &mut Report,
     old: &manifest::ManifestSet,
     new: &manifest::ManifestSet,
     args: &ReportArgs,
 ) -> Result<(), Failure> {
-    locate(report, old, new);
+    let positioned = matches!(
+        args.output,
+        OutputFormat::Json | OutputFormat::Yaml | OutputFormat::Sarif | OutputFormat::Github
+    );
+    if positioned {
+        locate(report, old, new);
+    }
     if let Some(path) = &args.baseline {
         Baseline::load(path)
             .map_err(|e| Failure::Input(e.to_string()))?

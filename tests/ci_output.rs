@@ -420,3 +420,24 @@ fn lint_places_the_api_servers_objections_on_the_schema_node() {
         r.stdout
     );
 }
+
+#[test]
+fn the_pre_commit_hook_runs_lint_on_the_files_it_is_given() {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(".pre-commit-hooks.yaml"),
+    )
+    .expect("the hook file is readable");
+    let hooks: Value = serde_saphyr::from_str(&text).expect("the hook file is YAML");
+    let entry = hooks[0]["entry"].as_str().expect("the hook has an entry");
+    let mut words = entry.split_whitespace();
+    assert_eq!(words.next(), Some("kubectl-crd_safety"));
+    // pre-commit appends the staged files to the entry.
+    let mut args: Vec<&str> = words.collect();
+    args.push("examples/invalid-crd/gadgets.yaml");
+    let r = run(&args, None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stdout.contains("invalidCrd"));
+    args.pop();
+    args.push("examples/safe-upgrade/new.yaml");
+    assert_eq!(run(&args, None).code, 0);
+}

@@ -38,13 +38,15 @@ pub struct DocumentText {
     index: OnceLock<Option<HashMap<String, (usize, usize)>>>,
 }
 
-/// Joins path segments into one map key (`\u{1}` cannot occur in YAML keys
-/// we look up).
+/// Separates path segments in index keys (it occurs in no key we look up).
+const SEPARATOR: char = '\u{1}';
+
+/// Joins path segments into one index key.
 fn key_of<S: AsRef<str>>(segments: &[S]) -> String {
     let mut out = String::new();
     for (i, s) in segments.iter().enumerate() {
         if i > 0 {
-            out.push('\u{1}');
+            out.push(SEPARATOR);
         }
         out.push_str(s.as_ref());
     }
@@ -88,78 +90,84 @@ impl DocumentText {
     }
 }
 
+/// An open collection while indexing; `base` is the length of the shared
+/// path string at the collection itself.
 enum Frame {
-    /// A mapping; `key` is the key whose value comes next.
-    Map {
-        path: Vec<String>,
-        key: Option<String>,
-    },
+    /// A mapping; `keyed` when the key whose value comes next was read.
+    Map { base: usize, keyed: bool },
     /// A sequence; `next` is the index of the next item.
-    Seq { path: Vec<String>, next: usize },
+    Seq { base: usize, next: usize },
     /// A collection used as a mapping key: nothing inside is recorded.
     Ignored,
 }
 
 /// Every mapping key and sequence item of the first document in `text`,
-/// by path, with its 1-based line and column in `text`.
+/// by path, with its 1-based line and column in `text`. One path string is
+/// extended and cut back as the events go, so recording a node costs one
+/// allocation.
 fn index(text: &str) -> Option<HashMap<String, (usize, usize)>> {
     let mut out = HashMap::new();
     let mut stack: Vec<Frame> = Vec::new();
+    let mut path = String::new();
     let mut parser = Parser::new_from_str(text);
     while let Some(event) = parser.next_event() {
         let (event, span) = event.ok()?;
         let at = (span.start.line(), span.start.col() + 1);
         let starts = matches!(event, Event::MappingStart(..) | Event::SequenceStart(..));
-        let node = starts || matches!(event, Event::Scalar(..) | Event::Alias(..));
-        match event {
+        match &event {
             Event::MappingEnd | Event::SequenceEnd => {
                 stack.pop();
                 end_value(&mut stack);
                 continue;
             }
             Event::DocumentEnd => break,
-            _ if !node => continue,
-            _ => {}
+            Event::Scalar(..)
+            | Event::Alias(..)
+            | Event::MappingStart(..)
+            | Event::SequenceStart(..) => {}
+            _ => continue,
         }
-        // Where this node sits: a key, a value under a key, or an item.
-        let path: Option<Vec<String>> = match stack.last_mut() {
+        // Where this node sits: the document, a key, a value, or an item.
+        let recorded = match stack.last_mut() {
             None => {
                 out.entry(String::new()).or_insert(at);
-                Some(Vec::new())
+                true
             }
-            Some(Frame::Ignored) => None,
-            Some(Frame::Map { key: None, .. }) => {
-                if let Event::Scalar(value, ..) = &event {
-                    if let Some(Frame::Map { path, key }) = stack.last_mut() {
-                        let mut p = path.clone();
-                        p.push(value.to_string());
-                        out.entry(key_of(&p)).or_insert(at);
-                        *key = Some(value.to_string());
+            Some(Frame::Ignored) => false,
+            Some(Frame::Map {
+                base,
+                keyed: keyed @ false,
+            }) => {
+                if let Event::Scalar(key, ..) = &event {
+                    path.truncate(*base);
+                    if *base > 0 {
+                        path.push(SEPARATOR);
                     }
+                    path.push_str(key);
+                    out.entry(path.clone()).or_insert(at);
+                    *keyed = true;
                 } else if starts {
                     // A complex key: skip it, and its value with it.
                     stack.push(Frame::Ignored);
                 }
                 continue;
             }
-            Some(Frame::Map { path, key: Some(k) }) => {
-                let mut p = path.clone();
-                p.push(k.clone());
-                Some(p)
-            }
-            Some(Frame::Seq { path, next }) => {
-                let mut p = path.clone();
-                p.push(next.to_string());
-                out.entry(key_of(&p)).or_insert(at);
-                Some(p)
+            Some(Frame::Map { .. }) => true,
+            Some(Frame::Seq { base, next }) => {
+                path.truncate(*base);
+                if *base > 0 {
+                    path.push(SEPARATOR);
+                }
+                path.push_str(&next.to_string());
+                out.entry(path.clone()).or_insert(at);
+                true
             }
         };
-        match (event, path) {
-            (Event::MappingStart(..), Some(path)) => stack.push(Frame::Map { path, key: None }),
-            (Event::SequenceStart(..), Some(path)) => stack.push(Frame::Seq { path, next: 0 }),
-            (Event::MappingStart(..) | Event::SequenceStart(..), None) => {
-                stack.push(Frame::Ignored)
-            }
+        let base = path.len();
+        match event {
+            Event::MappingStart(..) if recorded => stack.push(Frame::Map { base, keyed: false }),
+            Event::SequenceStart(..) if recorded => stack.push(Frame::Seq { base, next: 0 }),
+            Event::MappingStart(..) | Event::SequenceStart(..) => stack.push(Frame::Ignored),
             _ => end_value(&mut stack),
         }
     }
@@ -170,7 +178,7 @@ fn index(text: &str) -> Option<HashMap<String, (usize, usize)>> {
 /// moves to the next item.
 fn end_value(stack: &mut [Frame]) {
     match stack.last_mut() {
-        Some(Frame::Map { key, .. }) => *key = None,
+        Some(Frame::Map { keyed, .. }) => *keyed = false,
         Some(Frame::Seq { next, .. }) => *next += 1,
         _ => {}
     }
