@@ -17,7 +17,7 @@ use serde_json::Value;
 use thiserror::Error;
 
 use crate::compare::{Finding, Severity};
-use crate::manifest::DocumentText;
+use crate::manifest::{DocumentText, yaml_error};
 use crate::report::Report;
 
 /// The format version written to and accepted in baseline files.
@@ -166,14 +166,8 @@ impl Baseline {
             message,
         };
         let file: BaselineFile = serde_saphyr::from_str(text).map_err(|e| {
-            let inner = e.without_snippet();
-            let line = inner.location().map_or(1, |l| l.line() as usize);
-            let message = inner.to_string();
-            let message = match message.rfind(" at line ") {
-                Some(i) => message[..i].to_string(),
-                None => message,
-            };
-            invalid(line, message)
+            let (line, message) = yaml_error(&e);
+            invalid(line.unwrap_or(1), message)
         })?;
         let positions = DocumentText::new(text.into(), 1);
         let line_of = |path: &[&str]| positions.find(path).map_or(1, |(line, _)| line);

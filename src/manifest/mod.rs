@@ -22,6 +22,7 @@ use crate::crd::{Crd, CrdError};
 
 pub use normalize::normalize_to_v1;
 pub use positions::{DocumentText, Position};
+pub(crate) use split::yaml_error;
 
 /// Where a document came from.
 #[derive(Debug, Clone, PartialEq, Eq)]

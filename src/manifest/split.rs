@@ -91,24 +91,29 @@ fn parse_piece(
             Ok(())
         }
         Err(e) => {
-            let inner = e.without_snippet();
-            let line = inner
-                .location()
-                .map_or(start_line, |l| start_line + l.line() as usize - 1);
-            let text = inner.to_string();
-            let message = match text.rfind(" at line ") {
-                Some(i) => text[..i].to_string(),
-                None => text,
-            };
+            let (line, message) = yaml_error(&e);
             Err(ManifestError::Yaml {
                 location: Location {
                     file: file.to_string(),
-                    line,
+                    line: line.map_or(start_line, |l| start_line + l - 1),
                 },
                 message,
             })
         }
     }
+}
+
+/// A serde-saphyr error as the 1-based line it names (in the text parsed)
+/// and its message without the position, which callers put in front.
+pub(crate) fn yaml_error(e: &serde_saphyr::Error) -> (Option<usize>, String) {
+    let inner = e.without_snippet();
+    let line = inner.location().map(|l| l.line() as usize);
+    let text = inner.to_string();
+    let message = match text.rfind(" at line ") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    };
+    (line, message)
 }
 
 #[cfg(test)]
