@@ -77,10 +77,17 @@ pub enum Command {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
+    /// What changed per row; why and how once per check below the table.
     Table,
+    /// The table with every finding's full message.
+    Wide,
     Json,
     Yaml,
     Markdown,
+    /// SARIF 2.1.0 (GitHub code scanning and other SARIF consumers).
+    Sarif,
+    /// GitHub Actions workflow commands: annotations on the lines.
+    Github,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -123,6 +130,14 @@ pub struct ReportArgs {
     /// closed: unknown changes are errors; open: they are warnings.
     #[arg(long, value_enum)]
     pub fail_mode: Option<FailModeArg>,
+    /// Findings recorded in this file (--write-baseline) are listed apart as baselined and
+    /// never fail; its entries that match nothing are reported as stale.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    /// Record the current warnings and errors in FILE (replacing it) and treat them as
+    /// baselined in this run.
+    #[arg(long, value_name = "FILE")]
+    pub write_baseline: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

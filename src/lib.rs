@@ -8,6 +8,7 @@
 //! compare → report. The binary (`kubectl-crd_safety`) parses flags, calls into
 //! this crate and maps the outcome to an exit code.
 
+pub mod baseline;
 pub mod change;
 pub mod cluster;
 pub mod compare;
@@ -18,6 +19,7 @@ pub mod diff;
 pub mod glob;
 pub mod json;
 pub mod live;
+pub mod locate;
 pub mod manifest;
 pub mod report;
 pub mod scan;

@@ -66,6 +66,7 @@ pub async fn apply_check(
                 file: format!("cluster (context {})", conn.context),
                 line: 0,
             },
+            text: None,
         });
     }
     // The CRD rules are those of the connected server's version.
@@ -120,6 +121,7 @@ pub async fn apply_check(
                     ),
                     old: None,
                     new: Some(Value::String(message.clone())),
+                    location: None,
                     objects: None,
                 }
             } else {
@@ -142,6 +144,7 @@ pub async fn apply_check(
                     ),
                     old: None,
                     new: Some(Value::String(message.clone())),
+                    location: None,
                     objects: None,
                 }
             };
@@ -166,6 +169,7 @@ pub async fn apply_check(
                 ),
                 old: None,
                 new: Some(Value::String(message)),
+                location: None,
                 objects: None,
             };
             let (kept, excepted) = policy.apply(&n.crd.name, vec![finding]);

@@ -17,6 +17,7 @@ use cli::{
     ApplyArgs, ApplyCheckArgs, ChangeOutput, Cli, ColorChoice, Command, DiffArgs, FailModeArg,
     LintArgs, MigrateArgs, ModeArg, OutputFormat, ReportArgs,
 };
+use crd_safety::baseline::Baseline;
 use crd_safety::change::apply::{self, ApplyOptions};
 use crd_safety::change::migrate::{self, PlanOptions, RunOptions};
 use crd_safety::change::{Answer, Confirm, Decision, Proposal, Question, decide, decide_dry_run};
@@ -25,10 +26,11 @@ use crd_safety::compare::Check;
 use crd_safety::config::{Config, FailMode, Mode};
 use crd_safety::diff::{StoredVersionsArg, diff};
 use crd_safety::live::LiveCheck;
+use crd_safety::locate::locate;
 use crd_safety::manifest::{self, Source};
 use crd_safety::report::{
-    Report, TableOptions, render_markdown, render_migration_outcome, render_migration_plan,
-    render_outcomes, render_table, retries_line,
+    Report, TableOptions, render_github, render_markdown, render_migration_outcome,
+    render_migration_plan, render_outcomes, render_sarif, render_table, retries_line,
 };
 use crd_safety::scan::{Progress, ScanOptions};
 
@@ -140,19 +142,60 @@ fn table_width() -> u16 {
 }
 
 fn render(report: &Report, args: &ReportArgs) -> String {
+    let cwd = std::env::current_dir().unwrap_or_default();
     match args.output {
-        OutputFormat::Table => render_table(
+        OutputFormat::Table | OutputFormat::Wide => render_table(
             report,
             TableOptions {
                 color: use_color(args.color),
                 width: table_width(),
                 show_info: args.show_info,
+                wide: args.output == OutputFormat::Wide,
             },
         ),
         OutputFormat::Json => report.to_json() + "\n",
         OutputFormat::Yaml => report.to_yaml(),
         OutputFormat::Markdown => render_markdown(report),
+        OutputFormat::Sarif => render_sarif(report, &cwd),
+        OutputFormat::Github => render_github(report, &cwd),
     }
+}
+
+/// What every report gets before it is shown: positions of its findings
+/// (for the formats that show them: they cost a second pass over the
+/// documents with findings), then the baseline (`--baseline`,
+/// `--write-baseline`).
+fn finish(
+    report: &mut Report,
+    old: &manifest::ManifestSet,
+    new: &manifest::ManifestSet,
+    args: &ReportArgs,
+) -> Result<(), Failure> {
+    let positioned = matches!(
+        args.output,
+        OutputFormat::Json | OutputFormat::Yaml | OutputFormat::Sarif | OutputFormat::Github
+    );
+    if positioned {
+        locate(report, old, new);
+    }
+    if let Some(path) = &args.baseline {
+        Baseline::load(path)
+            .map_err(|e| Failure::Input(e.to_string()))?
+            .apply(report);
+    }
+    if let Some(path) = &args.write_baseline {
+        let baseline = Baseline::of_report(report);
+        baseline
+            .write(path)
+            .map_err(|e| Failure::Input(e.to_string()))?;
+        baseline.apply(report);
+        eprintln!(
+            "wrote {} finding(s) to the baseline {}",
+            baseline.entries.len(),
+            path.display()
+        );
+    }
+    Ok(())
 }
 
 fn run_diff(args: DiffArgs) -> Result<u8, Failure> {
@@ -179,7 +222,8 @@ fn run_diff(args: DiffArgs) -> Result<u8, Failure> {
         .map_err(|_| Failure::Input(format!("{}: the reader thread failed", args.old)))?
         .map_err(|e| Failure::Input(e.to_string()))?;
     let new = new.map_err(|e| Failure::Input(e.to_string()))?;
-    let report = diff(&old, &new, &stored, &config);
+    let mut report = diff(&old, &new, &stored, &config);
+    finish(&mut report, &old, &new, &args.report)?;
     emit(&render(&report, &args.report))?;
     Ok(report.exit_code())
 }
@@ -195,12 +239,9 @@ fn run_lint(args: LintArgs) -> Result<u8, Failure> {
     }
     let sources: Vec<Source> = args.paths.iter().map(|p| Source::parse(p)).collect();
     let new = manifest::load(&sources).map_err(|e| Failure::Input(e.to_string()))?;
-    let report = diff(
-        &manifest::ManifestSet::default(),
-        &new,
-        &StoredVersionsArg::default(),
-        &config,
-    );
+    let none = manifest::ManifestSet::default();
+    let mut report = diff(&none, &new, &StoredVersionsArg::default(), &config);
+    finish(&mut report, &none, &new, &args.report)?;
     emit(&render(&report, &args.report))?;
     Ok(report.exit_code())
 }
@@ -313,7 +354,15 @@ async fn live_check(
         bar.finish_and_clear();
     }
     show_retries(conn, None);
-    result.map_err(|e| Failure::Cluster(e.to_string()))
+    let mut checked = result.map_err(|e| Failure::Cluster(e.to_string()))?;
+    // The old side is the cluster's: positions come from the manifests.
+    finish(
+        &mut checked.report,
+        &manifest::ManifestSet::default(),
+        new,
+        &args.report,
+    )?;
+    Ok(checked)
 }
 
 /// Marks where the retry note starts in a progress message.
@@ -374,16 +423,22 @@ fn run_apply(args: ApplyArgs) -> Result<u8, Failure> {
                 decision = Decision::Failed;
             }
             if !structured {
-                emit(&render_outcomes(
-                    &conn.context,
-                    &results,
-                    use_color(report_args.color),
-                ))?;
+                let mut outcomes =
+                    render_outcomes(&conn.context, &results, use_color(report_args.color));
                 if conn.retries() > retries_before {
-                    emit(&format!(
+                    outcomes.push_str(&format!(
                         "{}\n",
                         retries_line(conn.retries() - retries_before)
-                    ))?;
+                    ));
+                }
+                // SARIF and workflow commands stay machine-readable on stdout.
+                if matches!(
+                    report_args.output,
+                    OutputFormat::Sarif | OutputFormat::Github
+                ) {
+                    eprint!("{outcomes}");
+                } else {
+                    emit(&outcomes)?;
                 }
             }
         }
@@ -511,6 +566,7 @@ fn run_migrate(args: MigrateArgs) -> Result<u8, Failure> {
                     color,
                     width: table_width(),
                     show_info: false,
+                    wide: false,
                 },
             ))?;
         }

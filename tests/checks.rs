@@ -2404,6 +2404,7 @@ fn an_api_server_rejection_honours_levels_and_exceptions_like_any_check() {
         message: "the API server refuses this update (server-side dry run): denied".to_string(),
         old: None,
         new: Some(json!("denied")),
+        location: None,
         objects: None,
     };
     let apply = |config: &str| {

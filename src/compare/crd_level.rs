@@ -52,6 +52,7 @@ impl Out<'_> {
             message,
             old,
             new,
+            location: None,
             objects: None,
         });
     }

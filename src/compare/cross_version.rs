@@ -123,6 +123,7 @@ fn data_loss(served: &Schema, storage: &Schema, v: &str, s: &str) -> Vec<Finding
         message,
         old: None,
         new: None,
+        location: None,
         objects: None,
     };
     let written = only_in(served, storage).into_iter().map(|p| {

@@ -183,6 +183,7 @@ impl Node<'_, '_> {
             message,
             old: old.cloned(),
             new: new.cloned(),
+            location: None,
             objects: None,
         });
     }

@@ -43,6 +43,10 @@ pub struct Finding {
     /// whether ratcheting lets them keep working.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub objects: Option<ObjectsDetail>,
+    /// Where the finding's node is in the manifests (NEW, or OLD for what
+    /// was removed), filled in after the checks ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<crate::manifest::Position>,
 }
 
 /// The object-scan part of a finding (`--objects`).
@@ -214,6 +218,7 @@ pub fn check_new_crd(new: &Crd, options: &CheckOptions) -> Vec<Finding> {
         ),
         old: None,
         new: None,
+        location: None,
         objects: None,
     }];
     cross_version::check(None, new, options, &mut out);
@@ -233,6 +238,7 @@ pub fn absent_crd(old: &Crd) -> Vec<Finding> {
         ),
         old: None,
         new: None,
+        location: None,
         objects: None,
     }]
 }

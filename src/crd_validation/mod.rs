@@ -357,6 +357,7 @@ pub fn findings(manifest: &Value, old: Option<&Value>, kube: KubeVersion) -> Vec
                 message,
                 old: None,
                 new: e.value,
+                location: None,
                 objects: None,
             }
         })

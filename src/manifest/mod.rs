@@ -7,11 +7,13 @@
 //! all is an error, because it usually means the wrong file was passed.
 
 mod normalize;
+mod positions;
 mod split;
 
 use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::Value;
 use thiserror::Error;
@@ -19,6 +21,8 @@ use thiserror::Error;
 use crate::crd::{Crd, CrdError};
 
 pub use normalize::normalize_to_v1;
+pub use positions::{DocumentText, Position};
+pub(crate) use split::yaml_error;
 
 /// Where a document came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,6 +127,9 @@ pub struct LoadedCrd {
     pub crd: Crd,
     /// Its file and line.
     pub location: Location,
+    /// The text it was read from, for positions of nodes inside it; `None`
+    /// for CRDs read from the cluster.
+    pub text: Option<Arc<DocumentText>>,
 }
 
 /// A document that was not a CRD.
@@ -204,13 +211,14 @@ pub fn load_text(
     set: &mut ManifestSet,
 ) -> Result<usize, ManifestError> {
     let docs = if is_json {
-        vec![parse_json(text, file)?]
+        let (value, location) = parse_json(text, file)?;
+        vec![(value, location, DocumentText::new(Arc::from(text), 1))]
     } else {
         split::documents(text, file)?
     };
     let count = docs.len();
-    for (value, location) in docs {
-        add_object(value, location, set)?;
+    for (value, location, text) in docs {
+        add_object(value, location, Some(Arc::new(text)), set)?;
     }
     Ok(count)
 }
@@ -254,6 +262,7 @@ fn kind_of(v: &Value) -> &'static str {
 fn add_object(
     value: Value,
     location: Location,
+    text: Option<Arc<DocumentText>>,
     set: &mut ManifestSet,
 ) -> Result<(), ManifestError> {
     let Value::Object(map) = &value else {
@@ -269,8 +278,11 @@ fn add_object(
     if kind.ends_with("List")
         && let Some(items) = map.get("items").and_then(Value::as_array)
     {
-        for item in items.clone() {
-            add_object(item, location.clone(), set)?;
+        for (i, item) in items.clone().into_iter().enumerate() {
+            let nested = text
+                .as_ref()
+                .map(|t| Arc::new(t.nested(&["items", &i.to_string()])));
+            add_object(item, location.clone(), nested, set)?;
         }
         return Ok(());
     }
@@ -299,7 +311,11 @@ fn add_object(
             second: location,
         });
     }
-    set.crds.push(LoadedCrd { crd, location });
+    set.crds.push(LoadedCrd {
+        crd,
+        location,
+        text,
+    });
     Ok(())
 }
 

@@ -5,9 +5,15 @@
 //! That gives every document its starting line, and lets a syntax error be
 //! reported at the right line of the file.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
+use super::positions::DocumentText;
 use super::{Location, ManifestError};
+
+/// A parsed document, where it starts, and its text (for positions inside it).
+pub(super) type Document = (Value, Location, DocumentText);
 
 fn is_marker(line: &str, marker: &str) -> bool {
     line.strip_prefix(marker)
@@ -22,7 +28,7 @@ fn is_blank(text: &str) -> bool {
 }
 
 /// Parses every non-empty document of `text`.
-pub(super) fn documents(text: &str, file: &str) -> Result<Vec<(Value, Location)>, ManifestError> {
+pub(super) fn documents(text: &str, file: &str) -> Result<Vec<Document>, ManifestError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut docs = Vec::new();
     let mut start_line = 1usize;
@@ -51,7 +57,7 @@ fn parse_piece(
     piece: &str,
     file: &str,
     start_line: usize,
-    docs: &mut Vec<(Value, Location)>,
+    docs: &mut Vec<Document>,
 ) -> Result<(), ManifestError> {
     if is_blank(piece) {
         return Ok(());
@@ -80,28 +86,34 @@ fn parse_piece(
                     file: file.to_string(),
                     line: start_line + offset,
                 },
+                DocumentText::new(Arc::from(piece), start_line),
             ));
             Ok(())
         }
         Err(e) => {
-            let inner = e.without_snippet();
-            let line = inner
-                .location()
-                .map_or(start_line, |l| start_line + l.line() as usize - 1);
-            let text = inner.to_string();
-            let message = match text.rfind(" at line ") {
-                Some(i) => text[..i].to_string(),
-                None => text,
-            };
+            let (line, message) = yaml_error(&e);
             Err(ManifestError::Yaml {
                 location: Location {
                     file: file.to_string(),
-                    line,
+                    line: line.map_or(start_line, |l| start_line + l - 1),
                 },
                 message,
             })
         }
     }
+}
+
+/// A serde-saphyr error as the 1-based line it names (in the text parsed)
+/// and its message without the position, which callers put in front.
+pub(crate) fn yaml_error(e: &serde_saphyr::Error) -> (Option<usize>, String) {
+    let inner = e.without_snippet();
+    let line = inner.location().map(|l| l.line() as usize);
+    let text = inner.to_string();
+    let message = match text.rfind(" at line ") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    };
+    (line, message)
 }
 
 #[cfg(test)]
@@ -112,7 +124,7 @@ mod tests {
     fn documents_keep_their_starting_lines() {
         let text = "# header\na: 1\n---\n\nb: 2\n--- # trailing comment\nc: 3\n---\n";
         let docs = documents(text, "f.yaml").unwrap();
-        let lines: Vec<usize> = docs.iter().map(|(_, l)| l.line).collect();
+        let lines: Vec<usize> = docs.iter().map(|(_, l, _)| l.line).collect();
         assert_eq!(lines, [2, 5, 7]);
     }
 

@@ -101,6 +101,32 @@ pub fn render_markdown(report: &Report) -> String {
                 ));
             }
         }
+        if !crd.baselined.is_empty() {
+            out.push_str("\nAccepted by the baseline:\n\n");
+            for f in &crd.baselined {
+                out.push_str(&format!(
+                    "- `{}` {} {}: {}\n",
+                    f.check,
+                    f.version.as_deref().unwrap_or(""),
+                    code(f.path.as_deref()),
+                    cell(super::change_of(f))
+                ));
+            }
+        }
+    }
+    if !report.stale_baseline.is_empty() {
+        out.push_str(
+            "\n### Stale baseline entries\n\nNothing matches them any more; `--write-baseline` drops them.\n\n",
+        );
+        for e in &report.stale_baseline {
+            out.push_str(&format!(
+                "- `{}` `{}` {} {}\n",
+                e.crd,
+                e.check,
+                e.version.as_deref().unwrap_or(""),
+                code(e.path.as_deref())
+            ));
+        }
     }
     out
 }

@@ -6,6 +6,8 @@
 //! with `version` and `path` null where they do not apply. Fields are only
 //! ever added to it.
 
+mod change;
+mod ci;
 mod markdown;
 mod migration;
 mod outcome;
@@ -13,11 +15,14 @@ mod table;
 
 use serde::Serialize;
 
+use crate::baseline::BaselineEntry;
 use crate::compare::{Finding, Severity, StoredVersions};
 use crate::config::{Excepted, FailMode, Mode};
 use crate::manifest::Skipped;
 use crate::scan::ScanSummary;
 
+pub use change::{change_of, detail_of};
+pub use ci::{render_github, render_sarif};
 pub use markdown::render_markdown;
 pub use migration::{render_migration_outcome, render_migration_plan};
 pub use outcome::render_outcomes;
@@ -70,6 +75,9 @@ pub struct CrdReport {
     pub findings: Vec<Finding>,
     /// Findings accepted by configured exceptions.
     pub excepted: Vec<Excepted>,
+    /// Findings accepted by the baseline (`--baseline`); present when any.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub baselined: Vec<Finding>,
     /// What the object scan (`--objects`) read, when it ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scan: Option<ScanSummary>,
@@ -95,6 +103,7 @@ impl CrdReport {
             stored_versions: None,
             findings: Vec::new(),
             excepted: Vec::new(),
+            baselined: Vec::new(),
             scan: None,
             base,
         };
@@ -163,6 +172,10 @@ pub struct Summary {
     pub infos: usize,
     /// Findings accepted by exceptions.
     pub excepted: usize,
+    /// Findings accepted by the baseline.
+    pub baselined: usize,
+    /// Baseline entries of the CRDs checked that matched no finding.
+    pub stale_baseline: usize,
     /// Documents of other kinds that were skipped.
     pub skipped_documents: usize,
     /// Whether the run fails (errors found and mode is `error`).
@@ -201,6 +214,10 @@ pub struct Report {
     pub kube_version: Option<String>,
     /// Documents that were not CRDs.
     pub skipped_documents: Vec<SkippedDocument>,
+    /// Baseline entries of the CRDs checked that matched no finding (the
+    /// problem was fixed or changed): present when any.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stale_baseline: Vec<BaselineEntry>,
 }
 
 impl Report {
@@ -211,12 +228,29 @@ impl Report {
         mode: Mode,
         fail_mode: FailMode,
     ) -> Report {
+        let mut report = Report {
+            crds,
+            summary: Summary::default(),
+            mode,
+            fail_mode,
+            cluster: None,
+            kube_version: None,
+            skipped_documents: skipped,
+            stale_baseline: Vec::new(),
+        };
+        report.recount();
+        report
+    }
+
+    /// Recomputes the totals (after a baseline moved findings).
+    pub fn recount(&mut self) {
         let mut s = Summary {
-            crds: crds.len(),
-            skipped_documents: skipped.len(),
+            crds: self.crds.len(),
+            skipped_documents: self.skipped_documents.len(),
+            stale_baseline: self.stale_baseline.len(),
             ..Summary::default()
         };
-        for c in &crds {
+        for c in &self.crds {
             match c.status {
                 CrdStatus::Unsafe => s.unsafe_crds += 1,
                 CrdStatus::Warning => s.warning_crds += 1,
@@ -228,17 +262,10 @@ impl Report {
             s.warnings += c.count(Severity::Warning);
             s.infos += c.count(Severity::Info);
             s.excepted += c.excepted.len();
+            s.baselined += c.baselined.len();
         }
-        s.failed = s.errors > 0 && mode == Mode::Error;
-        Report {
-            crds,
-            summary: s,
-            mode,
-            fail_mode,
-            cluster: None,
-            kube_version: None,
-            skipped_documents: skipped,
-        }
+        s.failed = s.errors > 0 && self.mode == Mode::Error;
+        self.summary = s;
     }
 
     /// The one-line summary: `3 CRDs: 1 unsafe (2 errors), 1 with warnings, 1 safe`.
@@ -264,6 +291,18 @@ impl Report {
             line.push_str(&format!(
                 "; {} accepted by exceptions",
                 plural(s.excepted, "finding", "findings")
+            ));
+        }
+        if s.baselined > 0 {
+            line.push_str(&format!(
+                "; {} accepted by the baseline",
+                plural(s.baselined, "finding", "findings")
+            ));
+        }
+        if s.stale_baseline > 0 {
+            line.push_str(&format!(
+                "; {} stale",
+                plural(s.stale_baseline, "baseline entry", "baseline entries")
             ));
         }
         if s.skipped_documents > 0 {

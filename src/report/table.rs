@@ -6,7 +6,7 @@
 use comfy_table::{ContentArrangement, Table, presets};
 use owo_colors::OwoColorize;
 
-use super::{CrdReport, CrdStatus, Report};
+use super::{CrdReport, CrdStatus, Report, change_of, detail_of};
 use crate::compare::{Finding, Severity, StoredVersionsSource};
 
 /// How to draw the table.
@@ -19,6 +19,9 @@ pub struct TableOptions {
     /// Show info findings (hidden by default: descriptions and printer
     /// columns change in every release and would bury what matters).
     pub show_info: bool,
+    /// Full messages in every row (`-o wide`), instead of what changed in
+    /// the row and the why and how once per check below the table.
+    pub wide: bool,
 }
 
 pub(super) fn paint_severity(s: Severity, color: bool) -> String {
@@ -58,6 +61,21 @@ pub fn render_table(report: &Report, opts: TableOptions) -> String {
     }
     if let Some(c) = report.cluster.as_ref().filter(|c| c.retries > 0) {
         out.push_str(&retries_line(c.retries));
+        out.push('\n');
+    }
+    if !report.stale_baseline.is_empty() {
+        out.push_str(
+            "stale baseline entries (nothing matches them any more; --write-baseline drops them):\n",
+        );
+        for e in &report.stale_baseline {
+            out.push_str(&format!(
+                "  {} {} {} {}\n",
+                e.crd,
+                e.check,
+                e.version.as_deref().unwrap_or("-"),
+                e.path.as_deref().unwrap_or("-")
+            ));
+        }
         out.push('\n');
     }
     let mut line = report.summary_line();
@@ -128,20 +146,28 @@ fn render_crd(crd: &CrdReport, opts: TableOptions, out: &mut String) {
         };
         out.push_str(&format!("  {what}"));
     } else {
-        let mut table = new_table(opts, &["SEVERITY", "CHECK", "VERSION", "PATH", "MESSAGE"]);
-        for f in shown {
+        let last = if opts.wide { "MESSAGE" } else { "CHANGE" };
+        let mut table = new_table(opts, &["SEVERITY", "CHECK", "VERSION", "PATH", last]);
+        for f in &shown {
             table.add_row(vec![
                 paint_severity(f.severity, opts.color),
                 f.check.id().to_string(),
                 f.version.clone().unwrap_or_default(),
                 f.path.clone().unwrap_or_default(),
-                f.message.clone(),
+                if opts.wide {
+                    f.message.clone()
+                } else {
+                    change_of(f).to_string()
+                },
             ]);
         }
         if opts.color {
             table.enforce_styling();
         }
         out.push_str(&table.to_string());
+        if !opts.wide {
+            why_and_how(&shown, out);
+        }
     }
     if hidden > 0 {
         out.push_str(&format!(
@@ -159,7 +185,32 @@ fn render_crd(crd: &CrdReport, opts: TableOptions, out: &mut String) {
             e.reason
         ));
     }
+    for f in &crd.baselined {
+        out.push_str(&format!(
+            "\n  baselined: {} {} {} ({})",
+            f.check,
+            f.version.as_deref().unwrap_or("-"),
+            f.path.as_deref().unwrap_or("-"),
+            change_of(f)
+        ));
+    }
     out.push('\n');
+}
+
+/// Each check's why and how, once, below the compact table (`-o wide` has
+/// them in every row).
+fn why_and_how(shown: &[&Finding], out: &mut String) {
+    let mut seen: Vec<(&str, &str)> = Vec::new();
+    for f in shown {
+        let detail = detail_of(f);
+        let key = (f.check.id(), detail);
+        if !detail.is_empty() && !seen.contains(&key) {
+            seen.push(key);
+        }
+    }
+    for (check, detail) in seen {
+        out.push_str(&format!("\n  {check}: {detail}"));
+    }
 }
 
 /// A table in the report's style, wrapped to the terminal width.

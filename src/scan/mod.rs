@@ -526,6 +526,7 @@ fn unscannable(version: &str, why: &str) -> Finding {
         ),
         old: None,
         new: None,
+        location: None,
         objects: None,
     }
 }
@@ -610,6 +611,7 @@ fn finding(
         message,
         old: None,
         new: None,
+        location: None,
         objects: Some(ObjectsDetail {
             rule: key.rule.clone(),
             count: group.count,

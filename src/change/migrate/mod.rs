@@ -563,6 +563,7 @@ mod tests {
             message: "m".into(),
             old: None,
             new: None,
+            location: None,
             objects: Some(ObjectsDetail {
                 rule: "minimum".into(),
                 count: 1,

@@ -1,0 +1,325 @@
+//! Where each finding is in the manifests: file, line and column of its
+//! schema node in NEW, or in OLD for what NEW no longer has (a removed field
+//! or version). CRD-wide findings point at the spec node they are about
+//! (`spec.scope`, the version entry), or at the document's start.
+//!
+//! Runs once over a finished report, so the checks never deal with
+//! positions, and only documents with findings are indexed.
+
+use serde_json::Value;
+
+use crate::compare::{Check, Finding};
+use crate::manifest::{LoadedCrd, ManifestSet, Position};
+use crate::report::Report;
+
+/// Fills in `location` on every finding (reported and excepted) of `report`
+/// that has none yet.
+pub fn locate(report: &mut Report, old: &ManifestSet, new: &ManifestSet) {
+    for crd in &mut report.crds {
+        let (o, n) = (old.get(&crd.name), new.get(&crd.name));
+        let findings = crd
+            .findings
+            .iter_mut()
+            .chain(crd.excepted.iter_mut().map(|e| &mut e.finding));
+        for f in findings {
+            if f.location.is_none() {
+                f.location = position(f, o, n);
+            }
+        }
+    }
+}
+
+/// The finding's node: the exact node in NEW, else in OLD, else the
+/// deepest ancestor NEW has, else the document's start.
+fn position(f: &Finding, old: Option<&LoadedCrd>, new: Option<&LoadedCrd>) -> Option<Position> {
+    let sides = [new, old];
+    for side in sides.into_iter().flatten() {
+        let path = node_path(f, side);
+        if !path.has_version {
+            continue;
+        }
+        for candidate in [&path.with_keyword, &path.node] {
+            if let Some(p) = find(side, candidate) {
+                return Some(p);
+            }
+        }
+    }
+    for side in sides.into_iter().flatten() {
+        let path = node_path(f, side).node;
+        for len in (0..path.len()).rev() {
+            if let Some(p) = find(side, &path[..len]) {
+                return Some(p);
+            }
+        }
+        if side.location.line > 0 {
+            return Some(Position {
+                file: side.location.file.clone(),
+                line: side.location.line,
+                column: 1,
+            });
+        }
+    }
+    None
+}
+
+fn find(side: &LoadedCrd, path: &[String]) -> Option<Position> {
+    let text = side.text.as_ref()?;
+    let segments: Vec<&str> = path.iter().map(String::as_str).collect();
+    let (line, column) = text.find(&segments)?;
+    Some(Position {
+        file: side.location.file.clone(),
+        line,
+        column,
+    })
+}
+
+/// A finding's node as manifest path segments, and the same followed by
+/// the schema keyword its check is about (`maximum`).
+struct NodePath {
+    node: Vec<String>,
+    with_keyword: Vec<String>,
+    /// False when the finding names a version this side does not have.
+    has_version: bool,
+}
+
+fn node_path(f: &Finding, side: &LoadedCrd) -> NodePath {
+    let mut node: Vec<String> = Vec::new();
+    let version = f
+        .version
+        .as_deref()
+        // `v1alpha1 -> v1` (two served versions): the second one.
+        .map(|v| v.rsplit(" -> ").next().unwrap_or(v));
+    let version_entry = version.and_then(|v| version_index(&side.crd.manifest, v));
+    let mut keyword: Option<&str> = None;
+    match f.path.as_deref() {
+        Some(p) if p.starts_with('^') => {
+            if let Some(i) = version_entry {
+                node.extend(["spec", "versions", &i.to_string(), "schema"].map(String::from));
+            } else {
+                node.extend(["spec", "validation"].map(String::from));
+            }
+            node.push("openAPIV3Schema".into());
+            node.extend(schema_segments(p));
+            keyword = schema_keyword(f.check);
+        }
+        // The API server's own field paths (invalidCrd). It names a schema
+        // shared by every version `spec.validation`, as v1beta1 wrote it.
+        Some(p) => {
+            node.extend(field_segments(p));
+            let legacy_text = find(side, &["spec".into(), "validation".into()]).is_some();
+            if node.starts_with(&["spec".into(), "validation".into()]) && !legacy_text {
+                let i = version_entry.unwrap_or(0).to_string();
+                node.splice(0..2, ["spec", "versions", &i, "schema"].map(String::from));
+            }
+        }
+        None if matches!(f.check, Check::NewCrd | Check::AbsentCrd) => {}
+        None => {
+            if let Some(i) = version_entry {
+                node.extend(["spec", "versions", &i.to_string()].map(String::from));
+            } else {
+                node.push("spec".into());
+            }
+            keyword = crd_keyword(f.check, version_entry.is_some());
+        }
+    }
+    let mut with_keyword = node.clone();
+    with_keyword.extend(keyword.map(String::from));
+    NodePath {
+        node,
+        with_keyword,
+        has_version: version.is_none() || version_entry.is_some(),
+    }
+}
+
+fn version_index(manifest: &Value, name: &str) -> Option<usize> {
+    manifest
+        .pointer("/spec/versions")?
+        .as_array()?
+        .iter()
+        .position(|v| v.get("name").and_then(Value::as_str) == Some(name))
+}
+
+/// The schema keyword a field-level check reports on.
+fn schema_keyword(check: Check) -> Option<&'static str> {
+    Some(match check {
+        Check::XValidations => "x-kubernetes-validations",
+        Check::ListType => "x-kubernetes-list-type",
+        Check::MapType => "x-kubernetes-map-type",
+        Check::IntOrString => "x-kubernetes-int-or-string",
+        Check::EmbeddedResource => "x-kubernetes-embedded-resource",
+        Check::PreserveUnknownFields => "x-kubernetes-preserve-unknown-fields",
+        Check::Required | Check::Type | Check::Enum | Check::Default | Check::Minimum => check.id(),
+        Check::Maximum
+        | Check::MinLength
+        | Check::MaxLength
+        | Check::MinItems
+        | Check::MaxItems
+        | Check::MinProperties
+        | Check::MaxProperties
+        | Check::ExclusiveMinimum
+        | Check::ExclusiveMaximum
+        | Check::MultipleOf
+        | Check::UniqueItems
+        | Check::Pattern
+        | Check::Format
+        | Check::Nullable
+        | Check::AdditionalProperties
+        | Check::OneOf
+        | Check::AnyOf
+        | Check::AllOf
+        | Check::Not
+        | Check::Description => check.id(),
+        _ => return None,
+    })
+}
+
+/// The spec field a CRD-wide check reports on (under the version entry when
+/// the finding names a version).
+fn crd_keyword(check: Check, in_version: bool) -> Option<&'static str> {
+    match (check, in_version) {
+        (Check::Scope, false) => Some("scope"),
+        (Check::Names, false) => Some("names"),
+        (Check::Conversion, false) => Some("conversion"),
+        (Check::PreserveUnknownFields, false) => Some("preserveUnknownFields"),
+        (Check::ServedVersionRemoval, true) => Some("served"),
+        (Check::StorageVersionChange, true) => Some("storage"),
+        (Check::Subresources, true) => Some("subresources"),
+        (Check::PrinterColumns, true) => Some("additionalPrinterColumns"),
+        (Check::Deprecation, true) => Some("deprecated"),
+        (Check::SelectableFields, true) => Some("selectableFields"),
+        _ => None,
+    }
+}
+
+/// `^.spec.ports[*].name` -> `properties spec properties ports items
+/// properties name`. A quoted name (`["a.b"]`) is read back as Rust's
+/// `{:?}` wrote it.
+fn schema_segments(path: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = path.strip_prefix('^').unwrap_or(path);
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix("[*]") {
+            out.push("items".into());
+            rest = r;
+        } else if let Some(r) = rest.strip_prefix("{*}") {
+            out.push("additionalProperties".into());
+            rest = r;
+        } else if let Some(r) = rest.strip_prefix("[\"") {
+            let (name, after) = quoted(r);
+            out.extend(["properties".to_string(), name]);
+            rest = after.strip_prefix("\"]").unwrap_or(after);
+        } else if let Some(r) = rest.strip_prefix('.') {
+            let end = r.find(['.', '[', '{']).unwrap_or(r.len());
+            out.extend(["properties".to_string(), r[..end].to_string()]);
+            rest = &r[end..];
+        } else {
+            break;
+        }
+    }
+    out
+}
+
+/// The body of a `{:?}` string up to its closing quote, and what follows.
+fn quoted(s: &str) -> (String, &str) {
+    let mut name = String::new();
+    let mut chars = s.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' => return (name, &s[i..]),
+            '\\' => {
+                if let Some((_, e)) = chars.next() {
+                    name.push(match e {
+                        'n' => '\n',
+                        't' => '\t',
+                        'r' => '\r',
+                        other => other,
+                    });
+                }
+            }
+            c => name.push(c),
+        }
+    }
+    (name, "")
+}
+
+/// `spec.versions[0].schema.openAPIV3Schema.properties[spec].type` ->
+/// its steps.
+fn field_segments(path: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut chars = path.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '.' => {
+                if !current.is_empty() {
+                    out.push(std::mem::take(&mut current));
+                }
+            }
+            '[' => {
+                if !current.is_empty() {
+                    out.push(std::mem::take(&mut current));
+                }
+                let key: String = chars.by_ref().take_while(|&c| c != ']').collect();
+                out.push(key);
+            }
+            c => current.push(c),
+        }
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_paths_become_manifest_steps() {
+        assert_eq!(
+            schema_segments("^.spec.ports[*].name"),
+            [
+                "properties",
+                "spec",
+                "properties",
+                "ports",
+                "items",
+                "properties",
+                "name"
+            ]
+        );
+        assert_eq!(
+            schema_segments(r#"^.spec.labels{*}["a.b\"c"].x"#),
+            [
+                "properties",
+                "spec",
+                "properties",
+                "labels",
+                "additionalProperties",
+                "properties",
+                "a.b\"c",
+                "properties",
+                "x"
+            ]
+        );
+        assert!(schema_segments("^").is_empty());
+    }
+
+    #[test]
+    fn api_server_field_paths_become_manifest_steps() {
+        assert_eq!(
+            field_segments("spec.versions[0].schema.openAPIV3Schema.properties[spec].type"),
+            [
+                "spec",
+                "versions",
+                "0",
+                "schema",
+                "openAPIV3Schema",
+                "properties",
+                "spec",
+                "type"
+            ]
+        );
+    }
+}

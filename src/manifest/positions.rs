@@ -1,0 +1,233 @@
+//! Line and column of nodes inside a document, for findings that CI places
+//! on lines (`-o sarif`, `-o github`).
+//!
+//! The documents are parsed into `serde_json::Value`s, which keep no
+//! positions. Rather than carry spans through every check, each CRD keeps
+//! the text of its document, and the first lookup runs a second, light pass
+//! over it with granit-parser's events (the parser serde-saphyr itself
+//! uses), recording where every mapping key and sequence item starts. Only
+//! documents with findings are indexed, so a clean run pays nothing.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use granit_parser::{Event, Parser};
+use serde::Serialize;
+
+/// A node's place in a file: what `-o sarif` and `-o github` point at.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Position {
+    /// The file as the location names it (`config/crd/widgets.yaml`,
+    /// `<stdin>`, `git:REF:path`).
+    pub file: String,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column (in characters).
+    pub column: usize,
+}
+
+/// The text of one document and where it sits in its file.
+#[derive(Debug)]
+pub struct DocumentText {
+    text: Arc<str>,
+    /// The file line of the text's first line.
+    first_line: usize,
+    /// Path segments leading to this object inside the document (a `List`
+    /// item is `items`, `3`), empty for a document that is the object.
+    prefix: Vec<String>,
+    index: OnceLock<Option<HashMap<String, (usize, usize)>>>,
+}
+
+/// Separates path segments in index keys (it occurs in no key we look up).
+const SEPARATOR: char = '\u{1}';
+
+/// Joins path segments into one index key.
+fn key_of<S: AsRef<str>>(segments: &[S]) -> String {
+    let mut out = String::new();
+    for (i, s) in segments.iter().enumerate() {
+        if i > 0 {
+            out.push(SEPARATOR);
+        }
+        out.push_str(s.as_ref());
+    }
+    out
+}
+
+impl DocumentText {
+    /// A document whose text starts at `first_line` of its file.
+    pub fn new(text: Arc<str>, first_line: usize) -> DocumentText {
+        DocumentText {
+            text,
+            first_line,
+            prefix: Vec::new(),
+            index: OnceLock::new(),
+        }
+    }
+
+    /// The same text, for the object at `segments` inside it (a list item).
+    pub fn nested(&self, segments: &[&str]) -> DocumentText {
+        let mut prefix = self.prefix.clone();
+        prefix.extend(segments.iter().map(|s| s.to_string()));
+        DocumentText {
+            text: Arc::clone(&self.text),
+            first_line: self.first_line,
+            prefix,
+            index: OnceLock::new(),
+        }
+    }
+
+    /// Line and column (1-based, in the file) of the node at `path` (mapping
+    /// keys and sequence indexes below the object); for a mapping entry, where
+    /// its key starts. `None` when the path is not in the document or the
+    /// text does not parse.
+    pub fn find(&self, path: &[&str]) -> Option<(usize, usize)> {
+        let index = self.index.get_or_init(|| index(&self.text)).as_ref()?;
+        let mut full: Vec<&str> = self.prefix.iter().map(String::as_str).collect();
+        full.extend_from_slice(path);
+        index
+            .get(&key_of(&full))
+            .map(|&(line, col)| (self.first_line + line - 1, col))
+    }
+}
+
+/// An open collection while indexing; `base` is the length of the shared
+/// path string at the collection itself.
+enum Frame {
+    /// A mapping; `keyed` when the key whose value comes next was read.
+    Map { base: usize, keyed: bool },
+    /// A sequence; `next` is the index of the next item.
+    Seq { base: usize, next: usize },
+    /// A collection used as a mapping key: nothing inside is recorded.
+    Ignored,
+}
+
+/// Every mapping key and sequence item of the first document in `text`,
+/// by path, with its 1-based line and column in `text`. One path string is
+/// extended and cut back as the events go, so recording a node costs one
+/// allocation.
+fn index(text: &str) -> Option<HashMap<String, (usize, usize)>> {
+    let mut out = HashMap::new();
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut path = String::new();
+    let mut parser = Parser::new_from_str(text);
+    while let Some(event) = parser.next_event() {
+        let (event, span) = event.ok()?;
+        let at = (span.start.line(), span.start.col() + 1);
+        let starts = matches!(event, Event::MappingStart(..) | Event::SequenceStart(..));
+        match &event {
+            Event::MappingEnd | Event::SequenceEnd => {
+                stack.pop();
+                end_value(&mut stack);
+                continue;
+            }
+            Event::DocumentEnd => break,
+            Event::Scalar(..)
+            | Event::Alias(..)
+            | Event::MappingStart(..)
+            | Event::SequenceStart(..) => {}
+            _ => continue,
+        }
+        // Where this node sits: the document, a key, a value, or an item.
+        let recorded = match stack.last_mut() {
+            None => {
+                out.entry(String::new()).or_insert(at);
+                true
+            }
+            Some(Frame::Ignored) => false,
+            Some(Frame::Map {
+                base,
+                keyed: keyed @ false,
+            }) => {
+                if let Event::Scalar(key, ..) = &event {
+                    path.truncate(*base);
+                    if *base > 0 {
+                        path.push(SEPARATOR);
+                    }
+                    path.push_str(key);
+                    out.entry(path.clone()).or_insert(at);
+                    *keyed = true;
+                } else if starts {
+                    // A complex key: skip it, and its value with it.
+                    stack.push(Frame::Ignored);
+                }
+                continue;
+            }
+            Some(Frame::Map { .. }) => true,
+            Some(Frame::Seq { base, next }) => {
+                path.truncate(*base);
+                if *base > 0 {
+                    path.push(SEPARATOR);
+                }
+                path.push_str(&next.to_string());
+                out.entry(path.clone()).or_insert(at);
+                true
+            }
+        };
+        let base = path.len();
+        match event {
+            Event::MappingStart(..) if recorded => stack.push(Frame::Map { base, keyed: false }),
+            Event::SequenceStart(..) if recorded => stack.push(Frame::Seq { base, next: 0 }),
+            Event::MappingStart(..) | Event::SequenceStart(..) => stack.push(Frame::Ignored),
+            _ => end_value(&mut stack),
+        }
+    }
+    Some(out)
+}
+
+/// A value just ended: its mapping waits for the next key, its sequence
+/// moves to the next item.
+fn end_value(stack: &mut [Frame]) {
+    match stack.last_mut() {
+        Some(Frame::Map { keyed, .. }) => *keyed = false,
+        Some(Frame::Seq { next, .. }) => *next += 1,
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(text: &str, first_line: usize) -> DocumentText {
+        DocumentText::new(Arc::from(text), first_line)
+    }
+
+    #[test]
+    fn keys_and_items_have_their_line_and_column() {
+        let d = doc(
+            "spec:\n  versions:\n  - name: v1\n    schema: {type: object}\n  - name: v2\n",
+            10,
+        );
+        assert_eq!(d.find(&["spec"]), Some((10, 1)));
+        assert_eq!(d.find(&["spec", "versions"]), Some((11, 3)));
+        assert_eq!(d.find(&["spec", "versions", "0"]), Some((12, 5)));
+        assert_eq!(
+            d.find(&["spec", "versions", "0", "schema", "type"]),
+            Some((13, 14))
+        );
+        assert_eq!(d.find(&["spec", "versions", "1", "name"]), Some((14, 5)));
+        assert_eq!(d.find(&["spec", "versions", "2"]), None);
+    }
+
+    #[test]
+    fn a_list_item_is_found_below_its_prefix() {
+        let d = doc("kind: List\nitems:\n- kind: A\n- kind: B\n  spec: 1\n", 1);
+        let item = d.nested(&["items", "1"]);
+        assert_eq!(item.find(&["spec"]), Some((5, 3)));
+        assert_eq!(item.find(&[]), Some((4, 3)));
+    }
+
+    #[test]
+    fn json_text_is_indexed_too() {
+        let d = doc(
+            "{\n  \"spec\": {\n    \"scope\": \"Namespaced\"\n  }\n}\n",
+            1,
+        );
+        assert_eq!(d.find(&["spec", "scope"]), Some((3, 5)));
+    }
+
+    #[test]
+    fn text_that_does_not_parse_has_no_positions() {
+        assert_eq!(doc("a: [oops\n", 1).find(&["a"]), None);
+    }
+}
