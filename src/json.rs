@@ -6,28 +6,57 @@
 
 use serde_json::Value;
 
-/// Semantic equality: numbers compare by value, objects by keys (order-free).
+/// How deep [`json_eq`] looks; deeper values are never equal, so hostile
+/// input cannot exhaust the stack (schemas are bounded shallower than this).
+pub const EQ_DEPTH: usize = 256;
+
+/// Semantic equality: numbers compare by exact value (`1` equals `1.0`,
+/// 2^53+1 does not equal 2^53), objects by keys (order-free). The one
+/// equality of the crate: the comparison and the validator agree on what
+/// "the same value" is.
 pub fn json_eq(a: &Value, b: &Value) -> bool {
+    eq_at(a, b, 0)
+}
+
+fn eq_at(a: &Value, b: &Value, depth: usize) -> bool {
+    if depth > EQ_DEPTH {
+        return false;
+    }
     match (a, b) {
-        (Value::Number(x), Value::Number(y)) => {
-            if x == y {
-                return true;
-            }
-            match (x.as_f64(), y.as_f64()) {
-                (Some(p), Some(q)) => p == q,
-                _ => false,
-            }
-        }
+        (Value::Number(x), Value::Number(y)) => num_eq(x, y),
         (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_eq(p, q))
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| eq_at(p, q, depth + 1))
         }
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len()
                 && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+                    .all(|(k, v)| y.get(k).is_some_and(|w| eq_at(v, w, depth + 1)))
         }
         _ => a == b,
     }
+}
+
+/// An integer as i128, when the number is one.
+fn integer(n: &serde_json::Number) -> Option<i128> {
+    n.as_i64()
+        .map(i128::from)
+        .or_else(|| n.as_u64().map(i128::from))
+}
+
+/// Numbers equal by exact value: integers exactly, an integer and a float
+/// only when the float is that integer exactly.
+pub fn num_eq(a: &serde_json::Number, b: &serde_json::Number) -> bool {
+    match (integer(a), integer(b)) {
+        (Some(x), Some(y)) => x == y,
+        (Some(i), None) => b.as_f64().is_some_and(|f| float_is(f, i)),
+        (None, Some(i)) => a.as_f64().is_some_and(|f| float_is(f, i)),
+        (None, None) => matches!((a.as_f64(), b.as_f64()), (Some(x), Some(y)) if x == y),
+    }
+}
+
+fn float_is(f: f64, i: i128) -> bool {
+    // Every f64 within ±2^127 that has no fraction converts to i128 exactly.
+    f.fract() == 0.0 && f.abs() < 1.7e38 && f as i128 == i
 }
 
 /// A compact one-line rendering for messages, shortened to `max` characters.
@@ -56,6 +85,17 @@ mod tests {
         assert!(json_eq(&json!(1), &json!(1.0)));
         assert!(!json_eq(&json!(1), &json!(2)));
         assert!(json_eq(&json!({"a": [1, 2.0]}), &json!({"a": [1.0, 2]})));
+    }
+
+    #[test]
+    fn numbers_compare_exactly() {
+        let big = json!(9_007_199_254_740_993_u64); // 2^53 + 1
+        assert!(!json_eq(&big, &json!(9_007_199_254_740_992_u64)));
+        assert!(!json_eq(&big, &json!(9_007_199_254_740_992.0)));
+        assert!(json_eq(&json!(u64::MAX), &json!(u64::MAX)));
+        assert!(!json_eq(&json!(-1), &json!(u64::MAX)));
+        assert!(json_eq(&json!(0.5), &json!(0.5)));
+        assert!(!json_eq(&json!(1), &json!(1.5)));
     }
 
     #[test]
