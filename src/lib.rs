@@ -24,4 +24,5 @@ pub mod manifest;
 pub mod report;
 pub mod scan;
 pub mod schema;
+pub mod text;
 pub mod validate;

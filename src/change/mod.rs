@@ -213,10 +213,7 @@ pub fn decide_dry_run(proposal: &Proposal) -> Decided {
     }
 }
 
-/// `1 CRD`, `2 CRDs`.
-pub fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
+pub use crate::text::plural;
 
 #[cfg(test)]
 mod tests {

@@ -248,14 +248,12 @@ fn strip_position(msg: &str) -> String {
     }
 }
 
+/// An empty document reads as `empty`, not `null`.
 fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "empty",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
+    if v.is_null() {
+        "empty"
+    } else {
+        crate::text::value_kind(v)
     }
 }
 

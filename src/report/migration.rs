@@ -29,8 +29,8 @@ pub fn render_migration_plan(plan: &MigrationPlan, opts: TableOptions) -> String
         }
         let objects = c.objects.unwrap_or(0);
         out.push_str(&format!(
-            ": {objects} object{} to rewrite in {}\n",
-            if objects == 1 { "" } else { "s" },
+            ": {} to rewrite in {}\n",
+            crate::text::plural(objects, "object", "objects"),
             c.storage_version
         ));
         if let Some(namespaces) = &c.namespaces {

@@ -171,8 +171,8 @@ fn render_crd(crd: &CrdReport, opts: TableOptions, out: &mut String) {
     }
     if hidden > 0 {
         out.push_str(&format!(
-            "\n  {hidden} info finding{} hidden (--show-info to list)",
-            if hidden == 1 { "" } else { "s" }
+            "\n  {} hidden (--show-info to list)",
+            crate::text::plural(hidden, "info finding", "info findings")
         ));
     }
     render_scan(crd, opts, out);
@@ -227,7 +227,7 @@ fn new_table(opts: TableOptions, header: &[&str]) -> Table {
 
 /// `1 request`, `2 requests`.
 fn plural_requests(n: u64) -> String {
-    format!("{n} request{}", if n == 1 { "" } else { "s" })
+    crate::text::plural(n, "request", "requests")
 }
 
 /// The footer line that says the API server was retried, and that the

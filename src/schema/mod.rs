@@ -57,16 +57,7 @@ pub struct Schema {
     pub additional_properties: Option<AdditionalProperties>,
 }
 
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
-}
+use crate::text::value_kind as kind_of;
 
 impl Schema {
     /// Reads a schema from its JSON form.
