@@ -198,6 +198,10 @@ pub struct Report {
     pub kube_version: Option<String>,
     /// Documents that were not CRDs.
     pub skipped_documents: Vec<SkippedDocument>,
+    /// What the sources could not read (templated CRDs of a Helm chart
+    /// without helm): the report is incomplete where these say.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notices: Vec<String>,
 }
 
 impl Report {
@@ -235,6 +239,7 @@ impl Report {
             cluster: None,
             kube_version: None,
             skipped_documents: skipped,
+            notices: Vec::new(),
         }
     }
 

@@ -2,5 +2,6 @@
 
 pub mod envtest;
 pub mod etcd;
+pub mod helm;
 pub mod live;
 pub mod run;
