@@ -75,39 +75,34 @@ fn git(dir: &Path, args: &[&str]) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// The median time of `f` over [`ROUNDS`] rounds.
-fn median(mut f: impl FnMut()) -> Duration {
-    let mut times: Vec<Duration> = (0..ROUNDS)
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed()
-        })
-        .collect();
-    times.sort();
-    times[ROUNDS / 2]
+/// Medians over [`ROUNDS`] rounds of `a` and `b`, run in turn within each
+/// round so that both see the same machine load.
+fn medians(mut a: impl FnMut(), mut b: impl FnMut()) -> (Duration, Duration) {
+    let time = |f: &mut dyn FnMut()| {
+        let start = Instant::now();
+        f();
+        start.elapsed()
+    };
+    let (mut ta, mut tb): (Vec<Duration>, Vec<Duration>) =
+        (0..ROUNDS).map(|_| (time(&mut a), time(&mut b))).unzip();
+    ta.sort();
+    tb.sort();
+    (ta[ROUNDS / 2], tb[ROUNDS / 2])
 }
 
 /// Reads (and with `parse`, loads) every release of the project from `make`.
-fn measure(
-    releases: &[String],
-    opts: &SourceOptions,
-    parse: bool,
-    make: &dyn Fn(&str) -> Source,
-) -> Duration {
-    median(|| {
-        for release in releases {
-            let source = make(release);
-            if parse {
-                let set = manifest::load_with(&[source], opts);
-                assert!(set.is_ok(), "{release}: {:?}", set.err());
-            } else {
-                let mut notices = Vec::new();
-                let texts = manifest::read_texts(&source, opts, &mut notices);
-                assert!(texts.is_ok_and(|t| !t.is_empty()), "{release}");
-            }
+fn read_all(releases: &[String], opts: &SourceOptions, parse: bool, make: &dyn Fn(&str) -> Source) {
+    for release in releases {
+        let source = make(release);
+        if parse {
+            let set = manifest::load_with(&[source], opts);
+            assert!(set.is_ok(), "{release}: {:?}", set.err());
+        } else {
+            let mut notices = Vec::new();
+            let texts = manifest::read_texts(&source, opts, &mut notices);
+            assert!(texts.is_ok_and(|t| !t.is_empty()), "{release}");
         }
-    })
+    }
 }
 
 fn ms(d: Duration) -> String {
@@ -166,30 +161,41 @@ fn main() {
         releases.len(),
         bytes as f64 / 1e6
     );
-    let mut rows = Vec::new();
-    for (label, parse) in [("read (texts only)", false), ("load (read + parse)", true)] {
-        let d = measure(&releases, &opts, parse, &disk);
-        let loose = measure(&releases, &opts, parse, &at_head);
-        rows.push((label, parse, d, loose));
-    }
-    let packed_ok = git(repo, &["gc", "-q"]);
-    for (label, parse, d, loose) in rows {
-        let mut line = format!(
-            "{label:<20} disk {:>9}   git loose {:>9} ({:.2}x)",
-            ms(d),
-            ms(loose),
-            loose.as_secs_f64() / d.as_secs_f64()
-        );
-        if packed_ok {
-            let d2 = measure(&releases, &opts, parse, &disk);
-            let packed = measure(&releases, &opts, parse, &at_head);
+    let kinds = [("read (texts only)", false), ("load (read + parse)", true)];
+    let mut lines: Vec<String> = kinds
+        .iter()
+        .map(|&(label, parse)| {
+            let (d, g) = medians(
+                || read_all(&releases, &opts, parse, &disk),
+                || read_all(&releases, &opts, parse, &at_head),
+            );
+            format!(
+                "{label:<20} loose objects: disk {:>9}, git {:>9} ({:.2}x)",
+                ms(d),
+                ms(g),
+                ratio(g, d)
+            )
+        })
+        .collect();
+    if git(repo, &["gc", "-q"]) {
+        for (line, &(_, parse)) in lines.iter_mut().zip(&kinds) {
+            let (d, g) = medians(
+                || read_all(&releases, &opts, parse, &disk),
+                || read_all(&releases, &opts, parse, &at_head),
+            );
             line.push_str(&format!(
-                "   git packed {:>9} ({:.2}x over disk {})",
-                ms(packed),
-                packed.as_secs_f64() / d2.as_secs_f64(),
-                ms(d2)
+                "   packed: disk {:>9}, git {:>9} ({:.2}x)",
+                ms(d),
+                ms(g),
+                ratio(g, d)
             ));
         }
+    }
+    for line in lines {
         println!("{line}");
     }
+}
+
+fn ratio(a: Duration, b: Duration) -> f64 {
+    a.as_secs_f64() / b.as_secs_f64()
 }

@@ -325,6 +325,54 @@ fn a_chart_directory_is_read_from_its_crds_folder() {
     assert_eq!(report["summary"]["skippedDocuments"], 0);
 }
 
+/// `gadgets`: the widgets CRD under another name, for a second CRD.
+fn gadgets() -> String {
+    widgets(&["red"])
+        .replace("widgets", "gadgets")
+        .replace("Widget", "Gadget")
+}
+
+#[test]
+fn subcharts_crds_are_read_unpacked_and_packaged() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let d = tmp.path();
+    crds_chart(&d.join("app"), &["red"]);
+    write(
+        &d.join("app/charts/gadgets/Chart.yaml"),
+        &chart_yaml("gadgets"),
+    );
+    write(&d.join("app/charts/gadgets/crds/gadgets.yaml"), &gadgets());
+    write(&d.join("sub/Chart.yaml"), &chart_yaml("sub"));
+    write(
+        &d.join("sub/crds/things.yaml"),
+        &widgets(&["red"])
+            .replace("widgets", "things")
+            .replace("Widget", "Thing"),
+    );
+    let status = Command::new("tar")
+        .args(["czf", "app/charts/sub-0.1.0.tgz", "sub"])
+        .current_dir(d)
+        .status()
+        .expect("tar runs");
+    assert!(status.success());
+    let report = plugin(d).json(&["lint", "app"]);
+    let sources: Vec<&str> = report["crds"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["newSource"].as_str())
+        .collect();
+    assert_eq!(
+        sources,
+        // In path order, like the files of a directory.
+        [
+            "app/charts/gadgets/crds/gadgets.yaml:1",
+            "app/charts/sub-0.1.0.tgz:sub/crds/things.yaml:1",
+            "app/crds/widgets.yaml:1",
+        ]
+    );
+}
+
 #[test]
 fn a_packaged_chart_is_read_like_its_directory() {
     let tmp = tempfile::tempdir().expect("temp dir");
