@@ -483,6 +483,50 @@ fn a_templated_crd_is_rendered_by_helm_when_the_values_switch_it_on() {
     assert_eq!(broken.stderr.lines().count(), 1, "{}", broken.stderr);
 }
 
+#[test]
+fn a_chart_at_a_git_revision_is_read_from_its_crds_folder() {
+    let repo = two_commit_repo();
+    let d = repo.path();
+    crds_chart(&d.join("chart"), &["red", "green", "blue"]);
+    write(&d.join("chart/templates/more-crds.yaml"), &gadgets());
+    git(d, &["add", "-A"]);
+    git(d, &["commit", "-q", "-m", "chart"]);
+    write(
+        &d.join("chart/crds/widgets.yaml"),
+        &widgets(&["red", "green"]),
+    );
+    let p = Plugin {
+        dir: d,
+        path: Some(NO_HELM_PATH.into()),
+    };
+    // Templates are not YAML: the chart is read as a chart, not as a directory.
+    let report = p.json(&["diff", "git:HEAD:chart", "chart"]);
+    assert_eq!(
+        report["crds"][0]["oldSource"],
+        "git:HEAD:chart/crds/widgets.yaml:1"
+    );
+    assert_eq!(enum_findings(&report), ["^.spec.color"]);
+    let notices: Vec<&str> = report["notices"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        notices.iter().any(|n| n.starts_with(
+            "git:HEAD:chart: templated CRDs were not read: templates/more-crds.yaml may make CRDs"
+        )),
+        "{notices:?}"
+    );
+    let strict = p.run(&["lint", "git:HEAD:chart", "--require-helm"]);
+    assert_eq!(strict.code, 2);
+    assert!(
+        strict.stderr.contains("not rendered from a git revision"),
+        "{}",
+        strict.stderr
+    );
+}
+
 // ---- kustomize -------------------------------------------------------------------
 
 /// A base with the CRD and an overlay that patches blue out of its enum.

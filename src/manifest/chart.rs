@@ -42,6 +42,13 @@ pub enum ChartError {
     /// `helm template` failed.
     #[error("helm template failed: {0}")]
     Helm(String),
+    /// Templates of a chart at a git revision make CRDs, and `--require-helm`
+    /// was given.
+    #[error(
+        "templates make CRDs ({templates}) but are not rendered from a git revision \
+         (--require-helm); pass a checkout of the chart instead"
+    )]
+    NotRendered { templates: String },
     /// Templates make CRDs, helm is missing, and `--require-helm` was given.
     #[error(
         "templates make CRDs ({templates}) but helm is not on PATH (--require-helm); install helm"
@@ -69,9 +76,35 @@ pub fn is_chart(path: &Path) -> bool {
 }
 
 /// A file of the chart: its path below the chart root and its bytes.
-struct ChartFile {
-    path: String,
-    data: Vec<u8>,
+pub(super) struct ChartFile {
+    pub path: String,
+    pub data: Vec<u8>,
+}
+
+/// The `crds/` manifests of a chart at a git revision (`shown`). Its
+/// templates are not rendered there, so templates that make CRDs are a
+/// notice, or an error with `--require-helm`.
+pub(super) fn at_revision(
+    files: &[ChartFile],
+    label_prefix: &str,
+    shown: &str,
+    opts: &HelmOptions,
+) -> Result<ChartManifests, ChartError> {
+    let mut out = ChartManifests::default();
+    let mut templates = Vec::new();
+    collect(files, label_prefix, &mut out.texts, &mut templates)?;
+    if templates.is_empty() {
+        return Ok(out);
+    }
+    let templates = templates.join(", ");
+    if opts.require {
+        return Err(ChartError::NotRendered { templates });
+    }
+    out.notice = Some(format!(
+        "{shown}: templated CRDs were not read: {templates} may make CRDs, and templates are not \
+         rendered from a git revision (pass a checkout of the chart to render them)"
+    ));
+    Ok(out)
 }
 
 /// Reads the chart at `path` (see [`is_chart`]).

@@ -11,6 +11,7 @@ use std::path::{Component, Path, PathBuf};
 use thiserror::Error;
 
 use super::Text;
+use super::chart::{self, ChartError, ChartFile, HelmOptions};
 
 /// `git:REF:PATH` as the user typed it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,6 +71,9 @@ pub enum GitError {
         message: String,
         shallow: bool,
     },
+    /// A chart at the revision that could not be read.
+    #[error("{0}")]
+    Chart(#[from] ChartError),
     /// A manifest that is not UTF-8 text.
     #[error("{path} at {rev} is not UTF-8 text")]
     NotText { path: String, rev: String },
@@ -85,8 +89,15 @@ fn shallow_hint(shallow: bool) -> &'static str {
 }
 
 /// Reads the manifest files `spec` names from the repository containing
-/// `repo_dir` (the working directory when `None`), in path order.
-pub fn read(spec: &GitSpec, repo_dir: Option<&Path>) -> Result<Vec<Text>, GitError> {
+/// `repo_dir` (the working directory when `None`), in path order. A
+/// directory with a `Chart.yaml` is read as a Helm chart (its `crds/`);
+/// what it cannot read is added to `notices`.
+pub fn read(
+    spec: &GitSpec,
+    repo_dir: Option<&Path>,
+    helm: &HelmOptions,
+    notices: &mut Vec<String>,
+) -> Result<Vec<Text>, GitError> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let start = repo_dir.map_or_else(|| cwd.clone(), Path::to_path_buf);
     let mut repo = gix::discover(&start).map_err(|_| GitError::NotARepository {
@@ -132,8 +143,8 @@ pub fn read(spec: &GitSpec, repo_dir: Option<&Path>) -> Result<Vec<Text>, GitErr
         })?;
     let label = |path: &str| format!("git:{}:{path}", spec.rev);
     let mut out = Vec::new();
-    if rel.is_empty() {
-        walk(&tree, "", spec, &label, &mut out, &object_error)?;
+    let dir = if rel.is_empty() {
+        tree
     } else {
         let entry = tree
             .lookup_entry_by_path(&rel)
@@ -144,20 +155,31 @@ pub fn read(spec: &GitSpec, repo_dir: Option<&Path>) -> Result<Vec<Text>, GitErr
                 commit: commit.clone(),
             })?;
         let mut obj = entry.object().map_err(|e| object_error(&rel, &e))?;
-        if entry.mode().is_tree() {
-            walk(
-                &obj.into_tree(),
+        if !entry.mode().is_tree() {
+            // A file named explicitly is read whatever its extension, as on disk.
+            return Ok(vec![text(
                 &rel,
+                std::mem::take(&mut obj.data),
                 spec,
                 &label,
-                &mut out,
-                &object_error,
-            )?;
-        } else {
-            // A file named explicitly is read whatever its extension, as on disk.
-            out.push(text(&rel, std::mem::take(&mut obj.data), spec, &label)?);
+            )?]);
         }
+        obj.into_tree()
+    };
+    if dir.find_entry("Chart.yaml").is_some() {
+        let mut files = Vec::new();
+        all_files(&dir, "", &mut files, &object_error)?;
+        let prefix = if rel.is_empty() {
+            label("")
+        } else {
+            format!("{}/", label(&rel))
+        };
+        let shown = format!("git:{}:{}", spec.rev, spec.path);
+        let chart = chart::at_revision(&files, &prefix, &shown, helm)?;
+        notices.extend(chart.notice);
+        return Ok(chart.texts);
     }
+    walk(&dir, &rel, spec, &label, &mut out, &object_error)?;
     out.sort_by(|a, b| a.label.cmp(&b.label));
     Ok(out)
 }
@@ -211,6 +233,34 @@ fn walk(
         } else if mode.is_blob() && super::is_manifest(Path::new(&name)) {
             let mut blob = entry.object().map_err(|e| object_error(&path, &e))?;
             out.push(text(&path, std::mem::take(&mut blob.data), spec, label)?);
+        }
+    }
+    Ok(())
+}
+
+/// Every file below `tree` (hidden entries skipped), for reading a chart.
+fn all_files(
+    tree: &gix::Tree<'_>,
+    prefix: &str,
+    out: &mut Vec<ChartFile>,
+    object_error: &dyn Fn(&str, &dyn std::fmt::Display) -> GitError,
+) -> Result<(), GitError> {
+    for entry in tree.iter() {
+        let entry = entry.map_err(|e| object_error(prefix, &e))?;
+        let name = entry.filename().to_string();
+        if name.starts_with('.') {
+            continue;
+        }
+        let path = format!("{prefix}{name}");
+        let mode = entry.mode();
+        if mode.is_tree() || mode.is_blob() {
+            let mut obj = entry.object().map_err(|e| object_error(&path, &e))?;
+            if mode.is_tree() {
+                all_files(&obj.into_tree(), &format!("{path}/"), out, object_error)?;
+            } else {
+                let data = std::mem::take(&mut obj.data);
+                out.push(ChartFile { path, data });
+            }
         }
     }
     Ok(())

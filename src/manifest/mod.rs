@@ -292,9 +292,11 @@ pub fn read_texts(
             }])
         }
         Source::Git(spec) => {
-            git::read(spec, opts.repo.as_deref()).map_err(|e| ManifestError::Git {
-                input: source.to_string(),
-                source: e,
+            git::read(spec, opts.repo.as_deref(), &opts.helm, notices).map_err(|e| {
+                ManifestError::Git {
+                    input: source.to_string(),
+                    source: e,
+                }
             })
         }
         Source::Kustomize(dir) => {
