@@ -484,7 +484,7 @@ fn a_templated_crd_is_rendered_by_helm_when_the_values_switch_it_on() {
 }
 
 #[test]
-fn a_chart_at_a_git_revision_is_read_from_its_crds_folder() {
+fn a_chart_at_a_git_revision_is_read_as_a_chart_and_its_templates_rendered_by_helm() {
     let repo = two_commit_repo();
     let d = repo.path();
     crds_chart(&d.join("chart"), &["red", "green", "blue"]);
@@ -514,17 +514,40 @@ fn a_chart_at_a_git_revision_is_read_from_its_crds_folder() {
         .collect();
     assert!(
         notices.iter().any(|n| n.starts_with(
-            "git:HEAD:chart: templated CRDs were not read: templates/more-crds.yaml may make CRDs"
+            "git:HEAD:chart: templated CRDs were not read: helm is not on PATH and \
+             templates/more-crds.yaml may make CRDs"
         )),
         "{notices:?}"
     );
     let strict = p.run(&["lint", "git:HEAD:chart", "--require-helm"]);
     assert_eq!(strict.code, 2);
     assert!(
-        strict.stderr.contains("not rendered from a git revision"),
+        strict.stderr.contains("helm is not on PATH"),
         "{}",
         strict.stderr
     );
+
+    // With helm, the templates are rendered from a copy of the chart.
+    let Some(helm) = helm_dir() else { return };
+    let p = Plugin {
+        dir: d,
+        path: Some(path_with_helm(helm)),
+    };
+    let report = p.json(&["lint", "git:HEAD:chart"]);
+    let sources: Vec<&str> = report["crds"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["newSource"].as_str())
+        .collect();
+    assert_eq!(
+        sources,
+        [
+            "git:HEAD:chart/crds/widgets.yaml:1",
+            "helm:git:HEAD:chart:widgets/templates/more-crds.yaml:1",
+        ]
+    );
+    assert!(report.get("notices").is_none(), "{report}");
 }
 
 // ---- kustomize -------------------------------------------------------------------

@@ -42,13 +42,6 @@ pub enum ChartError {
     /// `helm template` failed.
     #[error("helm template failed: {0}")]
     Helm(String),
-    /// Templates of a chart at a git revision make CRDs, and `--require-helm`
-    /// was given.
-    #[error(
-        "templates make CRDs ({templates}) but are not rendered from a git revision \
-         (--require-helm); pass a checkout of the chart instead"
-    )]
-    NotRendered { templates: String },
     /// Templates make CRDs, helm is missing, and `--require-helm` was given.
     #[error(
         "templates make CRDs ({templates}) but helm is not on PATH (--require-helm); install helm"
@@ -81,9 +74,9 @@ pub(super) struct ChartFile {
     pub data: Vec<u8>,
 }
 
-/// The `crds/` manifests of a chart at a git revision (`shown`). Its
-/// templates are not rendered there, so templates that make CRDs are a
-/// notice, or an error with `--require-helm`.
+/// The manifests of a chart at a git revision (`shown`): its `crds/`, and
+/// when templates make CRDs, what `helm template` renders from a copy of
+/// the chart in a temporary directory.
 pub(super) fn at_revision(
     files: &[ChartFile],
     label_prefix: &str,
@@ -93,17 +86,10 @@ pub(super) fn at_revision(
     let mut out = ChartManifests::default();
     let mut templates = Vec::new();
     collect(files, label_prefix, &mut out.texts, &mut templates)?;
-    if templates.is_empty() {
-        return Ok(out);
+    if !templates.is_empty() {
+        let copy = TempChart::write(files)?;
+        render(&copy.0, shown, &templates, opts, &mut out)?;
     }
-    let templates = templates.join(", ");
-    if opts.require {
-        return Err(ChartError::NotRendered { templates });
-    }
-    out.notice = Some(format!(
-        "{shown}: templated CRDs were not read: {templates} may make CRDs, and templates are not \
-         rendered from a git revision (pass a checkout of the chart to render them)"
-    ));
     Ok(out)
 }
 
@@ -125,10 +111,23 @@ pub fn read(path: &Path, opts: &HelmOptions) -> Result<ChartManifests, ChartErro
     let mut out = ChartManifests::default();
     let mut templates = Vec::new();
     collect(&files, &label_prefix, &mut out.texts, &mut templates)?;
-    if templates.is_empty() {
-        return Ok(out);
+    if !templates.is_empty() {
+        render(path, &shown, &templates, opts, &mut out)?;
     }
-    let mut args: Vec<String> = vec!["template".into(), shown.clone()];
+    Ok(out)
+}
+
+/// Adds the CRDs `helm template` renders from the chart at `path` (shown as
+/// `shown`) to `out`, or, without helm, the notice (an error with
+/// `--require-helm`).
+fn render(
+    path: &Path,
+    shown: &str,
+    templates: &[String],
+    opts: &HelmOptions,
+    out: &mut ChartManifests,
+) -> Result<(), ChartError> {
+    let mut args: Vec<String> = vec!["template".into(), path.display().to_string()];
     for v in &opts.values {
         args.push("--values".into());
         args.push(v.display().to_string());
@@ -138,7 +137,7 @@ pub fn read(path: &Path, opts: &HelmOptions) -> Result<ChartManifests, ChartErro
         args.push(s.clone());
     }
     match external::run("helm", &args) {
-        Ok(rendered) => out.texts.extend(rendered_crds(&rendered, &shown)),
+        Ok(rendered) => out.texts.extend(rendered_crds(&rendered, shown)),
         Err(RunError::Failed(why)) => return Err(ChartError::Helm(why)),
         Err(RunError::NotFound) if opts.require => {
             return Err(ChartError::HelmMissing {
@@ -153,7 +152,45 @@ pub fn read(path: &Path, opts: &HelmOptions) -> Result<ChartManifests, ChartErro
             ));
         }
     }
-    Ok(out)
+    Ok(())
+}
+
+/// A chart written to a temporary directory for helm, removed on drop.
+struct TempChart(PathBuf);
+
+impl TempChart {
+    fn write(files: &[ChartFile]) -> Result<TempChart, ChartError> {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("crd-safety-chart-{}-{n}", std::process::id()));
+        let chart = TempChart(dir);
+        let io = |source| ChartError::Read {
+            what: chart.0.display().to_string(),
+            source,
+        };
+        std::fs::create_dir_all(&chart.0).map_err(io)?;
+        for f in files {
+            // Only plain relative names: nothing may land outside the copy.
+            let plain = Path::new(&f.path)
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)));
+            if !plain {
+                continue;
+            }
+            let path = chart.0.join(&f.path);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(io)?;
+            }
+            std::fs::write(&path, &f.data).map_err(io)?;
+        }
+        Ok(chart)
+    }
+}
+
+impl Drop for TempChart {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Sorts the chart's files into `crds/` manifests (as texts) and templates

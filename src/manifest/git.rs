@@ -90,8 +90,9 @@ fn shallow_hint(shallow: bool) -> &'static str {
 
 /// Reads the manifest files `spec` names from the repository containing
 /// `repo_dir` (the working directory when `None`), in path order. A
-/// directory with a `Chart.yaml` is read as a Helm chart (its `crds/`);
-/// what it cannot read is added to `notices`.
+/// directory with a `Chart.yaml` is read as a Helm chart (its `crds/`, and
+/// templates that make CRDs through helm); what it cannot read is added to
+/// `notices`.
 pub fn read(
     spec: &GitSpec,
     repo_dir: Option<&Path>,
