@@ -140,12 +140,34 @@ pub struct ReportArgs {
     pub write_baseline: Option<PathBuf>,
 }
 
+/// How git revisions, Helm charts and kustomizations are read (every command
+/// that reads manifests).
+#[derive(Debug, Args)]
+pub struct SourceArgs {
+    /// The git repository `git:REF:PATH` reads [default: the one containing the working
+    /// directory].
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
+    /// A values file for `helm template` when a chart's templates make CRDs (repeatable, in
+    /// order, like helm's -f).
+    #[arg(long, value_name = "FILE")]
+    pub helm_values: Vec<PathBuf>,
+    /// A value for `helm template` (KEY=VALUE, repeatable, like helm's --set).
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub helm_set: Vec<String>,
+    /// Fail (exit 2) when a chart's templates make CRDs and helm is not on PATH, instead of a
+    /// notice.
+    #[arg(long)]
+    pub require_helm: bool,
+}
+
 #[derive(Debug, Args)]
 pub struct DiffArgs {
-    /// The CRDs as they are now: a file, a directory (read recursively) or - for stdin.
+    /// The CRDs as they are now: a file, a directory (read recursively), a Helm chart,
+    /// git:REF:PATH, kustomize:DIR, or - for stdin.
     #[arg(value_name = "OLD")]
     pub old: String,
-    /// The CRDs about to be applied: a file, a directory or -.
+    /// The CRDs about to be applied: as OLD.
     #[arg(value_name = "NEW")]
     pub new: String,
     /// Versions objects may still be stored in, when OLD has no status: `v1alpha1,v1` for
@@ -157,18 +179,23 @@ pub struct DiffArgs {
     #[arg(long, value_name = "VERSION")]
     pub kube_version: Option<KubeVersion>,
     #[command(flatten)]
+    pub sources: SourceArgs,
+    #[command(flatten)]
     pub report: ReportArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct LintArgs {
-    /// CRD manifests: files, directories (read recursively) or - for stdin.
+    /// CRD manifests: files, directories (read recursively), Helm charts, git:REF:PATH,
+    /// kustomize:DIR, or - for stdin.
     #[arg(value_name = "PATH", required = true)]
     pub paths: Vec<String>,
     /// Judge by the CRD rules of this Kubernetes version (e.g. 1.33) [default: kubeVersion from
     /// the config file, else the newest supported].
     #[arg(long, value_name = "VERSION")]
     pub kube_version: Option<KubeVersion>,
+    #[command(flatten)]
+    pub sources: SourceArgs,
     #[command(flatten)]
     pub report: ReportArgs,
 }
@@ -263,9 +290,18 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
 
 #[derive(Debug, Args)]
 pub struct ApplyCheckArgs {
-    /// CRD manifests: files, directories (always read recursively) or - for stdin (repeatable).
-    #[arg(short = 'f', long = "filename", value_name = "PATH", required = true)]
+    /// CRD manifests: files, directories (always read recursively), Helm charts, git:REF:PATH,
+    /// or - for stdin (repeatable).
+    #[arg(
+        short = 'f',
+        long = "filename",
+        value_name = "PATH",
+        required_unless_present = "kustomize"
+    )]
     pub filenames: Vec<String>,
+    /// A kustomization directory, rendered with `kubectl kustomize` (repeatable).
+    #[arg(short = 'k', long = "kustomize", value_name = "DIR")]
+    pub kustomize: Vec<PathBuf>,
     /// Accepted for kubectl compatibility: directories are always read recursively.
     #[arg(short = 'R', long, hide = true)]
     pub recursive: bool,
@@ -279,6 +315,8 @@ pub struct ApplyCheckArgs {
     /// Example objects per finding in the table for --objects (JSON and YAML list every object).
     #[arg(long, value_name = "N", default_value_t = 5)]
     pub max_examples: usize,
+    #[command(flatten)]
+    pub sources: SourceArgs,
     #[command(flatten)]
     pub kube: KubeArgs,
     #[command(flatten)]

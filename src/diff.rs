@@ -71,6 +71,7 @@ pub fn diff(
         .collect();
     let mut report = Report::new(crds, skipped, config.mode, config.fail_mode);
     report.kube_version = Some(config.kube_version.to_string());
+    report.notices = old.notices.iter().chain(&new.notices).cloned().collect();
     report
 }
 

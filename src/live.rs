@@ -189,6 +189,7 @@ pub async fn apply_check(
     }
     let skipped: Vec<SkippedDocument> = new.skipped.iter().map(SkippedDocument::from).collect();
     let mut report = Report::new(crds, skipped, config.mode, config.fail_mode);
+    report.notices = new.notices.clone();
     report.cluster = Some(ClusterInfo {
         context: conn.context.clone(),
         server: conn.server.clone(),

@@ -15,7 +15,7 @@ use clap::Parser;
 
 use cli::{
     ApplyArgs, ApplyCheckArgs, ChangeOutput, Cli, ColorChoice, Command, DiffArgs, FailModeArg,
-    LintArgs, MigrateArgs, ModeArg, OutputFormat, ReportArgs,
+    LintArgs, MigrateArgs, ModeArg, OutputFormat, ReportArgs, SourceArgs,
 };
 use crd_safety::baseline::Baseline;
 use crd_safety::change::apply::{self, ApplyOptions};
@@ -27,7 +27,7 @@ use crd_safety::config::{Config, FailMode, Mode};
 use crd_safety::diff::{StoredVersionsArg, diff};
 use crd_safety::live::LiveCheck;
 use crd_safety::locate::locate;
-use crd_safety::manifest::{self, Source};
+use crd_safety::manifest::{self, HelmOptions, Source, SourceOptions};
 use crd_safety::report::{
     Report, TableOptions, render_github, render_markdown, render_migration_outcome,
     render_migration_plan, render_outcomes, render_sarif, render_table, retries_line,
@@ -212,10 +212,13 @@ fn run_diff(args: DiffArgs) -> Result<u8, Failure> {
     for v in &args.stored_versions {
         stored.add(v).map_err(Failure::Input)?;
     }
+    let opts = source_options(&args.sources);
+    let old_source = parse_sources([args.old.as_str()])?;
+    let new_source = parse_sources([args.new.as_str()])?;
     // Parsing is most of the work on large CRDs: read both sides at once.
     let (old, new) = std::thread::scope(|scope| {
-        let old = scope.spawn(|| manifest::load(&[Source::parse(&args.old)]));
-        let new = manifest::load(&[Source::parse(&args.new)]);
+        let old = scope.spawn(|| manifest::load_with(&old_source, &opts));
+        let new = manifest::load_with(&new_source, &opts);
         (old.join(), new)
     });
     let old = old
@@ -228,6 +231,24 @@ fn run_diff(args: DiffArgs) -> Result<u8, Failure> {
     Ok(report.exit_code())
 }
 
+/// The sources as typed (`-`, a path, `git:REF:PATH`, `kustomize:DIR`).
+fn parse_sources<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Vec<Source>, Failure> {
+    args.into_iter()
+        .map(|a| Source::parse(a).map_err(|e| Failure::Input(e.to_string())))
+        .collect()
+}
+
+fn source_options(args: &SourceArgs) -> SourceOptions {
+    SourceOptions {
+        repo: args.repo.clone(),
+        helm: HelmOptions {
+            values: args.helm_values.clone(),
+            set: args.helm_set.clone(),
+            require: args.require_helm,
+        },
+    }
+}
+
 /// `lint`: the new side alone, as if nothing were installed yet.
 fn run_lint(args: LintArgs) -> Result<u8, Failure> {
     if args.paths.iter().filter(|p| p.as_str() == "-").count() > 1 {
@@ -237,8 +258,9 @@ fn run_lint(args: LintArgs) -> Result<u8, Failure> {
     if let Some(v) = args.kube_version {
         config.kube_version = v;
     }
-    let sources: Vec<Source> = args.paths.iter().map(|p| Source::parse(p)).collect();
-    let new = manifest::load(&sources).map_err(|e| Failure::Input(e.to_string()))?;
+    let sources = parse_sources(args.paths.iter().map(String::as_str))?;
+    let new = manifest::load_with(&sources, &source_options(&args.sources))
+        .map_err(|e| Failure::Input(e.to_string()))?;
     let none = manifest::ManifestSet::default();
     let mut report = diff(&none, &new, &StoredVersionsArg::default(), &config);
     finish(&mut report, &none, &new, &args.report)?;
@@ -296,8 +318,10 @@ fn live_setup(
         return Err(Failure::Input("-f - can be given once".into()));
     }
     let config = load_config(&args.report)?;
-    let sources: Vec<Source> = args.filenames.iter().map(|f| Source::parse(f)).collect();
-    let new = manifest::load(&sources).map_err(|e| Failure::Input(e.to_string()))?;
+    let mut sources = parse_sources(args.filenames.iter().map(String::as_str))?;
+    sources.extend(args.kustomize.iter().cloned().map(Source::Kustomize));
+    let new = manifest::load_with(&sources, &source_options(&args.sources))
+        .map_err(|e| Failure::Input(e.to_string()))?;
     Ok((config, new, runtime()?))
 }
 

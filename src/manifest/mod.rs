@@ -1,11 +1,20 @@
-//! Reading CRD manifests: files, directories and stdin, multi-document YAML,
-//! JSON, `List`s, and legacy `apiextensions.k8s.io/v1beta1` CRDs.
+//! Reading CRD manifests: files, directories and stdin, git revisions, Helm
+//! charts and kustomizations; multi-document YAML, JSON, `List`s, and legacy
+//! `apiextensions.k8s.io/v1beta1` CRDs.
+//!
+//! Every source yields labelled texts ([`Text`]) that go through the same
+//! parsing, so a location reads the same way whatever the source
+//! (`crds/a.yaml:3`, `git:v1.4.0:crds/a.yaml:3`, `kustomize:overlays/prod:40`).
 //!
 //! Every document keeps the file and line it started on, so that any error
 //! later can point at it. Documents that are Kubernetes objects of another
 //! kind are skipped and counted; anything that is not a Kubernetes object at
 //! all is an error, because it usually means the wrong file was passed.
 
+mod chart;
+mod external;
+mod git;
+mod kustomize;
 mod normalize;
 mod positions;
 mod split;
@@ -20,6 +29,9 @@ use thiserror::Error;
 
 use crate::crd::{Crd, CrdError};
 
+pub use chart::{ChartError, HelmOptions};
+pub use git::{GitError, GitSpec};
+pub use kustomize::KustomizeError;
 pub use normalize::normalize_to_v1;
 pub use positions::{DocumentText, Position};
 pub(crate) use split::yaml_error;
@@ -47,20 +59,43 @@ impl fmt::Display for Location {
 /// An input as the user named it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
-    /// A file or a directory (read recursively).
+    /// A file, a directory (read recursively) or a Helm chart (a directory
+    /// with a `Chart.yaml`, or a `.tgz`).
     Path(PathBuf),
     /// `-`: standard input.
     Stdin,
+    /// `git:REF:PATH`: a file or directory as it is at a revision.
+    Git(GitSpec),
+    /// `kustomize:DIR` (or `-k DIR`): a rendered kustomization.
+    Kustomize(PathBuf),
 }
 
 impl Source {
-    /// `-` means stdin, anything else a path.
-    pub fn parse(arg: &str) -> Source {
+    /// `-` means stdin, `git:REF:PATH` a revision, `kustomize:DIR` a
+    /// kustomization, anything else a path (write `./git:x` for a file
+    /// whose name starts with `git:`).
+    pub fn parse(arg: &str) -> Result<Source, ManifestError> {
         if arg == "-" {
-            Source::Stdin
-        } else {
-            Source::Path(PathBuf::from(arg))
+            return Ok(Source::Stdin);
         }
+        if let Some(rest) = arg.strip_prefix("git:") {
+            return GitSpec::parse(rest)
+                .map(Source::Git)
+                .ok_or_else(|| ManifestError::Syntax {
+                    input: arg.to_string(),
+                    expected: "git:REF:PATH (e.g. git:origin/main:config/crd)",
+                });
+        }
+        if let Some(dir) = arg.strip_prefix("kustomize:") {
+            if dir.is_empty() {
+                return Err(ManifestError::Syntax {
+                    input: arg.to_string(),
+                    expected: "kustomize:DIR",
+                });
+            }
+            return Ok(Source::Kustomize(PathBuf::from(dir)));
+        }
+        Ok(Source::Path(PathBuf::from(arg)))
     }
 }
 
@@ -69,8 +104,32 @@ impl fmt::Display for Source {
         match self {
             Source::Path(p) => write!(f, "{}", p.display()),
             Source::Stdin => f.write_str("<stdin>"),
+            Source::Git(g) => write!(f, "git:{}:{}", g.rev, g.path),
+            Source::Kustomize(d) => write!(f, "kustomize:{}", d.display()),
         }
     }
+}
+
+/// How sources other than plain files are read.
+#[derive(Debug, Clone, Default)]
+pub struct SourceOptions {
+    /// The repository `git:` sources read (`--repo`); default: the one
+    /// containing the working directory.
+    pub repo: Option<PathBuf>,
+    /// How Helm charts' templates are rendered.
+    pub helm: HelmOptions,
+}
+
+/// A manifest text and the label its locations carry (a file path,
+/// `git:REF:PATH`, `helm:CHART:TEMPLATE`, `kustomize:DIR`).
+#[derive(Debug, Clone)]
+pub struct Text {
+    /// What locations in this text are called.
+    pub label: String,
+    /// Parse as JSON rather than YAML.
+    pub is_json: bool,
+    /// The manifests.
+    pub text: String,
 }
 
 /// Why manifests could not be read.
@@ -108,6 +167,33 @@ pub enum ManifestError {
         name: String,
         first: Location,
         second: Location,
+    },
+    /// A source argument that does not follow its syntax.
+    #[error("{input}: expected {expected}")]
+    Syntax {
+        input: String,
+        expected: &'static str,
+    },
+    /// A `git:` source that could not be read.
+    #[error("{input}: {source}")]
+    Git {
+        input: String,
+        #[source]
+        source: GitError,
+    },
+    /// A Helm chart that could not be read or rendered.
+    #[error("{input}: {source}")]
+    Chart {
+        input: String,
+        #[source]
+        source: ChartError,
+    },
+    /// A kustomization that could not be rendered.
+    #[error("{input}: {source}")]
+    Kustomize {
+        input: String,
+        #[source]
+        source: KustomizeError,
     },
     /// The input held no CRD at all.
     #[error(
@@ -150,6 +236,9 @@ pub struct ManifestSet {
     pub skipped: Vec<Skipped>,
     /// Files read.
     pub files: usize,
+    /// What could not be read but did not stop the run (templated CRDs of a
+    /// chart without helm); the report shows each.
+    pub notices: Vec<String>,
 }
 
 impl ManifestSet {
@@ -159,36 +248,20 @@ impl ManifestSet {
     }
 }
 
+/// Reads every source into one set, with default [`SourceOptions`].
+pub fn load(sources: &[Source]) -> Result<ManifestSet, ManifestError> {
+    load_with(sources, &SourceOptions::default())
+}
+
 /// Reads every source into one set. An empty result is an error: a
 /// comparison against nothing would pass silently.
-pub fn load(sources: &[Source]) -> Result<ManifestSet, ManifestError> {
+pub fn load_with(sources: &[Source], opts: &SourceOptions) -> Result<ManifestSet, ManifestError> {
     let mut set = ManifestSet::default();
     let mut documents = 0usize;
     for source in sources {
-        match source {
-            Source::Stdin => {
-                let mut text = String::new();
-                std::io::stdin()
-                    .read_to_string(&mut text)
-                    .map_err(|source| ManifestError::Read {
-                        path: "<stdin>".into(),
-                        source,
-                    })?;
-                documents += load_text(&text, "<stdin>", false, &mut set)?;
-                set.files += 1;
-            }
-            Source::Path(path) => {
-                for file in collect_files(path)? {
-                    let text =
-                        std::fs::read_to_string(&file).map_err(|source| ManifestError::Read {
-                            path: file.display().to_string(),
-                            source,
-                        })?;
-                    let is_json = file.extension().is_some_and(|e| e == "json");
-                    documents += load_text(&text, &file.display().to_string(), is_json, &mut set)?;
-                    set.files += 1;
-                }
-            }
+        for text in read_texts(source, opts, &mut set.notices)? {
+            documents += load_text(&text.text, &text.label, text.is_json, &mut set)?;
+            set.files += 1;
         }
     }
     if set.crds.is_empty() {
@@ -200,6 +273,71 @@ pub fn load(sources: &[Source]) -> Result<ManifestSet, ManifestError> {
         });
     }
     Ok(set)
+}
+
+/// The labelled texts one source holds, in reading order, before any
+/// parsing (what [`load_with`] parses; public for the sources benchmark).
+/// What could not be read without stopping the run is added to `notices`.
+pub fn read_texts(
+    source: &Source,
+    opts: &SourceOptions,
+    notices: &mut Vec<String>,
+) -> Result<Vec<Text>, ManifestError> {
+    match source {
+        Source::Stdin => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .map_err(|source| ManifestError::Read {
+                    path: "<stdin>".into(),
+                    source,
+                })?;
+            Ok(vec![Text {
+                label: "<stdin>".into(),
+                is_json: false,
+                text,
+            }])
+        }
+        Source::Git(spec) => {
+            git::read(spec, opts.repo.as_deref(), &opts.helm, notices).map_err(|e| {
+                ManifestError::Git {
+                    input: source.to_string(),
+                    source: e,
+                }
+            })
+        }
+        Source::Kustomize(dir) => {
+            kustomize::render(dir)
+                .map(|t| vec![t])
+                .map_err(|e| ManifestError::Kustomize {
+                    input: source.to_string(),
+                    source: e,
+                })
+        }
+        Source::Path(path) if chart::is_chart(path) => {
+            let chart = chart::read(path, &opts.helm).map_err(|e| ManifestError::Chart {
+                input: path.display().to_string(),
+                source: e,
+            })?;
+            notices.extend(chart.notice);
+            Ok(chart.texts)
+        }
+        Source::Path(path) => collect_files(path)?
+            .into_iter()
+            .map(|file| {
+                let text =
+                    std::fs::read_to_string(&file).map_err(|source| ManifestError::Read {
+                        path: file.display().to_string(),
+                        source,
+                    })?;
+                Ok(Text {
+                    label: file.display().to_string(),
+                    is_json: file.extension().is_some_and(|e| e == "json"),
+                    text,
+                })
+            })
+            .collect(),
+    }
 }
 
 /// Reads manifests from text already in memory (used by `load`, tests and
@@ -317,6 +455,7 @@ fn add_object(
     Ok(())
 }
 
+/// The file names a directory is searched for: `*.yaml`, `*.yml`, `*.json`.
 fn is_manifest(path: &Path) -> bool {
     path.extension()
         .and_then(|e| e.to_str())

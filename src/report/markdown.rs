@@ -39,6 +39,9 @@ pub fn render_markdown(report: &Report) -> String {
         "✅"
     };
     let mut out = format!("## {icon} crd-safety\n\n{}\n", report.summary_line());
+    for notice in &report.notices {
+        out.push_str(&format!("\n> **Notice:** {notice}\n"));
+    }
     if let Some(c) = &report.cluster {
         out.push_str(&format!(
             "\nCluster: context `{}`, server `{}`\n",

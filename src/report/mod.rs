@@ -218,6 +218,10 @@ pub struct Report {
     /// problem was fixed or changed): present when any.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stale_baseline: Vec<BaselineEntry>,
+    /// What the sources could not read (templated CRDs of a Helm chart
+    /// without helm): the report is incomplete where these say.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notices: Vec<String>,
 }
 
 impl Report {
@@ -237,6 +241,7 @@ impl Report {
             kube_version: None,
             skipped_documents: skipped,
             stale_baseline: Vec::new(),
+            notices: Vec::new(),
         };
         report.recount();
         report

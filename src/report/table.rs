@@ -95,6 +95,9 @@ pub fn render_table(report: &Report, opts: TableOptions) -> String {
         out.push_str(&line);
     }
     out.push('\n');
+    for notice in &report.notices {
+        out.push_str(&format!("notice: {notice}\n"));
+    }
     out
 }
 

@@ -3,5 +3,6 @@
 pub mod envtest;
 pub mod etcd;
 pub mod faults;
+pub mod helm;
 pub mod live;
 pub mod run;
