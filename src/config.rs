@@ -129,13 +129,29 @@ pub struct Config {
 /// Top-level keys of the file.
 const TOP_KEYS: &[&str] = &["mode", "failMode", "kubeVersion", "checks", "exceptions"];
 
-/// Options each check accepts besides `level`.
-const CHECK_OPTIONS: &[(Check, &str)] = &[
-    (Check::Enum, "allowAdditions"),
-    (Check::Pattern, "allowRemoval"),
-    (Check::Nullable, "allowAddition"),
-    (Check::XValidations, "allowRemoval"),
-    (Check::AnyOf, "allowAdditions"),
+/// Sets one check option.
+type Setter = fn(&mut CheckOptions, bool);
+
+/// Options each check accepts besides `level`, each once: its check, its
+/// key, and the setting it sets. The parser and the error listing valid
+/// options both read this table, so an option cannot be accepted without
+/// setting the right thing.
+const CHECK_OPTIONS: &[(Check, &str, Setter)] = &[
+    (Check::Enum, "allowAdditions", |o, b| {
+        o.enum_allow_additions = b
+    }),
+    (Check::Pattern, "allowRemoval", |o, b| {
+        o.pattern_allow_removal = b
+    }),
+    (Check::Nullable, "allowAddition", |o, b| {
+        o.nullable_allow_addition = b
+    }),
+    (Check::XValidations, "allowRemoval", |o, b| {
+        o.x_validations_allow_removal = b
+    }),
+    (Check::AnyOf, "allowAdditions", |o, b| {
+        o.any_of_allow_additions = b
+    }),
 ];
 
 impl Config {
@@ -264,30 +280,26 @@ fn parse_checks(v: &Value, config: &mut Config) -> Result<(), String> {
                             .insert(check, parse_level(val, &format!("{ctx}.level"))?);
                         continue;
                     }
-                    let valid: Vec<&str> = CHECK_OPTIONS
+                    let Some((_, _, set)) = CHECK_OPTIONS
                         .iter()
-                        .filter(|(c, _)| *c == check)
-                        .map(|(_, o)| *o)
-                        .collect();
-                    if !valid.contains(&key.as_str()) {
+                        .find(|(c, k, _)| *c == check && k == key)
+                    else {
                         let mut all = vec!["level"];
-                        all.extend(valid);
+                        all.extend(
+                            CHECK_OPTIONS
+                                .iter()
+                                .filter(|(c, _, _)| *c == check)
+                                .map(|(_, k, _)| *k),
+                        );
                         return Err(format!(
                             "{ctx}: unknown option {key:?}; valid options: {}",
                             all.join(", ")
                         ));
-                    }
+                    };
                     let Some(b) = val.as_bool() else {
                         return Err(format!("{ctx}.{key}: expected true or false, found {val}"));
                     };
-                    let o = &mut config.options;
-                    match (check, key.as_str()) {
-                        (Check::Enum, _) => o.enum_allow_additions = b,
-                        (Check::Pattern, _) => o.pattern_allow_removal = b,
-                        (Check::Nullable, _) => o.nullable_allow_addition = b,
-                        (Check::XValidations, _) => o.x_validations_allow_removal = b,
-                        _ => o.any_of_allow_additions = b,
-                    }
+                    set(&mut config.options, b);
                 }
             }
             other => return Err(format!("{ctx}: expected a level or a map, found {other}")),
@@ -392,6 +404,28 @@ impl Policy<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_check_option_sets_its_own_setting() {
+        // Each option, alone, must change the options, and differently from
+        // every other option: no option may silently set another's field.
+        let mut seen: Vec<String> = Vec::new();
+        for (check, key, _) in CHECK_OPTIONS {
+            let text = format!("checks:\n  {}: {{{key}: false}}\n", check.id());
+            let c = Config::parse(&text, "c.yaml").expect("valid option");
+            let debug = format!("{:?}", c.options);
+            assert_ne!(
+                debug,
+                format!("{:?}", Config::default().options),
+                "{check:?}.{key}"
+            );
+            assert!(
+                !seen.contains(&debug),
+                "{check:?}.{key} sets what another option sets"
+            );
+            seen.push(debug);
+        }
+    }
 
     #[test]
     fn an_unknown_top_level_key_names_the_valid_ones() {

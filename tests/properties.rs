@@ -111,13 +111,17 @@ proptest! {
     #[test]
     fn a_crd_compared_with_itself_has_no_findings(a in schema(), b in schema(), conv in prop::sample::select(vec!["None", "Webhook"])) {
         let doc = crd(&[("v1alpha1", true, false, a), ("v1", true, true, b)], conv);
-        if let Ok(c) = Crd::from_manifest(normalize_to_v1(doc)) {
-            let stored = StoredVersions::resolve(&c, None);
-            let findings = compare_crds(&c, &c, &stored, &CheckOptions::default());
-            // Served versions may legitimately disagree with each other, but
-            // nothing changed between old and new, so nothing new is reported.
-            prop_assert!(findings.is_empty(), "{findings:#?}");
-        }
+        // A schema the model refuses (a keyword of the wrong type) is not a
+        // case of this property: rejected, and counted by proptest, which
+        // fails the test when too few generated CRDs are usable.
+        let Ok(c) = Crd::from_manifest(normalize_to_v1(doc)) else {
+            return Err(TestCaseError::reject("a schema the model refuses"));
+        };
+        let stored = StoredVersions::resolve(&c, None);
+        let findings = compare_crds(&c, &c, &stored, &CheckOptions::default());
+        // Served versions may legitimately disagree with each other, but
+        // nothing changed between old and new, so nothing new is reported.
+        prop_assert!(findings.is_empty(), "{findings:#?}");
     }
 
     #[test]
