@@ -8,32 +8,17 @@
 //! Outside CI a missing corpus skips the test with a notice; with CI=true it
 //! fails.
 
+mod support;
+
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use support::corpus::corpus_dir;
 
 use crd_safety::compare::{Check, Severity};
 use crd_safety::config::Config;
 use crd_safety::diff::{StoredVersionsArg, diff};
 use crd_safety::manifest::{self, Source};
 use serde_json::Value;
-
-fn corpus_dir() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
-    if dir.join("pairs.json").exists() {
-        return Some(dir);
-    }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!(
-            "corpus not found at {} (required when CI=true)",
-            dir.display()
-        );
-    }
-    eprintln!(
-        "notice: corpus not found at {}; skipping the corpus test",
-        dir.display()
-    );
-    None
-}
 
 fn read_json(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

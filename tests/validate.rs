@@ -3,28 +3,15 @@
 //! each mutation is reported with the rule, path and count the API server
 //! would give. Plus a property test: no input panics.
 
-use std::path::{Path, PathBuf};
+mod support;
+
+use support::corpus::corpus_dir;
 
 use crd_safety::manifest::{self, Source};
 use crd_safety::schema::Schema;
 use crd_safety::validate::{Outcome, PrunedKind, Rule, Validator};
 use proptest::prelude::*;
 use serde_json::{Value, json};
-
-fn corpus_dir() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
-    if dir.join("MANIFEST.md").exists() {
-        return Some(dir);
-    }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!(
-            "corpus not found at {} (required when CI=true)",
-            dir.display()
-        );
-    }
-    eprintln!("notice: corpus not found at {}; skipping", dir.display());
-    None
-}
 
 /// The schema of `version` in a corpus CRD file.
 fn corpus_schema(file: &str, version: &str) -> Option<Schema> {
