@@ -230,6 +230,67 @@ fn interactive_mode(exec: &mut kube::config::ExecConfig, terminal: bool) -> Resu
 /// An error and its sources on one line. A failed exec credential plugin is
 /// described without its command line, environment or output, which can
 /// hold credentials (kube-rs's own message includes all three).
+/// What went wrong below a transport error, as its source chain says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cause {
+    Tls,
+    Timeout,
+    Unreachable,
+}
+
+/// Walks `e`'s source chain (looking inside I/O errors, which hide their
+/// inner error from `source()`) for the error types that say what happened,
+/// instead of reading the wording: a TLS or timeout error anywhere wins over
+/// the connection failure that wraps it.
+fn cause(e: &(dyn std::error::Error + 'static)) -> Option<Cause> {
+    let mut found = None;
+    let mut current = Some(e);
+    while let Some(err) = current {
+        let here = match err.downcast_ref::<std::io::Error>() {
+            Some(io) => io
+                .get_ref()
+                .and_then(|inner| cause(inner))
+                .or_else(|| io_cause(io)),
+            None => cause_of(err),
+        };
+        match here {
+            Some(Cause::Tls | Cause::Timeout) => return here,
+            Some(Cause::Unreachable) => found = found.or(here),
+            None => {}
+        }
+        current = err.source();
+    }
+    found
+}
+
+fn cause_of(err: &(dyn std::error::Error + 'static)) -> Option<Cause> {
+    if err.is::<rustls::Error>() {
+        return Some(Cause::Tls);
+    }
+    if err.is::<tokio::time::error::Elapsed>() {
+        return Some(Cause::Timeout);
+    }
+    match err.downcast_ref::<hyper_util::client::legacy::Error>() {
+        Some(h) if h.is_connect() => Some(Cause::Unreachable),
+        _ => None,
+    }
+}
+
+fn io_cause(io: &std::io::Error) -> Option<Cause> {
+    use std::io::ErrorKind as K;
+    match io.kind() {
+        K::TimedOut => Some(Cause::Timeout),
+        K::ConnectionRefused
+        | K::ConnectionReset
+        | K::ConnectionAborted
+        | K::NotConnected
+        | K::AddrNotAvailable
+        | K::HostUnreachable
+        | K::NetworkUnreachable => Some(Cause::Unreachable),
+        _ => None,
+    }
+}
+
 fn one_line(e: &(dyn std::error::Error + 'static)) -> String {
     if let Some(safe) = exec_failure(e) {
         return safe;
@@ -373,26 +434,18 @@ impl Connection {
             ));
         }
         let detail = one_line(&e);
-        let lower = detail.to_lowercase();
         let server = self.server.clone();
-        if lower.contains("certificate") || lower.contains("unknownissuer") || lower.contains("tls")
-        {
-            ClusterError::Tls { server, detail }
-        } else if lower.contains("timed out")
-            || lower.contains("timeout")
-            || lower.contains("elapsed")
-        {
-            ClusterError::Timeout {
+        match cause(&e) {
+            Some(Cause::Tls) => ClusterError::Tls { server, detail },
+            Some(Cause::Timeout) => ClusterError::Timeout {
                 server,
                 after: self
                     .timeout
                     .map(|t| format!(" after {}s (--request-timeout)", t.as_secs_f64()))
                     .unwrap_or_default(),
-            }
-        } else if lower.contains("connect") || lower.contains("refused") || lower.contains("dns") {
-            ClusterError::Unreachable { server, detail }
-        } else {
-            ClusterError::Other { server, detail }
+            },
+            Some(Cause::Unreachable) => ClusterError::Unreachable { server, detail },
+            None => ClusterError::Other { server, detail },
         }
     }
 
@@ -648,4 +701,26 @@ pub fn apply_body(manifest: &Value) -> Value {
         }
     }
     body
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Error as IoError, ErrorKind};
+
+    #[test]
+    fn the_source_chain_says_what_went_wrong() {
+        let tls = IoError::other(rustls::Error::General("bad certificate".into()));
+        assert_eq!(cause(&tls), Some(Cause::Tls));
+        let timed_out = IoError::new(ErrorKind::TimedOut, "deadline");
+        assert_eq!(cause(&timed_out), Some(Cause::Timeout));
+        let refused = IoError::new(ErrorKind::ConnectionRefused, "no");
+        assert_eq!(cause(&refused), Some(Cause::Unreachable));
+        // A TLS failure wrapped in a connection error is a TLS failure.
+        let wrapped = IoError::new(ErrorKind::ConnectionReset, tls);
+        assert_eq!(cause(&wrapped), Some(Cause::Tls));
+        // Wording alone decides nothing.
+        let worded = IoError::other("tls timeout connect refused");
+        assert_eq!(cause(&worded), None);
+    }
 }
