@@ -518,7 +518,6 @@ fn mismatch(name: &str, target: Option<&Ty<'_>>, args: &[Ty<'_>]) -> Option<Stri
         ("_<_" | "_<=_" | "_>_" | "_>=_", None) if args.len() == 2 => {
             let (a, b) = (&args[0], &args[1]);
             !(numeric(a) && numeric(b) || type_name(a) == type_name(b))
-                || matches!(a, Ty::Bool) && !matches!(b, Ty::Bool)
         }
         ("_+_", None) if args.len() == 2 => {
             let (a, b) = (&args[0], &args[1]);
