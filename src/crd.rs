@@ -177,6 +177,19 @@ impl Crd {
     }
 }
 
+/// One resource of a CRD in one version, `/apis/{group}/{version}/{plural}`:
+/// plain data here, so plans can name what they will list and write without
+/// depending on the cluster code.
+#[derive(Debug, Clone)]
+pub struct ResourceRef {
+    /// API group, e.g. `example.com`.
+    pub group: String,
+    /// The version to read the objects in (the server converts).
+    pub version: String,
+    /// Plural resource name.
+    pub plural: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,6 +7,26 @@
 //! ([`change`]: `apply`, `migrate`). Data flows one way: load → normalize →
 //! compare → report. The binary (`kubectl-crd_safety`) parses flags, calls into
 //! this crate and maps the outcome to an exit code.
+//!
+//! # Layers
+//!
+//! A module imports from its own layer or the ones listed before it, never
+//! from a later one, and no two modules import each other (`tests/layers.rs`
+//! reads this list and holds the sources to it):
+//!
+//! 1. foundations: [`text`], [`json`], [`glob`]
+//! 2. model: [`schema`], [`crd`], [`manifest`]
+//! 3. analysis, pure: [`validate`], [`compare`], [`crd_validation`], [`config`]
+//! 4. results the commands produce and the report renders: [`outcome`]
+//! 5. rendering: [`report`]
+//! 6. offline runs over a report: [`diff`], [`locate`], [`baseline`]
+//! 7. the API server, the only network code: [`cluster`]
+//! 8. commands: [`scan`], [`live`], [`change`]
+//!
+//! The binary sits on top. Keeping [`cluster`] above the analysis and the
+//! report keeps those free of IO; keeping the result types in [`outcome`]
+//! lets the report render a scan, an apply or a migration without importing
+//! the code that runs them.
 
 pub mod baseline;
 pub mod change;
@@ -21,6 +41,7 @@ pub mod json;
 pub mod live;
 pub mod locate;
 pub mod manifest;
+pub mod outcome;
 pub mod report;
 pub mod scan;
 pub mod schema;

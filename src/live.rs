@@ -4,7 +4,6 @@
 
 use serde_json::Value;
 
-use crate::change::apply::{Action, Planned};
 use crate::cluster::{ClusterError, Connection, DryRun, ownership};
 use crate::compare::{Check, Finding, Severity};
 use crate::config::Config;
@@ -12,6 +11,7 @@ use crate::crd::Crd;
 use crate::crd_validation::KubeVersion;
 use crate::diff::{StoredVersionsArg, entries};
 use crate::manifest::{LoadedCrd, Location, ManifestSet, normalize_to_v1};
+use crate::outcome::{Action, Planned};
 use crate::report::{ClusterInfo, Report, SkippedDocument};
 use crate::scan::{Progress, ScanError, ScanOptions, scan_crd};
 

@@ -9,7 +9,7 @@ use support::corpus::corpus_dir;
 
 use crd_safety::manifest::{self, Source};
 use crd_safety::schema::Schema;
-use crd_safety::validate::{Outcome, PrunedKind, Rule, Validator};
+use crd_safety::validate::{PrunedKind, Rule, ValidationOutcome, Validator};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -21,7 +21,7 @@ fn corpus_schema(file: &str, version: &str) -> Option<Schema> {
     Some(crd.version(version).expect("version").schema.clone())
 }
 
-fn found(o: &Outcome) -> Vec<(String, Rule)> {
+fn found(o: &ValidationOutcome) -> Vec<(String, Rule)> {
     o.violations
         .iter()
         .map(|v| (v.path.clone(), v.rule))

@@ -8,52 +8,10 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
-use serde_json::Value;
-
 use super::{Proposal, Question, Verb, plural};
 use crate::cluster::{ApplyError, Connection, Established};
+use crate::outcome::{Action, Applied, ApplyOutcome, Planned};
 use crate::report::Report;
-
-/// What applying a manifest would do to the cluster.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Action {
-    /// The CRD does not exist yet.
-    Create,
-    /// The CRD exists and the manifest changes it.
-    Update,
-    /// The server would store exactly what it has now.
-    Unchanged,
-}
-
-impl Action {
-    /// The word for reports and prompts.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Action::Create => "create",
-            Action::Update => "update",
-            Action::Unchanged => "unchanged",
-        }
-    }
-}
-
-/// One manifest CRD and what applying it would do.
-#[derive(Debug, Clone)]
-pub struct Planned {
-    /// `metadata.name`.
-    pub name: String,
-    /// Create, update or nothing.
-    pub action: Action,
-    /// The manifest as read (v1).
-    pub manifest: Value,
-    /// The API server's conflict message when another field manager owns
-    /// fields this manifest changes.
-    pub conflict: Option<String>,
-    /// Managers of a plain `kubectl apply`/`kubectl create` whose fields
-    /// `apply` takes over first, as `kubectl apply --server-side` does.
-    pub take_over: Vec<String>,
-}
 
 /// `apply`'s words.
 pub const VERB: Verb = Verb {
@@ -145,76 +103,22 @@ pub struct ApplyOptions {
     pub wait: Duration,
 }
 
-/// What happened to one CRD.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase", tag = "result", content = "message")]
-pub enum Outcome {
-    /// Created and established.
-    Created,
-    /// Updated and established.
-    Configured,
-    /// Nothing to change; not written.
-    Unchanged,
-    /// The write was refused or failed; the CRD is as it was.
-    Failed(String),
-    /// Written, but not usable: names refused or not established in time.
-    NotEstablished(String),
-    /// Not attempted because an earlier CRD failed.
-    NotApplied,
-}
-
-impl Outcome {
-    /// Whether the cluster now has this manifest.
-    pub fn is_applied(&self) -> bool {
-        matches!(self, Outcome::Created | Outcome::Configured)
-    }
-
-    /// Whether this outcome makes the run fail.
-    pub fn is_failure(&self) -> bool {
-        matches!(
-            self,
-            Outcome::Failed(_) | Outcome::NotEstablished(_) | Outcome::NotApplied
-        )
-    }
-
-    /// A short word for the outcome table.
-    pub fn label(&self) -> &'static str {
-        match self {
-            Outcome::Created => "created",
-            Outcome::Configured => "configured",
-            Outcome::Unchanged => "unchanged",
-            Outcome::Failed(_) => "FAILED",
-            Outcome::NotEstablished(_) => "NOT ESTABLISHED",
-            Outcome::NotApplied => "not applied",
-        }
-    }
-}
-
-/// One CRD's result.
-#[derive(Debug, Clone, Serialize)]
-pub struct Applied {
-    /// `metadata.name`.
-    pub name: String,
-    /// What the plan said.
-    pub action: Action,
-    /// What happened.
-    #[serde(flatten)]
-    pub outcome: Outcome,
-}
-
 /// Applies every planned change in order, stopping at the first failure.
 pub async fn apply(conn: &Connection, plan: &[Planned], opts: ApplyOptions) -> Vec<Applied> {
     let mut results = Vec::with_capacity(plan.len());
     let mut stopped = false;
     for p in plan {
         let outcome = if stopped {
-            Outcome::NotApplied
+            ApplyOutcome::NotApplied
         } else if p.action == Action::Unchanged {
-            Outcome::Unchanged
+            ApplyOutcome::Unchanged
         } else {
             apply_one(conn, p, opts).await
         };
-        stopped |= matches!(outcome, Outcome::Failed(_) | Outcome::NotEstablished(_));
+        stopped |= matches!(
+            outcome,
+            ApplyOutcome::Failed(_) | ApplyOutcome::NotEstablished(_)
+        );
         results.push(Applied {
             name: p.name.clone(),
             action: p.action,
@@ -224,35 +128,37 @@ pub async fn apply(conn: &Connection, plan: &[Planned], opts: ApplyOptions) -> V
     results
 }
 
-async fn apply_one(conn: &Connection, p: &Planned, opts: ApplyOptions) -> Outcome {
+async fn apply_one(conn: &Connection, p: &Planned, opts: ApplyOptions) -> ApplyOutcome {
     if !p.take_over.is_empty() {
         let from: Vec<&str> = p.take_over.iter().map(String::as_str).collect();
         if let Err(e) = conn.take_over_fields(&p.name, &from).await {
-            return Outcome::Failed(format!(
+            return ApplyOutcome::Failed(format!(
                 "taking over the fields of {}: {e}",
                 p.take_over.join(", ")
             ));
         }
     }
     if let Err(e) = conn.apply(&p.name, &p.manifest, opts.force_conflicts).await {
-        return Outcome::Failed(match e {
+        return ApplyOutcome::Failed(match e {
             ApplyError::Conflict(_) | ApplyError::Rejected(_) => e.to_string(),
             ApplyError::Cluster(c) => c.to_string(),
         });
     }
     match conn.wait_established(&p.name, opts.wait).await {
-        Ok(Established::Yes) if p.action == Action::Create => Outcome::Created,
-        Ok(Established::Yes) => Outcome::Configured,
+        Ok(Established::Yes) if p.action == Action::Create => ApplyOutcome::Created,
+        Ok(Established::Yes) => ApplyOutcome::Configured,
         Ok(Established::NamesRefused(m)) => {
-            Outcome::NotEstablished(format!("the API server refused its names: {m}"))
+            ApplyOutcome::NotEstablished(format!("the API server refused its names: {m}"))
         }
-        Ok(Established::TimedOut) => Outcome::NotEstablished(format!(
+        Ok(Established::TimedOut) => ApplyOutcome::NotEstablished(format!(
             "applied, but not Established after {}s (--wait-timeout)",
             opts.wait.as_secs_f64()
         )),
         Ok(Established::Gone) => {
-            Outcome::NotEstablished("applied, then deleted by someone else".into())
+            ApplyOutcome::NotEstablished("applied, then deleted by someone else".into())
         }
-        Err(e) => Outcome::NotEstablished(format!("applied, but its status cannot be read: {e}")),
+        Err(e) => {
+            ApplyOutcome::NotEstablished(format!("applied, but its status cannot be read: {e}"))
+        }
     }
 }

@@ -5,19 +5,7 @@ use kube::api::ListParams;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{ClusterError, Connection};
-
-/// Which resource to list: `/apis/{group}/{version}/{plural}` across all
-/// namespaces.
-#[derive(Debug, Clone)]
-pub struct ResourceRef {
-    /// API group, e.g. `example.com`.
-    pub group: String,
-    /// The version to read the objects in (the server converts).
-    pub version: String,
-    /// Plural resource name.
-    pub plural: String,
-}
+use super::{ClusterError, Connection, ResourceRef};
 
 /// One page of a LIST.
 #[derive(Debug, Default, Deserialize)]

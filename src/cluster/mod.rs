@@ -16,7 +16,8 @@ pub mod retry;
 pub mod tls;
 mod write;
 
-pub use list::{ListError, Page, ResourceRef};
+pub use crate::crd::ResourceRef;
+pub use list::{ListError, Page};
 pub use retry::{RequestTrace, RetryNotice, RetryPolicy};
 pub use write::{Rewrite, RewriteError, StoredVersionsUpdate};
 

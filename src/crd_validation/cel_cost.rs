@@ -114,7 +114,7 @@ struct LocalVar {
 
 /// `checker.AstNode`: what an estimator sees of an argument.
 #[derive(Clone)]
-struct Node<'e, 'a> {
+struct AstNode<'e, 'a> {
     path: Vec<String>,
     ty: Ty<'a>,
     expr: Option<&'e IdedExpr>,
@@ -271,7 +271,7 @@ impl<'e, 'a> Coster<'e, 'a> {
         None
     }
 
-    fn node(&mut self, e: &'e IdedExpr) -> Node<'e, 'a> {
+    fn node(&mut self, e: &'e IdedExpr) -> AstNode<'e, 'a> {
         let mut path = self.path(e);
         if path
             .first()
@@ -279,7 +279,7 @@ impl<'e, 'a> Coster<'e, 'a> {
         {
             path = Vec::new();
         }
-        Node {
+        AstNode {
             path,
             ty: self.ty(e),
             expr: Some(e),
@@ -289,7 +289,7 @@ impl<'e, 'a> Coster<'e, 'a> {
 
     /// `sizeEstimate` of the Kubernetes estimator and `estimateSize` of the
     /// extensions: the node's computed size, else its declared one.
-    fn node_size(&self, n: &Node) -> Range {
+    fn node_size(&self, n: &AstNode) -> Range {
         n.size
             .or_else(|| self.estimate_size(&n.path))
             .unwrap_or(UNKNOWN)
@@ -569,8 +569,8 @@ impl<'e, 'a> Coster<'e, 'a> {
         e: &IdedExpr,
         function: &str,
         id: &str,
-        target: Option<&Node<'e, 'a>>,
-        args: &[Node<'e, 'a>],
+        target: Option<&AstNode<'e, 'a>>,
+        args: &[AstNode<'e, 'a>],
         arg_costs: &[Range],
     ) -> (Range, Option<Range>) {
         let arg_sum = arg_costs.iter().fold(fixed(0), |s, c| s.add(*c));
@@ -580,7 +580,7 @@ impl<'e, 'a> Coster<'e, 'a> {
         if let Some((c, size)) = self.kubernetes_estimate(function, id, target, args) {
             return (c.add(arg_sum), size);
         }
-        let size_of = |n: &Node| n.size.unwrap_or(UNKNOWN);
+        let size_of = |n: &AstNode| n.size.unwrap_or(UNKNOWN);
         match id {
             "string_format" => {
                 if let Some(t) = target {
@@ -705,14 +705,14 @@ impl<'e, 'a> Coster<'e, 'a> {
     fn extension_estimate(
         &self,
         id: &str,
-        target: Option<&Node>,
-        args: &[Node],
+        target: Option<&AstNode>,
+        args: &[AstNode],
     ) -> Option<(Range, Option<Range>)> {
         let list_call = |factor: f64, size: Range| {
             let c = size.factor(factor).add(fixed(1)).add(fixed(LIST_CREATE));
             Some((c, Some(size)))
         };
-        let int_literal = |n: &Node, default: u64| match n.expr.map(|e| &e.expr) {
+        let int_literal = |n: &AstNode, default: u64| match n.expr.map(|e| &e.expr) {
             Some(Expr::Literal(LiteralValue::Int(i))) => {
                 let v = **i;
                 if v < 0 { 0 } else { v as u64 }
@@ -770,7 +770,7 @@ impl<'e, 'a> Coster<'e, 'a> {
 
     /// The element of a list (or the key of a map) as an estimator node
     /// (`listElementNode`).
-    fn element_node(list: &Node<'e, 'a>) -> Option<Node<'e, 'a>> {
+    fn element_node(list: &AstNode<'e, 'a>) -> Option<AstNode<'e, 'a>> {
         let ty = match &list.ty {
             Ty::List(e) => (**e).clone(),
             Ty::Map(k, _) => (**k).clone(),
@@ -781,7 +781,7 @@ impl<'e, 'a> Coster<'e, 'a> {
         if !path.is_empty() {
             path.push("@items".into());
         }
-        Some(Node {
+        Some(AstNode {
             path,
             ty,
             expr: None,
@@ -794,11 +794,11 @@ impl<'e, 'a> Coster<'e, 'a> {
         &self,
         function: &str,
         id: &str,
-        target: Option<&Node<'e, 'a>>,
-        args: &[Node<'e, 'a>],
+        target: Option<&AstNode<'e, 'a>>,
+        args: &[AstNode<'e, 'a>],
     ) -> Option<(Range, Option<Range>)> {
-        let size = |n: &Node| self.node_size(n);
-        let traverse = |n: &Node| size(n).factor(STRING_TRAVERSAL);
+        let size = |n: &AstNode| self.node_size(n);
+        let traverse = |n: &AstNode| size(n).factor(STRING_TRAVERSAL);
         match function {
             "isSorted" | "sum" | "max" | "min" | "indexOf" | "lastIndexOf" => {
                 let t = target?;

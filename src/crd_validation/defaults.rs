@@ -11,9 +11,9 @@
 
 use serde_json::Value;
 
+use super::SchemaOptions;
 use super::field::{FieldError, FieldPath};
 use super::json::{Obj, bool_of, items, properties};
-use super::schema_rules::SchemaOptions;
 use crate::schema::Schema;
 use crate::validate::{PrunedKind, Validator};
 

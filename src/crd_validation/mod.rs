@@ -67,6 +67,22 @@ impl KubeVersion {
     }
 }
 
+/// What the server requires of a schema; an update relaxes some of these
+/// when the stored CRD already broke them ("don't tighten validation on
+/// existing persisted data").
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SchemaOptions {
+    pub require_structural: bool,
+    pub require_pruned_defaults: bool,
+    pub require_atomic_set_type: bool,
+    pub require_map_list_keys_map_set: bool,
+    pub require_valid_property_type: bool,
+    pub kube: KubeVersion,
+    /// The version's schema equals the stored CRD's: rule costs count
+    /// toward the schema total only.
+    pub suppress_per_expression_cost: bool,
+}
+
 impl Default for KubeVersion {
     fn default() -> Self {
         KubeVersion::NEWEST
@@ -150,7 +166,7 @@ impl OldCrdFacts {
         };
         let schemas: Vec<&Obj> = version_schemas(spec);
         let root = FieldPath::new("x");
-        let opts = schema_rules::SchemaOptions {
+        let opts = SchemaOptions {
             require_structural: true,
             require_pruned_defaults: true,
             require_atomic_set_type: true,

@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use super::KubeVersion;
+use super::SchemaOptions;
 use super::cel_rules;
 use super::defaults;
 use super::field::{FieldError, FieldPath};
@@ -16,22 +16,6 @@ use super::json::{
     AdditionalProperties, Obj, additional_properties, arr_of, bool_of, has, has_properties, items,
     obj_of, properties, property, str_of, strings_of,
 };
-
-/// What the server requires of a schema; an update relaxes some of these
-/// when the stored CRD already broke them ("don't tighten validation on
-/// existing persisted data").
-#[derive(Debug, Clone, Copy)]
-pub struct SchemaOptions {
-    pub require_structural: bool,
-    pub require_pruned_defaults: bool,
-    pub require_atomic_set_type: bool,
-    pub require_map_list_keys_map_set: bool,
-    pub require_valid_property_type: bool,
-    pub kube: KubeVersion,
-    /// The version's schema equals the stored CRD's: rule costs count
-    /// toward the schema total only.
-    pub suppress_per_expression_cost: bool,
-}
 
 const OPENAPI_TYPES: &[&str] = &["array", "boolean", "integer", "number", "object", "string"];
 

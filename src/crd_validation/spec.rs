@@ -16,12 +16,13 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
+use super::SchemaOptions;
 use super::columns::{validate_column, validate_selectable_fields, validate_subresources};
 use super::conversion::validate_conversion;
 use super::field::{FieldError, FieldPath};
 use super::json::{Obj, arr_of, bool_of, str_of};
 use super::names;
-use super::schema_rules::{SchemaOptions, new_structural_error, validate_validation};
+use super::schema_rules::{new_structural_error, validate_validation};
 use super::{KubeVersion, OldCrdFacts};
 
 /// The per-version parts, hoisted where every version agrees.

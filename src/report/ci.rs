@@ -12,9 +12,9 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::{CrdReport, Report};
-use crate::baseline::fingerprint;
 use crate::compare::{Check, Finding, Severity};
 use crate::manifest::Position;
+use crate::outcome::fingerprint;
 
 const SARIF_SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 

@@ -7,7 +7,7 @@ use owo_colors::OwoColorize;
 
 use super::TableOptions;
 use super::table::object_findings_table;
-use crate::change::migrate::{CrdOutcome, Migrated, MigrationPlan};
+use crate::outcome::{Migrated, MigrationOutcome, MigrationPlan};
 
 /// Renders the plan and the check.
 pub fn render_migration_plan(plan: &MigrationPlan, opts: TableOptions) -> String {
@@ -78,29 +78,31 @@ pub fn render_migration_outcome(context: &str, results: &[Migrated], color: bool
         let label = r.outcome.label();
         let label = match (&r.outcome, color) {
             (_, false) => label.to_string(),
-            (CrdOutcome::Migrated, true) => label.green().to_string(),
-            (CrdOutcome::Unchanged | CrdOutcome::NotMigrated, true) => label.dimmed().to_string(),
-            (CrdOutcome::Failed(_) | CrdOutcome::Interrupted(_), true) => {
+            (MigrationOutcome::Migrated, true) => label.green().to_string(),
+            (MigrationOutcome::Unchanged | MigrationOutcome::NotMigrated, true) => {
+                label.dimmed().to_string()
+            }
+            (MigrationOutcome::Failed(_) | MigrationOutcome::Interrupted(_), true) => {
                 label.red().bold().to_string()
             }
         };
         out.push_str(&format!("  {:<width$}  {label}", r.name));
         match &r.outcome {
-            CrdOutcome::Migrated => out.push_str(&format!(
+            MigrationOutcome::Migrated => out.push_str(&format!(
                 ": {} rewritten, {} written by others meanwhile, {} deleted; storedVersions now [{}]",
                 r.rewritten,
                 r.written_by_others,
                 r.deleted,
                 r.stored_versions.join(", ")
             )),
-            CrdOutcome::Failed(m) | CrdOutcome::Interrupted(m) => {
+            MigrationOutcome::Failed(m) | MigrationOutcome::Interrupted(m) => {
                 out.push_str(&format!(": {m}"));
             }
-            CrdOutcome::Unchanged => out.push_str(&format!(
+            MigrationOutcome::Unchanged => out.push_str(&format!(
                 ": storedVersions already [{}]",
                 r.stored_versions.join(", ")
             )),
-            CrdOutcome::NotMigrated => out.push_str(": not started"),
+            MigrationOutcome::NotMigrated => out.push_str(": not started"),
         }
         out.push('\n');
     }

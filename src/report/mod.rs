@@ -15,11 +15,10 @@ mod table;
 
 use serde::Serialize;
 
-use crate::baseline::BaselineEntry;
 use crate::compare::{Finding, Severity, StoredVersions};
 use crate::config::{Excepted, FailMode, Mode};
 use crate::manifest::Skipped;
-use crate::scan::ScanSummary;
+use crate::outcome::{BaselineEntry, ScanSummary};
 
 pub use change::{change_of, detail_of};
 pub use ci::{render_github, render_sarif};

@@ -3,7 +3,7 @@
 
 use owo_colors::OwoColorize;
 
-use crate::change::apply::{Applied, Outcome};
+use crate::outcome::{Applied, ApplyOutcome};
 
 /// Renders the outcome table under a header naming the context.
 pub fn render_outcomes(context: &str, results: &[Applied], color: bool) -> String {
@@ -13,14 +13,16 @@ pub fn render_outcomes(context: &str, results: &[Applied], color: bool) -> Strin
         let label = r.outcome.label();
         let label = match (&r.outcome, color) {
             (_, false) => label.to_string(),
-            (Outcome::Created | Outcome::Configured, true) => label.green().to_string(),
-            (Outcome::Unchanged | Outcome::NotApplied, true) => label.dimmed().to_string(),
-            (Outcome::Failed(_) | Outcome::NotEstablished(_), true) => {
+            (ApplyOutcome::Created | ApplyOutcome::Configured, true) => label.green().to_string(),
+            (ApplyOutcome::Unchanged | ApplyOutcome::NotApplied, true) => {
+                label.dimmed().to_string()
+            }
+            (ApplyOutcome::Failed(_) | ApplyOutcome::NotEstablished(_), true) => {
                 label.red().bold().to_string()
             }
         };
         out.push_str(&format!("  {:<width$}  {label}", r.name));
-        if let Outcome::Failed(m) | Outcome::NotEstablished(m) = &r.outcome {
+        if let ApplyOutcome::Failed(m) | ApplyOutcome::NotEstablished(m) = &r.outcome {
             out.push_str(&format!(": {m}"));
         }
         out.push('\n');

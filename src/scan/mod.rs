@@ -13,18 +13,17 @@ mod tally;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use serde::Serialize;
 use serde_json::Value;
 use thiserror::Error;
 
-use crate::cluster::{ClusterError, Connection, ListError, ResourceRef};
+use crate::cluster::{ClusterError, Connection, ListError};
 use crate::compare::{Check, Finding, ObjectsDetail};
-use crate::crd::Crd;
+use crate::crd::{Crd, ResourceRef};
+use crate::outcome::ScanSummary;
 use crate::schema::{FieldPath, Lookup, Schema};
 use crate::validate::{PrunedKind, Validator};
 
 use tally::{Group, GroupKey, Kind, Tally};
-pub use tally::{ObjectDataLoss, ObjectReport, ObjectViolation};
 
 /// Kubernetes ratchets unchanged invalid fields on update from 1.30 on
 /// (beta, on by default; GA in 1.33).
@@ -59,34 +58,6 @@ pub struct Progress<'a> {
     pub scanned: u64,
     /// The server's estimate of the total, when it gives one.
     pub total: Option<u64>,
-}
-
-/// What the scan of one CRD found, besides its findings.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ScanSummary {
-    /// `1.34`.
-    pub server_version: String,
-    /// Whether the server ratchets unchanged invalid fields on update.
-    pub ratcheting: bool,
-    /// Versions scanned.
-    pub versions: Vec<String>,
-    /// Served before and after, but with an unchanged schema: not scanned.
-    pub unchanged_versions: Vec<String>,
-    /// Objects scanned (in the version with the most; every version lists
-    /// the same stored objects).
-    pub scanned: u64,
-    /// Objects the new schema rejects (in any scanned version).
-    pub invalid: u64,
-    /// Objects that lose or change data.
-    pub losing_data: u64,
-    /// Times a listing restarted after its continue token expired.
-    pub restarts: u32,
-    /// Requests of this scan retried after a transient failure (429, 5xx,
-    /// a lost connection); the counts are complete all the same.
-    pub retries: u64,
-    /// Every offending object.
-    pub objects: Vec<ObjectReport>,
 }
 
 /// The scan of one CRD.

@@ -5,10 +5,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Serialize;
-
+use crate::outcome::{ObjectDataLoss, ObjectReport, ObjectViolation};
 use crate::schema::FieldPath;
-use crate::validate::{Outcome, PrunedKind};
+use crate::validate::{PrunedKind, ValidationOutcome};
 
 /// The scan's own check kinds (each maps to a catalog check).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -47,44 +46,6 @@ pub struct Group {
     pub sample: String,
 }
 
-/// One offending object, for JSON and YAML.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ObjectReport {
-    /// `namespace/name`, or `name` for cluster-scoped objects.
-    pub object: String,
-    /// The version it was read and validated in.
-    pub version: String,
-    /// Rule violations.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub violations: Vec<ObjectViolation>,
-    /// Fields dropped or changed on the next read or write.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub data_loss: Vec<ObjectDataLoss>,
-}
-
-/// A violation of one object.
-#[derive(Debug, Clone, Serialize)]
-pub struct ObjectViolation {
-    /// Concrete path, e.g. `spec.ports[2].name`.
-    pub path: String,
-    /// Rule id, e.g. `maxLength`.
-    pub rule: String,
-    /// What is wrong.
-    pub message: String,
-    /// Whether an update leaving the field alone still succeeds.
-    pub ratcheted: bool,
-}
-
-/// A field of one object that is dropped or changed.
-#[derive(Debug, Clone, Serialize)]
-pub struct ObjectDataLoss {
-    /// Concrete path.
-    pub path: String,
-    /// `pruned`, `nullDropped` or `defaulted`.
-    pub kind: &'static str,
-}
-
 /// The running totals of one CRD's scan.
 #[derive(Debug, Default)]
 pub struct Tally {
@@ -114,7 +75,7 @@ impl Tally {
         &mut self,
         version: &str,
         object: &str,
-        outcome: Outcome,
+        outcome: ValidationOutcome,
         keep_default: impl Fn(&FieldPath) -> bool,
     ) {
         if outcome.is_clean() {

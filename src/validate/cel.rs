@@ -29,48 +29,17 @@ use kube::core::cel::cel::objects::{Key, Map as CelMap, OptionalValue};
 use kube::core::cel::cel::{
     Context, ExecutionError, FunctionContext, ResolveResult, Value as CelValue,
 };
-use kube::core::cel::{CompilationResult, KubeCelExt, compile_schema};
-use serde_json::{Value, json};
+use kube::core::cel::{CompilationResult, KubeCelExt};
+use serde_json::Value;
 
+use super::cel_rule::escape;
 use super::formats::{Format, decode_base64, parse_go_duration, parse_timestamp};
-use super::node::{Additional, Node, Types};
+use super::node::{Additional, CompiledNode, Types};
 use super::trail::Trail;
-use super::{NotEvaluated, Outcome, Rule, Violation};
+use super::{NotEvaluated, Rule, ValidationOutcome, Violation};
 
 /// Deepest value (below the rule's node) converted for CEL.
 const CEL_VALUE_DEPTH: usize = 100;
-
-/// One rule as compiled.
-#[derive(Debug)]
-pub(crate) struct CelRule {
-    /// The CEL expression as written.
-    pub source: String,
-    pub compiled: Result<CompilationResult, String>,
-}
-
-/// Compiles a node's `x-kubernetes-validations` list.
-pub(crate) fn compile_rules(raw: Option<&Value>) -> Vec<CelRule> {
-    let Some(Value::Array(rules)) = raw else {
-        return Vec::new();
-    };
-    rules
-        .iter()
-        .map(|r| {
-            let source = r
-                .get("rule")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
-            let mut compiled = compile_schema(&json!({ "x-kubernetes-validations": [r] }));
-            let compiled = match compiled.validations.pop() {
-                Some(Ok(cr)) => Ok(cr),
-                Some(Err(e)) => Err(e.to_string()),
-                None => Err("rule not found".to_string()),
-            };
-            CelRule { source, compiled }
-        })
-        .collect()
-}
 
 thread_local! {
     /// All Kubernetes CEL libraries, registered once per thread, with the
@@ -207,7 +176,7 @@ fn self_size(ftx: &FunctionContext) -> ResolveResult {
 }
 
 /// Evaluates every rule of the schema against `object`.
-pub(crate) fn evaluate(root: &Node, object: &Value, out: &mut Outcome) {
+pub(crate) fn evaluate(root: &CompiledNode, object: &Value, out: &mut ValidationOutcome) {
     BASE.with(|base| {
         let mut ev = Eval { base, out };
         ev.walk(root, object, None, &Trail::ROOT, 0, true);
@@ -216,7 +185,7 @@ pub(crate) fn evaluate(root: &Node, object: &Value, out: &mut Outcome) {
 
 struct Eval<'b, 'o> {
     base: &'b Context<'static>,
-    out: &'o mut Outcome,
+    out: &'o mut ValidationOutcome,
 }
 
 impl Eval<'_, '_> {
@@ -225,7 +194,7 @@ impl Eval<'_, '_> {
     /// instead of converting their subtree again.
     fn walk(
         &mut self,
-        node: &Node,
+        node: &CompiledNode,
         v: &Value,
         cel: Option<CelValue>,
         trail: &Trail,
@@ -317,7 +286,7 @@ impl Eval<'_, '_> {
     /// CEL, for the rules below to reuse.
     fn rules(
         &mut self,
-        node: &Node,
+        node: &CompiledNode,
         v: &Value,
         converted: Option<CelValue>,
         trail: &Trail,
@@ -420,65 +389,11 @@ fn message(cr: &CompilationResult, ctx: &Context) -> String {
     }
 }
 
-const RESERVED: &[&str] = &[
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-];
-
-/// A declared property name as CEL sees it (`apiservercel.Escape`):
-/// reserved words become `__word__`; `__`, `.`, `-` and `/` become
-/// `__underscores__`, `__dot__`, `__dash__` and `__slash__`. A name with any
-/// other character, or starting with a digit, has no CEL name: the field is
-/// invisible to rules.
-pub(crate) fn escape(name: &str) -> Option<String> {
-    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
-        return None;
-    }
-    if RESERVED.contains(&name) {
-        return Some(format!("__{name}__"));
-    }
-    let mut out = String::with_capacity(name.len());
-    let mut chars = name.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '_' if chars.peek() == Some(&'_') => {
-                chars.next();
-                out.push_str("__underscores__");
-            }
-            '.' => out.push_str("__dot__"),
-            '-' => out.push_str("__dash__"),
-            '/' => out.push_str("__slash__"),
-            c if c.is_ascii_alphanumeric() || c == '_' => out.push(c),
-            _ => return None,
-        }
-    }
-    Some(out)
-}
-
 fn key(k: String) -> Key {
     Key::String(Arc::new(k))
 }
 
-fn number(n: &serde_json::Number, node: Option<&Node>) -> CelValue {
+fn number(n: &serde_json::Number, node: Option<&CompiledNode>) -> CelValue {
     let types = node.map(|n| n.types).unwrap_or_default();
     if types.has(Types::NUMBER) {
         return CelValue::Float(n.as_f64().unwrap_or(f64::NAN));
@@ -499,7 +414,7 @@ fn number(n: &serde_json::Number, node: Option<&Node>) -> CelValue {
     CelValue::Float(n.as_f64().unwrap_or(f64::NAN))
 }
 
-fn string(s: &str, node: Option<&Node>) -> CelValue {
+fn string(s: &str, node: Option<&CompiledNode>) -> CelValue {
     let format = node.filter(|n| !n.int_or_string).and_then(|n| n.format);
     match format {
         Some(Format::DateTime) => {
@@ -523,7 +438,12 @@ fn string(s: &str, node: Option<&Node>) -> CelValue {
 }
 
 /// The decoded value as CEL sees it; `Err` when it nests too deep.
-fn to_cel(node: Option<&Node>, v: &Value, depth: usize, is_root: bool) -> Result<CelValue, String> {
+fn to_cel(
+    node: Option<&CompiledNode>,
+    v: &Value,
+    depth: usize,
+    is_root: bool,
+) -> Result<CelValue, String> {
     if depth > CEL_VALUE_DEPTH {
         return Err(format!(
             "the value nests deeper than {CEL_VALUE_DEPTH} levels below the rule"

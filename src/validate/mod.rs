@@ -3,7 +3,7 @@
 //!
 //! [`Validator::new`] compiles a version's `openAPIV3Schema` once (regexes,
 //! formats, CEL programs); [`Validator::validate`] then checks one object and
-//! returns an [`Outcome`]: the violations the server would report, the data
+//! returns a [`ValidationOutcome`]: the violations the server would report, the data
 //! the server would prune, drop or default on the next read/write, and the CEL
 //! rules that could not be evaluated here.
 //!
@@ -31,7 +31,8 @@
 //! - Cost budgets of CEL (per call and per object) are not enforced.
 
 mod cel;
-pub(crate) use cel::escape as cel_escape;
+mod cel_rule;
+pub(crate) use cel_rule::escape as cel_escape;
 mod formats;
 mod list_type;
 mod node;
@@ -232,7 +233,7 @@ pub struct NotEvaluated {
 
 /// The result of validating one object.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Outcome {
+pub struct ValidationOutcome {
     /// Sorted by path, then rule.
     pub violations: Vec<Violation>,
     /// Data lost or changed on the next read/write, sorted by path.
@@ -241,7 +242,7 @@ pub struct Outcome {
     pub not_evaluated: Vec<NotEvaluated>,
 }
 
-impl Outcome {
+impl ValidationOutcome {
     /// No violation, nothing pruned, every rule evaluated.
     pub fn is_clean(&self) -> bool {
         self.violations.is_empty() && self.pruned.is_empty() && self.not_evaluated.is_empty()
@@ -256,7 +257,7 @@ impl Outcome {
 /// A CRD version's schema, compiled for validating many objects.
 #[derive(Debug)]
 pub struct Validator {
-    root: node::Node,
+    root: node::CompiledNode,
 }
 
 impl Validator {
@@ -265,14 +266,14 @@ impl Validator {
     /// k8s-long-name from 1.34 on).
     pub fn new(schema: &Schema, server_minor: u32) -> Result<Validator, ValidateError> {
         let opts = node::Options { server_minor };
-        let root = node::Node::compile(schema, &FieldPath::root(), &opts, 0)?;
+        let root = node::CompiledNode::compile(schema, &FieldPath::root(), &opts, 0)?;
         Ok(Validator { root })
     }
 
     /// Validates a stored object as the API server would on CREATE, and
     /// reports what it would prune, drop or default on read.
-    pub fn validate(&self, object: &Value) -> Outcome {
-        let mut out = Outcome::default();
+    pub fn validate(&self, object: &Value) -> ValidationOutcome {
+        let mut out = ValidationOutcome::default();
         walk::validate(&self.root, object, &mut out);
         // Report order: by path, then rule (the walk follows the object's key order).
         out.violations

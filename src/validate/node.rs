@@ -7,7 +7,7 @@ use regex::Regex;
 use serde_json::Value;
 
 use super::ValidateError;
-use super::cel::CelRule;
+use super::cel_rule::{CelRule, compile_rules, escape};
 use super::formats::Format;
 use crate::schema::{AdditionalProperties, FieldPath, Schema};
 
@@ -83,11 +83,11 @@ pub(crate) enum Additional {
     /// `true`: any value kept, not validated.
     Any,
     /// A map whose values follow the schema.
-    Schema(Box<Node>),
+    Schema(Box<CompiledNode>),
 }
 
 #[derive(Debug)]
-pub(crate) struct Node {
+pub(crate) struct CompiledNode {
     pub types: Types,
     pub nullable: bool,
     pub default: Option<Value>,
@@ -104,19 +104,19 @@ pub(crate) struct Node {
     pub min_properties: Option<u64>,
     pub max_properties: Option<u64>,
     pub required: Vec<String>,
-    pub properties: BTreeMap<String, Node>,
+    pub properties: BTreeMap<String, CompiledNode>,
     /// Some property has a `default`: objects need the defaulting pass.
     pub has_defaults: bool,
     pub additional: Additional,
-    pub items: Option<Box<Node>>,
+    pub items: Option<Box<CompiledNode>>,
     pub preserve_unknown: bool,
     pub embedded: bool,
     pub int_or_string: bool,
     pub list_type: ListType,
-    pub all_of: Vec<Node>,
-    pub any_of: Vec<Node>,
-    pub one_of: Vec<Node>,
-    pub not: Option<Box<Node>>,
+    pub all_of: Vec<CompiledNode>,
+    pub any_of: Vec<CompiledNode>,
+    pub one_of: Vec<CompiledNode>,
+    pub not: Option<Box<CompiledNode>>,
     pub rules: Vec<CelRule>,
     /// This node or one below it has CEL rules.
     pub has_rules: bool,
@@ -201,13 +201,13 @@ fn types(s: &Schema, path: &FieldPath) -> Result<Types, ValidateError> {
     }
 }
 
-impl Node {
+impl CompiledNode {
     pub(crate) fn compile(
         s: &Schema,
         path: &FieldPath,
         opts: &Options,
         depth: usize,
-    ) -> Result<Node, ValidateError> {
+    ) -> Result<CompiledNode, ValidateError> {
         if depth > MAX_DEPTH {
             return Err(ValidateError::TooDeep {
                 path: path.to_string(),
@@ -280,20 +280,22 @@ impl Node {
 
         let mut properties = BTreeMap::new();
         for (name, child) in &s.properties {
-            let mut child = Node::compile(child, &path.property(name), opts, depth + 1)?;
-            child.cel_name = super::cel::escape(name).map(std::sync::Arc::new);
+            let mut child = CompiledNode::compile(child, &path.property(name), opts, depth + 1)?;
+            child.cel_name = escape(name).map(std::sync::Arc::new);
             properties.insert(name.clone(), child);
         }
-        let has_defaults = properties.values().any(|p: &Node| p.default.is_some());
+        let has_defaults = properties
+            .values()
+            .any(|p: &CompiledNode| p.default.is_some());
         let additional = match &s.additional_properties {
             None | Some(AdditionalProperties::Allowed(false)) => Additional::Absent,
             Some(AdditionalProperties::Allowed(true)) => Additional::Any,
             Some(AdditionalProperties::Schema(child)) => Additional::Schema(Box::new(
-                Node::compile(child, &path.map_values(), opts, depth + 1)?,
+                CompiledNode::compile(child, &path.map_values(), opts, depth + 1)?,
             )),
         };
         let items = match &s.items {
-            Some(child) => Some(Box::new(Node::compile(
+            Some(child) => Some(Box::new(CompiledNode::compile(
                 child,
                 &path.items(),
                 opts,
@@ -301,7 +303,7 @@ impl Node {
             )?)),
             None => None,
         };
-        let junctor = |keyword: &'static str| -> Result<Vec<Node>, ValidateError> {
+        let junctor = |keyword: &'static str| -> Result<Vec<CompiledNode>, ValidateError> {
             match s.keyword(keyword) {
                 None | Some(Value::Null) => Ok(Vec::new()),
                 Some(Value::Array(branches)) => branches
@@ -309,7 +311,7 @@ impl Node {
                     .map(|b| {
                         let b = Schema::from_value(b)
                             .map_err(|_| bad(path, keyword, "a list of schemas"))?;
-                        Node::compile_branch(&b, path, opts, depth + 1)
+                        CompiledNode::compile_branch(&b, path, opts, depth + 1)
                     })
                     .collect(),
                 Some(_) => Err(bad(path, keyword, "a list of schemas")),
@@ -322,12 +324,17 @@ impl Node {
             None | Some(Value::Null) => None,
             Some(v) => {
                 let b = Schema::from_value(v).map_err(|_| bad(path, "not", "a schema"))?;
-                Some(Box::new(Node::compile_branch(&b, path, opts, depth + 1)?))
+                Some(Box::new(CompiledNode::compile_branch(
+                    &b,
+                    path,
+                    opts,
+                    depth + 1,
+                )?))
             }
         };
-        let rules = super::cel::compile_rules(s.keyword("x-kubernetes-validations"));
+        let rules = compile_rules(s.keyword("x-kubernetes-validations"));
 
-        let mut node = Node {
+        let mut node = CompiledNode {
             types,
             nullable: flag(s, path, "nullable")?,
             default: s.keyword("default").cloned(),
@@ -375,9 +382,9 @@ impl Node {
         path: &FieldPath,
         opts: &Options,
         depth: usize,
-    ) -> Result<Node, ValidateError> {
-        let mut n = Node::compile(s, path, opts, depth)?;
-        fn strip(n: &mut Node) {
+    ) -> Result<CompiledNode, ValidateError> {
+        let mut n = CompiledNode::compile(s, path, opts, depth)?;
+        fn strip(n: &mut CompiledNode) {
             n.rules.clear();
             n.has_rules = false;
             n.default = None;

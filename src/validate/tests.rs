@@ -9,19 +9,19 @@ fn validator(schema: Value) -> Validator {
     Validator::new(&s, 34).expect("compiles")
 }
 
-fn run(schema: Value, object: Value) -> Outcome {
+fn run(schema: Value, object: Value) -> ValidationOutcome {
     validator(schema).validate(&object)
 }
 
 /// `(path, rule id)` of every violation.
-fn found(o: &Outcome) -> Vec<(String, &'static str)> {
+fn found(o: &ValidationOutcome) -> Vec<(String, &'static str)> {
     o.violations
         .iter()
         .map(|v| (v.path.clone(), v.rule.id()))
         .collect()
 }
 
-fn pruned(o: &Outcome) -> Vec<(String, PrunedKind)> {
+fn pruned(o: &ValidationOutcome) -> Vec<(String, PrunedKind)> {
     o.pruned.iter().map(|p| (p.path.clone(), p.kind)).collect()
 }
 
@@ -29,7 +29,7 @@ fn spec(props: Value) -> Value {
     json!({"type": "object", "properties": {"spec": {"type": "object", "properties": props}}})
 }
 
-fn one(o: &Outcome) -> &Violation {
+fn one(o: &ValidationOutcome) -> &Violation {
     assert_eq!(o.violations.len(), 1, "{:#?}", o.violations);
     &o.violations[0]
 }

@@ -7,9 +7,9 @@
 use serde_json::{Map, Value};
 
 use super::list_type::{duplicates, json_eq, key_object};
-use super::node::{Additional, ListType, Node, Types};
+use super::node::{Additional, CompiledNode, ListType, Types};
 use super::trail::Trail;
-use super::{NotEvaluated, Outcome, Pruned, PrunedKind, Rule, Violation};
+use super::{NotEvaluated, Pruned, PrunedKind, Rule, ValidationOutcome, Violation};
 
 /// Where failures go.
 pub(crate) enum Sink<'o> {
@@ -129,7 +129,7 @@ fn fmt_num(f: f64) -> String {
 /// the object's own schema `main`: pruned fields and dropped nulls are gone,
 /// defaults are in.
 pub(crate) fn effective<'a>(
-    main: Option<&'a Node>,
+    main: Option<&'a CompiledNode>,
     obj: &'a Map<String, Value>,
     k: &str,
 ) -> Option<&'a Value> {
@@ -158,7 +158,7 @@ pub(crate) fn effective<'a>(
 
 /// Type, enum, numeric, string and item-count checks; `false` when the type
 /// is wrong (nothing else applies then).
-fn value_checks(node: &Node, v: &Value, trail: &Trail, sink: &mut Sink) -> bool {
+fn value_checks(node: &CompiledNode, v: &Value, trail: &Trail, sink: &mut Sink) -> bool {
     if v.is_null() {
         if !node.nullable && (!node.types.any() || node.int_or_string) {
             sink.fail(Rule::Nullable, trail, |p| {
@@ -330,7 +330,7 @@ fn value_checks(node: &Node, v: &Value, trail: &Trail, sink: &mut Sink) -> bool 
     true
 }
 
-fn property_counts(node: &Node, count: usize, trail: &Trail, sink: &mut Sink) {
+fn property_counts(node: &CompiledNode, count: usize, trail: &Trail, sink: &mut Sink) {
     let count = count as u64;
     if let Some(min) = node.min_properties
         && count < min
@@ -351,8 +351,8 @@ fn property_counts(node: &Node, count: usize, trail: &Trail, sink: &mut Sink) {
 /// `allOf`/`anyOf`/`oneOf`/`not` on `v`; `main` is the value's own schema
 /// node, which decides what decoding left of an object.
 fn junctors(
-    node: &Node,
-    main: Option<&Node>,
+    node: &CompiledNode,
+    main: Option<&CompiledNode>,
     v: &Value,
     trail: &Trail,
     sink: &mut Sink,
@@ -372,7 +372,7 @@ fn junctors(
             }
         }
     }
-    let passes = |b: &Node| {
+    let passes = |b: &CompiledNode| {
         let mut c = Sink::Count(0);
         branch(b, main, v, trail, &mut c, depth + 1);
         !c.failed()
@@ -421,7 +421,14 @@ fn junctors(
 
 /// A value against a junctor branch: value validations only, on the decoded
 /// view of the value (`main` is its own schema node, when there is one).
-fn branch(b: &Node, main: Option<&Node>, v: &Value, trail: &Trail, sink: &mut Sink, depth: usize) {
+fn branch(
+    b: &CompiledNode,
+    main: Option<&CompiledNode>,
+    v: &Value,
+    trail: &Trail,
+    sink: &mut Sink,
+    depth: usize,
+) {
     if depth > super::node::MAX_DEPTH || !value_checks(b, v, trail, sink) {
         return;
     }
@@ -479,7 +486,11 @@ fn branch(b: &Node, main: Option<&Node>, v: &Value, trail: &Trail, sink: &mut Si
 
 /// One key of a list-map item; a missing key takes its default (the server
 /// defaults before it checks uniqueness), else it is absent.
-fn map_key_part<'a>(item: &'a Value, k: &str, items: Option<&'a Node>) -> Option<&'a Value> {
+fn map_key_part<'a>(
+    item: &'a Value,
+    k: &str,
+    items: Option<&'a CompiledNode>,
+) -> Option<&'a Value> {
     let Value::Object(o) = item else { return None };
     match o.get(k) {
         Some(v) if !v.is_null() => Some(v),
@@ -492,7 +503,7 @@ fn map_key_part<'a>(item: &'a Value, k: &str, items: Option<&'a Node>) -> Option
 const ROOT_KEPT: [&str; 3] = ["apiVersion", "kind", "metadata"];
 
 struct Walker<'o> {
-    out: &'o mut Outcome,
+    out: &'o mut ValidationOutcome,
 }
 
 impl Walker<'_> {
@@ -504,7 +515,7 @@ impl Walker<'_> {
         });
     }
 
-    fn node(&mut self, node: &Node, v: &Value, trail: &Trail, depth: usize, is_root: bool) {
+    fn node(&mut self, node: &CompiledNode, v: &Value, trail: &Trail, depth: usize, is_root: bool) {
         if depth > super::node::MAX_DEPTH {
             return;
         }
@@ -528,7 +539,7 @@ impl Walker<'_> {
 
     fn object(
         &mut self,
-        node: &Node,
+        node: &CompiledNode,
         o: &Map<String, Value>,
         trail: &Trail,
         depth: usize,
@@ -617,7 +628,7 @@ impl Walker<'_> {
 
     /// Root `metadata`: only the `name`/`generateName` restrictions a CRD
     /// schema may declare; nothing is pruned.
-    fn metadata(&mut self, root: &Node, meta: &Value, trail: &Trail, depth: usize) {
+    fn metadata(&mut self, root: &CompiledNode, meta: &Value, trail: &Trail, depth: usize) {
         let (Some(ms), Value::Object(m)) = (root.properties.get("metadata"), meta) else {
             return;
         };
@@ -628,7 +639,7 @@ impl Walker<'_> {
         }
     }
 
-    fn array(&mut self, node: &Node, a: &[Value], trail: &Trail, depth: usize) {
+    fn array(&mut self, node: &CompiledNode, a: &[Value], trail: &Trail, depth: usize) {
         if let Some(items) = &node.items {
             for (i, it) in a.iter().enumerate() {
                 self.node(items, it, &trail.index(i), depth + 1, false);
@@ -693,7 +704,7 @@ impl Walker<'_> {
 }
 
 /// Validates `object` against `root`, structural pass then CEL.
-pub(crate) fn validate(root: &Node, object: &Value, out: &mut Outcome) {
+pub(crate) fn validate(root: &CompiledNode, object: &Value, out: &mut ValidationOutcome) {
     Walker { out }.node(root, object, &Trail::ROOT, 0, true);
     if !root.has_rules {
         return;

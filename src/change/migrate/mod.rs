@@ -18,20 +18,22 @@
 
 mod rewrite;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use serde::Serialize;
 use thiserror::Error;
 
-pub use rewrite::{ObjectFailure, RetryPolicy};
+pub use rewrite::RetryPolicy;
 
 use super::{Decision, Proposal, Question, Verb, plural};
-use crate::cluster::{ClusterError, Connection, ResourceRef, StoredVersionsUpdate};
+use crate::cluster::{ClusterError, Connection, StoredVersionsUpdate};
 use crate::compare::{Check, Finding, Severity};
-use crate::crd::Crd;
+use crate::crd::{Crd, ResourceRef};
 use crate::manifest::normalize_to_v1;
-use crate::scan::{Progress, ScanError, ScanOptions, ScanSummary, scan_for_migration};
+use crate::outcome::{
+    CrdPlan, Migrated, MigrationOutcome, MigrationPlan, ObjectFailure, ScanSummary,
+};
+use crate::scan::{Progress, ScanError, ScanOptions, scan_for_migration};
 
 /// `migrate`'s words.
 pub const VERB: Verb = Verb {
@@ -49,61 +51,6 @@ pub struct PlanOptions {
     pub by_namespace: bool,
     /// Accept that fields the storage schema does not describe are dropped.
     pub allow_pruning: bool,
-}
-
-/// One CRD's plan and check.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CrdPlan {
-    /// `metadata.name`.
-    pub name: String,
-    /// The version objects are written in.
-    pub storage_version: String,
-    /// `status.storedVersions` as read.
-    pub stored_versions: Vec<String>,
-    /// Whether storedVersions lists more than the storage version.
-    pub needs_migration: bool,
-    /// Objects read in the storage version (not counted when there is
-    /// nothing to do).
-    pub objects: Option<u64>,
-    /// Objects per namespace (`""`: cluster-scoped), with `--by-namespace`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub namespaces: Option<BTreeMap<String, u64>>,
-    /// What the check found, most serious first.
-    pub findings: Vec<Finding>,
-    /// The check's totals and every offending object.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub check: Option<ScanSummary>,
-    /// Stored versions no longer served: their objects were only seen
-    /// through the storage version.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub unreadable_versions: Vec<String>,
-    /// Objects a write would reject.
-    #[serde(skip)]
-    pub rejected: u64,
-    /// Objects a write would take fields from.
-    #[serde(skip)]
-    pub losing_data: u64,
-    #[serde(skip)]
-    resource: ResourceRef,
-    /// The CRD's `resourceVersion` when planned: the precondition of the
-    /// storedVersions update, so any change to the CRD meanwhile fails safe.
-    #[serde(skip)]
-    resource_version: String,
-}
-
-/// The plan for every CRD named, and where.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct MigrationPlan {
-    /// kubeconfig context.
-    pub context: String,
-    /// API server URL.
-    pub server: String,
-    /// Whether `--allow-pruning` was given.
-    pub allow_pruning: bool,
-    /// In the order named.
-    pub crds: Vec<CrdPlan>,
 }
 
 /// Why there is no plan.
@@ -355,59 +302,6 @@ pub struct RewriteProgress<'a> {
     pub planned: u64,
 }
 
-/// What became of one CRD.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase", tag = "result", content = "message")]
-pub enum CrdOutcome {
-    /// Every object rewritten and storedVersions trimmed.
-    Migrated,
-    /// storedVersions was already just the storage version.
-    Unchanged,
-    /// storedVersions untouched; the message says why and what remains.
-    Failed(String),
-    /// Stopped by Ctrl-C; storedVersions untouched.
-    Interrupted(String),
-    /// Not started (an earlier CRD was denied or interrupted).
-    NotMigrated,
-}
-
-impl CrdOutcome {
-    /// A short word for the outcome table.
-    pub fn label(&self) -> &'static str {
-        match self {
-            CrdOutcome::Migrated => "migrated",
-            CrdOutcome::Unchanged => "unchanged",
-            CrdOutcome::Failed(_) => "FAILED",
-            CrdOutcome::Interrupted(_) => "INTERRUPTED",
-            CrdOutcome::NotMigrated => "not migrated",
-        }
-    }
-}
-
-/// One CRD's result.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Migrated {
-    /// `metadata.name`.
-    pub name: String,
-    /// What happened.
-    #[serde(flatten)]
-    pub outcome: CrdOutcome,
-    /// Objects written back by this run.
-    pub rewritten: u64,
-    /// Objects someone else wrote after they were read (409): stored in
-    /// the storage version by that write.
-    pub written_by_others: u64,
-    /// Objects deleted after they were read (404).
-    pub deleted: u64,
-    /// Transient failures retried.
-    pub retries: u64,
-    /// Objects that could not be written.
-    pub failed: Vec<ObjectFailure>,
-    /// `status.storedVersions` after the run.
-    pub stored_versions: Vec<String>,
-}
-
 /// Migrates every CRD of the plan that needs it, in order. Setting `stop`
 /// (Ctrl-C) ends the run after the writes in flight; storedVersions of a
 /// CRD is only changed when its rewrite completed and `stop` is unset.
@@ -423,7 +317,7 @@ pub async fn migrate(
     for c in &plan.crds {
         let mut result = Migrated {
             name: c.name.clone(),
-            outcome: CrdOutcome::Unchanged,
+            outcome: MigrationOutcome::Unchanged,
             rewritten: 0,
             written_by_others: 0,
             deleted: 0,
@@ -436,7 +330,7 @@ pub async fn migrate(
             continue;
         }
         if halted {
-            result.outcome = CrdOutcome::NotMigrated;
+            result.outcome = MigrationOutcome::NotMigrated;
             results.push(result);
             continue;
         }
@@ -461,36 +355,36 @@ pub async fn migrate(
         result.outcome = match done.end {
             rewrite::End::Interrupted => {
                 halted = true;
-                CrdOutcome::Interrupted(format!(
+                MigrationOutcome::Interrupted(format!(
                     "interrupted after {handled} of about {planned} objects; {untouched}; \
                      run migrate again to finish"
                 ))
             }
             rewrite::End::Denied(why) => {
                 halted = true;
-                CrdOutcome::Failed(format!(
+                MigrationOutcome::Failed(format!(
                     "{why}; {handled} of about {planned} objects done; {untouched}"
                 ))
             }
-            rewrite::End::ListFailed(why) => CrdOutcome::Failed(format!(
+            rewrite::End::ListFailed(why) => MigrationOutcome::Failed(format!(
                 "listing the objects failed: {why}; {handled} of about {planned} objects done; \
                  {untouched}; run migrate again"
             )),
-            rewrite::End::Complete if !done.failed.is_empty() => CrdOutcome::Failed(format!(
+            rewrite::End::Complete if !done.failed.is_empty() => MigrationOutcome::Failed(format!(
                 "{} could not be rewritten ({}); {untouched}; fix them and run migrate again",
                 plural(done.failed.len(), "object", "objects"),
                 failure_sample(&done.failed)
             )),
             rewrite::End::Complete if stop.load(Ordering::SeqCst) => {
                 halted = true;
-                CrdOutcome::Interrupted(format!(
+                MigrationOutcome::Interrupted(format!(
                     "interrupted after every object was rewritten; {untouched}; run migrate \
                      again to finish"
                 ))
             }
             rewrite::End::Complete => finish(conn, c, &untouched).await,
         };
-        if result.outcome == CrdOutcome::Migrated {
+        if result.outcome == MigrationOutcome::Migrated {
             result.stored_versions = vec![c.storage_version.clone()];
         }
         result.failed = done.failed;
@@ -501,18 +395,18 @@ pub async fn migrate(
 
 /// Trims storedVersions to the storage version, only if the CRD is as
 /// planned.
-async fn finish(conn: &Connection, c: &CrdPlan, untouched: &str) -> CrdOutcome {
+async fn finish(conn: &Connection, c: &CrdPlan, untouched: &str) -> MigrationOutcome {
     let target = [c.storage_version.clone()];
     match conn
         .set_stored_versions(&c.name, &c.resource_version, &target)
         .await
     {
-        Ok(StoredVersionsUpdate::Set) => CrdOutcome::Migrated,
-        Ok(StoredVersionsUpdate::CrdChanged(m)) => CrdOutcome::Failed(format!(
+        Ok(StoredVersionsUpdate::Set) => MigrationOutcome::Migrated,
+        Ok(StoredVersionsUpdate::CrdChanged(m)) => MigrationOutcome::Failed(format!(
             "every object was rewritten, but the CRD changed during the migration ({m}); \
              {untouched}; run migrate again"
         )),
-        Err(e) => CrdOutcome::Failed(format!(
+        Err(e) => MigrationOutcome::Failed(format!(
             "every object was rewritten, but storedVersions could not be set: {e}; {untouched}; \
              run migrate again"
         )),
@@ -536,12 +430,12 @@ fn failure_sample(failed: &[ObjectFailure]) -> String {
 pub fn decision(results: &[Migrated]) -> Decision {
     if results
         .iter()
-        .any(|r| matches!(r.outcome, CrdOutcome::Interrupted(_)))
+        .any(|r| matches!(r.outcome, MigrationOutcome::Interrupted(_)))
     {
         Decision::Interrupted
     } else if results
         .iter()
-        .any(|r| matches!(r.outcome, CrdOutcome::Failed(_)))
+        .any(|r| matches!(r.outcome, MigrationOutcome::Failed(_)))
     {
         Decision::Failed
     } else {

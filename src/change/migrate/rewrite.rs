@@ -20,7 +20,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
-use serde::Serialize;
 use serde_json::Value;
 
 use super::RunOptions;
@@ -28,16 +27,8 @@ pub use crate::cluster::RetryPolicy;
 use crate::cluster::{
     Connection, ListError, Page, ResourceRef, RetryNotice, Rewrite, RewriteError,
 };
+use crate::outcome::ObjectFailure;
 use crate::scan::object_name;
-
-/// An object that could not be written back.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ObjectFailure {
-    /// `namespace/name`.
-    pub object: String,
-    /// The server's answer.
-    pub message: String,
-}
 
 /// How the rewrite of one CRD ended.
 #[derive(Debug, Clone, PartialEq, Eq)]

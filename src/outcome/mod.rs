@@ -1,0 +1,14 @@
+//! What the commands produce and the report renders: scan totals, the
+//! apply and migration plans with what became of each CRD, and baseline
+//! entries. Plain data kept below both sides, so that [`crate::report`]
+//! renders them without importing the commands that make them.
+
+mod apply;
+mod baseline;
+mod migrate;
+mod scan;
+
+pub use apply::{Action, Applied, ApplyOutcome, Planned};
+pub use baseline::{BaselineEntry, fingerprint};
+pub use migrate::{CrdPlan, Migrated, MigrationOutcome, MigrationPlan, ObjectFailure};
+pub use scan::{ObjectDataLoss, ObjectReport, ObjectViolation, ScanSummary};

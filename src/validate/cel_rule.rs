@@ -1,0 +1,93 @@
+//! One node's `x-kubernetes-validations` compiled, and the names CEL sees
+//! for declared properties: what [`super::node`] stores when it compiles a
+//! schema. The evaluator ([`super::cel`]) reads compiled nodes, so this part
+//! lives apart from it and the dependency runs one way.
+
+use kube::core::cel::{CompilationResult, compile_schema};
+use serde_json::{Value, json};
+
+/// One rule as compiled.
+#[derive(Debug)]
+pub(crate) struct CelRule {
+    /// The CEL expression as written.
+    pub source: String,
+    pub compiled: Result<CompilationResult, String>,
+}
+
+/// Compiles a node's `x-kubernetes-validations` list.
+pub(crate) fn compile_rules(raw: Option<&Value>) -> Vec<CelRule> {
+    let Some(Value::Array(rules)) = raw else {
+        return Vec::new();
+    };
+    rules
+        .iter()
+        .map(|r| {
+            let source = r
+                .get("rule")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let mut compiled = compile_schema(&json!({ "x-kubernetes-validations": [r] }));
+            let compiled = match compiled.validations.pop() {
+                Some(Ok(cr)) => Ok(cr),
+                Some(Err(e)) => Err(e.to_string()),
+                None => Err("rule not found".to_string()),
+            };
+            CelRule { source, compiled }
+        })
+        .collect()
+}
+
+const RESERVED: &[&str] = &[
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+];
+
+/// A declared property name as CEL sees it (`apiservercel.Escape`):
+/// reserved words become `__word__`; `__`, `.`, `-` and `/` become
+/// `__underscores__`, `__dot__`, `__dash__` and `__slash__`. A name with any
+/// other character, or starting with a digit, has no CEL name: the field is
+/// invisible to rules.
+pub(crate) fn escape(name: &str) -> Option<String> {
+    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    if RESERVED.contains(&name) {
+        return Some(format!("__{name}__"));
+    }
+    let mut out = String::with_capacity(name.len());
+    let mut chars = name.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '_' if chars.peek() == Some(&'_') => {
+                chars.next();
+                out.push_str("__underscores__");
+            }
+            '.' => out.push_str("__dot__"),
+            '-' => out.push_str("__dash__"),
+            '/' => out.push_str("__slash__"),
+            c if c.is_ascii_alphanumeric() || c == '_' => out.push(c),
+            _ => return None,
+        }
+    }
+    Some(out)
+}
