@@ -13,6 +13,8 @@
 mod envtest;
 #[path = "../tests/support/etcd.rs"]
 mod etcd;
+#[path = "../tests/support/fixtures.rs"]
+mod fixtures;
 
 use std::path::Path;
 use std::process::Command;
@@ -24,12 +26,7 @@ use kube::{Api, Client};
 use serde_json::{Value, json};
 
 fn manifest(plural: &str, storage: &str) -> Value {
-    let kind = format!(
-        "{}{}",
-        plural[..1].to_uppercase(),
-        &plural[1..plural.len() - 1]
-    );
-    let schema = json!({"openAPIV3Schema": {"type": "object", "properties": {"spec": {
+    let root = json!({"type": "object", "properties": {"spec": {
     "type": "object",
     "properties": {
         "size": {"type": "integer", "minimum": 0},
@@ -37,18 +34,14 @@ fn manifest(plural: &str, storage: &str) -> Value {
         "labels": {"type": "object", "additionalProperties": {"type": "string"}},
         "ports": {"type": "array", "items": {"type": "object", "properties": {
             "name": {"type": "string"}, "port": {"type": "integer"}}}}
-    }}}}});
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("{plural}.example.com")},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-          "names": {"kind": kind, "plural": plural},
-          "versions": [
-            {"name": "v1alpha1", "served": true, "storage": storage == "v1alpha1", "schema": schema},
-            {"name": "v1", "served": true, "storage": storage == "v1", "schema": schema}
-          ]}
-    })
+    }}}});
+    fixtures::crd(
+        plural,
+        vec![
+            fixtures::version("v1alpha1", true, storage == "v1alpha1", root.clone()),
+            fixtures::version("v1", true, storage == "v1", root),
+        ],
+    )
 }
 
 async fn install(client: &Client, plural: &str, storage: &str) {
@@ -67,10 +60,7 @@ async fn install(client: &Client, plural: &str, storage: &str) {
 
 async fn load(client: &Client, plural: &str, n: usize) {
     install(client, plural, "v1alpha1").await;
-    let kind = manifest(plural, "v1")["spec"]["names"]["kind"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let kind = fixtures::kind_of(plural);
     let ar = ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("example.com", "v1alpha1", &kind),
         plural,

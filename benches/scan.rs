@@ -12,6 +12,8 @@
 
 #[path = "../tests/support/envtest.rs"]
 mod envtest;
+#[path = "../tests/support/fixtures.rs"]
+mod fixtures;
 
 use std::path::Path;
 use std::process::Command;
@@ -27,36 +29,26 @@ use serde_json::{Value, json};
 const ROUNDS: usize = 5;
 
 fn manifest(plural: &str, minimum: i64) -> Value {
-    let kind = format!(
-        "{}{}",
-        plural[..1].to_uppercase(),
-        &plural[1..plural.len() - 1]
-    );
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("{plural}.example.com")},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-          "names": {"kind": kind, "plural": plural},
-          "versions": [{"name": "v1", "served": true, "storage": true,
-            "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {
-              "type": "object",
-              "required": ["size"],
-              "properties": {
-                "size": {"type": "integer", "minimum": minimum, "maximum": 1000},
-                "name": {"type": "string", "maxLength": 63, "pattern": "^[a-z][a-z0-9-]*$"},
-                "mode": {"type": "string", "enum": ["fast", "safe", "off"]},
-                "labels": {"type": "object", "additionalProperties": {"type": "string"}},
-                "ports": {"type": "array", "x-kubernetes-list-type": "map",
-                  "x-kubernetes-list-map-keys": ["name"],
-                  "items": {"type": "object", "required": ["name", "port"], "properties": {
-                    "name": {"type": "string"},
-                    "port": {"type": "integer", "minimum": 1, "maximum": 65535}}}},
-                "window": {"type": "object", "properties": {
-                    "lo": {"type": "integer"}, "hi": {"type": "integer"}},
-                  "x-kubernetes-validations": [{"rule": "self.lo <= self.hi", "message": "lo <= hi"}]}
-              }}}}}}]}
-    })
+    fixtures::single(
+        plural,
+        json!({"type": "object", "properties": {"spec": {
+        "type": "object",
+        "required": ["size"],
+        "properties": {
+          "size": {"type": "integer", "minimum": minimum, "maximum": 1000},
+          "name": {"type": "string", "maxLength": 63, "pattern": "^[a-z][a-z0-9-]*$"},
+          "mode": {"type": "string", "enum": ["fast", "safe", "off"]},
+          "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+          "ports": {"type": "array", "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["name"],
+            "items": {"type": "object", "required": ["name", "port"], "properties": {
+              "name": {"type": "string"},
+              "port": {"type": "integer", "minimum": 1, "maximum": 65535}}}},
+          "window": {"type": "object", "properties": {
+              "lo": {"type": "integer"}, "hi": {"type": "integer"}},
+            "x-kubernetes-validations": [{"rule": "self.lo <= self.hi", "message": "lo <= hi"}]}
+        }}}}),
+    )
 }
 
 fn object(kind: &str, i: usize) -> Value {

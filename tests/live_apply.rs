@@ -46,15 +46,6 @@ async fn spec_fields(client: &Client, name: &str) -> Value {
         .clone()
 }
 
-fn json_report(r: &Run) -> Value {
-    serde_json::from_str(&r.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
-            r.stdout, r.stderr
-        )
-    })
-}
-
 /// `(name, action, result)` for every CRD in `apply.results`.
 fn results(report: &Value) -> Vec<(String, String, String)> {
     report["apply"]["results"]
@@ -104,7 +95,7 @@ async fn a_safe_upgrade_is_applied_with_yes_and_is_visible_in_the_cluster() {
 
     let r = apply(plane, &[&path], &["--yes", "-o", "json"]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    let report = json_report(&r);
+    let report = r.json();
     assert_eq!(report["apply"]["decision"], "applied");
     assert_eq!(
         results(&report),
@@ -338,7 +329,7 @@ async fn a_field_manager_conflict_is_reported_and_refused_until_forced() {
     // apply-check warns before anyone tries.
     let r = apply_check(&path, &kubeconfig, &["-o", "json"]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    let report = json_report(&r);
+    let report = r.json();
     assert_eq!(
         findings(&report),
         [("fieldManagerConflict".into(), "warning".into(), None)]
@@ -375,7 +366,7 @@ async fn a_field_manager_conflict_is_reported_and_refused_until_forced() {
     );
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert_eq!(
-        results(&json_report(&r)),
+        results(&r.json()),
         [triple("owneds.example.com", "update", "configured")]
     );
     assert_eq!(
@@ -402,7 +393,7 @@ async fn a_failure_stops_the_run_and_the_outcome_says_what_was_applied() {
         &["--yes", "-o", "json"],
     );
     assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
-    let report = json_report(&r);
+    let report = r.json();
     assert_eq!(report["apply"]["decision"], "failed");
     assert_eq!(
         results(&report),
@@ -541,7 +532,7 @@ async fn a_crd_installed_with_plain_kubectl_apply_is_taken_over_like_kubectl_ser
     let kubeconfig = plane.admin_kubeconfig.display().to_string();
     let r = apply_check(&new, &kubeconfig, &["-o", "json"]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    let report = json_report(&r);
+    let report = r.json();
     assert_eq!(
         findings(&report),
         [("fieldManagerConflict".into(), "info".into(), None)]
@@ -561,10 +552,7 @@ async fn a_crd_installed_with_plain_kubectl_apply_is_taken_over_like_kubectl_ser
         "no --force-conflicts needed\n{}{}",
         r.stdout, r.stderr
     );
-    assert_eq!(
-        results(&json_report(&r)),
-        [triple(name, "update", "configured")]
-    );
+    assert_eq!(results(&r.json()), [triple(name, "update", "configured")]);
     assert_eq!(
         spec_fields(&client, name).await["extra"],
         json!({"type": "string"})
@@ -606,7 +594,7 @@ async fn fields_owned_by_helm_are_not_taken_and_helm_is_named() {
     );
     let kubeconfig = plane.admin_kubeconfig.display().to_string();
     let r = apply_check(&path, &kubeconfig, &["-o", "json"]);
-    let report = json_report(&r);
+    let report = r.json();
     assert_eq!(
         findings(&report),
         [("fieldManagerConflict".into(), "warning".into(), None)]

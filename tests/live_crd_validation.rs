@@ -18,6 +18,7 @@ use crd_safety::crd_validation::{ErrorType, KubeVersion, validate_crd};
 use kube::Client;
 use serde_json::{Value, json};
 use support::envtest::control_plane;
+use support::fixtures;
 use support::live::admin;
 
 /// Disagreements we accept, by case label, with the reason.
@@ -40,23 +41,18 @@ pub async fn server_verdict(client: &Client, manifest: &Value) -> Option<String>
 }
 
 fn base() -> Value {
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-                 "names": {"kind": "Widget", "plural": "widgets"},
-                 "versions": [{"name": "v1", "served": true, "storage": true,
-                     "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                         "spec": {"type": "object", "properties": {
-                             "size": {"type": "integer"},
-                             "name": {"type": "string"},
-                             "tags": {"type": "array", "items": {"type": "string"}},
-                             "labels": {"type": "object", "additionalProperties": {"type": "string"}}
-                         }},
-                         "status": {"type": "object", "properties": {"replicas": {"type": "integer"}}}
-                     }}}}]}
-    })
+    fixtures::single(
+        "widgets",
+        json!({"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {
+                "size": {"type": "integer"},
+                "name": {"type": "string"},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "labels": {"type": "object", "additionalProperties": {"type": "string"}}
+            }},
+            "status": {"type": "object", "properties": {"replicas": {"type": "integer"}}}
+        }}),
+    )
 }
 
 /// The spec schema node of version 0.

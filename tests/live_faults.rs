@@ -14,42 +14,25 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
-use kube::{Api, Client};
+use kube::Client;
 use serde_json::{Value, json};
 use support::envtest::{ControlPlane, control_plane, dedicated};
 use support::faults::{Fault, FaultProxy, Incoming, Seen};
-use support::live::{admin, crd, install, kind_of, write_manifest};
-use support::run::{Run, run};
+use support::live::{admin, crd, create_objects, install, write_manifest};
+use support::run::run;
 
-/// Creates `n` objects `<plural>` named `o0..`, with `spec.size = i % 10`,
-/// eight at a time.
+/// Creates `n` objects `<plural>` named `o0..`, with `spec.size = i % 10`.
 async fn create_numbered(client: &Client, plural: &str, n: usize) {
-    let kind = kind_of(plural);
-    let ar = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("example.com", "v1", &kind),
-        plural,
-    );
-    let mut set = tokio::task::JoinSet::new();
-    for worker in 0..8 {
-        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
-        let kind = kind.clone();
-        set.spawn(async move {
-            for i in (worker..n).step_by(8) {
-                let object: DynamicObject = serde_json::from_value(json!({
-                    "apiVersion": "example.com/v1", "kind": kind,
-                    "metadata": {"name": format!("o{i}")}, "spec": {"size": i % 10}
-                }))
-                .expect("object");
-                api.create(&PostParams::default(), &object)
-                    .await
-                    .unwrap_or_else(|e| panic!("o{i} is created: {e}"));
-            }
-        });
-    }
-    while let Some(done) = set.join_next().await {
-        done.expect("a creating worker");
-    }
+    let objects = (0..n)
+        .map(|i| {
+            (
+                "default".to_string(),
+                format!("o{i}"),
+                json!({"size": i % 10}),
+            )
+        })
+        .collect();
+    create_objects(client, plural, "v1", objects).await;
 }
 
 /// The old CRD (any size) and the new one (`minimum: 2`): objects with size
@@ -73,11 +56,6 @@ async fn setup(plane: &ControlPlane, plural: &str, n: usize, dir: &std::path::Pa
     install(&client, &old).await;
     create_numbered(&client, plural, n).await;
     write_manifest(dir, "new.json", &new)
-}
-
-fn json_of(r: &Run) -> Value {
-    serde_json::from_str(&r.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", r.stdout, r.stderr))
 }
 
 /// An HTTP date `secs` from now, as a server would send in `Retry-After`.
@@ -191,7 +169,7 @@ async fn a_scan_through_429_503_and_cut_connections_completes_with_exact_counts(
         None,
     );
     let baseline_took = started.elapsed();
-    assert_eq!(json_of(&baseline)["cluster"]["retries"], 0);
+    assert_eq!(baseline.json()["cluster"]["retries"], 0);
     let faulty_args = args(&proxy.kubeconfig(dir.path()));
     let started = Instant::now();
     let r = run(
@@ -204,7 +182,7 @@ async fn a_scan_through_429_503_and_cut_connections_completes_with_exact_counts(
         "invalid objects are found: {}{}",
         r.stdout, r.stderr
     );
-    let report = json_of(&r);
+    let report = r.json();
     let scan = &report["crds"][0]["scan"];
     assert_eq!(scan["scanned"], 60, "every object once: {scan}");
     assert_eq!(scan["invalid"], 12, "sizes 0 and 1: {scan}");
@@ -399,7 +377,7 @@ async fn an_apply_whose_answer_is_lost_is_retried_and_applied_once() {
         None,
     );
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    let report = json_of(&r);
+    let report = r.json();
     assert_eq!(
         report["apply"]["decision"], "applied",
         "{}",
@@ -571,7 +549,7 @@ async fn large_pages_come_gzip_compressed_unless_the_kubeconfig_disables_it() {
             None,
         );
         assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
-        let scan = &json_of(&r)["crds"][0]["scan"];
+        let scan = &r.json()["crds"][0]["scan"];
         assert_eq!(scan["scanned"], 600, "{scan}");
         assert_eq!(scan["invalid"], 120, "{scan}");
         let answers = proxy.answers();

@@ -17,6 +17,7 @@ use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::{Api, Client};
 use serde_json::{Value, json};
 use support::envtest::control_plane;
+use support::fixtures;
 use support::live::{admin, install};
 
 /// Disagreements we accept, by case label, with the reason.
@@ -400,15 +401,7 @@ async fn the_validator_agrees_with_the_api_server() {
     let client: Client = admin(plane).await;
     let schema = json!({"type": "object", "properties": {
         "spec": {"type": "object", "properties": field_schemas()}}});
-    let manifest = json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "fidelities.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-                 "names": {"kind": "Fidelity", "plural": "fidelities"},
-                 "versions": [{"name": "v1", "served": true, "storage": true,
-                               "schema": {"openAPIV3Schema": schema}}]}
-    });
+    let manifest = fixtures::single("fidelities", schema.clone());
     install(&client, &manifest).await;
     let validator = Validator::new(&Schema::from_value(&schema).expect("schema"), 34)
         .expect("the schema compiles");
@@ -532,16 +525,10 @@ async fn pattern_syntax_is_accepted_and_rejected_as_the_api_server_does() {
     );
     let mut disagreements = Vec::new();
     for pattern in PATTERNS {
-        let manifest = json!({
-            "apiVersion": "apiextensions.k8s.io/v1",
-            "kind": "CustomResourceDefinition",
-            "metadata": {"name": "patterns.example.com"},
-            "spec": {"group": "example.com", "scope": "Namespaced",
-                     "names": {"kind": "Pattern", "plural": "patterns"},
-                     "versions": [{"name": "v1", "served": true, "storage": true,
-                                   "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                                       "s": {"type": "string", "pattern": pattern}}}}}]}
-        });
+        let manifest = fixtures::single(
+            "patterns",
+            json!({"type": "object", "properties": {"s": {"type": "string", "pattern": pattern}}}),
+        );
         let verdict = server_verdict(&crds, &manifest)
             .await
             .unwrap_or_else(|e| panic!("{pattern}: the server did not answer: {e}"));

@@ -13,14 +13,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{
-    ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
-};
+use kube::api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::{Api, Client};
 use serde_json::{Value, json};
 use support::envtest::control_plane;
 use support::etcd::{stored_objects, stored_version_counts};
-use support::live::{admin, apply_check, crd, install_as, kind_of, write_manifest};
+use support::live::{
+    admin, apply_check, crd, create_objects, install_as, objects_api, write_manifest,
+};
 use support::run::{Run, run};
 
 /// The plugin's own field manager: re-installing the CRD from the tests
@@ -42,60 +42,6 @@ fn two_versions(plural: &str, storage: &str) -> Value {
 /// The properties of `spec` in version `i` of a test CRD.
 fn spec_props(manifest: &mut Value, i: usize) -> &mut Value {
     &mut manifest["spec"]["versions"][i]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
-}
-
-fn api(client: &Client, plural: &str, version: &str, ns: &str) -> Api<DynamicObject> {
-    let ar = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("example.com", version, &kind_of(plural)),
-        plural,
-    );
-    Api::namespaced_with(client.clone(), ns, &ar)
-}
-
-async fn ensure_namespace(client: &Client, ns: &str) {
-    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
-    let object = serde_json::from_value(json!({"metadata": {"name": ns}})).expect("namespace");
-    match namespaces.create(&PostParams::default(), &object).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(s)) if s.code == 409 => {}
-        Err(e) => panic!("namespace {ns}: {e}"),
-    }
-}
-
-/// Creates `(namespace, name, spec)` objects in `version`, eight at a time.
-async fn create(
-    client: &Client,
-    plural: &str,
-    version: &str,
-    objects: Vec<(String, String, Value)>,
-) {
-    let kind = kind_of(plural);
-    let namespaces: std::collections::BTreeSet<&String> = objects.iter().map(|o| &o.0).collect();
-    for ns in namespaces {
-        ensure_namespace(client, ns).await;
-    }
-    let objects = Arc::new(objects);
-    let mut set = tokio::task::JoinSet::new();
-    for worker in 0..8 {
-        let (client, objects) = (client.clone(), Arc::clone(&objects));
-        let (plural, version, kind) = (plural.to_string(), version.to_string(), kind.clone());
-        set.spawn(async move {
-            for (ns, name, spec) in objects.iter().skip(worker).step_by(8) {
-                let object: DynamicObject = serde_json::from_value(json!({
-                    "apiVersion": format!("example.com/{version}"), "kind": kind,
-                    "metadata": {"name": name, "namespace": ns}, "spec": spec
-                }))
-                .expect("object");
-                api(&client, &plural, &version, ns)
-                    .create(&PostParams::default(), &object)
-                    .await
-                    .unwrap_or_else(|e| panic!("{ns}/{name} is created: {e}"));
-            }
-        });
-    }
-    while let Some(done) = set.join_next().await {
-        done.expect("creating objects");
-    }
 }
 
 /// `n` objects `<prefix>-<i>` in namespace `ns` with `spec.size = i`.
@@ -132,7 +78,7 @@ async fn stored_in_alpha(
 ) {
     let plural = old["spec"]["names"]["plural"].as_str().expect("plural");
     install_as(client, old, OURS).await;
-    create(client, plural, "v1alpha1", objects).await;
+    create_objects(client, plural, "v1alpha1", objects).await;
     install_as(client, new, OURS).await;
     let name = format!("{plural}.example.com");
     assert_eq!(stored_versions(client, &name).await, ["v1alpha1", "v1"]);
@@ -145,15 +91,6 @@ fn migrate(kubeconfig: &std::path::Path, args: &[&str]) -> Run {
     all.extend_from_slice(args);
     all.extend(["--kubeconfig", &kubeconfig]);
     run(&all, None)
-}
-
-fn json_of(r: &Run) -> Value {
-    serde_json::from_str(&r.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
-            r.stdout, r.stderr
-        )
-    })
 }
 
 fn counts(pairs: &[(&str, usize)]) -> BTreeMap<String, usize> {
@@ -190,7 +127,7 @@ async fn migrate_rewrites_every_object_in_the_storage_version_and_trims_stored_v
     let kubeconfig = plane.admin_kubeconfig.display().to_string();
     let r = apply_check(&dropped, &kubeconfig, &["-o", "json"]);
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
-    let message = json_of(&r)["crds"][0]["findings"]
+    let message = r.json()["crds"][0]["findings"]
         .as_array()
         .expect("findings")
         .iter()
@@ -208,7 +145,7 @@ async fn migrate_rewrites_every_object_in_the_storage_version_and_trims_stored_v
         &[name, "--dry-run", "--by-namespace", "-o", "json"],
     );
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    let plan = json_of(&r);
+    let plan = r.json();
     assert_eq!(plan["migrate"]["decision"], "dryRun");
     let c = &plan["crds"][0];
     assert_eq!(
@@ -252,7 +189,7 @@ async fn migrate_rewrites_every_object_in_the_storage_version_and_trims_stored_v
 
     let r = migrate(&plane.admin_kubeconfig, &[name, "--yes", "-o", "json"]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    let done = json_of(&r);
+    let done = r.json();
     assert_eq!(done["migrate"]["decision"], "migrated");
     let result = &done["migrate"]["results"][0];
     assert_eq!(
@@ -335,7 +272,7 @@ async fn concurrent_writes_and_deletes_are_neither_lost_nor_fatal() {
     let writer = {
         let (client, running) = (client.clone(), Arc::clone(&running));
         tokio::spawn(async move {
-            let api = api(&client, "busies", "v1", "default");
+            let api = objects_api(&client, "busies", "v1", "default");
             let mut last = BTreeMap::new();
             let mut round = 0u64;
             while running.load(Ordering::SeqCst) {
@@ -356,7 +293,7 @@ async fn concurrent_writes_and_deletes_are_neither_lost_nor_fatal() {
     let deleter = {
         let client = client.clone();
         tokio::spawn(async move {
-            let api = api(&client, "busies", "v1", "default");
+            let api = objects_api(&client, "busies", "v1", "default");
             for i in 500..n {
                 let _ = api
                     .delete(&format!("b-{i:05}"), &DeleteParams::default())
@@ -387,7 +324,7 @@ async fn concurrent_writes_and_deletes_are_neither_lost_nor_fatal() {
     deleter.await.expect("the deleter finished");
 
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    let result = &json_of(&r)["migrate"]["results"][0];
+    let result = &r.json()["migrate"]["results"][0];
     assert_eq!(result["result"], "migrated", "{result}");
     let handled = ["rewritten", "writtenByOthers", "deleted"]
         .iter()
@@ -472,7 +409,7 @@ async fn a_user_who_may_not_update_changes_nothing() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
-    let result = &json_of(&r)["migrate"]["results"][0];
+    let result = &r.json()["migrate"]["results"][0];
     assert_eq!(result["result"], "failed", "{result}");
     let message = result["message"].as_str().unwrap_or_default();
     assert!(
@@ -571,7 +508,7 @@ async fn objects_a_rewrite_would_reject_refuse_the_migration() {
         &["requireds.example.com", "--yes", "-o", "json"],
     );
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
-    let report = json_of(&r);
+    let report = r.json();
     assert_eq!(report["migrate"]["decision"], "refused");
     let finding = &report["crds"][0]["findings"][0];
     assert_eq!(

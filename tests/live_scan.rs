@@ -4,33 +4,10 @@
 
 mod support;
 
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
-use kube::{Api, Client};
 use serde_json::{Value, json};
 use support::envtest::{ControlPlane, control_plane};
-use support::live::{admin, apply_check, crd, install, kind_of, write_manifest};
+use support::live::{admin, apply_check, crd, create_objects, install, write_manifest};
 use support::run::Run;
-
-/// Creates `Kind` objects named `name` with the given spec in namespace
-/// `default`, at version v1.
-async fn create(client: &Client, plural: &str, objects: &[(&str, Value)]) {
-    let kind = kind_of(plural);
-    let ar = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("example.com", "v1", &kind),
-        plural,
-    );
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
-    for (name, spec) in objects {
-        let obj: DynamicObject = serde_json::from_value(json!({
-            "apiVersion": "example.com/v1", "kind": kind,
-            "metadata": {"name": name}, "spec": spec
-        }))
-        .expect("object");
-        api.create(&PostParams::default(), &obj)
-            .await
-            .unwrap_or_else(|e| panic!("{plural}/{name} is created: {e}"));
-    }
-}
 
 /// Installs `old`, creates `objects`, writes `new` and runs
 /// `apply-check --objects -o json` with `extra` flags.
@@ -44,15 +21,18 @@ async fn scan(
     let client = admin(plane).await;
     install(&client, old).await;
     let plural = old["spec"]["names"]["plural"].as_str().expect("plural");
-    create(&client, plural, objects).await;
+    let objects = objects
+        .iter()
+        .map(|(name, spec)| ("default".to_string(), name.to_string(), spec.clone()))
+        .collect();
+    create_objects(&client, plural, "v1", objects).await;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = write_manifest(dir.path(), "new.json", new);
     let kubeconfig = plane.admin_kubeconfig.display().to_string();
     let mut args = vec!["--objects", "-o", "json"];
     args.extend_from_slice(extra);
     let r = apply_check(&path, &kubeconfig, &args);
-    let report = serde_json::from_str(&r.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", r.stdout, r.stderr));
+    let report = r.json();
     (r, report)
 }
 

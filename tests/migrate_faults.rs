@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use support::fixtures::{self, version};
 use support::run::{Run, run};
 
 /// What the fake saw.
@@ -34,18 +35,18 @@ struct Fake {
 }
 
 fn crd() -> Value {
-    let schema = json!({"openAPIV3Schema": {"type": "object", "properties": {
-        "spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}});
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "faults.example.com", "resourceVersion": "7"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-                 "names": {"kind": "Fault", "plural": "faults"},
-                 "versions": [
-                    {"name": "v1alpha1", "served": true, "storage": false, "schema": schema},
-                    {"name": "v1", "served": true, "storage": true, "schema": schema}]},
-        "status": {"storedVersions": ["v1alpha1", "v1"]}
-    })
+    let root = json!({"type": "object", "properties": {
+        "spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}});
+    let mut crd = fixtures::crd(
+        "faults",
+        vec![
+            version("v1alpha1", true, false, root.clone()),
+            version("v1", true, true, root),
+        ],
+    );
+    crd["metadata"]["resourceVersion"] = json!("7");
+    crd["status"] = json!({"storedVersions": ["v1alpha1", "v1"]});
+    crd
 }
 
 fn list(version: &str, names: &[&str]) -> Value {

@@ -1,6 +1,9 @@
 //! Property tests: no input makes the parser or the comparison panic, and a
 //! CRD compared with itself never produces a finding.
 
+#[path = "support/fixtures.rs"]
+mod fixtures;
+
 use crd_safety::compare::{CheckOptions, StoredVersions, compare_crds};
 use crd_safety::crd::Crd;
 use crd_safety::manifest::{ManifestSet, load_text, normalize_to_v1};
@@ -81,21 +84,13 @@ fn schema() -> impl Strategy<Value = Value> {
 }
 
 fn crd(schemas: &[(&str, bool, bool, Value)], conversion: &str) -> Value {
-    let versions: Vec<Value> = schemas
+    let versions = schemas
         .iter()
-        .map(|(name, served, storage, s)| {
-            json!({"name": name, "served": served, "storage": storage, "schema": {"openAPIV3Schema": s}})
-        })
+        .map(|(name, served, storage, s)| fixtures::version(name, *served, *storage, s.clone()))
         .collect();
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "things.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-                 "names": {"kind": "Thing", "plural": "things"},
-                 "conversion": {"strategy": conversion},
-                 "versions": versions}
-    })
+    let mut crd = fixtures::crd("things", versions);
+    crd["spec"]["conversion"] = json!({"strategy": conversion});
+    crd
 }
 
 proptest! {

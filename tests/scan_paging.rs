@@ -4,6 +4,9 @@
 //! in-process fake of the LIST endpoint; everything else about the scan is
 //! tested against the real server in `live_scan.rs`.
 
+#[path = "support/fixtures.rs"]
+mod fixtures;
+
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -20,16 +23,11 @@ fn crd(minimum: Option<i64>) -> Crd {
     if let Some(m) = minimum {
         size["minimum"] = json!(m);
     }
-    Crd::from_manifest(json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "pages.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-                 "names": {"kind": "Page", "plural": "pages"},
-                 "versions": [{"name": "v1", "served": true, "storage": true,
-                   "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                     "spec": {"type": "object", "properties": {"size": size}}}}}}]}
-    }))
+    Crd::from_manifest(fixtures::single(
+        "pages",
+        json!({"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {"size": size}}}}),
+    ))
     .expect("a valid CRD")
 }
 

@@ -4,50 +4,90 @@
 #![allow(dead_code)]
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Patch, PatchParams};
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::{Value, json};
 
 use super::envtest::ControlPlane;
+use super::fixtures::{self, kind_of};
 use super::run::{Run, run};
-
-/// The kind the test CRDs use for `plural`: `widgets` -> `Widget`.
-pub fn kind_of(plural: &str) -> String {
-    format!(
-        "{}{}",
-        plural[..1].to_uppercase(),
-        &plural[1..plural.len() - 1]
-    )
-}
 
 /// A CRD `<plural>.example.com` with the given versions; `extra` adds
 /// fields to v1's spec schema.
 pub fn crd(plural: &str, versions: &[(&str, bool, bool)], extra: Value) -> Value {
-    let kind = kind_of(plural);
     let mut spec_props = json!({"size": {"type": "integer"}});
     if let (Some(p), Some(e)) = (spec_props.as_object_mut(), extra.as_object()) {
         p.extend(e.clone());
     }
-    let versions: Vec<Value> = versions
+    let root = json!({
+        "type": "object",
+        "properties": {"spec": {"type": "object", "properties": spec_props}}
+    });
+    let versions = versions
         .iter()
-        .map(|(name, served, storage)| {
-            json!({"name": name, "served": served, "storage": storage, "schema": {"openAPIV3Schema": {
-                "type": "object",
-                "properties": {"spec": {"type": "object", "properties": spec_props}}
-            }}})
-        })
+        .map(|(name, served, storage)| fixtures::version(name, *served, *storage, root.clone()))
         .collect();
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("{plural}.example.com")},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-                 "names": {"kind": kind, "plural": plural},
-                 "versions": versions}
-    })
+    fixtures::crd(plural, versions)
+}
+
+/// The objects of `<plural>.example.com` in `version` and namespace `ns`.
+pub fn objects_api(client: &Client, plural: &str, version: &str, ns: &str) -> Api<DynamicObject> {
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("example.com", version, &kind_of(plural)),
+        plural,
+    );
+    Api::namespaced_with(client.clone(), ns, &ar)
+}
+
+/// Creates namespace `ns` unless it exists.
+pub async fn ensure_namespace(client: &Client, ns: &str) {
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    let object = serde_json::from_value(json!({"metadata": {"name": ns}})).expect("namespace");
+    match namespaces.create(&PostParams::default(), &object).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 409 => {}
+        Err(e) => panic!("namespace {ns}: {e}"),
+    }
+}
+
+/// Creates `(namespace, name, spec)` objects in `version`, eight at a time.
+pub async fn create_objects(
+    client: &Client,
+    plural: &str,
+    version: &str,
+    objects: Vec<(String, String, Value)>,
+) {
+    let kind = kind_of(plural);
+    let namespaces: std::collections::BTreeSet<&String> = objects.iter().map(|o| &o.0).collect();
+    for ns in namespaces {
+        ensure_namespace(client, ns).await;
+    }
+    let objects = Arc::new(objects);
+    let mut set = tokio::task::JoinSet::new();
+    for worker in 0..8 {
+        let (client, objects) = (client.clone(), Arc::clone(&objects));
+        let (plural, version, kind) = (plural.to_string(), version.to_string(), kind.clone());
+        set.spawn(async move {
+            for (ns, name, spec) in objects.iter().skip(worker).step_by(8) {
+                let object: DynamicObject = serde_json::from_value(json!({
+                    "apiVersion": format!("example.com/{version}"), "kind": kind,
+                    "metadata": {"name": name, "namespace": ns}, "spec": spec
+                }))
+                .expect("object");
+                objects_api(&client, &plural, &version, ns)
+                    .create(&PostParams::default(), &object)
+                    .await
+                    .unwrap_or_else(|e| panic!("{ns}/{name} is created: {e}"));
+            }
+        });
+    }
+    while let Some(done) = set.join_next().await {
+        done.expect("creating objects");
+    }
 }
 
 pub async fn admin(plane: &ControlPlane) -> Client {

@@ -4,6 +4,7 @@ pub mod corpus;
 pub mod envtest;
 pub mod etcd;
 pub mod faults;
+pub mod fixtures;
 pub mod helm;
 pub mod live;
 pub mod run;

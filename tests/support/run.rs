@@ -6,6 +6,8 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
+use serde_json::Value;
+
 /// What one run printed and returned.
 pub struct Run {
     /// Exit code (-1 when killed by a signal).
@@ -14,6 +16,18 @@ pub struct Run {
     pub stdout: String,
     /// Standard error.
     pub stderr: String,
+}
+
+impl Run {
+    /// Standard output as JSON; a failure shows both streams.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
 }
 
 /// Runs `kubectl-crd_safety args` in the repository root, feeding `stdin`.
