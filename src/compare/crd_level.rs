@@ -106,10 +106,11 @@ fn stored_versions(old: &Crd, new: &Crd, stored: &StoredVersions, out: &mut Out<
             continue;
         }
         let how = match stored.source {
-            StoredVersionsSource::Status => "status.storedVersions lists it",
-            StoredVersionsSource::Flag => "--stored-versions lists it",
+            StoredVersionsSource::Status | StoredVersionsSource::Flag => {
+                format!("{} lists it", stored.source)
+            }
             StoredVersionsSource::Assumed => {
-                "it is the current storage version (status.storedVersions was not available and is assumed)"
+                format!("it is the current storage version ({})", stored.source)
             }
         };
         out.push(

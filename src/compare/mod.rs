@@ -79,6 +79,20 @@ pub enum StoredVersionsSource {
     Assumed,
 }
 
+/// Where the list came from, in the one wording the table, the Markdown
+/// summary and the `storedVersionRemoval` message share.
+impl std::fmt::Display for StoredVersionsSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StoredVersionsSource::Status => "status.storedVersions",
+            StoredVersionsSource::Flag => "--stored-versions",
+            StoredVersionsSource::Assumed => {
+                "status.storedVersions not available, assumed to be the storage version"
+            }
+        })
+    }
+}
+
 /// The versions objects may still be stored in, and how we know.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct StoredVersions {

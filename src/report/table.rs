@@ -118,11 +118,13 @@ fn render_crd(crd: &CrdReport, opts: TableOptions, out: &mut String) {
     out.push('\n');
     if let Some(sv) = &crd.stored_versions {
         let how = match sv.source {
-            StoredVersionsSource::Status => "from status.storedVersions",
-            StoredVersionsSource::Flag => "from --stored-versions",
-            StoredVersionsSource::Assumed => {
-                "ASSUMED: the old manifest has no status; pass --stored-versions or run apply-check against the cluster"
+            StoredVersionsSource::Status | StoredVersionsSource::Flag => {
+                format!("from {}", sv.source)
             }
+            StoredVersionsSource::Assumed => format!(
+                "ASSUMED: {}; pass --stored-versions or run apply-check against the cluster",
+                sv.source
+            ),
         };
         out.push_str(&format!(
             "storedVersions: {} ({how})\n",
