@@ -2,7 +2,7 @@
 //! of warnings and errors per CRD, and info findings folded away.
 
 use super::{CrdStatus, Report};
-use crate::compare::{Finding, Severity};
+use crate::compare::{Finding, Severity, StoredVersionsSource};
 
 fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace(['\n', '\r'], " ")
@@ -62,10 +62,9 @@ pub fn render_markdown(report: &Report) -> String {
                 "storedVersions: {} ({})\n\n",
                 sv.versions.join(", "),
                 match sv.source {
-                    crate::compare::StoredVersionsSource::Status => "from status",
-                    crate::compare::StoredVersionsSource::Flag => "from --stored-versions",
-                    crate::compare::StoredVersionsSource::Assumed =>
-                        "assumed: no status in the old manifest",
+                    StoredVersionsSource::Status | StoredVersionsSource::Flag =>
+                        format!("from {}", sv.source),
+                    StoredVersionsSource::Assumed => sv.source.to_string(),
                 }
             ));
         }
