@@ -401,7 +401,9 @@ async fn the_validator_agrees_with_the_api_server() {
     let client: Client = admin(plane).await;
     let schema = json!({"type": "object", "properties": {
         "spec": {"type": "object", "properties": field_schemas()}}});
-    let manifest = fixtures::single("fidelities", schema.clone());
+    let mut manifest = fixtures::single("fidelities", schema.clone());
+    // An irregular plural: the kind is not the plural minus its `s`.
+    manifest["spec"]["names"]["kind"] = json!("Fidelity");
     install(&client, &manifest).await;
     let validator = Validator::new(&Schema::from_value(&schema).expect("schema"), 34)
         .expect("the schema compiles");

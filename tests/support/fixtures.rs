@@ -6,7 +6,8 @@
 
 use serde_json::{Value, json};
 
-/// The kind of a test plural: `widgets` → `Widget`.
+/// The kind of a test plural: `widgets` → `Widget` (the plural minus its
+/// `s`; a fixture with an irregular plural sets its kind itself).
 pub fn kind_of(plural: &str) -> String {
     format!(
         "{}{}",
