@@ -6,11 +6,11 @@
 //! with `version` and `path` null where they do not apply. Fields are only
 //! ever added to it.
 
+mod apply;
 mod change;
 mod ci;
 mod markdown;
 mod migration;
-mod outcome;
 mod table;
 
 use serde::Serialize;
@@ -20,11 +20,11 @@ use crate::config::{Excepted, FailMode, Mode};
 use crate::manifest::Skipped;
 use crate::outcome::{BaselineEntry, ScanSummary};
 
+pub use apply::render_outcomes;
 pub use change::{change_of, detail_of};
 pub use ci::{render_github, render_sarif};
 pub use markdown::render_markdown;
 pub use migration::{render_migration_outcome, render_migration_plan};
-pub use outcome::render_outcomes;
 pub use table::{TableOptions, render_table, retries_line};
 
 /// The verdict on one CRD.
