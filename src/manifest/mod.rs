@@ -13,6 +13,7 @@
 
 mod chart;
 mod external;
+mod fast_yaml;
 mod git;
 mod kustomize;
 mod normalize;

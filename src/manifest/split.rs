@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::fast_yaml;
 use super::positions::DocumentText;
 use super::{Location, ManifestError};
 
@@ -81,14 +82,11 @@ fn documents(text: &str, file: &str) -> Result<Vec<Document>, ManifestError> {
 /// Parses one document; an empty one (`null`) is `None`.
 pub(super) fn parse(piece: Piece, file: &str) -> Result<Option<Document>, ManifestError> {
     let Piece { text, start_line } = piece;
-    // kubectl reads YAML 1.1 (`0755` is octal) and, with the API server,
-    // accepts a repeated key with a warning, the last one winning: released
-    // operator manifests rely on both.
-    let options = serde_saphyr::options! {
-        legacy_octal_numbers: true,
-        duplicate_keys: serde_saphyr::options::DuplicateKeyPolicy::LastWins,
+    let parsed = match fast_yaml::parse(&text, &resolve_scalar) {
+        Some(value) => Ok(value),
+        None => serde_saphyr::from_str_with_options::<Value>(&text, options()),
     };
-    match serde_saphyr::from_str_with_options::<Value>(&text, options) {
+    match parsed {
         Ok(Value::Null) => Ok(None),
         Ok(value) => {
             // The document starts at its first non-blank line.
@@ -119,6 +117,25 @@ pub(super) fn parse(piece: Piece, file: &str) -> Result<Option<Document>, Manife
             })
         }
     }
+}
+
+/// How manifests are read. kubectl reads YAML 1.1 (`0755` is octal) and,
+/// with the API server, accepts a repeated key with a warning, the last one
+/// winning: released operator manifests rely on both.
+fn options() -> serde_saphyr::Options {
+    serde_saphyr::options! {
+        legacy_octal_numbers: true,
+        duplicate_keys: serde_saphyr::options::DuplicateKeyPolicy::LastWins,
+    }
+}
+
+/// A plain scalar the fast path cannot type by itself, read by serde-saphyr
+/// alone; `None` (read the whole document with serde-saphyr) unless it is
+/// still one scalar there.
+fn resolve_scalar(text: &str) -> Option<Value> {
+    serde_saphyr::from_str_with_options::<Value>(text, options())
+        .ok()
+        .filter(|v| !v.is_array() && !v.is_object())
 }
 
 /// A serde-saphyr error as the 1-based line it names (in the text parsed)
