@@ -83,22 +83,29 @@ impl Crd {
             .filter(|n| !n.is_empty())
             .ok_or(CrdError::NoName)?
             .to_string();
-        let mut spec_value = manifest.get("spec").cloned().unwrap_or(Value::Null);
-        // Take the schemas out before the typed parse: they are read into our
-        // own model, and parsing them twice would double the cost.
-        let mut raw_schemas = Vec::new();
-        if let Some(versions) = spec_value.get_mut("versions").and_then(Value::as_array_mut) {
-            for v in versions.iter_mut() {
-                let schema = v
-                    .get_mut("schema")
-                    .and_then(|s| s.as_object_mut())
-                    .and_then(|s| s.remove("openAPIV3Schema"));
-                raw_schemas.push(schema);
-                if let Some(obj) = v.as_object_mut() {
-                    obj.remove("schema");
+        // The schemas stay out of the typed parse: they are read into our
+        // own model, and copying or parsing them twice would double the
+        // cost (they are nearly all of a CRD's bytes).
+        let mut raw_schemas: Vec<Option<&Value>> = Vec::new();
+        let spec_value = match manifest.get("spec") {
+            Some(Value::Object(spec)) => {
+                let mut copy = serde_json::Map::new();
+                for (key, value) in spec {
+                    let value = match (key.as_str(), value) {
+                        ("versions", Value::Array(versions)) => Value::Array(
+                            versions
+                                .iter()
+                                .map(|v| without_schema(v, &mut raw_schemas))
+                                .collect(),
+                        ),
+                        _ => value.clone(),
+                    };
+                    copy.insert(key.clone(), value);
                 }
+                Value::Object(copy)
             }
-        }
+            other => other.cloned().unwrap_or(Value::Null),
+        };
         let spec: apiext::CustomResourceDefinitionSpec = serde_json::from_value(spec_value)
             .map_err(|source| CrdError::Spec {
                 name: name.clone(),
@@ -116,7 +123,7 @@ impl Crd {
                 name: name.clone(),
                 version: v.name.clone(),
             })?;
-            let schema = Schema::from_value(&raw).map_err(|source| CrdError::Schema {
+            let schema = Schema::from_value(raw).map_err(|source| CrdError::Schema {
                 name: name.clone(),
                 version: v.name.clone(),
                 source,
@@ -188,6 +195,26 @@ pub struct ResourceRef {
     pub version: String,
     /// Plural resource name.
     pub plural: String,
+}
+
+/// A copy of one `spec.versions[i]` without its `schema`, whose
+/// `openAPIV3Schema` (if any) is pushed to `schemas`.
+fn without_schema<'a>(version: &'a Value, schemas: &mut Vec<Option<&'a Value>>) -> Value {
+    let Value::Object(v) = version else {
+        schemas.push(None);
+        return version.clone();
+    };
+    schemas.push(
+        v.get("schema")
+            .and_then(Value::as_object)
+            .and_then(|s| s.get("openAPIV3Schema")),
+    );
+    Value::Object(
+        v.iter()
+            .filter(|(k, _)| k.as_str() != "schema")
+            .map(|(k, x)| (k.clone(), x.clone()))
+            .collect(),
+    )
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 
 use serde_json::Value;
 
-use super::json::{AdditionalProperties, Obj, additional_properties, bool_of, items, str_of};
+use super::json::{AdditionalProperties, Obj, additional_properties, bool_of, get, items, str_of};
 use crate::validate::cel_escape;
 
 /// `celconfig.MaxRequestSizeBytes`.
@@ -58,7 +58,7 @@ pub enum Shape<'s> {
 }
 
 fn int_of(s: &Obj, key: &str) -> Option<i64> {
-    s.get(key).and_then(Value::as_i64)
+    get(s, key).and_then(Value::as_i64)
 }
 
 fn embedded(s: &Obj) -> bool {
@@ -75,7 +75,7 @@ fn implies_metadata(s: &Obj) -> bool {
     let ty = |o: Option<&Value>, t: &str| {
         o.and_then(|p| p.get("type")).and_then(Value::as_str) == Some(t)
     };
-    let props = s.get("properties");
+    let props = get(s, "properties");
     let meta = props.and_then(|p| p.get("metadata"));
     let meta_props = meta.and_then(|m| m.get("properties"));
     let declared = props.is_some()
@@ -298,7 +298,7 @@ impl<'s> Decl<'s> {
             }
             Shape::String => match max_length {
                 Some(m) => m.max(0).saturating_mul(4),
-                None => match s.get("enum").and_then(Value::as_array) {
+                None => match get(s, "enum").and_then(Value::as_array) {
                     Some(values) if !values.is_empty() => values
                         .iter()
                         .filter_map(Value::as_str)
@@ -330,7 +330,7 @@ impl<'s> Decl<'s> {
             Shape::Bytes => s.contains_key("maxLength"),
             Shape::String => {
                 s.contains_key("maxLength")
-                    || s.get("enum")
+                    || get(s, "enum")
                         .and_then(Value::as_array)
                         .is_some_and(|e| !e.is_empty())
             }
@@ -349,7 +349,7 @@ impl<'s> Decl<'s> {
 }
 
 fn property<'s>(s: &'s Obj, name: &str) -> Option<&'s Obj> {
-    s.get("properties")
+    get(s, "properties")
         .and_then(|p| p.get(name))
         .and_then(Value::as_object)
 }
@@ -357,7 +357,7 @@ fn property<'s>(s: &'s Obj, name: &str) -> Option<&'s Obj> {
 /// `extractMaxElements`: how many values of a child one value of `s`
 /// holds, `None` when unbounded.
 pub fn max_elements(s: &Obj) -> Option<u64> {
-    let bound = |key: &str| s.get(key).and_then(Value::as_i64).map(|m| m.max(0) as u64);
+    let bound = |key: &str| get(s, key).and_then(Value::as_i64).map(|m| m.max(0) as u64);
     match str_of(s, "type") {
         "object" if !matches!(additional_properties(s), AdditionalProperties::Absent) => {
             bound("maxProperties")

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::SchemaOptions;
 use super::field::{FieldError, FieldPath};
-use super::json::{Obj, bool_of, items, properties};
+use super::json::{Obj, bool_of, get, items, properties};
 use crate::schema::Schema;
 use crate::validate::{PrunedKind, Validator};
 
@@ -34,7 +34,7 @@ fn walk(
 ) {
     let embedded = resource_root || bool_of(s, "x-kubernetes-embedded-resource");
     let inside_meta = inside_meta && !embedded;
-    if let Some(default) = s.get("default").filter(|d| !d.is_null()) {
+    if let Some(default) = get(s, "default").filter(|d| !d.is_null()) {
         check_default(s, default, path, inside_meta, opts, errs);
     }
     if let Some(i) = items(s) {

@@ -25,13 +25,22 @@ impl FieldPath {
         if self.0.is_empty() {
             FieldPath(name.to_string())
         } else {
-            FieldPath(format!("{}.{name}", self.0))
+            let mut s = String::with_capacity(self.0.len() + 1 + name.len());
+            s.push_str(&self.0);
+            s.push('.');
+            s.push_str(name);
+            FieldPath(s)
         }
     }
 
     /// `path[key]` (map keys and property names are not quoted).
     pub fn key(&self, key: &str) -> FieldPath {
-        FieldPath(format!("{}[{key}]", self.0))
+        let mut s = String::with_capacity(self.0.len() + 2 + key.len());
+        s.push_str(&self.0);
+        s.push('[');
+        s.push_str(key);
+        s.push(']');
+        FieldPath(s)
     }
 
     /// `path[i]`.

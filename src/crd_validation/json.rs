@@ -5,31 +5,44 @@ use serde_json::{Map, Value};
 
 pub type Obj = Map<String, Value>;
 
+/// `s[key]`. Schema nodes hold a handful of keywords, and the validation
+/// asks each node for dozens of them: a scan of a small map's entries is
+/// several times cheaper than hashing the key (SipHash) for the index map
+/// `serde_json` keeps in document order.
+#[inline]
+pub fn get<'a>(s: &'a Obj, key: &str) -> Option<&'a Value> {
+    if s.len() <= 16 {
+        s.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
+    } else {
+        get(s, key)
+    }
+}
+
 /// The string value of `key`, `""` when absent.
 pub fn str_of<'a>(s: &'a Obj, key: &str) -> &'a str {
-    s.get(key).and_then(Value::as_str).unwrap_or("")
+    get(s, key).and_then(Value::as_str).unwrap_or("")
 }
 
 /// The boolean value of `key`, `false` when absent.
 pub fn bool_of(s: &Obj, key: &str) -> bool {
-    s.get(key).and_then(Value::as_bool).unwrap_or(false)
+    get(s, key).and_then(Value::as_bool).unwrap_or(false)
 }
 
 /// The object under `key`, when it is one.
 pub fn obj_of<'a>(s: &'a Obj, key: &str) -> Option<&'a Obj> {
-    s.get(key).and_then(Value::as_object)
+    get(s, key).and_then(Value::as_object)
 }
 
 /// The array under `key`, empty when absent.
 pub fn arr_of<'a>(s: &'a Obj, key: &str) -> &'a [Value] {
-    s.get(key)
+    get(s, key)
         .and_then(Value::as_array)
         .map_or(&[][..], Vec::as_slice)
 }
 
 /// Whether `key` is present with a non-null value (Go's non-nil pointer).
 pub fn has(s: &Obj, key: &str) -> bool {
-    s.get(key).is_some_and(|v| !v.is_null())
+    get(s, key).is_some_and(|v| !v.is_null())
 }
 
 /// A string list (`required`, `x-kubernetes-list-map-keys`).
@@ -60,7 +73,7 @@ pub fn has_properties(s: &Obj) -> bool {
 
 /// `items` when it is a single schema.
 pub fn items(s: &Obj) -> Option<&Obj> {
-    s.get("items").and_then(Value::as_object)
+    get(s, "items").and_then(Value::as_object)
 }
 
 /// `additionalProperties` as Go decodes it: absent, a boolean, or a schema.
@@ -71,7 +84,7 @@ pub enum AdditionalProperties<'a> {
 }
 
 pub fn additional_properties(s: &Obj) -> AdditionalProperties<'_> {
-    match s.get("additionalProperties") {
+    match get(s, "additionalProperties") {
         Some(Value::Bool(b)) => AdditionalProperties::Bool(*b),
         Some(Value::Object(o)) => AdditionalProperties::Schema(o),
         _ => AdditionalProperties::Absent,

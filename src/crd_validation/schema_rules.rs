@@ -13,8 +13,8 @@ use super::cel_rules;
 use super::defaults;
 use super::field::{FieldError, FieldPath};
 use super::json::{
-    AdditionalProperties, Obj, additional_properties, arr_of, bool_of, has, has_properties, items,
-    obj_of, properties, property, str_of, strings_of,
+    AdditionalProperties, Obj, additional_properties, arr_of, bool_of, get, has, has_properties,
+    items, obj_of, properties, property, str_of, strings_of,
 };
 
 const OPENAPI_TYPES: &[&str] = &["array", "boolean", "integer", "number", "object", "string"];
@@ -247,6 +247,20 @@ fn decode_errors(s: &Obj, path: &FieldPath, out: &mut Vec<FieldError>) {
             continue;
         }
         let Some(exp) = expected(key) else { continue };
+        // Most keywords are scalars of the right type: only a value that
+        // fails, or a schema to descend into, needs its path built.
+        let scalar_ok = match exp {
+            Expect::Str => Some(v.is_string()),
+            Expect::Num => Some(v.is_number()),
+            Expect::Int => Some(v.is_i64() || v.is_u64()),
+            Expect::Bool => Some(v.is_boolean()),
+            Expect::Array => Some(v.is_array()),
+            Expect::Object => Some(v.is_object()),
+            _ => None,
+        };
+        if scalar_ok == Some(true) {
+            continue;
+        }
         let p = path.child(key);
         let bad = |what: &str, out: &mut Vec<FieldError>| {
             out.push(
@@ -375,17 +389,17 @@ pub fn new_structural_error(s: &Obj) -> Option<String> {
         ("definitions", "'definitions'"),
     ];
     for (key, name) in unsupported {
-        if s.get(key).is_some_and(|v| !is_zero(v)) {
+        if get(s, key).is_some_and(|v| !is_zero(v)) {
             return Some(format!("OpenAPIV3Schema {name} is not supported"));
         }
     }
-    if let Some(Value::Bool(false)) = s.get("x-kubernetes-preserve-unknown-fields") {
+    if let Some(Value::Bool(false)) = get(s, "x-kubernetes-preserve-unknown-fields") {
         return Some(
             "internal error: 'x-kubernetes-preserve-unknown-fields' must be true or undefined"
                 .into(),
         );
     }
-    if s.get("items").is_some_and(Value::is_array) {
+    if get(s, "items").is_some_and(Value::is_array) {
         return Some("OpenAPIV3Schema 'items' must be a schema, but is an array".into());
     }
     let children = items(s)
@@ -938,7 +952,7 @@ impl Walker<'_> {
             }
         }
         let embedded = bool_of(s, "x-kubernetes-embedded-resource");
-        let map_type = s.get("x-kubernetes-map-type").and_then(Value::as_str);
+        let map_type = get(s, "x-kubernetes-map-type").and_then(Value::as_str);
         for (name, p) in properties(s) {
             let mut sub = child.clone();
             // Granular and atomic maps correlate their fields; anything else not.
@@ -994,14 +1008,14 @@ impl Walker<'_> {
                 }
             }
         }
-        let list_type = s.get("x-kubernetes-list-type").and_then(Value::as_str);
-        if s.get("items").is_some_and(|v| !v.is_null()) {
+        let list_type = get(s, "x-kubernetes-list-type").and_then(Value::as_str);
+        if get(s, "items").is_some_and(|v| !v.is_null()) {
             let sub = if list_type != Some("map") {
                 child.forbid_old_self(path)
             } else {
                 child.clone()
             };
-            match s.get("items") {
+            match get(s, "items") {
                 Some(Value::Object(o)) => {
                     self.walk_into(
                         o,
@@ -1040,7 +1054,7 @@ impl Walker<'_> {
                 }
             }
         }
-        if let Some(Value::Bool(false)) = s.get("x-kubernetes-preserve-unknown-fields") {
+        if let Some(Value::Bool(false)) = get(s, "x-kubernetes-preserve-unknown-fields") {
             errs.push(FieldError::invalid(
                 path.child("x-kubernetes-preserve-unknown-fields"),
                 Value::Bool(false),
@@ -1114,7 +1128,7 @@ impl Walker<'_> {
         for (key, detail) in unsupported {
             let present = match key {
                 "additionalItems" | "$ref" => has(s, key),
-                _ => s.get(key).is_some_and(|v| !is_zero(v)),
+                _ => get(s, key).is_some_and(|v| !is_zero(v)),
             };
             if present {
                 errs.push(
@@ -1130,7 +1144,7 @@ impl Walker<'_> {
                 "type cannot be set to null, use nullable as an alternative",
             ));
         }
-        if s.get("items")
+        if get(s, "items")
             .and_then(Value::as_array)
             .is_some_and(|a| !a.is_empty())
         {
@@ -1149,8 +1163,8 @@ impl Walker<'_> {
 
     fn map_and_list_types(&self, s: &Obj, path: &FieldPath, errs: &mut Vec<FieldError>) {
         let ty = type_of(s);
-        let map_type = s.get("x-kubernetes-map-type").and_then(Value::as_str);
-        let list_type = s.get("x-kubernetes-list-type").and_then(Value::as_str);
+        let map_type = get(s, "x-kubernetes-map-type").and_then(Value::as_str);
+        let list_type = get(s, "x-kubernetes-list-type").and_then(Value::as_str);
         if map_type.is_some() && ty != "object" {
             if ty.is_empty() {
                 errs.push(FieldError::required(
@@ -1194,7 +1208,7 @@ impl Walker<'_> {
         {
             match type_of(is) {
                 "array" => {
-                    if let Some(lt) = is.get("x-kubernetes-list-type").and_then(Value::as_str)
+                    if let Some(lt) = get(is, "x-kubernetes-list-type").and_then(Value::as_str)
                         && lt != "atomic"
                     {
                         errs.push(FieldError::invalid(
@@ -1205,7 +1219,7 @@ impl Walker<'_> {
                     }
                 }
                 "object"
-                    if is.get("x-kubernetes-map-type").and_then(Value::as_str)
+                    if get(is, "x-kubernetes-map-type").and_then(Value::as_str)
                         != Some("atomic") =>
                 {
                     errs.push(
@@ -1251,7 +1265,7 @@ impl Walker<'_> {
                     "must not be empty if x-kubernetes-list-type is map",
                 ));
             }
-            match s.get("items") {
+            match get(s, "items") {
                 None | Some(Value::Null) => errs.push(FieldError::required(
                     path.child("items"),
                     "must have a schema if x-kubernetes-list-type is map",
@@ -1311,7 +1325,7 @@ impl Walker<'_> {
 pub fn map_list_keys_map_set(s: &Obj, path: &FieldPath) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let Some(is) = items(s) else { return errs };
-    let Some(lt) = s.get("x-kubernetes-list-type").and_then(Value::as_str) else {
+    let Some(lt) = get(s, "x-kubernetes-list-type").and_then(Value::as_str) else {
         return errs;
     };
     if lt != "set" && lt != "map" {
@@ -1356,7 +1370,7 @@ pub fn schema_has(s: &Obj, pred: &dyn Fn(&Obj) -> bool) -> bool {
         return true;
     }
     let any = |v: &Value| v.as_object().is_some_and(|o| schema_has(o, pred));
-    match s.get("items") {
+    match get(s, "items") {
         Some(Value::Array(a)) if a.iter().any(any) => return true,
         Some(v @ Value::Object(_)) if any(v) => return true,
         _ => {}
@@ -1367,7 +1381,7 @@ pub fn schema_has(s: &Obj, pred: &dyn Fn(&Obj) -> bool) -> bool {
         }
     }
     for key in ["not", "additionalProperties", "additionalItems"] {
-        if s.get(key).is_some_and(any) {
+        if get(s, key).is_some_and(any) {
             return true;
         }
     }

@@ -13,6 +13,7 @@
 
 mod chart;
 mod external;
+mod fast_yaml;
 mod git;
 mod kustomize;
 mod normalize;
@@ -259,10 +260,8 @@ pub fn load_with(sources: &[Source], opts: &SourceOptions) -> Result<ManifestSet
     let mut set = ManifestSet::default();
     let mut documents = 0usize;
     for source in sources {
-        for text in read_texts(source, opts, &mut set.notices)? {
-            documents += load_text(&text.text, &text.label, text.is_json, &mut set)?;
-            set.files += 1;
-        }
+        let texts = read_texts(source, opts, &mut set.notices)?;
+        documents += load_texts(&texts, &mut set)?;
     }
     if set.crds.is_empty() {
         let names: Vec<String> = sources.iter().map(ToString::to_string).collect();
@@ -340,7 +339,7 @@ pub fn read_texts(
     }
 }
 
-/// Reads manifests from text already in memory (used by `load`, tests and
+/// Reads manifests from text already in memory (used by tests and
 /// benchmarks). Returns the number of documents read.
 pub fn load_text(
     text: &str,
@@ -348,17 +347,126 @@ pub fn load_text(
     is_json: bool,
     set: &mut ManifestSet,
 ) -> Result<usize, ManifestError> {
-    let docs = if is_json {
-        let (value, location) = parse_json(text, file)?;
-        vec![(value, location, DocumentText::new(Arc::from(text), 1))]
-    } else {
-        split::documents(text, file)?
+    let text = Text {
+        label: file.to_string(),
+        is_json,
+        text: text.to_string(),
     };
-    let count = docs.len();
-    for (value, location, text) in docs {
-        add_object(value, location, Some(Arc::new(text)), set)?;
+    load_texts(std::slice::from_ref(&text), set)
+}
+
+/// One document to parse, with the label of the text it came from.
+enum Job<'a> {
+    Json(&'a str, &'a str),
+    Yaml(split::Piece, &'a str),
+}
+
+impl Job<'_> {
+    fn size(&self) -> usize {
+        match self {
+            Job::Json(text, _) => text.len(),
+            Job::Yaml(piece, _) => piece.text.len(),
+        }
     }
-    Ok(count)
+
+    fn parse(self) -> Result<Option<split::Document>, ManifestError> {
+        match self {
+            Job::Json(text, file) => {
+                let (value, location) = parse_json(text, file)?;
+                Ok(Some((
+                    value,
+                    location,
+                    DocumentText::new(Arc::from(text), 1),
+                )))
+            }
+            Job::Yaml(piece, file) => split::parse(piece, file),
+        }
+    }
+}
+
+/// Parses the documents of `texts` (in parallel when there is enough to
+/// share) and adds them in reading order, so the first error reported is
+/// the one a sequential read would stop at. Returns the documents read.
+fn load_texts(texts: &[Text], set: &mut ManifestSet) -> Result<usize, ManifestError> {
+    let mut jobs = Vec::new();
+    let mut ends = Vec::with_capacity(texts.len());
+    for text in texts {
+        if text.is_json {
+            jobs.push(Job::Json(&text.text, &text.label));
+        } else {
+            jobs.extend(
+                split::pieces(&text.text)
+                    .into_iter()
+                    .map(|p| Job::Yaml(p, &text.label)),
+            );
+        }
+        ends.push(jobs.len());
+    }
+    let mut results = parse_all(jobs).into_iter();
+    let mut documents = 0;
+    let mut start = 0;
+    for end in ends {
+        for _ in start..end {
+            let Some(result) = results.next() else { break };
+            if let Some((value, location, text)) = result? {
+                documents += 1;
+                add_object(value, location, Some(Arc::new(text)), set)?;
+            }
+        }
+        start = end;
+        set.files += 1;
+    }
+    Ok(documents)
+}
+
+/// Below this much YAML, threads cost more than they save.
+const PARALLEL_PARSE_BYTES: usize = 128 * 1024;
+
+/// Parses every job, the results in the jobs' order. YAML parsing is most
+/// of a `diff`'s time, and documents parse independently: workers take the
+/// largest documents first so that one big CRD does not finish last.
+fn parse_all(jobs: Vec<Job<'_>>) -> Vec<Result<Option<split::Document>, ManifestError>> {
+    let total: usize = jobs.iter().map(Job::size).sum();
+    let workers = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .min(jobs.len());
+    if workers <= 1 || total < PARALLEL_PARSE_BYTES {
+        return jobs.into_iter().map(Job::parse).collect();
+    }
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(jobs[i].size()));
+    let slots: Vec<std::sync::Mutex<Option<Job<'_>>>> = jobs
+        .into_iter()
+        .map(|j| std::sync::Mutex::new(Some(j)))
+        .collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut done: Vec<(usize, Result<Option<split::Document>, ManifestError>)> =
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..workers)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut out = Vec::new();
+                        loop {
+                            let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some(&i) = order.get(k) else { break };
+                            let job = slots[i].lock().ok().and_then(|mut s| s.take());
+                            if let Some(job) = job {
+                                out.push((i, job.parse()));
+                            }
+                        }
+                        out
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                // A parser panic stays a panic, as in a sequential read;
+                // dropping the worker's results would shift documents.
+                .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
 }
 
 fn parse_json(text: &str, file: &str) -> Result<(Value, Location), ManifestError> {
@@ -411,10 +519,13 @@ fn add_object(
     let api_version = map.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     // `kubectl get crd -o yaml` prints a `List`; a CustomResourceDefinitionList
     // is the typed form of the same thing.
-    if kind.ends_with("List")
-        && let Some(items) = map.get("items").and_then(Value::as_array)
-    {
-        for (i, item) in items.clone().into_iter().enumerate() {
+    if kind.ends_with("List") && map.get("items").is_some_and(Value::is_array) {
+        let mut value = value;
+        let items = match value.get_mut("items").map(Value::take) {
+            Some(Value::Array(items)) => items,
+            _ => Vec::new(),
+        };
+        for (i, item) in items.into_iter().enumerate() {
             let nested = text
                 .as_ref()
                 .map(|t| Arc::new(t.nested(&["items", &i.to_string()])));

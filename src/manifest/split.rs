@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::fast_yaml;
 use super::positions::DocumentText;
 use super::{Location, ManifestError};
 
@@ -27,17 +28,32 @@ fn is_blank(text: &str) -> bool {
     })
 }
 
-/// Parses every non-empty document of `text`.
-pub(super) fn documents(text: &str, file: &str) -> Result<Vec<Document>, ManifestError> {
+/// One document's text and the file line it starts at, before parsing.
+pub(super) struct Piece {
+    pub text: String,
+    pub start_line: usize,
+}
+
+/// Cuts `text` into its non-blank documents. Cheap next to parsing, so the
+/// pieces of every file can then be parsed in parallel.
+pub(super) fn pieces(text: &str) -> Vec<Piece> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut docs = Vec::new();
+    let mut out = Vec::new();
     let mut start_line = 1usize;
     let mut current = String::new();
+    let mut flush = |current: &mut String, start_line: usize| {
+        let piece = std::mem::take(current);
+        if !is_blank(&piece) {
+            out.push(Piece {
+                text: piece,
+                start_line,
+            });
+        }
+    };
     for (i, line) in text.lines().enumerate() {
         let line_no = i + 1;
         if is_marker(line, "---") || is_marker(line, "...") {
-            parse_piece(&current, file, start_line, &mut docs)?;
-            current.clear();
+            flush(&mut current, start_line);
             start_line = line_no;
             // Content may follow `--- ` on the marker line itself.
             if let Some(rest) = line.strip_prefix("---") {
@@ -49,46 +65,46 @@ pub(super) fn documents(text: &str, file: &str) -> Result<Vec<Document>, Manifes
             current.push('\n');
         }
     }
-    parse_piece(&current, file, start_line, &mut docs)?;
+    flush(&mut current, start_line);
+    out
+}
+
+/// Parses every non-empty document of `text`, in order.
+#[cfg(test)]
+fn documents(text: &str, file: &str) -> Result<Vec<Document>, ManifestError> {
+    let mut docs = Vec::new();
+    for piece in pieces(text) {
+        docs.extend(parse(piece, file)?);
+    }
     Ok(docs)
 }
 
-fn parse_piece(
-    piece: &str,
-    file: &str,
-    start_line: usize,
-    docs: &mut Vec<Document>,
-) -> Result<(), ManifestError> {
-    if is_blank(piece) {
-        return Ok(());
-    }
-    // kubectl reads YAML 1.1 (`0755` is octal) and, with the API server,
-    // accepts a repeated key with a warning, the last one winning: released
-    // operator manifests rely on both.
-    let options = serde_saphyr::options! {
-        legacy_octal_numbers: true,
-        duplicate_keys: serde_saphyr::options::DuplicateKeyPolicy::LastWins,
+/// Parses one document; an empty one (`null`) is `None`.
+pub(super) fn parse(piece: Piece, file: &str) -> Result<Option<Document>, ManifestError> {
+    let Piece { text, start_line } = piece;
+    let parsed = match fast_yaml::parse(&text, &resolve_scalar) {
+        Some(value) => Ok(value),
+        None => serde_saphyr::from_str_with_options::<Value>(&text, options()),
     };
-    match serde_saphyr::from_str_with_options::<Value>(piece, options) {
-        Ok(Value::Null) => Ok(()),
+    match parsed {
+        Ok(Value::Null) => Ok(None),
         Ok(value) => {
             // The document starts at its first non-blank line.
-            let offset = piece
+            let offset = text
                 .lines()
                 .position(|l| {
                     let t = l.trim();
                     !t.is_empty() && !t.starts_with('#')
                 })
                 .unwrap_or(0);
-            docs.push((
+            Ok(Some((
                 value,
                 Location {
                     file: file.to_string(),
                     line: start_line + offset,
                 },
-                DocumentText::new(Arc::from(piece), start_line),
-            ));
-            Ok(())
+                DocumentText::new(Arc::from(text), start_line),
+            )))
         }
         Err(e) => {
             let (line, message) = yaml_error(&e);
@@ -101,6 +117,25 @@ fn parse_piece(
             })
         }
     }
+}
+
+/// How manifests are read. kubectl reads YAML 1.1 (`0755` is octal) and,
+/// with the API server, accepts a repeated key with a warning, the last one
+/// winning: released operator manifests rely on both.
+fn options() -> serde_saphyr::Options {
+    serde_saphyr::options! {
+        legacy_octal_numbers: true,
+        duplicate_keys: serde_saphyr::options::DuplicateKeyPolicy::LastWins,
+    }
+}
+
+/// A plain scalar the fast path cannot type by itself, read by serde-saphyr
+/// alone; `None` (read the whole document with serde-saphyr) unless it is
+/// still one scalar there.
+fn resolve_scalar(text: &str) -> Option<Value> {
+    serde_saphyr::from_str_with_options::<Value>(text, options())
+        .ok()
+        .filter(|v| !v.is_array() && !v.is_object())
 }
 
 /// A serde-saphyr error as the 1-based line it names (in the text parsed)
