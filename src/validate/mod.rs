@@ -32,7 +32,7 @@
 
 mod cel;
 pub(crate) use cel::escape as cel_escape;
-mod formats;
+pub(crate) mod formats;
 mod list_type;
 mod node;
 pub mod regex;
