@@ -220,17 +220,14 @@ mod tests {
     use serde_json::json;
 
     fn finding(old: Value, new: Value) -> Finding {
-        Finding {
-            check: Check::Maximum,
-            severity: Severity::Error,
-            version: Some("v1".into()),
-            path: Some("^.spec.size".into()),
-            message: "maximum lowered 100 -> 50: ...".into(),
-            old: Some(old),
-            new: Some(new),
-            objects: None,
-            location: None,
-        }
+        Finding::new(
+            Check::Maximum,
+            Severity::Error,
+            "maximum lowered 100 -> 50: ...",
+        )
+        .in_version("v1")
+        .at("^.spec.size")
+        .values(Some(old), Some(new))
     }
 
     #[test]

@@ -26,7 +26,7 @@ use serde::Serialize;
 use serde_json::Value;
 use thiserror::Error;
 
-use crate::compare::{Check, CheckOptions, Finding, Severity};
+use crate::compare::{Check, CheckOptions, Finding, Severity, options_of};
 use crate::crd_validation::KubeVersion;
 use crate::glob;
 
@@ -128,31 +128,6 @@ pub struct Config {
 
 /// Top-level keys of the file.
 const TOP_KEYS: &[&str] = &["mode", "failMode", "kubeVersion", "checks", "exceptions"];
-
-/// Sets one check option.
-type Setter = fn(&mut CheckOptions, bool);
-
-/// Options each check accepts besides `level`, each once: its check, its
-/// key, and the setting it sets. The parser and the error listing valid
-/// options both read this table, so an option cannot be accepted without
-/// setting the right thing.
-const CHECK_OPTIONS: &[(Check, &str, Setter)] = &[
-    (Check::Enum, "allowAdditions", |o, b| {
-        o.enum_allow_additions = b
-    }),
-    (Check::Pattern, "allowRemoval", |o, b| {
-        o.pattern_allow_removal = b
-    }),
-    (Check::Nullable, "allowAddition", |o, b| {
-        o.nullable_allow_addition = b
-    }),
-    (Check::XValidations, "allowRemoval", |o, b| {
-        o.x_validations_allow_removal = b
-    }),
-    (Check::AnyOf, "allowAdditions", |o, b| {
-        o.any_of_allow_additions = b
-    }),
-];
 
 impl Config {
     /// Reads a config file.
@@ -280,17 +255,10 @@ fn parse_checks(v: &Value, config: &mut Config) -> Result<(), String> {
                             .insert(check, parse_level(val, &format!("{ctx}.level"))?);
                         continue;
                     }
-                    let Some((_, _, set)) = CHECK_OPTIONS
-                        .iter()
-                        .find(|(c, k, _)| *c == check && k == key)
-                    else {
+                    let options = options_of(check);
+                    let Some(option) = options.iter().find(|o| o.key == key) else {
                         let mut all = vec!["level"];
-                        all.extend(
-                            CHECK_OPTIONS
-                                .iter()
-                                .filter(|(c, _, _)| *c == check)
-                                .map(|(_, k, _)| *k),
-                        );
+                        all.extend(options.iter().map(|o| o.key));
                         return Err(format!(
                             "{ctx}: unknown option {key:?}; valid options: {}",
                             all.join(", ")
@@ -299,7 +267,7 @@ fn parse_checks(v: &Value, config: &mut Config) -> Result<(), String> {
                     let Some(b) = val.as_bool() else {
                         return Err(format!("{ctx}.{key}: expected true or false, found {val}"));
                     };
-                    set(&mut config.options, b);
+                    (option.set)(&mut config.options, b);
                 }
             }
             other => return Err(format!("{ctx}: expected a level or a map, found {other}")),
@@ -410,7 +378,10 @@ mod tests {
         // Each option, alone, must change the options, and differently from
         // every other option: no option may silently set another's field.
         let mut seen: Vec<String> = Vec::new();
-        for (check, key, _) in CHECK_OPTIONS {
+        let every_option = Check::ALL
+            .iter()
+            .flat_map(|&c| options_of(c).iter().map(move |o| (c, o.key)));
+        for (check, key) in every_option {
             let text = format!("checks:\n  {}: {{{key}: false}}\n", check.id());
             let c = Config::parse(&text, "c.yaml").expect("valid option");
             let debug = format!("{:?}", c.options);

@@ -108,22 +108,17 @@ pub async fn apply_check(
             let finding = if ownership::all_migratable(&managers) {
                 conflict = None;
                 take_over = managers.clone();
-                Finding {
-                    check: Check::FieldManagerConflict,
-                    severity: Severity::Info,
-                    version: None,
-                    path: None,
-                    message: format!(
+                Finding::new(
+                    Check::FieldManagerConflict,
+                    Severity::Info,
+                    format!(
                         "fields owned by {} (installed with plain kubectl) move to {} on apply, \
                          as `kubectl apply --server-side` does: {message}",
                         managers.join(", "),
                         crate::cluster::FIELD_MANAGER
                     ),
-                    old: None,
-                    new: Some(Value::String(message.clone())),
-                    location: None,
-                    objects: None,
-                }
+                )
+                .values(None, Some(Value::String(message.clone())))
             } else {
                 let owners: Vec<String> = managers
                     .iter()
@@ -134,19 +129,14 @@ pub async fn apply_check(
                 } else {
                     format!(" ({})", owners.join("; "))
                 };
-                Finding {
-                    check: Check::FieldManagerConflict,
-                    severity: Severity::Warning,
-                    version: None,
-                    path: None,
-                    message: format!(
+                Finding::new(
+                    Check::FieldManagerConflict,
+                    Severity::Warning,
+                    format!(
                         "{message}{owners}: `apply` refuses without --force-conflicts (which takes the fields over)"
                     ),
-                    old: None,
-                    new: Some(Value::String(message.clone())),
-                    location: None,
-                    objects: None,
-                }
+                )
+                .values(None, Some(Value::String(message.clone())))
             };
             let (kept, excepted) = policy.apply(&n.crd.name, vec![finding]);
             entry.add(kept, excepted);
@@ -159,19 +149,12 @@ pub async fn apply_check(
             take_over,
         });
         if let DryRun::Rejected(message) = verdict {
-            let finding = Finding {
-                check: Check::ApiServerRejects,
-                severity: Severity::Error,
-                version: None,
-                path: None,
-                message: format!(
-                    "the API server refuses this update (server-side dry run): {message}"
-                ),
-                old: None,
-                new: Some(Value::String(message)),
-                location: None,
-                objects: None,
-            };
+            let finding = Finding::new(
+                Check::ApiServerRejects,
+                Severity::Error,
+                format!("the API server refuses this update (server-side dry run): {message}"),
+            )
+            .values(None, Some(Value::String(message)));
             let (kept, excepted) = policy.apply(&n.crd.name, vec![finding]);
             entry.add(kept, excepted);
         }

@@ -115,7 +115,7 @@ catalog! {
     AnyOf => "anyOf", Error, "anyOf added or a branch removed; never ratcheted (branch added: info).";
     AllOf => "allOf", Error, "allOf added or a branch added; never ratcheted.";
     Not => "not", Error, "not added or changed; never ratcheted.";
-    Description => "description", Info, "description changed (never fails).";
+    Description => "description", Info, "description, title, example or externalDocs changed, on a field or inside allOf/anyOf/oneOf/not: documentation only (never fails).";
     // Across versions of the new CRD.
     ConversionDataLoss => "conversionDataLoss", Error, "with conversion None, a field only one of two served versions knows is silently dropped when written through the other.";
     // The API server's own validation of the new CRD, offline.

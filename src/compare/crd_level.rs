@@ -44,17 +44,9 @@ impl Out<'_> {
         old: Option<Value>,
         new: Option<Value>,
     ) {
-        self.0.push(Finding {
-            check,
-            severity,
-            version: version.map(str::to_string),
-            path: None,
-            message,
-            old,
-            new,
-            location: None,
-            objects: None,
-        });
+        let mut finding = Finding::new(check, severity, message).values(old, new);
+        finding.version = version.map(str::to_string);
+        self.0.push(finding);
     }
 }
 

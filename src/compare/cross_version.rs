@@ -115,16 +115,10 @@ fn only_in(from: &Schema, to: &Schema) -> Vec<FieldPath> {
 }
 
 fn data_loss(served: &Schema, storage: &Schema, v: &str, s: &str) -> Vec<Finding> {
-    let finding = |p: FieldPath, message: String| Finding {
-        check: Check::ConversionDataLoss,
-        severity: Severity::Error,
-        version: Some(v.to_string()),
-        path: Some(p.to_string()),
-        message,
-        old: None,
-        new: None,
-        location: None,
-        objects: None,
+    let finding = |p: FieldPath, message: String| {
+        Finding::new(Check::ConversionDataLoss, Severity::Error, message)
+            .in_version(v)
+            .at(p.to_string())
     };
     let written = only_in(served, storage).into_iter().map(|p| {
         let message = format!(

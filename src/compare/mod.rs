@@ -49,6 +49,49 @@ pub struct Finding {
     pub location: Option<crate::manifest::Position>,
 }
 
+impl Finding {
+    /// A CRD-wide finding with no values; the methods below add what a site
+    /// knows beyond that, so each site states only what differs.
+    pub fn new(check: Check, severity: Severity, message: impl Into<String>) -> Finding {
+        Finding {
+            check,
+            severity,
+            version: None,
+            path: None,
+            message: message.into(),
+            old: None,
+            new: None,
+            objects: None,
+            location: None,
+        }
+    }
+
+    /// In this version (or pair of served versions).
+    pub fn in_version(mut self, version: impl Into<String>) -> Finding {
+        self.version = Some(version.into());
+        self
+    }
+
+    /// At this schema path.
+    pub fn at(mut self, path: impl Into<String>) -> Finding {
+        self.path = Some(path.into());
+        self
+    }
+
+    /// With the old and the new value.
+    pub fn values(mut self, old: Option<Value>, new: Option<Value>) -> Finding {
+        self.old = old;
+        self.new = new;
+        self
+    }
+
+    /// With what the object scan found.
+    pub fn with_objects(mut self, objects: ObjectsDetail) -> Finding {
+        self.objects = Some(objects);
+        self
+    }
+}
+
 /// The object-scan part of a finding (`--objects`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -142,6 +185,23 @@ pub struct CheckOptions {
     pub any_of_allow_additions: bool,
 }
 
+/// An option a check accepts besides `level`, declared with the check
+/// (see `fields::FIELD_CHECKS`): the parser and the error listing valid
+/// options both read it, so an option cannot be accepted without setting
+/// the right thing.
+#[derive(Debug)]
+pub struct CheckOption {
+    /// Its key under `checks.<id>` in the config file.
+    pub key: &'static str,
+    /// Sets it.
+    pub set: fn(&mut CheckOptions, bool),
+}
+
+/// The options `check` accepts besides `level`.
+pub fn options_of(check: Check) -> &'static [CheckOption] {
+    fields::options_of(check)
+}
+
 impl Default for CheckOptions {
     fn default() -> Self {
         Self {
@@ -216,12 +276,10 @@ fn soften_dormant_versions(old: &Crd, new: &Crd, stored: &StoredVersions, out: &
 /// Checks a CRD that exists only in the new manifests: it cannot break
 /// existing objects, but its own versions can still lose data.
 pub fn check_new_crd(new: &Crd, options: &CheckOptions) -> Vec<Finding> {
-    let mut out = vec![Finding {
-        check: Check::NewCrd,
-        severity: Severity::Info,
-        version: None,
-        path: None,
-        message: format!(
+    let mut out = vec![Finding::new(
+        Check::NewCrd,
+        Severity::Info,
+        format!(
             "new CRD (kind {}, versions {}): nothing in the cluster depends on it yet",
             new.spec.names.kind,
             new.versions
@@ -230,29 +288,19 @@ pub fn check_new_crd(new: &Crd, options: &CheckOptions) -> Vec<Finding> {
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
-        old: None,
-        new: None,
-        location: None,
-        objects: None,
-    }];
+    )];
     cross_version::check(None, new, options, &mut out);
     out
 }
 
 /// The finding for a CRD that exists only in the old manifests.
 pub fn absent_crd(old: &Crd) -> Vec<Finding> {
-    vec![Finding {
-        check: Check::AbsentCrd,
-        severity: Severity::Info,
-        version: None,
-        path: None,
-        message: format!(
+    vec![Finding::new(
+        Check::AbsentCrd,
+        Severity::Info,
+        format!(
             "not in the new manifests: applying them leaves {} in place; deleting it would delete every {} object",
             old.name, old.spec.names.kind
         ),
-        old: None,
-        new: None,
-        location: None,
-        objects: None,
-    }]
+    )]
 }

@@ -13,6 +13,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
+use super::fields::DOC_KEYWORDS;
+
 /// The verdict on the added branches.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Overlap {
@@ -51,14 +53,14 @@ fn simple(b: &Value) -> Option<Simple> {
                     for (pk, pv) in pm {
                         match pk.as_str() {
                             "enum" => allowed = Some(pv.as_array()?.clone()),
-                            "description" => {}
+                            k if DOC_KEYWORDS.contains(&k) => {}
                             _ => return None,
                         }
                     }
                     s.enums.insert(p.clone(), allowed);
                 }
             }
-            "description" => {}
+            k if DOC_KEYWORDS.contains(&k) => {}
             _ => return None,
         }
     }

@@ -365,17 +365,11 @@ pub fn findings(manifest: &Value, old: Option<&Value>, kube: KubeVersion) -> Vec
                 message.push_str("; fix: ");
                 message.push_str(fix);
             }
-            Finding {
-                check: Check::InvalidCrd,
-                severity: Severity::Error,
-                version,
-                path: Some(e.path.to_string()),
-                message,
-                old: None,
-                new: e.value,
-                location: None,
-                objects: None,
-            }
+            let mut finding = Finding::new(Check::InvalidCrd, Severity::Error, message)
+                .at(e.path.to_string())
+                .values(None, e.value);
+            finding.version = version;
+            finding
         })
         .collect()
 }

@@ -60,17 +60,9 @@ mod tests {
     use crate::compare::Severity;
 
     fn finding(check: Check, path: Option<&str>, message: &str) -> Finding {
-        Finding {
-            check,
-            severity: Severity::Error,
-            version: Some("v1".into()),
-            path: path.map(str::to_string),
-            message: message.into(),
-            old: None,
-            new: None,
-            objects: None,
-            location: None,
-        }
+        let mut f = Finding::new(check, Severity::Error, message).in_version("v1");
+        f.path = path.map(str::to_string);
+        f
     }
 
     #[test]

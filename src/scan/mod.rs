@@ -486,20 +486,15 @@ fn default_is_new(old: &Schema, new: &Schema, path: &FieldPath) -> bool {
 }
 
 fn unscannable(version: &str, why: &str) -> Finding {
-    Finding {
-        check: Check::NotEvaluated,
-        severity: Check::NotEvaluated.default_severity(),
-        version: Some(version.to_string()),
-        path: None,
-        message: format!(
+    Finding::new(
+        Check::NotEvaluated,
+        Check::NotEvaluated.default_severity(),
+        format!(
             "the objects of {version} were not scanned: the new schema cannot be used \
              for validation ({why})"
         ),
-        old: None,
-        new: None,
-        location: None,
-        objects: None,
-    }
+    )
+    .in_version(version)
 }
 
 fn ratchet_note(ratchetable: bool, server_minor: u32) -> String {
@@ -574,21 +569,14 @@ fn finding(
             None,
         ),
     };
-    Finding {
-        check,
-        severity: check.default_severity(),
-        version: Some(key.version.clone()),
-        path: Some(path),
-        message,
-        old: None,
-        new: None,
-        location: None,
-        objects: Some(ObjectsDetail {
+    Finding::new(check, check.default_severity(), message)
+        .in_version(key.version.clone())
+        .at(path)
+        .with_objects(ObjectsDetail {
             rule: key.rule.clone(),
             count: group.count,
             scanned,
             ratcheted,
             examples: group.examples.clone(),
-        }),
-    }
+        })
 }

@@ -84,6 +84,14 @@ impl Format {
         })
     }
 
+    /// Whether the API server validates a format on custom resources, on
+    /// some server version (the comparison does not know the target server,
+    /// so it counts formats newer servers validate). Other formats are
+    /// documentation only.
+    pub(crate) fn is_validated(name: &str) -> bool {
+        Format::parse(name, u32::MAX).is_some()
+    }
+
     /// The name used in messages.
     pub(crate) fn name(self) -> &'static str {
         match self {

@@ -33,7 +33,7 @@
 mod cel;
 mod cel_rule;
 pub(crate) use cel_rule::escape as cel_escape;
-mod formats;
+pub(crate) mod formats;
 mod list_type;
 mod node;
 pub mod regex;

@@ -151,8 +151,8 @@ pub(crate) fn unsafe_example(check: Check) -> (Option<Value>, Option<Value>) {
             pair(widget(), two_versions("v1", foo_and_bar(), string_foo()))
         }
         Check::UnknownChange => field(
-            json!({"type": "string", "title": "a"}),
-            json!({"type": "string", "title": "b"}),
+            json!({"type": "string", "x-acme-owner": "a"}),
+            json!({"type": "string", "x-acme-owner": "b"}),
         ),
         // A new side the API server refuses: a node with properties but no type.
         Check::InvalidCrd => pair(

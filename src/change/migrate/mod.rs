@@ -449,23 +449,16 @@ mod tests {
     use crate::compare::ObjectsDetail;
 
     fn scan_finding(check: Check, ratcheted: Option<bool>) -> Finding {
-        Finding {
-            check,
-            severity: Severity::Error,
-            version: Some("v1".into()),
-            path: Some("^.spec.size".into()),
-            message: "m".into(),
-            old: None,
-            new: None,
-            location: None,
-            objects: Some(ObjectsDetail {
+        Finding::new(check, Severity::Error, "m")
+            .in_version("v1")
+            .at("^.spec.size")
+            .with_objects(ObjectsDetail {
                 rule: "minimum".into(),
                 count: 1,
                 scanned: 2,
                 ratcheted,
                 examples: vec!["default/a".into()],
-            }),
-        }
+            })
     }
 
     #[test]

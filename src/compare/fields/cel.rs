@@ -1,0 +1,152 @@
+//! CEL rules (`x-kubernetes-validations`), matched by their rule text.
+
+use serde_json::Value;
+
+use super::{FieldCheck, Node};
+use crate::compare::Severity;
+use crate::compare::messages::{TIGHTENED, TIGHTENED_FIX};
+use crate::json::json_eq;
+
+impl Node<'_, '_> {
+    pub(super) fn x_validations(&mut self, c: &FieldCheck) {
+        if !self.changed("x-kubernetes-validations") {
+            return;
+        }
+        let old_rules = rules(self.old.keyword("x-kubernetes-validations"));
+        let new_rules = rules(self.new.keyword("x-kubernetes-validations"));
+        let removed: Vec<&Rule> = old_rules
+            .iter()
+            .filter(|r| !new_rules.iter().any(|n| n.rule == r.rule))
+            .collect();
+        let added: Vec<&Rule> = new_rules
+            .iter()
+            .filter(|r| !old_rules.iter().any(|o| o.rule == r.rule))
+            .collect();
+        // One rule out and one in at the same node reads best as a change.
+        let pair = removed.len() == 1 && added.len() == 1;
+        for rule in &added {
+            let transition = rule.uses_old_self();
+            let kind = if transition {
+                "transition rule (uses oldSelf): it is never ratcheted, so every update of an object that \
+fails it is rejected"
+                    .to_string()
+            } else {
+                format!("objects that fail it {TIGHTENED}")
+            };
+            let what = if pair {
+                format!(
+                    "CEL rule changed `{}` -> `{}`",
+                    short_rule(&removed[0].rule),
+                    short_rule(&rule.rule)
+                )
+            } else {
+                format!("CEL rule added `{}`", short_rule(&rule.rule))
+            };
+            let old = if pair {
+                Some(removed[0].raw.clone())
+            } else {
+                None
+            };
+            self.emit(
+                c.check,
+                Severity::Error,
+                format!("{what}: {kind}; {TIGHTENED_FIX}"),
+                old.as_ref(),
+                Some(&rule.raw),
+            );
+        }
+        if !pair && !self.ctx.options.x_validations_allow_removal {
+            for rule in &removed {
+                self.emit(
+                    c.check,
+                    Severity::Error,
+                    format!(
+                        "CEL rule removed `{}` (xValidations.allowRemoval is false)",
+                        short_rule(&rule.rule)
+                    ),
+                    Some(&rule.raw),
+                    None,
+                );
+            }
+        }
+        for new_rule in &new_rules {
+            let Some(old_rule) = old_rules.iter().find(|o| o.rule == new_rule.rule) else {
+                continue;
+            };
+            if old_rule.optional_old_self != new_rule.optional_old_self {
+                self.emit(
+                    c.check,
+                    Severity::Error,
+                    format!(
+                        "optionalOldSelf changed on CEL rule `{}`: the rule now runs on {} too, which changes \
+which writes it rejects",
+                        short_rule(&new_rule.rule),
+                        if new_rule.optional_old_self { "creates" } else { "updates only" }
+                    ),
+                    Some(&old_rule.raw),
+                    Some(&new_rule.raw),
+                );
+            } else if !json_eq(&old_rule.raw, &new_rule.raw) {
+                self.emit(
+                    c.check,
+                    Severity::Info,
+                    format!(
+                        "message, reason or fieldPath of CEL rule `{}` changed (what it accepts is unchanged)",
+                        short_rule(&new_rule.rule)
+                    ),
+                    Some(&old_rule.raw),
+                    Some(&new_rule.raw),
+                );
+            }
+        }
+    }
+}
+
+/// One `x-kubernetes-validations` entry.
+struct Rule {
+    rule: String,
+    optional_old_self: bool,
+    raw: Value,
+}
+
+impl Rule {
+    fn uses_old_self(&self) -> bool {
+        let bytes = self.rule.as_bytes();
+        self.rule.match_indices("oldSelf").any(|(i, _)| {
+            let before = i.checked_sub(1).map(|j| bytes[j]);
+            let after = bytes.get(i + "oldSelf".len()).copied();
+            let ident = |c: Option<u8>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_');
+            !ident(before) && !ident(after)
+        })
+    }
+}
+
+fn rules(v: Option<&Value>) -> Vec<Rule> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .map(|r| Rule {
+                    rule: r
+                        .get("rule")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
+                    optional_old_self: r
+                        .get("optionalOldSelf")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false),
+                    raw: r.clone(),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn short_rule(rule: &str) -> String {
+    let one_line: String = rule.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() > 80 {
+        format!("{}…", one_line.chars().take(79).collect::<String>())
+    } else {
+        one_line
+    }
+}

@@ -1,0 +1,240 @@
+//! allOf, anyOf, oneOf and not: constraints over whole subschemas. Errors
+//! under them are never ratcheted, so adding one hurts more than a plain
+//! keyword would.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::docs::DOC_KEYWORDS;
+use super::{FieldCheck, Node};
+use crate::compare::messages::NOT_RATCHETED;
+use crate::compare::one_of;
+use crate::compare::{Check, Severity};
+
+impl Node<'_, '_> {
+    pub(super) fn combinator(&mut self, c: &FieldCheck) {
+        for &kw in c.keywords {
+            self.combinator_on(c.check, kw);
+        }
+    }
+
+    fn combinator_on(&mut self, check: Check, kw: &str) {
+        if !self.changed(kw) {
+            return;
+        }
+        let (o, n) = self.kw(kw);
+        let (o, n) = (o.cloned(), n.cloned());
+        let old_set = branches(o.as_ref(), Docs::Strip);
+        let new_set = branches(n.as_ref(), Docs::Strip);
+        let removed = old_set.keys().filter(|k| !new_set.contains_key(*k)).count();
+        let added = new_set.keys().filter(|k| !old_set.contains_key(*k)).count();
+        if removed == 0 && added == 0 {
+            // The same constraints, reordered or documented differently.
+            if branches(o.as_ref(), Docs::Keep) != branches(n.as_ref(), Docs::Keep) {
+                self.documentation_changed(
+                    format!("documentation inside {kw} changed"),
+                    o.as_ref(),
+                    n.as_ref(),
+                );
+            }
+            return;
+        }
+        let mut emit = |sev: Severity, what: String| {
+            self.emit(check, sev, what, o.as_ref(), n.as_ref());
+        };
+        if o.is_none() {
+            emit(
+                Severity::Error,
+                format!(
+                    "{kw} constraint added ({added} branch(es)): values that fit none of it are rejected; {NOT_RATCHETED}"
+                ),
+            );
+            return;
+        }
+        if n.is_none() {
+            if check == Check::AllOf {
+                return; // every constraint lifted: looser
+            }
+            return; // anyOf/oneOf removed entirely: looser
+        }
+        match check {
+            Check::AllOf => {
+                if added > 0 {
+                    emit(
+                        Severity::Error,
+                        format!(
+                            "{added} allOf branch(es) added: each is a new constraint every value must meet; {NOT_RATCHETED}"
+                        ),
+                    );
+                }
+            }
+            Check::AnyOf => {
+                if removed > 0 {
+                    emit(
+                        Severity::Error,
+                        format!(
+                            "{removed} anyOf branch(es) removed: values that only fit them are rejected; {NOT_RATCHETED}"
+                        ),
+                    );
+                }
+                if added > 0 {
+                    let sev = if self.ctx.options.any_of_allow_additions {
+                        Severity::Info
+                    } else {
+                        Severity::Error
+                    };
+                    self.emit(
+                        check,
+                        sev,
+                        format!("{added} anyOf branch(es) added: more values are accepted"),
+                        o.as_ref(),
+                        n.as_ref(),
+                    );
+                }
+            }
+            _ => {
+                if removed > 0 {
+                    emit(
+                        Severity::Error,
+                        format!(
+                            "{removed} oneOf branch(es) removed: values that only fit them are rejected; {NOT_RATCHETED}"
+                        ),
+                    );
+                }
+                if added > 0 {
+                    let empty = Vec::new();
+                    let old_branches = o.as_ref().and_then(Value::as_array).unwrap_or(&empty);
+                    let new_branches = n.as_ref().and_then(Value::as_array).unwrap_or(&empty);
+                    let is_added: Vec<bool> = new_branches
+                        .iter()
+                        .map(|b| !old_set.contains_key(&canonical(b, Docs::Strip)))
+                        .collect();
+                    let max_properties = self
+                        .new
+                        .keywords
+                        .get("maxProperties")
+                        .and_then(Value::as_u64);
+                    let (sev, what) = match one_of::added_branches(
+                        old_branches,
+                        new_branches,
+                        &is_added,
+                        max_properties,
+                    ) {
+                        one_of::Overlap::Proven(w) => (
+                            Severity::Error,
+                            format!(
+                                "{added} oneOf branch(es) added that overlap an existing one: a value such as {w} matched one branch and now matches two, so it is rejected (oneOf means exactly one); {NOT_RATCHETED}"
+                            ),
+                        ),
+                        one_of::Overlap::Disjoint => (
+                            Severity::Info,
+                            format!(
+                                "{added} oneOf branch(es) added that share no value with the existing ones: more values are accepted"
+                            ),
+                        ),
+                        one_of::Overlap::Undecided => (
+                            Severity::Warning,
+                            format!(
+                                "{added} oneOf branch(es) added; whether a value can now match two branches could not be decided from the schema: such values are rejected (oneOf means exactly one); {NOT_RATCHETED}"
+                            ),
+                        ),
+                    };
+                    self.emit(check, sev, what, o.as_ref(), n.as_ref());
+                }
+            }
+        }
+    }
+
+    pub(super) fn not(&mut self, c: &FieldCheck) {
+        if !self.changed("not") {
+            return;
+        }
+        let (o, n) = self.kw("not");
+        let (o, n) = (o.cloned(), n.cloned());
+        let Some(nv) = &n else { return };
+        if let Some(ov) = &o
+            && canonical(ov, Docs::Strip) == canonical(nv, Docs::Strip)
+        {
+            self.documentation_changed(
+                "documentation inside not changed".to_string(),
+                o.as_ref(),
+                n.as_ref(),
+            );
+            return;
+        }
+        let what = if o.is_none() { "added" } else { "changed" };
+        self.emit(
+            c.check,
+            Severity::Error,
+            format!("not constraint {what}: values matching it are rejected; {NOT_RATCHETED}"),
+            o.as_ref(),
+            n.as_ref(),
+        );
+    }
+}
+
+/// Whether a subschema's identity includes its documentation.
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum Docs {
+    /// What it accepts only: documentation keywords dropped.
+    Strip,
+    /// As written (up to key order and number spelling).
+    Keep,
+}
+
+/// A subschema's identity for set comparisons: keys sorted, numbers
+/// normalized, documentation dropped or kept. Only schema keywords are
+/// dropped: a property named `description` stays.
+pub(super) fn canonical(v: &Value, docs: Docs) -> String {
+    fn schema(v: &Value, docs: Docs) -> Value {
+        let Value::Object(m) = v else {
+            return value(v);
+        };
+        let sorted: BTreeMap<&String, Value> = m
+            .iter()
+            .filter(|(k, _)| docs == Docs::Keep || !DOC_KEYWORDS.contains(&k.as_str()))
+            .map(|(k, v)| {
+                let v = match (k.as_str(), v) {
+                    ("properties" | "patternProperties" | "definitions", Value::Object(m)) => {
+                        Value::Object(
+                            m.iter()
+                                .map(|(n, s)| (n.clone(), schema(s, docs)))
+                                .collect(),
+                        )
+                    }
+                    ("allOf" | "anyOf" | "oneOf" | "items", Value::Array(a)) => {
+                        Value::Array(a.iter().map(|s| schema(s, docs)).collect())
+                    }
+                    ("not" | "items" | "additionalProperties" | "additionalItems", _) => {
+                        schema(v, docs)
+                    }
+                    _ => value(v),
+                };
+                (k, v)
+            })
+            .collect();
+        Value::Object(sorted.into_iter().map(|(k, v)| (k.clone(), v)).collect())
+    }
+    /// Data (enum values, defaults): numbers normalized, nothing dropped.
+    fn value(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                Value::Object(m.iter().map(|(k, v)| (k.clone(), value(v))).collect())
+            }
+            Value::Array(a) => Value::Array(a.iter().map(value).collect()),
+            Value::Number(n) => match n.as_f64() {
+                Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Value::from(f as i64),
+                _ => v.clone(),
+            },
+            _ => v.clone(),
+        }
+    }
+    schema(v, docs).to_string()
+}
+
+pub(super) fn branches(v: Option<&Value>, docs: Docs) -> BTreeMap<String, ()> {
+    v.and_then(Value::as_array)
+        .map(|a| a.iter().map(|b| (canonical(b, docs), ())).collect())
+        .unwrap_or_default()
+}

@@ -1,0 +1,490 @@
+//! Field-level checks: one old and one new schema node at the same path,
+//! compared keyword by keyword.
+//!
+//! Every check is declared once, in [`FIELD_CHECKS`]: its catalog id, the
+//! keywords it consumes, its options and its code. The dispatch walks that
+//! table, and whatever keyword differs and no declaration claims is reported
+//! as `unknownChange`, one finding per keyword, so a keyword cannot be
+//! listed as understood without a check that reads it. The checks live by
+//! family in the submodules.
+
+mod cel;
+mod combinators;
+mod docs;
+mod lists;
+mod presence;
+mod shape;
+#[cfg(test)]
+mod tests;
+mod values;
+
+use serde_json::Value;
+
+use super::{Check, CheckOption, CheckOptions, Finding, Severity};
+use crate::json::{json_eq, show};
+use crate::schema::{FieldPath, Schema};
+
+pub(super) use docs::DOC_KEYWORDS;
+
+/// What the walk is comparing.
+pub(super) struct Context<'a> {
+    /// The version label for findings (`v1`, or `v1alpha1 -> v1`).
+    pub version: String,
+    /// Per-check options.
+    pub options: &'a CheckOptions,
+    /// True when comparing two served versions of one CRD rather than one
+    /// version across an update: descriptions, removals (left to
+    /// `conversionDataLoss`) and unknown keywords are not reported then.
+    pub cross_version: bool,
+    /// The new CRD must have structural schemas (it prunes: the legacy
+    /// `spec.preserveUnknownFields: true` is off). Only then does a missing
+    /// `type` make the server refuse it.
+    pub structural: bool,
+}
+
+/// Compares two schemas from the root.
+pub(super) fn walk(ctx: &Context<'_>, old: &Schema, new: &Schema, out: &mut Vec<Finding>) {
+    walk_at(ctx, &FieldPath::root(), old, new, out);
+}
+
+fn walk_at(
+    ctx: &Context<'_>,
+    path: &FieldPath,
+    old: &Schema,
+    new: &Schema,
+    out: &mut Vec<Finding>,
+) {
+    // Most of a large schema is unchanged between releases: skip equal
+    // subtrees without looking at their keywords.
+    if old == new {
+        return;
+    }
+    let mut node = Node {
+        ctx,
+        path: path.to_string(),
+        field_path: path,
+        old,
+        new,
+        out,
+    };
+    node.run_checks();
+    for (name, old_child) in &old.properties {
+        if let Some(new_child) = new.properties.get(name) {
+            walk_at(ctx, &path.property(name), old_child, new_child, out);
+        }
+    }
+    if let (Some(o), Some(n)) = (&old.items, &new.items) {
+        walk_at(ctx, &path.items(), o, n, out);
+    }
+    if let (Some(o), Some(n)) = (old.map_values(), new.map_values()) {
+        walk_at(ctx, &path.map_values(), o, n, out);
+    }
+}
+
+struct Node<'a, 'o> {
+    ctx: &'a Context<'a>,
+    path: String,
+    field_path: &'a FieldPath,
+    old: &'a Schema,
+    new: &'a Schema,
+    out: &'o mut Vec<Finding>,
+}
+
+impl Node<'_, '_> {
+    fn emit(
+        &mut self,
+        check: Check,
+        severity: Severity,
+        message: String,
+        old: Option<&Value>,
+        new: Option<&Value>,
+    ) {
+        let path = self.path.clone();
+        self.emit_at(path, check, severity, message, old, new);
+    }
+
+    /// [`Node::emit`] for a path below this node (a removed child).
+    fn emit_at(
+        &mut self,
+        path: String,
+        check: Check,
+        severity: Severity,
+        message: String,
+        old: Option<&Value>,
+        new: Option<&Value>,
+    ) {
+        let message = if self.ctx.cross_version {
+            format!(
+                "between served versions {} (conversion None, so objects are not converted): {message}",
+                self.ctx.version
+            )
+        } else {
+            message
+        };
+        self.out.push(
+            Finding::new(check, severity, message)
+                .in_version(self.ctx.version.clone())
+                .at(path)
+                .values(old.cloned(), new.cloned()),
+        );
+    }
+
+    fn kw(&self, name: &str) -> (Option<&Value>, Option<&Value>) {
+        (self.old.keyword(name), self.new.keyword(name))
+    }
+
+    fn changed(&self, name: &str) -> bool {
+        match self.kw(name) {
+            (None, None) => false,
+            (Some(a), Some(b)) => !json_eq(a, b),
+            _ => true,
+        }
+    }
+
+    fn run_checks(&mut self) {
+        for check in FIELD_CHECKS {
+            if check.across_versions || !self.ctx.cross_version {
+                (check.run)(self, check);
+            }
+        }
+        if !self.ctx.cross_version {
+            self.unknown();
+        }
+    }
+
+    fn unknown(&mut self) {
+        let keys: std::collections::BTreeSet<&String> = self
+            .old
+            .keywords
+            .keys()
+            .chain(self.new.keywords.keys())
+            .collect();
+        for key in keys {
+            if consumed(key) || !self.changed(key) {
+                continue;
+            }
+            let (o, n) = self.kw(key);
+            let (o, n) = (o.cloned(), n.cloned());
+            self.emit(
+                Check::UnknownChange,
+                Severity::Error,
+                format!(
+                    "{}: {key} {} -> {} (no check understands this keyword; accept it with an exception or \
+failMode: open)",
+                    self.path,
+                    show(o.as_ref()),
+                    show(n.as_ref())
+                ),
+                o.as_ref(),
+                n.as_ref(),
+            );
+        }
+    }
+}
+
+/// One field check, declared once.
+struct FieldCheck {
+    /// The catalog id its findings carry.
+    check: Check,
+    /// The keywords it compares: they are taken off the unknown-change
+    /// catch-all, so each must be one the check really reads (the tests hold
+    /// every claim to a finding).
+    keywords: &'static [&'static str],
+    /// Also run between two served versions of one CRD (conversion None).
+    /// Removals are left to `conversionDataLoss` there, and documentation
+    /// cannot lose data.
+    across_versions: bool,
+    /// Its options besides `level`, as the config file spells them.
+    options: &'static [CheckOption],
+    /// Its code.
+    run: fn(&mut Node<'_, '_>, &FieldCheck),
+}
+
+/// Options whose names are shared by the declarations below.
+const ALLOW_ADDITIONS: &str = "allowAdditions";
+const ALLOW_REMOVAL: &str = "allowRemoval";
+
+/// Every field check, in the order its findings are reported.
+const FIELD_CHECKS: &[FieldCheck] = &[
+    FieldCheck {
+        check: Check::ExistingFieldRemoval,
+        keywords: &["properties", "items"],
+        across_versions: false,
+        options: &[],
+        run: |n, c| n.field_removal(c),
+    },
+    FieldCheck {
+        check: Check::Description,
+        keywords: docs::DOC_KEYWORDS,
+        across_versions: false,
+        options: &[],
+        run: |n, c| n.documentation(c),
+    },
+    FieldCheck {
+        check: Check::Required,
+        keywords: &["required"],
+        across_versions: true,
+        options: &[],
+        run: |n, c| n.required(c),
+    },
+    FieldCheck {
+        check: Check::Type,
+        keywords: &["type"],
+        across_versions: true,
+        options: &[],
+        run: |n, c| n.type_(c),
+    },
+    FieldCheck {
+        check: Check::Enum,
+        keywords: &["enum"],
+        across_versions: true,
+        options: &[CheckOption {
+            key: ALLOW_ADDITIONS,
+            set: |o, b| o.enum_allow_additions = b,
+        }],
+        run: |n, c| n.enum_(c),
+    },
+    FieldCheck {
+        check: Check::Default,
+        keywords: &["default"],
+        across_versions: true,
+        options: &[],
+        run: |n, c| n.default(c),
+    },
+    FieldCheck {
+        check: Check::Minimum,
+        keywords: &["minimum"],
+        across_versions: true,
+        options: &[],
+        run: |n, c| n.lower_bound(c),
+    },
+    FieldCheck {
+        check: Check::MinLength,
+        keywords: &["minLength"],
+        across_versions: true,
+        options: &[],
+        run: |n, c| n.lower_bound(c),
+    },
+    FieldCheck {
+        check: Check::MinItems,
+        keywords: &["minItems"],
+        across_versions: true,
+        options: &[],
+        run: |n, c| n.lower_bound(c),
+    },
+    FieldCheck {
+        check: Check::MinProperties,
+        keywords: &["minProperties"],
+        across_versions: true,
+        options: &[],
+        run: |n, c| n.lower_bound(c),
+    },
+    FieldCheck {
+        check: Check::Maximum,
+        keywords: &["maximum"],
+        across_versions: true,
+        options: &[],
+        run: |n, c| n.upper_bound(c),
+    },
+    FieldCheck {
+        check: Check::MaxLength,
+        keywords: &["maxLength"],
+        across_versions: true,
+        options: &[],
+        run: |n, c| n.upper_bound(c),
+    },
+    FieldCheck {
+        check: Check::MaxItems,
+        keywords: &["maxItems"],
+        across_versions: true,
+        options: &[],
+        run: |n, c| n.upper_bound(c),
+    },
+    FieldCheck {
+        check: Check::MaxProperties,
+        keywords: &["maxProperties"],
+        across_versions: true,
+        options: &[],
+        run: |n, c| n.upper_bound(c),
+    },
+    FieldCheck {
+        check: Check::ExclusiveMinimum,
+        keywords: &["exclusiveMinimum"],
+        across_versions: true,
+        options: &[],
+        run: |n, c| n.exclusive(c, "minimum"),
+    },
+    FieldCheck {
+        check: Check::ExclusiveMaximum,
+        keywords: &["exclusiveMaximum"],
+        across_versions: true,
+        options: &[],
+        run: |n, c| n.exclusive(c, "maximum"),
+    },
+    FieldCheck {
+        check: Check::MultipleOf,
+        keywords: &["multipleOf"],
+        across_versions: true,
+        options: &[],
+        run: |n, c| n.multiple_of(c),
+    },
+    FieldCheck {
+        check: Check::UniqueItems,
+        keywords: &["uniqueItems"],
+        across_versions: true,
+        options: &[],
+        run: |n, c| n.unique_items(c),
+    },
+    FieldCheck {
+        check: Check::Pattern,
+        keywords: &["pattern"],
+        across_versions: true,
+        options: &[CheckOption {
+            key: ALLOW_REMOVAL,
+            set: |o, b| o.pattern_allow_removal = b,
+        }],
+        run: |n, c| n.pattern(c),
+    },
+    FieldCheck {
+        check: Check::Format,
+        keywords: &["format"],
+        across_versions: true,
+        options: &[],
+        run: |n, c| n.format(c),
+    },
+    FieldCheck {
+        check: Check::Nullable,
+        keywords: &["nullable"],
+        across_versions: true,
+        options: &[CheckOption {
+            key: "allowAddition",
+            set: |o, b| o.nullable_allow_addition = b,
+        }],
+        run: |n, c| n.nullable(c),
+    },
+    FieldCheck {
+        check: Check::XValidations,
+        keywords: &["x-kubernetes-validations"],
+        across_versions: true,
+        options: &[CheckOption {
+            key: ALLOW_REMOVAL,
+            set: |o, b| o.x_validations_allow_removal = b,
+        }],
+        run: |n, c| n.x_validations(c),
+    },
+    FieldCheck {
+        check: Check::ListType,
+        keywords: &["x-kubernetes-list-type", "x-kubernetes-list-map-keys"],
+        across_versions: true,
+        options: &[],
+        run: |n, c| n.list_type(c),
+    },
+    FieldCheck {
+        check: Check::MapType,
+        keywords: &["x-kubernetes-map-type"],
+        across_versions: true,
+        options: &[],
+        run: |n, c| n.map_type(c),
+    },
+    FieldCheck {
+        check: Check::PreserveUnknownFields,
+        keywords: &["x-kubernetes-preserve-unknown-fields"],
+        across_versions: true,
+        options: &[],
+        run: |n, c| n.preserve_unknown_fields(c),
+    },
+    FieldCheck {
+        check: Check::AdditionalProperties,
+        keywords: &["additionalProperties"],
+        across_versions: true,
+        options: &[],
+        run: |n, c| n.additional_properties(c),
+    },
+    FieldCheck {
+        check: Check::IntOrString,
+        keywords: &["x-kubernetes-int-or-string"],
+        across_versions: true,
+        options: &[],
+        run: |n, c| n.int_or_string(c),
+    },
+    FieldCheck {
+        check: Check::EmbeddedResource,
+        keywords: &["x-kubernetes-embedded-resource"],
+        across_versions: true,
+        options: &[],
+        run: |n, c| n.embedded_resource(c),
+    },
+    FieldCheck {
+        check: Check::AllOf,
+        keywords: &["allOf"],
+        across_versions: true,
+        options: &[],
+        run: |n, c| n.combinator(c),
+    },
+    FieldCheck {
+        check: Check::AnyOf,
+        keywords: &["anyOf"],
+        across_versions: true,
+        options: &[CheckOption {
+            key: ALLOW_ADDITIONS,
+            set: |o, b| o.any_of_allow_additions = b,
+        }],
+        run: |n, c| n.combinator(c),
+    },
+    FieldCheck {
+        check: Check::OneOf,
+        keywords: &["oneOf"],
+        across_versions: true,
+        options: &[],
+        run: |n, c| n.combinator(c),
+    },
+    FieldCheck {
+        check: Check::Not,
+        keywords: &["not"],
+        across_versions: true,
+        options: &[],
+        run: |n, c| n.not(c),
+    },
+];
+
+/// The options a field check accepts besides `level`.
+pub(super) fn options_of(check: Check) -> &'static [CheckOption] {
+    FIELD_CHECKS
+        .iter()
+        .find(|c| c.check == check)
+        .map_or(&[], |c| c.options)
+}
+
+/// The children the walk descends into as typed schemas rather than
+/// keywords. One still among a node's keywords is in a form the walk cannot
+/// read (tuple `items`), so the catch-all reports it even though a check
+/// claims the name.
+const TYPED_CHILDREN: &[&str] = &["properties", "items", "additionalProperties"];
+
+/// Whether some declared check compares this keyword.
+fn consumed(key: &str) -> bool {
+    !TYPED_CHILDREN.contains(&key) && FIELD_CHECKS.iter().any(|c| c.keywords.contains(&key))
+}
+
+/// A removed field's schema can be huge (a whole PodSpec); findings carry
+/// only its top keywords.
+fn summarize_schema(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut out = serde_json::Map::new();
+            for key in ["type", "format", "default", "enum"] {
+                if let Some(x) = m.get(key) {
+                    out.insert(key.to_string(), x.clone());
+                }
+            }
+            if let Some(Value::Object(p)) = m.get("properties") {
+                out.insert(
+                    "properties".into(),
+                    Value::Array(p.keys().map(|k| Value::String(k.clone())).collect()),
+                );
+            }
+            Value::Object(out)
+        }
+        other => other.clone(),
+    }
+}

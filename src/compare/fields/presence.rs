@@ -1,0 +1,168 @@
+//! Which fields exist and what they read as: removed fields, newly required
+//! ones and defaults (applied when stored objects are read).
+
+use serde_json::Value;
+
+use super::{FieldCheck, Node, summarize_schema};
+use crate::compare::Severity;
+use crate::compare::messages::PRUNED;
+use crate::json::{short, show};
+
+impl Node<'_, '_> {
+    pub(super) fn field_removal(&mut self, c: &FieldCheck) {
+        let kept = self.new.preserves_unknown_fields();
+        let removed: Vec<&String> = self
+            .old
+            .properties
+            .keys()
+            .filter(|k| !self.new.properties.contains_key(*k))
+            .collect();
+        for name in removed {
+            let child = self.field_path.property(name);
+            let path = child.to_string();
+            let (severity, message) = if kept {
+                (
+                    Severity::Warning,
+                    format!(
+                        "field {path} removed from the schema; its data is kept because the parent has \
+x-kubernetes-preserve-unknown-fields, but it is no longer validated or defaulted and clients generated \
+from the schema lose it"
+                    ),
+                )
+            } else if child.is_status() {
+                (
+                    Severity::Warning,
+                    format!(
+                        "status field {path} removed: {PRUNED}; the controller rewrites status, but clients \
+reading {path} break"
+                    ),
+                )
+            } else {
+                (
+                    Severity::Error,
+                    format!(
+                        "field {path} removed: {PRUNED}. Keep the field (deprecate it in its description) \
+and drop it only in a new version"
+                    ),
+                )
+            };
+            let old_schema = self
+                .old
+                .properties
+                .get(name)
+                .map(|c| summarize_schema(&c.to_value()));
+            self.emit_at(path, c.check, severity, message, old_schema.as_ref(), None);
+        }
+        if self.old.items.is_some() && self.new.items.is_none() {
+            let path = self.field_path.items().to_string();
+            let message = format!("the item schema of {} removed: {PRUNED}", self.path);
+            self.emit_at(path, c.check, Severity::Error, message, None, None);
+        }
+    }
+
+    pub(super) fn required(&mut self, c: &FieldCheck) {
+        let old_req = self.old.required();
+        let added: Vec<String> = self
+            .new
+            .required()
+            .into_iter()
+            .filter(|r| !old_req.contains(r))
+            .map(str::to_string)
+            .collect();
+        for name in added {
+            let default = self
+                .new
+                .properties
+                .get(&name)
+                .and_then(|p| p.keyword("default"))
+                .cloned();
+            let value = Value::String(name.clone());
+            match default {
+                Some(d) => self.emit(
+                    c.check,
+                    Severity::Warning,
+                    format!(
+                        "field {name} becomes required on {}, but it has a default ({}), which the API server \
+applies before validating, so objects without it are accepted and read the default",
+                        self.path,
+                        short(&d, 40)
+                    ),
+                    None,
+                    Some(&value),
+                ),
+                None => self.emit(
+                    c.check,
+                    Severity::Error,
+                    format!(
+                        "new required field {name} on {}: creating or updating an object without it is rejected \
+(a new required field is never ratcheted, so even status updates of existing objects fail). Make it \
+optional with a default, or require it only in a new version",
+                        self.path
+                    ),
+                    None,
+                    Some(&value),
+                ),
+            }
+        }
+    }
+
+    pub(super) fn default(&mut self, c: &FieldCheck) {
+        if !self.changed("default") {
+            return;
+        }
+        let (o, n) = self.kw("default");
+        let (o, n) = (o.cloned(), n.cloned());
+        let (severity, message) = match (&o, &n) {
+            // The type's zero value: typed clients (Go's omitempty fields)
+            // read absent and zero alike, so only untyped readers notice.
+            (None, Some(d)) if is_scalar_zero(d) => (
+                Severity::Warning,
+                format!(
+                    "default {} added to an existing field: the API server applies it when reading stored \
+objects that lack the field; it is the type's zero value, so typed clients read it as before, but \
+untyped readers (CEL rules, kubectl -o jsonpath, scripts) now see {} where the field was absent",
+                    short(d, 60),
+                    short(d, 60)
+                ),
+            ),
+            (None, Some(d)) => (
+                Severity::Error,
+                format!(
+                    "default {} added to an existing field: the API server applies it when reading stored \
+objects that lack the field, so every client suddenly reads {} there without anyone writing it, and the \
+next write stores it. Give new behaviour a new field (or version) instead, or accept it with an exception",
+                    short(d, 60),
+                    short(d, 60)
+                ),
+            ),
+            (Some(d), None) => (
+                Severity::Error,
+                format!(
+                    "default {} removed: objects created without the field no longer get it, and stored \
+objects that relied on read-time defaulting read it as absent",
+                    short(d, 60)
+                ),
+            ),
+            _ => (
+                Severity::Error,
+                format!(
+                    "default changed {} -> {}: every stored object that lacks the field now reads the new \
+value, silently changing its meaning. Keep the old default in this version",
+                    show(o.as_ref()),
+                    show(n.as_ref())
+                ),
+            ),
+        };
+        self.emit(c.check, severity, message, o.as_ref(), n.as_ref());
+    }
+}
+
+/// `""`, `0` or `false`.
+fn is_scalar_zero(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.is_empty(),
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::Bool(b) => !b,
+        _ => false,
+    }
+}

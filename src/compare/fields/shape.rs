@@ -1,0 +1,227 @@
+//! What kind of value a node takes and what it keeps: type, nullable,
+//! int-or-string, embedded resources, unknown fields and map values.
+
+use serde_json::Value;
+
+use super::{FieldCheck, Node, summarize_schema};
+use crate::compare::Severity;
+use crate::compare::messages::{PRUNED, TIGHTENED};
+use crate::json::{short, show};
+use crate::schema::{AdditionalProperties, Schema};
+
+impl Node<'_, '_> {
+    pub(super) fn type_(&mut self, c: &FieldCheck) {
+        if !self.changed("type") {
+            return;
+        }
+        let (o, n) = self.kw("type");
+        // `type: object` spelled out where the node already had properties
+        // describes the same values.
+        let implied_object =
+            |s: &Schema| !s.properties.is_empty() || s.additional_properties.is_some();
+        if o.is_none() && n.and_then(Value::as_str) == Some("object") && implied_object(self.old) {
+            return;
+        }
+        if n.is_none() && o.and_then(Value::as_str) == Some("object") && implied_object(self.new) {
+            // A typeless node that keeps unknown fields is allowed (and
+            // accepts more); without that it is not structural.
+            let preserves = self
+                .new
+                .keywords
+                .get("x-kubernetes-preserve-unknown-fields")
+                .and_then(Value::as_bool)
+                == Some(true);
+            if preserves || !self.ctx.structural {
+                return;
+            }
+            self.emit(
+                c.check,
+                Severity::Error,
+                "type removed (object -> none) from a node with properties: the schema is no longer \
+structural, so the API server refuses the CRD (see invalidCrd). Keep `type: object`"
+                    .to_string(),
+                o.cloned().as_ref(),
+                None,
+            );
+            return;
+        }
+        let (o, n) = (o.cloned(), n.cloned());
+        self.emit(
+            c.check,
+            Severity::Error,
+            format!(
+                "type changed {} -> {}: stored values of the old type fail validation on every write that \
+touches them, and clients decoding the field break. Add a new field (or version) instead",
+                show(o.as_ref()),
+                show(n.as_ref())
+            ),
+            o.as_ref(),
+            n.as_ref(),
+        );
+    }
+
+    pub(super) fn nullable(&mut self, c: &FieldCheck) {
+        let (was, is) = (self.old.flag("nullable"), self.new.flag("nullable"));
+        if was == is {
+            return;
+        }
+        if was {
+            self.emit(
+                c.check,
+                Severity::Error,
+                "nullable removed: stored null values are dropped when objects are read (and lost on their \
+next write), and writes that send null are rejected"
+                    .to_string(),
+                Some(&Value::Bool(true)),
+                Some(&Value::Bool(false)),
+            );
+        } else {
+            let severity = if self.ctx.options.nullable_allow_addition {
+                Severity::Info
+            } else {
+                Severity::Error
+            };
+            self.emit(
+                c.check,
+                severity,
+                "nullable added: clients may now read null where they always found a value"
+                    .to_string(),
+                Some(&Value::Bool(false)),
+                Some(&Value::Bool(true)),
+            );
+        }
+    }
+
+    pub(super) fn preserve_unknown_fields(&mut self, c: &FieldCheck) {
+        let (was, is) = (
+            self.old.preserves_unknown_fields(),
+            self.new.preserves_unknown_fields(),
+        );
+        if was == is {
+            return;
+        }
+        if was {
+            let typed_map = self.new.map_values().is_some();
+            let (severity, message) = if typed_map {
+                (
+                    Severity::Warning,
+                    "x-kubernetes-preserve-unknown-fields replaced by a typed map (additionalProperties): keys \
+are kept, but values that do not fit the map's schema are pruned or rejected"
+                        .to_string(),
+                )
+            } else {
+                (
+                    Severity::Error,
+                    format!(
+                        "x-kubernetes-preserve-unknown-fields removed: every field under {} that the schema \
+does not describe is now pruned: {PRUNED}",
+                        self.path
+                    ),
+                )
+            };
+            self.emit(c.check, severity, message, Some(&Value::Bool(true)), None);
+        } else {
+            self.emit(
+                c.check,
+                Severity::Info,
+                "x-kubernetes-preserve-unknown-fields added: unknown fields under this node are kept from now on"
+                    .to_string(),
+                None,
+                Some(&Value::Bool(true)),
+            );
+        }
+    }
+
+    pub(super) fn additional_properties(&mut self, c: &FieldCheck) {
+        use AdditionalProperties as AP;
+        let describe = |a: &Option<AP>| -> Value {
+            match a {
+                None => Value::Null,
+                Some(AP::Allowed(b)) => Value::Bool(*b),
+                Some(AP::Schema(s)) => summarize_schema(&s.to_value()),
+            }
+        };
+        let (o, n) = (
+            &self.old.additional_properties,
+            &self.new.additional_properties,
+        );
+        let narrowed = matches!(
+            (o, n),
+            (
+                Some(AP::Schema(_)) | Some(AP::Allowed(true)),
+                None | Some(AP::Allowed(false))
+            ) | (Some(AP::Allowed(true)), Some(AP::Schema(_)))
+        );
+        if !narrowed {
+            return;
+        }
+        let (ov, nv) = (describe(o), describe(n));
+        self.emit(
+            c.check,
+            Severity::Error,
+            format!(
+                "additionalProperties narrowed {} -> {}: map entries the new schema does not allow are pruned \
+or rejected ({PRUNED})",
+                short(&ov, 40),
+                short(&nv, 40)
+            ),
+            Some(&ov),
+            Some(&nv),
+        );
+    }
+
+    pub(super) fn int_or_string(&mut self, c: &FieldCheck) {
+        let (was, is) = (
+            self.old.flag("x-kubernetes-int-or-string"),
+            self.new.flag("x-kubernetes-int-or-string"),
+        );
+        if was == is {
+            return;
+        }
+        if was {
+            let t = self.new.type_name().unwrap_or("one type").to_string();
+            self.emit(
+                c.check,
+                Severity::Error,
+                format!(
+                    "x-kubernetes-int-or-string removed: the field now accepts only {t}, so objects holding the \
+other type {TIGHTENED}"
+                ),
+                Some(&Value::Bool(true)),
+                None,
+            );
+        } else {
+            self.emit(
+                c.check,
+                Severity::Info,
+                "x-kubernetes-int-or-string added: clients may now read either an integer or a string".to_string(),
+                None,
+                Some(&Value::Bool(true)),
+            );
+        }
+    }
+
+    pub(super) fn embedded_resource(&mut self, c: &FieldCheck) {
+        let (was, is) = (
+            self.old.flag("x-kubernetes-embedded-resource"),
+            self.new.flag("x-kubernetes-embedded-resource"),
+        );
+        if was == is {
+            return;
+        }
+        let message = if is {
+            "x-kubernetes-embedded-resource turned on: the object must now carry apiVersion, kind and valid \
+metadata, so stored objects without them fail validation"
+        } else {
+            "x-kubernetes-embedded-resource turned off: apiVersion, kind and metadata of the embedded object \
+are no longer implied and are pruned unless the schema describes them"
+        };
+        self.emit(
+            c.check,
+            Severity::Error,
+            message.to_string(),
+            Some(&Value::Bool(was)),
+            Some(&Value::Bool(is)),
+        );
+    }
+}
