@@ -18,7 +18,7 @@
 //! The end-to-end comparison with crdify is `scripts/bench-crdify.sh`.
 
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use crd_safety::config::Config;
@@ -27,56 +27,9 @@ use crd_safety::diff::{StoredVersionsArg, diff};
 use crd_safety::manifest::{self, ManifestSet, Source};
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 
-/// (benchmark id, old file, new file), relative to the corpus. The largest
-/// single-CRD pairs, plus the largest multi-CRD bundle pair.
-const PAIRS: &[(&str, &str, &str)] = &[
-    (
-        "argocd-operator_argocds_0.13.0-0.18.0",
-        "argocd-operator/0.13.0/argoproj.io_argocds.yaml",
-        "argocd-operator/0.18.0/argoproj.io_argocds.yaml",
-    ),
-    (
-        "eck-full-bases_agents_v3.0.0-v3.5.0",
-        "eck-full-bases/v3.0.0/agent.k8s.elastic.co_agents.yaml",
-        "eck-full-bases/v3.5.0/agent.k8s.elastic.co_agents.yaml",
-    ),
-    (
-        "eck-full-bases_elasticsearches_v3.0.0-v3.5.0",
-        "eck-full-bases/v3.0.0/elasticsearch.k8s.elastic.co_elasticsearches.yaml",
-        "eck-full-bases/v3.5.0/elasticsearch.k8s.elastic.co_elasticsearches.yaml",
-    ),
-    (
-        "argo-cd_applicationsets_0.18.0-0.19.0",
-        "argo-cd/argocd-operator-0.18.0/argoproj.io_applicationsets.yaml",
-        "argo-cd/argocd-operator-0.19.0/argoproj.io_applicationsets.yaml",
-    ),
-    (
-        "prometheus-operator_prometheuses_v0.16.0-v0.18.0",
-        "prometheus-operator/kube-prometheus-v0.16.0_po-v0.85.0/0prometheusCustomResourceDefinition.yaml",
-        "prometheus-operator/kube-prometheus-v0.18.0_po-v0.92.0/0prometheusCustomResourceDefinition.yaml",
-    ),
-    (
-        "external-secrets_bundle_v2.0.0-v2.9.0",
-        "external-secrets/v2.0.0/bundle.yaml",
-        "external-secrets/v2.9.0/bundle.yaml",
-    ),
-];
-
-fn corpus_dir() -> Option<PathBuf> {
-    let dir = match std::env::var_os("CRD_SAFETY_CORPUS") {
-        Some(d) => PathBuf::from(d),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"),
-    };
-    if dir.join("MANIFEST.md").exists() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "notice: corpus not found at {} (set CRD_SAFETY_CORPUS); benchmarking nothing",
-            dir.display()
-        );
-        None
-    }
-}
+#[path = "support/mod.rs"]
+mod support;
+use support::{PAIRS, corpus_dir};
 
 fn load(path: &Path) -> ManifestSet {
     manifest::load(&[Source::Path(path.to_path_buf())])

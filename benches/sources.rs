@@ -13,7 +13,7 @@
 //! Run with `cargo bench --bench sources`. A missing corpus or git prints a
 //! notice and measures nothing.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -21,12 +21,9 @@ use crd_safety::manifest::{self, GitSpec, Source, SourceOptions};
 
 const ROUNDS: usize = 7;
 
-fn corpus() -> PathBuf {
-    std::env::var_os("CRD_SAFETY_CORPUS").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"),
-        PathBuf::from,
-    )
-}
+#[path = "support/mod.rs"]
+mod support;
+use support::corpus;
 
 fn size_of(dir: &Path) -> u64 {
     let mut total = 0;

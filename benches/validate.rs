@@ -8,7 +8,6 @@
 //! settings: `cargo bench --bench validate` runs in well under a minute.
 
 use std::hint::black_box;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use crd_safety::manifest::{self, Source};
@@ -17,11 +16,9 @@ use crd_safety::validate::Validator;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::{Value, json};
 
-fn corpus() -> PathBuf {
-    std::env::var_os("CRD_SAFETY_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"))
-}
+#[path = "support/mod.rs"]
+mod support;
+use support::corpus;
 
 fn schema(file: &str, version: &str) -> Option<Schema> {
     let path = corpus().join(file);

@@ -18,28 +18,15 @@
 //! shared). Run with `cargo bench --bench yaml`.
 
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crd_safety::manifest::{ManifestSet, load_text};
 use granit_parser::{Event, Parser};
 use serde_json::Value;
 
-const FILES: &[&str] = &[
-    "argocd-operator/0.18.0/argoproj.io_argocds.yaml",
-    "eck-full-bases/v3.5.0/agent.k8s.elastic.co_agents.yaml",
-    "eck-full-bases/v3.5.0/elasticsearch.k8s.elastic.co_elasticsearches.yaml",
-    "argo-cd/argocd-operator-0.19.0/argoproj.io_applicationsets.yaml",
-    "prometheus-operator/kube-prometheus-v0.18.0_po-v0.92.0/0prometheusCustomResourceDefinition.yaml",
-    "external-secrets/v2.9.0/bundle.yaml",
-];
-
-fn corpus_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("CRD_SAFETY_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"));
-    dir.is_dir().then_some(dir)
-}
+#[path = "support/mod.rs"]
+mod support;
+use support::{PAIRS, corpus_dir};
 
 /// The documents of a stream, split the way the loader splits them.
 fn documents(text: &str) -> Vec<String> {
@@ -84,7 +71,7 @@ fn main() {
         "{:<52} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
         "file (MB/s)", "MiB", "read", "events", "saphyr", "libyaml", "yamlrs2", "json", "loader"
     );
-    for rel in FILES {
+    for &(_, _, rel) in PAIRS {
         if filter.as_deref().is_some_and(|f| !rel.contains(f)) {
             continue;
         }

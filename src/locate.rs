@@ -15,6 +15,7 @@ use crate::report::Report;
 /// Fills in `location` on every finding (reported and excepted) of `report`
 /// that has none yet.
 pub fn locate(report: &mut Report, old: &ManifestSet, new: &ManifestSet) {
+    prepare(report, old, new);
     for crd in &mut report.crds {
         let (o, n) = (old.get(&crd.name), new.get(&crd.name));
         let findings = crd
@@ -27,6 +28,46 @@ pub fn locate(report: &mut Report, old: &ManifestSet, new: &ManifestSet) {
             }
         }
     }
+}
+
+/// Indexes, in parallel, the documents that findings will be looked up in:
+/// an index is one pass of the YAML parser over a whole document, as long
+/// as the `diff` itself on a large CRD with findings on both sides.
+fn prepare(report: &Report, old: &ManifestSet, new: &ManifestSet) {
+    let mut texts = Vec::new();
+    for crd in &report.crds {
+        let unplaced = crd
+            .findings
+            .iter()
+            .chain(crd.excepted.iter().map(|e| &e.finding))
+            .any(|f| f.location.is_none());
+        if unplaced {
+            for side in [new.get(&crd.name), old.get(&crd.name)]
+                .into_iter()
+                .flatten()
+            {
+                texts.extend(side.text.as_deref());
+            }
+        }
+    }
+    if texts.len() < 2 {
+        return;
+    }
+    let workers = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .min(texts.len());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                while let Some(text) =
+                    texts.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+                {
+                    text.prepare();
+                }
+            });
+        }
+    });
 }
 
 /// The finding's node: the exact node in NEW, else in OLD, else the

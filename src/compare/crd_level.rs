@@ -579,14 +579,12 @@ fn selectable_fields(ov: &CrdVersion, nv: &CrdVersion, out: &mut Out<'_>) {
 }
 
 fn unknown(old: &Crd, new: &Crd, out: &mut Out<'_>) {
-    let spec = |c: &Crd| {
-        c.manifest
-            .get("spec")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default()
-    };
-    let (os, ns) = (spec(old), spec(new));
+    // Borrowed, not copied: the spec holds every schema.
+    let empty = serde_json::Map::new();
+    let (os, ns) = (
+        spec_of(old).unwrap_or(&empty),
+        spec_of(new).unwrap_or(&empty),
+    );
     let mut keys: Vec<&String> = os.keys().chain(ns.keys()).collect();
     keys.sort();
     keys.dedup();
@@ -607,14 +605,7 @@ fn unknown(old: &Crd, new: &Crd, out: &mut Out<'_>) {
             ns.get(key).cloned(),
         );
     }
-    let versions = |c: &Crd| -> Vec<serde_json::Map<String, Value>> {
-        c.manifest
-            .pointer("/spec/versions")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|v| v.as_object().cloned()).collect())
-            .unwrap_or_default()
-    };
-    let (ovs, nvs) = (versions(old), versions(new));
+    let (ovs, nvs) = (versions_of(old), versions_of(new));
     for nv in &nvs {
         let name = nv.get("name").and_then(Value::as_str).unwrap_or("");
         let Some(ov) = ovs
@@ -644,4 +635,16 @@ fn unknown(old: &Crd, new: &Crd, out: &mut Out<'_>) {
             );
         }
     }
+}
+
+fn spec_of(c: &Crd) -> Option<&serde_json::Map<String, Value>> {
+    c.manifest.get("spec").and_then(Value::as_object)
+}
+
+fn versions_of(c: &Crd) -> Vec<&serde_json::Map<String, Value>> {
+    c.manifest
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_object).collect())
+        .unwrap_or_default()
 }

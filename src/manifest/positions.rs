@@ -76,6 +76,12 @@ impl DocumentText {
         }
     }
 
+    /// Builds the index now (it is built on first use otherwise), so that
+    /// callers can build the indexes of several documents in parallel.
+    pub fn prepare(&self) {
+        self.index.get_or_init(|| index(&self.text));
+    }
+
     /// Line and column (1-based, in the file) of the node at `path` (mapping
     /// keys and sequence indexes below the object); for a mapping entry, where
     /// its key starts. `None` when the path is not in the document or the
@@ -109,7 +115,8 @@ fn index(text: &str) -> Option<HashMap<String, (usize, usize)>> {
     let mut out = HashMap::new();
     let mut stack: Vec<Frame> = Vec::new();
     let mut path = String::new();
-    let mut parser = Parser::new_from_str(text);
+    let mut parser =
+        Parser::new_from_str_with_options(text, granit_parser::options! { emit_comments: false });
     while let Some(event) = parser.next_event() {
         let (event, span) = event.ok()?;
         let at = (span.start.line(), span.start.col() + 1);
