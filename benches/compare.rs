@@ -7,9 +7,11 @@
 //!   read both files from disk, parse them (`manifest::load`) and compare
 //!   (`diff::diff`);
 //! - `compare`: `diff::diff` alone, on sets parsed once up front;
-//! - `invalidCrd`: the offline API-server validation of the new side alone
-//!   (part of `compare`), to show what the check costs: its median over
-//!   `full`'s is the price of `invalidCrd` in a whole `diff` run.
+//! - `full-without-invalidCrd`: `full` with the offline API-server
+//!   validation left out: `full` over it is what the check adds to a `diff`
+//!   (where the CRDs of a bundle are checked on all cores);
+//! - `invalidCrd`: that validation of the new side alone, one CRD after the
+//!   other (part of `compare`), its cost on one core.
 //!
 //! A missing corpus prints a notice and benchmarks nothing.
 //!
@@ -84,6 +86,17 @@ fn bench_pairs(c: &mut Criterion) {
         });
         group.bench_function("compare", |b| {
             b.iter(|| diff(black_box(&old), black_box(&new), &stored, &config))
+        });
+        let without = Config {
+            skip_crd_validation: true,
+            ..config.clone()
+        };
+        group.bench_function("full-without-invalidCrd", |b| {
+            b.iter(|| {
+                let old = load(black_box(&old_path));
+                let new = load(black_box(&new_path));
+                diff(&old, &new, &stored, &without)
+            })
         });
         group.bench_function("invalidCrd", |b| {
             b.iter(|| {

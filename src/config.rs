@@ -124,6 +124,11 @@ pub struct Config {
     /// `kubeVersion`: the Kubernetes version whose CRD rules `invalidCrd`
     /// applies (`--kube-version` and a live server's version win).
     pub kube_version: KubeVersion,
+    /// Leaves the offline API-server validation (`invalidCrd`) out of a
+    /// run. Not a config-file key (a CRD the server refuses should always be
+    /// reported); for embedders, and for the benchmark that measures what
+    /// the check adds to a `diff`.
+    pub skip_crd_validation: bool,
 }
 
 /// Top-level keys of the file.

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use crate::compare::{self, StoredVersions};
 use crate::config::Config;
 use crate::crd_validation;
-use crate::manifest::ManifestSet;
+use crate::manifest::{LoadedCrd, ManifestSet};
 use crate::report::{CrdReport, CrdStatus, Report, SkippedDocument};
 
 /// What `--stored-versions` said: a list for every CRD, and lists for
@@ -75,6 +75,9 @@ pub fn diff(
     report
 }
 
+/// Below this much YAML in `new`, CRDs are checked on the calling thread.
+const PARALLEL_CHECK_BYTES: usize = 256 * 1024;
+
 /// One report entry per CRD: those of `new` in order, then those only in
 /// `old`.
 pub fn entries(
@@ -84,17 +87,23 @@ pub fn entries(
     config: &Config,
 ) -> Vec<CrdReport> {
     let policy = config.policy();
-    let mut crds = Vec::new();
-    for n in &new.crds {
+    // CRDs are checked independently: a bundle or directory is spread over
+    // the cores (below a few hundred KiB, threads would cost more).
+    let size = |n: &LoadedCrd| n.text.as_ref().map_or(1, |t| t.size());
+    let mut crds = crate::parallel::map(&new.crds, size, PARALLEL_CHECK_BYTES, |n| {
         let name = &n.crd.name;
         let old_crd = old.get(name);
         // The server's own verdict on the new CRD comes first: a CRD it
         // refuses is never applied, whatever the comparison says.
-        let invalid = crd_validation::findings(
-            &n.crd.manifest,
-            old_crd.map(|o| &o.crd.manifest),
-            config.kube_version,
-        );
+        let invalid = if config.skip_crd_validation {
+            Vec::new()
+        } else {
+            crd_validation::findings(
+                &n.crd.manifest,
+                old_crd.map(|o| &o.crd.manifest),
+                config.kube_version,
+            )
+        };
         let mut entry = match old_crd {
             Some(o) => {
                 let sv = StoredVersions::resolve(&o.crd, stored.for_crd(name));
@@ -114,8 +123,8 @@ pub fn entries(
             }
         };
         entry.new_source = Some(n.location.to_string());
-        crds.push(entry);
-    }
+        entry
+    });
     for o in &old.crds {
         if new.get(&o.crd.name).is_none() {
             let (findings, excepted) = policy.apply(&o.crd.name, compare::absent_crd(&o.crd));

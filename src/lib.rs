@@ -14,7 +14,7 @@
 //! from a later one, and no two modules import each other (`tests/layers.rs`
 //! reads this list and holds the sources to it):
 //!
-//! 1. foundations: [`text`], [`json`], [`glob`]
+//! 1. foundations: [`text`], [`json`], [`glob`], [`parallel`]
 //! 2. model: [`schema`], [`crd`], [`manifest`]
 //! 3. analysis, pure: [`validate`], [`compare`], [`crd_validation`], [`config`]
 //! 4. results the commands produce and the report renders: [`outcome`]
@@ -42,6 +42,7 @@ pub mod live;
 pub mod locate;
 pub mod manifest;
 pub mod outcome;
+pub mod parallel;
 pub mod report;
 pub mod scan;
 pub mod schema;

@@ -50,24 +50,7 @@ fn prepare(report: &Report, old: &ManifestSet, new: &ManifestSet) {
             }
         }
     }
-    if texts.len() < 2 {
-        return;
-    }
-    let workers = std::thread::available_parallelism()
-        .map_or(1, std::num::NonZeroUsize::get)
-        .min(texts.len());
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            scope.spawn(|| {
-                while let Some(text) =
-                    texts.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
-                {
-                    text.prepare();
-                }
-            });
-        }
-    });
+    crate::parallel::map(&texts, |t| t.size(), 0, |t| t.prepare());
 }
 
 /// The finding's node: the exact node in NEW, else in OLD, else the

@@ -369,14 +369,14 @@ impl Job<'_> {
         }
     }
 
-    fn parse(self) -> Result<Option<split::Document>, ManifestError> {
+    fn parse(&self) -> Result<Option<split::Document>, ManifestError> {
         match self {
             Job::Json(text, file) => {
                 let (value, location) = parse_json(text, file)?;
                 Ok(Some((
                     value,
                     location,
-                    DocumentText::new(Arc::from(text), 1),
+                    DocumentText::new(Arc::from(*text), 1),
                 )))
             }
             Job::Yaml(piece, file) => split::parse(piece, file),
@@ -423,50 +423,9 @@ fn load_texts(texts: &[Text], set: &mut ManifestSet) -> Result<usize, ManifestEr
 const PARALLEL_PARSE_BYTES: usize = 128 * 1024;
 
 /// Parses every job, the results in the jobs' order. YAML parsing is most
-/// of a `diff`'s time, and documents parse independently: workers take the
-/// largest documents first so that one big CRD does not finish last.
+/// of a `diff`'s time, and documents parse independently.
 fn parse_all(jobs: Vec<Job<'_>>) -> Vec<Result<Option<split::Document>, ManifestError>> {
-    let total: usize = jobs.iter().map(Job::size).sum();
-    let workers = std::thread::available_parallelism()
-        .map_or(1, std::num::NonZeroUsize::get)
-        .min(jobs.len());
-    if workers <= 1 || total < PARALLEL_PARSE_BYTES {
-        return jobs.into_iter().map(Job::parse).collect();
-    }
-    let mut order: Vec<usize> = (0..jobs.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(jobs[i].size()));
-    let slots: Vec<std::sync::Mutex<Option<Job<'_>>>> = jobs
-        .into_iter()
-        .map(|j| std::sync::Mutex::new(Some(j)))
-        .collect();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut done: Vec<(usize, Result<Option<split::Document>, ManifestError>)> =
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..workers)
-                .map(|_| {
-                    scope.spawn(|| {
-                        let mut out = Vec::new();
-                        loop {
-                            let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                            let Some(&i) = order.get(k) else { break };
-                            let job = slots[i].lock().ok().and_then(|mut s| s.take());
-                            if let Some(job) = job {
-                                out.push((i, job.parse()));
-                            }
-                        }
-                        out
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                // A parser panic stays a panic, as in a sequential read;
-                // dropping the worker's results would shift documents.
-                .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        });
-    done.sort_by_key(|(i, _)| *i);
-    done.into_iter().map(|(_, r)| r).collect()
+    crate::parallel::map(&jobs, Job::size, PARALLEL_PARSE_BYTES, Job::parse)
 }
 
 fn parse_json(text: &str, file: &str) -> Result<(Value, Location), ManifestError> {

@@ -76,6 +76,11 @@ impl DocumentText {
         }
     }
 
+    /// The length of the text in bytes: what indexing it costs.
+    pub fn size(&self) -> usize {
+        self.text.len()
+    }
+
     /// Builds the index now (it is built on first use otherwise), so that
     /// callers can build the indexes of several documents in parallel.
     pub fn prepare(&self) {

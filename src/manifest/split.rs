@@ -74,17 +74,18 @@ pub(super) fn pieces(text: &str) -> Vec<Piece> {
 fn documents(text: &str, file: &str) -> Result<Vec<Document>, ManifestError> {
     let mut docs = Vec::new();
     for piece in pieces(text) {
-        docs.extend(parse(piece, file)?);
+        docs.extend(parse(&piece, file)?);
     }
     Ok(docs)
 }
 
 /// Parses one document; an empty one (`null`) is `None`.
-pub(super) fn parse(piece: Piece, file: &str) -> Result<Option<Document>, ManifestError> {
+pub(super) fn parse(piece: &Piece, file: &str) -> Result<Option<Document>, ManifestError> {
     let Piece { text, start_line } = piece;
-    let parsed = match fast_yaml::parse(&text, &resolve_scalar) {
+    let start_line = *start_line;
+    let parsed = match fast_yaml::parse(text, &resolve_scalar) {
         Some(value) => Ok(value),
-        None => serde_saphyr::from_str_with_options::<Value>(&text, options()),
+        None => serde_saphyr::from_str_with_options::<Value>(text, options()),
     };
     match parsed {
         Ok(Value::Null) => Ok(None),
@@ -103,7 +104,7 @@ pub(super) fn parse(piece: Piece, file: &str) -> Result<Option<Document>, Manife
                     file: file.to_string(),
                     line: start_line + offset,
                 },
-                DocumentText::new(Arc::from(text), start_line),
+                DocumentText::new(Arc::from(text.as_str()), start_line),
             )))
         }
         Err(e) => {
