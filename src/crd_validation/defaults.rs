@@ -74,7 +74,7 @@ fn check_default(
     // leaves, so this stays small); its own default does not matter for a
     // value that is present. A schema the validator cannot compile has its
     // own error elsewhere (a pattern that does not compile).
-    let Ok(node) = Schema::from_value(&Value::Object(s.clone())) else {
+    let Ok(node) = Schema::from_object(s) else {
         return;
     };
     let Ok(validator) = Validator::new(&node, opts.kube.minor) else {

@@ -77,6 +77,20 @@ impl Schema {
                 found: kind_of(value),
             });
         };
+        Self::build_object(map, path, depth)
+    }
+
+    /// Reads a schema node held in a larger document without copying it
+    /// out first (the offline CRD validation compiles one per default).
+    pub fn from_object(map: &serde_json::Map<String, Value>) -> Result<Schema, SchemaError> {
+        Self::build_object(map, &FieldPath::root(), 0)
+    }
+
+    fn build_object(
+        map: &serde_json::Map<String, Value>,
+        path: &FieldPath,
+        depth: usize,
+    ) -> Result<Schema, SchemaError> {
         let mut node = Schema::default();
         for (key, v) in map {
             match key.as_str() {
