@@ -187,12 +187,9 @@ fn small_integer(t: &str) -> Option<Value> {
 mod tests {
     use super::*;
 
+    /// The slow path, with the loader's options.
     fn saphyr(text: &str) -> Option<Value> {
-        let options = serde_saphyr::options! {
-            legacy_octal_numbers: true,
-            duplicate_keys: serde_saphyr::options::DuplicateKeyPolicy::LastWins,
-        };
-        serde_saphyr::from_str_with_options::<Value>(text, options).ok()
+        serde_saphyr::from_str_with_options::<Value>(text, crate::manifest::split::options()).ok()
     }
 
     #[test]

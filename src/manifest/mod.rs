@@ -389,8 +389,9 @@ impl Job<'_> {
 /// the one a sequential read would stop at. Returns the documents read.
 fn load_texts(texts: &[Text], set: &mut ManifestSet) -> Result<usize, ManifestError> {
     let mut jobs = Vec::new();
-    let mut ends = Vec::with_capacity(texts.len());
+    let mut per_text = Vec::with_capacity(texts.len());
     for text in texts {
+        let before = jobs.len();
         if text.is_json {
             jobs.push(Job::Json(&text.text, &text.label));
         } else {
@@ -400,20 +401,20 @@ fn load_texts(texts: &[Text], set: &mut ManifestSet) -> Result<usize, ManifestEr
                     .map(|p| Job::Yaml(p, &text.label)),
             );
         }
-        ends.push(jobs.len());
+        per_text.push(jobs.len() - before);
     }
-    let mut results = parse_all(jobs).into_iter();
+    // YAML parsing is most of a `diff`'s time, and documents parse
+    // independently.
+    let mut results =
+        crate::parallel::map(&jobs, Job::size, PARALLEL_PARSE_BYTES, Job::parse).into_iter();
     let mut documents = 0;
-    let mut start = 0;
-    for end in ends {
-        for _ in start..end {
-            let Some(result) = results.next() else { break };
+    for count in per_text {
+        for result in results.by_ref().take(count) {
             if let Some((value, location, text)) = result? {
                 documents += 1;
                 add_object(value, location, Some(Arc::new(text)), set)?;
             }
         }
-        start = end;
         set.files += 1;
     }
     Ok(documents)
@@ -421,12 +422,6 @@ fn load_texts(texts: &[Text], set: &mut ManifestSet) -> Result<usize, ManifestEr
 
 /// Below this much YAML, threads cost more than they save.
 const PARALLEL_PARSE_BYTES: usize = 128 * 1024;
-
-/// Parses every job, the results in the jobs' order. YAML parsing is most
-/// of a `diff`'s time, and documents parse independently.
-fn parse_all(jobs: Vec<Job<'_>>) -> Vec<Result<Option<split::Document>, ManifestError>> {
-    crate::parallel::map(&jobs, Job::size, PARALLEL_PARSE_BYTES, Job::parse)
-}
 
 fn parse_json(text: &str, file: &str) -> Result<(Value, Location), ManifestError> {
     let value: Value = serde_json::from_str(text).map_err(|e| ManifestError::Json {

@@ -123,7 +123,7 @@ pub(super) fn parse(piece: &Piece, file: &str) -> Result<Option<Document>, Manif
 /// How manifests are read. kubectl reads YAML 1.1 (`0755` is octal) and,
 /// with the API server, accepts a repeated key with a warning, the last one
 /// winning: released operator manifests rely on both.
-fn options() -> serde_saphyr::Options {
+pub(super) fn options() -> serde_saphyr::Options {
     serde_saphyr::options! {
         legacy_octal_numbers: true,
         duplicate_keys: serde_saphyr::options::DuplicateKeyPolicy::LastWins,
