@@ -14,7 +14,7 @@ pub fn get<'a>(s: &'a Obj, key: &str) -> Option<&'a Value> {
     if s.len() <= 16 {
         s.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
     } else {
-        get(s, key)
+        s.get(key)
     }
 }
 

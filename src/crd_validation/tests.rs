@@ -222,3 +222,23 @@ fn kube_versions_parse_like_kubectl_prints_them() {
     assert!("1.99".parse::<KubeVersion>().is_err());
     assert!("two".parse::<KubeVersion>().is_err());
 }
+
+/// A node with more keywords than the small-map scan covers is read through
+/// the map's own lookup (this once recursed without end).
+#[test]
+fn a_node_with_many_keywords_is_validated() {
+    let m = crd(
+        json!({"type": "object", "properties": {"spec": {"type": "object",
+        "properties": {"size": {
+            "type": "integer", "description": "d", "title": "t", "format": "int32",
+            "minimum": 0, "maximum": 9, "exclusiveMinimum": false, "exclusiveMaximum": false,
+            "multipleOf": 1, "enum": [1, 2], "nullable": true, "default": 3,
+            "example": 1, "externalDocs": {"url": "https://example.com"},
+            "x-kubernetes-validations": [{"rule": "self > 0"}],
+            "x-kubernetes-preserve-unknown-fields": true, "x-kubernetes-embedded-resource": false,
+            "x-kubernetes-int-or-string": false}}}}}),
+    );
+    let errs = errors(&m);
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(errs[0].contains("properties[size].default"), "{errs:?}");
+}
