@@ -266,8 +266,8 @@ pub fn compile_errors(
         let p = path.child("x-kubernetes-validations").index(i);
         let src = r.get("rule").and_then(Value::as_str).unwrap_or("");
         let optional_old_self = r.get("optionalOldSelf").and_then(Value::as_bool) == Some(true);
-        let parsed = Parser::new().enable_optional_syntax(true).parse(src);
-        let uses_old_self = match &parsed {
+        let parsed = parse(src);
+        let uses_old_self = match parsed.as_ref() {
             Ok(expr) => {
                 if let Some(why) =
                     super::cel_types::compile_problems(expr, s, resource_root, scope.kube).first()
@@ -326,7 +326,7 @@ pub fn compile_errors(
                     FieldError::invalid(
                         p.child("rule"),
                         rule.clone(),
-                        format!("compilation failed: {}", first_line(&e.to_string())),
+                        format!("compilation failed: {e}"),
                     )
                     .with_fix("fix the CEL syntax"),
                 );
@@ -336,9 +336,9 @@ pub fn compile_errors(
         if let Some(me) = r.get("messageExpression").and_then(Value::as_str)
             && !me.trim().is_empty()
         {
-            let parsed_me = Parser::new().enable_optional_syntax(true).parse(me);
-            let why = match &parsed_me {
-                Err(e) => Some(first_line(&e.to_string())),
+            let parsed_me = parse(me);
+            let why = match parsed_me.as_ref() {
+                Err(e) => Some(e.clone()),
                 Ok(expr) => super::cel_types::compile_problems(expr, s, resource_root, scope.kube)
                     .into_iter()
                     .next(),
@@ -349,7 +349,7 @@ pub fn compile_errors(
                     rule.clone(),
                     format!("messageExpression compilation failed: {why}"),
                 ));
-            } else if let (Ok(expr), Some(decl)) = (&parsed_me, &decl) {
+            } else if let (Ok(expr), Some(decl)) = (parsed_me.as_ref(), &decl) {
                 // The server holds a messageExpression to its own cost, not
                 // multiplied by how often the rule runs.
                 let Compiled {
@@ -415,6 +415,39 @@ pub fn compile_errors(
         }
     }
     errs
+}
+
+/// A CEL expression parsed with the options Kubernetes uses, or the first
+/// line of the parser's error.
+type Parsed = std::rc::Rc<Result<IdedExpr, String>>;
+
+/// Parses `src`, cached per thread by its text. The same rules recur across
+/// the versions of a CRD and across CRDs of a release (a namespaced store and
+/// its cluster-scoped twin), and parsing is the costliest step of checking a
+/// rule. Like the pattern cache, it is cleared when it grows large; worker
+/// threads start with it empty.
+fn parse(src: &str) -> Parsed {
+    thread_local! {
+        static SEEN: std::cell::RefCell<std::collections::HashMap<String, Parsed>> =
+            Default::default();
+    }
+    SEEN.with(|seen| {
+        if let Some(p) = seen.borrow().get(src) {
+            return p.clone();
+        }
+        let parsed = std::rc::Rc::new(
+            Parser::new()
+                .enable_optional_syntax(true)
+                .parse(src)
+                .map_err(|e| first_line(&e.to_string())),
+        );
+        let mut seen = seen.borrow_mut();
+        if seen.len() > 4096 {
+            seen.clear();
+        }
+        seen.insert(src.to_string(), parsed.clone());
+        parsed
+    })
 }
 
 fn first_line(s: &str) -> String {

@@ -67,7 +67,7 @@ pub fn validate_validation(
         ));
         return errs;
     };
-    decode_errors(root, &root_path, &mut errs);
+    decode_errors(root, &mut root_path.clone(), &mut errs);
     if !errs.is_empty() {
         // The server fails to decode the request and validates nothing.
         return errs;
@@ -241,7 +241,17 @@ fn expected(key: &str) -> Option<Expect> {
     })
 }
 
-fn decode_errors(s: &Obj, path: &FieldPath, out: &mut Vec<FieldError>) {
+/// A keyword's value the server cannot decode into `JSONSchemaProps`.
+fn undecodable(p: &FieldPath, v: &Value, what: &str, out: &mut Vec<FieldError>) {
+    out.push(
+        FieldError::invalid(p.clone(), v.clone(), format!("cannot be decoded: must be {what}"))
+            .with_fix("the API server rejects the whole request before validating it; fix the keyword's value type"),
+    )
+}
+
+/// Keyword values of the wrong JSON type, in the whole schema. `path` is
+/// extended in place (and restored) as the walk descends.
+fn decode_errors(s: &Obj, path: &mut FieldPath, out: &mut Vec<FieldError>) {
     for (key, v) in s {
         if v.is_null() {
             continue;
@@ -261,92 +271,88 @@ fn decode_errors(s: &Obj, path: &FieldPath, out: &mut Vec<FieldError>) {
         if scalar_ok == Some(true) {
             continue;
         }
-        let p = path.child(key);
-        let bad = |what: &str, out: &mut Vec<FieldError>| {
-            out.push(
-                FieldError::invalid(p.clone(), v.clone(), format!("cannot be decoded: must be {what}"))
-                    .with_fix("the API server rejects the whole request before validating it; fix the keyword's value type"),
-            )
-        };
+        let mut p = path.push().child(key);
+        let bad =
+            |p: &FieldPath, what: &str, out: &mut Vec<FieldError>| undecodable(p, v, what, out);
         match exp {
-            Expect::Str if !v.is_string() => bad("a string", out),
-            Expect::Num if !v.is_number() => bad("a number", out),
-            Expect::Int if !(v.is_i64() || v.is_u64()) => bad("an integer", out),
-            Expect::Bool if !v.is_boolean() => bad("a boolean", out),
+            Expect::Str if !v.is_string() => bad(&p, "a string", out),
+            Expect::Num if !v.is_number() => bad(&p, "a number", out),
+            Expect::Int if !(v.is_i64() || v.is_u64()) => bad(&p, "an integer", out),
+            Expect::Bool if !v.is_boolean() => bad(&p, "a boolean", out),
             Expect::StrList
                 if !v
                     .as_array()
                     .is_some_and(|a| a.iter().all(|x| x.is_string() || x.is_null())) =>
             {
-                bad("a list of strings", out)
+                bad(&p, "a list of strings", out)
             }
-            Expect::Array if !v.is_array() => bad("a list", out),
-            Expect::Object if !v.is_object() => bad("an object", out),
+            Expect::Array if !v.is_array() => bad(&p, "a list", out),
+            Expect::Object if !v.is_object() => bad(&p, "an object", out),
             Expect::Schema => match v.as_object() {
-                Some(o) => decode_errors(o, &p, out),
-                None => bad("a schema object", out),
+                Some(o) => decode_errors(o, &mut p, out),
+                None => bad(&p, "a schema object", out),
             },
             Expect::SchemaList => match v.as_array() {
                 Some(a) => {
                     for (i, x) in a.iter().enumerate() {
                         match x.as_object() {
-                            Some(o) => decode_errors(o, &p.index(i), out),
+                            Some(o) => decode_errors(o, &mut p.push().index(i), out),
                             None if x.is_null() => {}
-                            None => bad("a list of schema objects", out),
+                            None => bad(&p, "a list of schema objects", out),
                         }
                     }
                 }
-                None => bad("a list of schema objects", out),
+                None => bad(&p, "a list of schema objects", out),
             },
             Expect::SchemaMap => match v.as_object() {
                 Some(m) => {
                     for (k, x) in m {
                         match x.as_object() {
-                            Some(o) => decode_errors(o, &p.key(k), out),
+                            Some(o) => decode_errors(o, &mut p.push().key(k), out),
                             None if x.is_null() => {}
-                            None => bad("a map of schema objects", out),
+                            None => bad(&p, "a map of schema objects", out),
                         }
                     }
                 }
-                None => bad("a map of schema objects", out),
+                None => bad(&p, "a map of schema objects", out),
             },
             Expect::SchemaOrBool => match v {
                 Value::Bool(_) => {}
-                Value::Object(o) => decode_errors(o, &p, out),
-                _ => bad("a boolean or a schema object", out),
+                Value::Object(o) => decode_errors(o, &mut p, out),
+                _ => bad(&p, "a boolean or a schema object", out),
             },
             Expect::SchemaOrSchemaList => match v {
-                Value::Object(o) => decode_errors(o, &p, out),
+                Value::Object(o) => decode_errors(o, &mut p, out),
                 Value::Array(a) => {
                     for (i, x) in a.iter().enumerate() {
                         if let Some(o) = x.as_object() {
-                            decode_errors(o, &p.index(i), out);
+                            decode_errors(o, &mut p.push().index(i), out);
                         } else if !x.is_null() {
-                            bad("a schema object or a list of them", out);
+                            bad(&p, "a schema object or a list of them", out);
                         }
                     }
                 }
-                _ => bad("a schema object or a list of them", out),
+                _ => bad(&p, "a schema object or a list of them", out),
             },
             Expect::Dependencies => match v.as_object() {
                 Some(m) => {
                     for (k, x) in m {
                         match x {
-                            Value::Object(o) => decode_errors(o, &p.key(k), out),
+                            Value::Object(o) => decode_errors(o, &mut p.push().key(k), out),
                             Value::Array(a) if a.iter().all(Value::is_string) => {}
                             Value::Null => {}
-                            _ => bad("a map of schemas or string lists", out),
+                            _ => bad(&p, "a map of schemas or string lists", out),
                         }
                     }
                 }
-                None => bad("a map of schemas or string lists", out),
+                None => bad(&p, "a map of schemas or string lists", out),
             },
             Expect::Rules => match v.as_array() {
                 Some(a) => {
                     for (i, rule) in a.iter().enumerate() {
                         let Some(r) = rule.as_object() else {
                             if !rule.is_null() {
-                                bad("a list of rule objects", out);
+                                bad(&p, "a list of rule objects", out);
                             }
                             continue;
                         };
@@ -359,7 +365,7 @@ fn decode_errors(s: &Obj, path: &FieldPath, out: &mut Vec<FieldError>) {
                             };
                             if !ok {
                                 out.push(FieldError::invalid(
-                                    p.index(i).child(rk),
+                                    FieldPath::index(&p, i).child(rk),
                                     rv.clone(),
                                     "cannot be decoded: wrong value type",
                                 ));
@@ -367,7 +373,7 @@ fn decode_errors(s: &Obj, path: &FieldPath, out: &mut Vec<FieldError>) {
                         }
                     }
                 }
-                None => bad("a list of rule objects", out),
+                None => bad(&p, "a list of rule objects", out),
             },
             _ => {}
         }
@@ -379,42 +385,67 @@ fn decode_errors(s: &Obj, path: &FieldPath, out: &mut Vec<FieldError>) {
 
 /// The first error `structuralschema.NewStructural` returns, if any.
 pub fn new_structural_error(s: &Obj) -> Option<String> {
-    let unsupported = [
-        ("id", "'id'"),
-        ("$schema", "'schema'"),
-        ("$ref", "'$ref'"),
-        ("patternProperties", "'patternProperties'"),
-        ("dependencies", "'dependencies'"),
-        ("additionalItems", "'additionalItems'"),
-        ("definitions", "'definitions'"),
-    ];
-    for (key, name) in unsupported {
-        if get(s, key).is_some_and(|v| !is_zero(v)) {
-            return Some(format!("OpenAPIV3Schema {name} is not supported"));
+    // One pass over the node's keys finds its children and whether it holds
+    // anything refused; the refusals are then checked in the server's order,
+    // which decides the message when there are several.
+    let mut refused = false;
+    let (mut items, mut props, mut additional, mut not) = (None, None, None, None);
+    let mut junctors: [&[Value]; 3] = [&[], &[], &[]];
+    for (key, v) in s {
+        match key.as_str() {
+            "id" | "$schema" | "$ref" | "patternProperties" | "dependencies"
+            | "additionalItems" | "definitions" => refused |= !is_zero(v),
+            "x-kubernetes-preserve-unknown-fields" => refused |= *v == Value::Bool(false),
+            "items" => match v {
+                Value::Array(_) => refused = true,
+                Value::Object(o) => items = Some(o),
+                _ => {}
+            },
+            "properties" => props = v.as_object(),
+            "additionalProperties" => additional = v.as_object(),
+            "not" => not = v.as_object(),
+            "allOf" => junctors[0] = v.as_array().map_or(&[], Vec::as_slice),
+            "anyOf" => junctors[1] = v.as_array().map_or(&[], Vec::as_slice),
+            "oneOf" => junctors[2] = v.as_array().map_or(&[], Vec::as_slice),
+            _ => {}
         }
     }
-    if let Some(Value::Bool(false)) = get(s, "x-kubernetes-preserve-unknown-fields") {
-        return Some(
-            "internal error: 'x-kubernetes-preserve-unknown-fields' must be true or undefined"
-                .into(),
-        );
+    if refused {
+        let unsupported = [
+            ("id", "'id'"),
+            ("$schema", "'schema'"),
+            ("$ref", "'$ref'"),
+            ("patternProperties", "'patternProperties'"),
+            ("dependencies", "'dependencies'"),
+            ("additionalItems", "'additionalItems'"),
+            ("definitions", "'definitions'"),
+        ];
+        for (key, name) in unsupported {
+            if get(s, key).is_some_and(|v| !is_zero(v)) {
+                return Some(format!("OpenAPIV3Schema {name} is not supported"));
+            }
+        }
+        if let Some(Value::Bool(false)) = get(s, "x-kubernetes-preserve-unknown-fields") {
+            return Some(
+                "internal error: 'x-kubernetes-preserve-unknown-fields' must be true or undefined"
+                    .into(),
+            );
+        }
+        if get(s, "items").is_some_and(Value::is_array) {
+            return Some("OpenAPIV3Schema 'items' must be a schema, but is an array".into());
+        }
     }
-    if get(s, "items").is_some_and(Value::is_array) {
-        return Some("OpenAPIV3Schema 'items' must be a schema, but is an array".into());
-    }
-    let children = items(s)
+    let children = items
         .into_iter()
-        .chain(properties(s).map(|(_, p)| p))
-        .chain(match additional_properties(s) {
-            AdditionalProperties::Schema(o) => Some(o),
-            _ => None,
-        })
-        .chain(obj_of(s, "not"))
         .chain(
-            ["allOf", "anyOf", "oneOf"]
-                .iter()
-                .flat_map(|k| arr_of(s, k).iter().filter_map(Value::as_object)),
-        );
+            props
+                .into_iter()
+                .flatten()
+                .filter_map(|(_, p)| p.as_object()),
+        )
+        .chain(additional)
+        .chain(not)
+        .chain(junctors.into_iter().flatten().filter_map(Value::as_object));
     for child in children {
         if let Some(e) = new_structural_error(child) {
             return Some(e);

@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use regex::Regex;
 use serde_json::Value;
 
 use super::ValidateError;
@@ -97,7 +96,7 @@ pub(crate) struct CompiledNode {
     pub multiple_of: Option<f64>,
     pub min_length: Option<u64>,
     pub max_length: Option<u64>,
-    pub pattern: Option<Regex>,
+    pub pattern: Option<super::regex::LazyPattern>,
     pub format: Option<Format>,
     pub min_items: Option<u64>,
     pub max_items: Option<u64>,
@@ -233,19 +232,18 @@ impl CompiledNode {
         let minimum = bound(number(s, path, "minimum")?, "exclusiveMinimum")?;
         let maximum = bound(number(s, path, "maximum")?, "exclusiveMaximum")?;
         let multiple_of = number(s, path, "multipleOf")?.filter(|m| *m > 0.0);
-        let pattern = match s.keyword("pattern") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(p)) => {
-                Some(
-                    super::regex::compile_go(p).map_err(|e| ValidateError::BadPattern {
+        let pattern =
+            match s.keyword("pattern") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(p)) => Some(super::regex::LazyPattern::new(p).map_err(|e| {
+                    ValidateError::BadPattern {
                         path: path.to_string(),
                         pattern: p.clone(),
                         source: Box::new(e),
-                    })?,
-                )
-            }
-            Some(_) => return Err(bad(path, "pattern", "a string")),
-        };
+                    }
+                })?),
+                Some(_) => return Err(bad(path, "pattern", "a string")),
+            };
         let format = match s.keyword("format") {
             None | Some(Value::Null) => None,
             Some(Value::String(f)) => Format::parse(f, opts.server_minor),

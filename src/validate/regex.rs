@@ -357,6 +357,42 @@ pub fn check_go(pattern: &str) -> Result<(), PatternError> {
         })
 }
 
+/// A schema's `pattern`, checked when the schema is compiled but built into
+/// a matcher only when a value first meets it. Building is most of the cost
+/// of compiling a schema, and the validators made for `default` values (one
+/// per default, over the node's whole subtree) meet few of their patterns.
+#[derive(Debug)]
+pub struct LazyPattern {
+    source: String,
+    compiled: std::sync::OnceLock<Result<Regex, String>>,
+}
+
+impl LazyPattern {
+    /// Checks `pattern` with Go's rules ([`check_go`]) without building it.
+    pub fn new(pattern: &str) -> Result<LazyPattern, PatternError> {
+        check_go(pattern)?;
+        Ok(LazyPattern {
+            source: pattern.to_string(),
+            compiled: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// The pattern as the schema writes it (the API server quotes it so).
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+
+    /// Whether `s` matches; `Err` with the reason when the matcher cannot be
+    /// built here (Go accepts it, but it is over our size budget).
+    pub fn is_match(&self, s: &str) -> Result<bool, &str> {
+        self.compiled
+            .get_or_init(|| compile_go(&self.source).map_err(|e| e.to_string()))
+            .as_ref()
+            .map(|re| re.is_match(s))
+            .map_err(String::as_str)
+    }
+}
+
 fn first_line(s: &str) -> String {
     s.lines()
         .rev()

@@ -284,16 +284,25 @@ fn value_checks(node: &CompiledNode, v: &Value, trail: &Trail, sink: &mut Sink) 
                     });
                 }
             }
-            if let Some(re) = &node.pattern
-                && !re.is_match(s)
-            {
-                sink.fail(Rule::Pattern, trail, |p| {
-                    format!(
-                        "Invalid value: {}: {p} in body should match '{}'",
-                        show(v),
-                        re.as_str()
-                    )
-                });
+            if let Some(re) = &node.pattern {
+                match re.is_match(s) {
+                    Ok(true) => {}
+                    Ok(false) => sink.fail(Rule::Pattern, trail, |p| {
+                        format!(
+                            "Invalid value: {}: {p} in body should match '{}'",
+                            show(v),
+                            re.as_str()
+                        )
+                    }),
+                    // Go accepts the pattern but it is over our size budget:
+                    // never counted as a match.
+                    Err(why) => sink.fail(Rule::Pattern, trail, |p| {
+                        format!(
+                            "{p}: pattern '{}' could not be checked here: {why}",
+                            re.as_str()
+                        )
+                    }),
+                }
             }
             if let Some(f) = node.format
                 && !f.is_valid(s)
