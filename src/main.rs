@@ -162,8 +162,8 @@ fn render(report: &Report, args: &ReportArgs) -> String {
 }
 
 /// What every report gets before it is shown: positions of its findings
-/// (for the formats that show them: they cost a second pass over the
-/// documents with findings), then the baseline (`--baseline`,
+/// (for the formats that show them: recorded while parsing, or a second
+/// pass over the documents with findings), then the baseline (`--baseline`,
 /// `--write-baseline`).
 fn finish(
     report: &mut Report,
@@ -171,11 +171,7 @@ fn finish(
     new: &manifest::ManifestSet,
     args: &ReportArgs,
 ) -> Result<(), Failure> {
-    let positioned = matches!(
-        args.output,
-        OutputFormat::Json | OutputFormat::Yaml | OutputFormat::Sarif | OutputFormat::Github
-    );
-    if positioned {
+    if places_findings(args.output) {
         locate(report, old, new);
     }
     if let Some(path) = &args.baseline {
@@ -212,7 +208,7 @@ fn run_diff(args: DiffArgs) -> Result<u8, Failure> {
     for v in &args.stored_versions {
         stored.add(v).map_err(Failure::Input)?;
     }
-    let opts = source_options(&args.sources);
+    let opts = source_options(&args.sources, &args.report);
     let old_source = parse_sources([args.old.as_str()])?;
     let new_source = parse_sources([args.new.as_str()])?;
     // Parsing is most of the work on large CRDs: read both sides at once.
@@ -241,7 +237,7 @@ fn parse_sources<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Vec<Sour
         .collect()
 }
 
-fn source_options(args: &SourceArgs) -> SourceOptions {
+fn source_options(args: &SourceArgs, report: &ReportArgs) -> SourceOptions {
     SourceOptions {
         repo: args.repo.clone(),
         helm: HelmOptions {
@@ -249,7 +245,16 @@ fn source_options(args: &SourceArgs) -> SourceOptions {
             set: args.helm_set.clone(),
             require: args.require_helm,
         },
+        positions: places_findings(report.output),
     }
+}
+
+/// Formats that show where each finding is (file, line, column).
+fn places_findings(output: OutputFormat) -> bool {
+    matches!(
+        output,
+        OutputFormat::Json | OutputFormat::Yaml | OutputFormat::Sarif | OutputFormat::Github
+    )
 }
 
 /// `lint`: the new side alone, as if nothing were installed yet.
@@ -262,7 +267,7 @@ fn run_lint(args: LintArgs) -> Result<u8, Failure> {
         config.kube_version = v;
     }
     let sources = parse_sources(args.paths.iter().map(String::as_str))?;
-    let new = manifest::load_with(&sources, &source_options(&args.sources))
+    let new = manifest::load_with(&sources, &source_options(&args.sources, &args.report))
         .map_err(|e| Failure::Input(e.to_string()))?;
     let none = manifest::ManifestSet::default();
     let mut report = diff(&none, &new, &StoredVersionsArg::default(), &config);
@@ -323,7 +328,7 @@ fn live_setup(
     let config = load_config(&args.report)?;
     let mut sources = parse_sources(args.filenames.iter().map(String::as_str))?;
     sources.extend(args.kustomize.iter().cloned().map(Source::Kustomize));
-    let new = manifest::load_with(&sources, &source_options(&args.sources))
+    let new = manifest::load_with(&sources, &source_options(&args.sources, &args.report))
         .map_err(|e| Failure::Input(e.to_string()))?;
     Ok((config, new, runtime()?))
 }

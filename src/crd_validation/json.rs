@@ -12,7 +12,12 @@ pub type Obj = Map<String, Value>;
 #[inline]
 pub fn get<'a>(s: &'a Obj, key: &str) -> Option<&'a Value> {
     if s.len() <= 16 {
-        s.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
+        // Keywords often share a length (`type`/`enum`, `minimum`/`default`):
+        // the last byte tells most of them apart without a call to memcmp.
+        let last = key.as_bytes().last();
+        s.iter()
+            .find(|(k, _)| k.len() == key.len() && k.as_bytes().last() == last && k.as_str() == key)
+            .map(|(_, v)| v)
     } else {
         s.get(key)
     }

@@ -17,6 +17,8 @@
 use granit_parser::{Event, Parser, ScalarStyle};
 use serde_json::{Map, Value};
 
+use super::positions::Tree;
+
 /// serde-saphyr's default budget: past it, it refuses the document, so the
 /// fast path must not accept it either.
 const MAX_DEPTH: usize = 64;
@@ -28,15 +30,36 @@ enum Frame {
 }
 
 /// The value of a one-document text, or `None` when serde-saphyr must read it.
+#[cfg(test)]
 pub(super) fn parse(text: &str, resolve: &dyn Fn(&str) -> Option<Value>) -> Option<Value> {
+    parse_recording(text, resolve, None)
+}
+
+/// [`parse`], also recording where each node starts into `tree` when given
+/// (what `positions` would otherwise parse the text again for).
+pub(super) fn parse_recording(
+    text: &str,
+    resolve: &dyn Fn(&str) -> Option<Value>,
+    mut tree: Option<&mut Tree>,
+) -> Option<Value> {
     let mut stack: Vec<Frame> = Vec::new();
+    // The tree indexes of the open collections, and where the mapping key
+    // whose value comes next starts.
+    let mut open: Vec<usize> = Vec::new();
+    let mut key_at = (0, 0);
     let mut root: Option<Value> = None;
     let mut documents = 0;
     let mut nodes = 0usize;
     // Comments carry no data; not collecting them saves a sixth of the parse.
     let options = granit_parser::options! { emit_comments: false };
     for event in Parser::new_from_str_with_options(text, options) {
-        let (event, _) = event.ok()?;
+        let (event, span) = event.ok()?;
+        let at = (span.start.line(), span.start.col() + 1);
+        if matches!(event, Event::SequenceEnd | Event::MappingEnd)
+            && let (Some(t), Some(i)) = (tree.as_deref_mut(), open.pop())
+        {
+            t.close(i);
+        }
         let value = match event {
             Event::StreamStart | Event::StreamEnd | Event::DocumentEnd => continue,
             Event::DocumentStart(..) => {
@@ -58,7 +81,11 @@ pub(super) fn parse(text: &str, resolve: &dyn Fn(&str) -> Option<Value>) -> Opti
                         return None;
                     }
                     *pending = Some(key);
+                    key_at = at;
                     continue;
+                }
+                if let Some(t) = tree.as_deref_mut() {
+                    record(t, &stack, key_at, at, false);
                 }
                 scalar(&text, style, resolve)?
             }
@@ -71,6 +98,10 @@ pub(super) fn parse(text: &str, resolve: &dyn Fn(&str) -> Option<Value>) -> Opti
                     return None;
                 }
                 nodes += 1;
+                if let Some(t) = tree.as_deref_mut() {
+                    let map = matches!(event, Event::MappingStart(..));
+                    open.push(record(t, &stack, key_at, at, map));
+                }
                 stack.push(if matches!(event, Event::SequenceStart(..)) {
                     Frame::Seq(Vec::new())
                 } else {
@@ -112,6 +143,21 @@ pub(super) fn parse(text: &str, resolve: &dyn Fn(&str) -> Option<Value>) -> Opti
         return None;
     }
     Some(root.unwrap_or(Value::Null))
+}
+
+/// Records a value node: a mapping's value at its key (`pending`, known
+/// from the open frame), anything else where it starts.
+fn record(
+    tree: &mut Tree,
+    stack: &[Frame],
+    key_at: (usize, usize),
+    at: (usize, usize),
+    map: bool,
+) -> usize {
+    match stack.last() {
+        Some(Frame::Map(_, Some(key))) => tree.open(Some(key), key_at.0, key_at.1, map),
+        _ => tree.open(None, at.0, at.1, map),
+    }
 }
 
 /// A mapping key as serde-saphyr hands it to `serde_json`: the text, except
@@ -230,10 +276,9 @@ mod tests {
         }
     }
 
-    /// Every document of the shared corpus reads to the same value both ways,
-    /// and the fast path takes nearly all of them (else it saves nothing).
-    #[test]
-    fn the_corpus_reads_the_same_both_ways() {
+    /// The YAML files of the shared corpus (none, outside CI, when it is
+    /// missing).
+    fn corpus_files() -> Vec<std::path::PathBuf> {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
         if !dir.join("pairs.json").exists() {
             assert!(
@@ -241,7 +286,7 @@ mod tests {
                 "corpus not found at {} (required when CI=true)",
                 dir.display()
             );
-            return;
+            return Vec::new();
         }
         let mut files = Vec::new();
         let mut dirs = vec![dir];
@@ -254,6 +299,18 @@ mod tests {
                     files.push(path);
                 }
             }
+        }
+        files.sort();
+        files
+    }
+
+    /// Every document of the shared corpus reads to the same value both ways,
+    /// and the fast path takes nearly all of them (else it saves nothing).
+    #[test]
+    fn the_corpus_reads_the_same_both_ways() {
+        let files = corpus_files();
+        if files.is_empty() {
+            return;
         }
         let (mut fast, mut total) = (0usize, 0usize);
         for file in &files {
@@ -279,6 +336,70 @@ mod tests {
         assert!(
             fast * 100 >= total * 95,
             "the fast path took {fast} of {total} documents"
+        );
+    }
+
+    /// Every path of a value: mapping keys and item indexes from the root.
+    fn paths(v: &Value, at: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+        out.push(at.clone());
+        let children: Vec<(String, &Value)> = match v {
+            Value::Object(m) => m.iter().map(|(k, c)| (k.clone(), c)).collect(),
+            Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (i.to_string(), c))
+                .collect(),
+            _ => Vec::new(),
+        };
+        for (seg, c) in children {
+            at.push(seg);
+            paths(c, at, out);
+            at.pop();
+        }
+    }
+
+    /// Positions recorded during the parse are the ones the second pass
+    /// finds, for every node of every fast-path document of the corpus (one
+    /// file in five, to keep the test short), and paths that are not there
+    /// are not found.
+    #[test]
+    fn recorded_positions_match_the_second_pass() {
+        use super::super::positions::DocumentText;
+        use std::sync::Arc;
+        let mut checked = 0usize;
+        for file in corpus_files().iter().step_by(5) {
+            let Ok(text) = std::fs::read_to_string(file) else {
+                continue;
+            };
+            for piece in crate::manifest::split::pieces(&text) {
+                let mut tree = Tree::default();
+                let Some(value) = parse_recording(&piece.text, &saphyr, Some(&mut tree)) else {
+                    continue;
+                };
+                let recorded = DocumentText::new(Arc::from(piece.text.as_str()), 3).with_tree(tree);
+                let reparsed = DocumentText::new(Arc::from(piece.text.as_str()), 3);
+                let mut all = Vec::new();
+                paths(&value, &mut Vec::new(), &mut all);
+                for p in &all {
+                    let p: Vec<&str> = p.iter().map(String::as_str).collect();
+                    assert_eq!(
+                        recorded.find(&p),
+                        reparsed.find(&p),
+                        "{} line {}: {p:?}",
+                        file.display(),
+                        piece.start_line
+                    );
+                    checked += 1;
+                }
+                for missing in [&["nope"][..], &["spec", "versions", "01"], &["spec", "-1"]] {
+                    assert_eq!(recorded.find(missing), reparsed.find(missing));
+                }
+            }
+        }
+        eprintln!("{checked} positions compared");
+        assert!(
+            checked > 100_000 || corpus_files().is_empty(),
+            "only {checked}"
         );
     }
 

@@ -119,6 +119,10 @@ pub struct SourceOptions {
     pub repo: Option<PathBuf>,
     /// How Helm charts' templates are rendered.
     pub helm: HelmOptions,
+    /// Record where each node starts while parsing, for reports that place
+    /// findings on lines (`-o json`, `sarif`, ...): cheaper than the second
+    /// parse a lookup needs otherwise, but not free, so only when wanted.
+    pub positions: bool,
 }
 
 /// A manifest text and the label its locations carry (a file path,
@@ -261,7 +265,7 @@ pub fn load_with(sources: &[Source], opts: &SourceOptions) -> Result<ManifestSet
     let mut documents = 0usize;
     for source in sources {
         let texts = read_texts(source, opts, &mut set.notices)?;
-        documents += load_texts(&texts, &mut set)?;
+        documents += load_texts(&texts, opts.positions, &mut set)?;
     }
     if set.crds.is_empty() {
         let names: Vec<String> = sources.iter().map(ToString::to_string).collect();
@@ -352,20 +356,21 @@ pub fn load_text(
         is_json,
         text: text.to_string(),
     };
-    load_texts(std::slice::from_ref(&text), set)
+    load_texts(std::slice::from_ref(&text), false, set)
 }
 
 /// One document to parse, with the label of the text it came from.
 enum Job<'a> {
     Json(&'a str, &'a str),
-    Yaml(split::Piece, &'a str),
+    /// A YAML document, and whether to record its positions.
+    Yaml(split::Piece, &'a str, bool),
 }
 
 impl Job<'_> {
     fn size(&self) -> usize {
         match self {
             Job::Json(text, _) => text.len(),
-            Job::Yaml(piece, _) => piece.text.len(),
+            Job::Yaml(piece, ..) => piece.text.len(),
         }
     }
 
@@ -379,7 +384,7 @@ impl Job<'_> {
                     DocumentText::new(Arc::from(*text), 1),
                 )))
             }
-            Job::Yaml(piece, file) => split::parse(piece, file),
+            Job::Yaml(piece, file, positions) => split::parse(piece, file, *positions),
         }
     }
 }
@@ -387,7 +392,11 @@ impl Job<'_> {
 /// Parses the documents of `texts` (in parallel when there is enough to
 /// share) and adds them in reading order, so the first error reported is
 /// the one a sequential read would stop at. Returns the documents read.
-fn load_texts(texts: &[Text], set: &mut ManifestSet) -> Result<usize, ManifestError> {
+fn load_texts(
+    texts: &[Text],
+    positions: bool,
+    set: &mut ManifestSet,
+) -> Result<usize, ManifestError> {
     let mut jobs = Vec::new();
     let mut per_text = Vec::with_capacity(texts.len());
     for text in texts {
@@ -398,7 +407,7 @@ fn load_texts(texts: &[Text], set: &mut ManifestSet) -> Result<usize, ManifestEr
             jobs.extend(
                 split::pieces(&text.text)
                     .into_iter()
-                    .map(|p| Job::Yaml(p, &text.label)),
+                    .map(|p| Job::Yaml(p, &text.label, positions)),
             );
         }
         per_text.push(jobs.len() - before);

@@ -7,6 +7,11 @@
 //! over it with granit-parser's events (the parser serde-saphyr itself
 //! uses), recording where every mapping key and sequence item starts. Only
 //! documents with findings are indexed, so a clean run pays nothing.
+//!
+//! When the caller knows it will need positions (`-o json`, `sarif`, ...),
+//! the fast YAML path records a [`Tree`] in the same parse instead: each
+//! node's start and the extent of its subtree, in document order, with no
+//! path strings and no second parse.
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -35,7 +40,101 @@ pub struct DocumentText {
     /// Path segments leading to this object inside the document (a `List`
     /// item is `items`, `3`), empty for a document that is the object.
     prefix: Vec<String>,
-    index: OnceLock<Option<HashMap<String, (usize, usize)>>>,
+    index: OnceLock<Option<Index>>,
+}
+
+/// How a document's positions are looked up.
+#[derive(Debug)]
+enum Index {
+    /// Recorded by the fast YAML path while the value was built.
+    Tree(Arc<Tree>),
+    /// Built by a second pass over the text, by path.
+    Paths(HashMap<String, (usize, usize)>),
+}
+
+/// Every node of one document in document order (a collection before its
+/// children): where it starts (for a mapping entry, where its key starts)
+/// and where its subtree ends. Finding a path walks it from the root,
+/// skipping each sibling's subtree in one step.
+#[derive(Debug, Default)]
+pub struct Tree {
+    nodes: Vec<TreeNode>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct TreeNode {
+    /// The hash of the mapping key this node is the value of (0 otherwise).
+    key: u64,
+    line: u32,
+    col: u32,
+    /// One past the last node of this subtree.
+    end: u32,
+    /// A mapping: children are found by key, else by position.
+    map: bool,
+}
+
+/// FNV-1a: keys are short and only compared among siblings, where two
+/// different keys with one 64-bit hash do not occur in practice (and would
+/// only misplace a line number).
+fn key_hash(key: &str) -> u64 {
+    key.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+impl Tree {
+    /// Records a node starting at `line`/`col` (1-based), the value of
+    /// mapping key `key` if any; returns its index for [`Tree::close`].
+    pub(super) fn open(&mut self, key: Option<&str>, line: usize, col: usize, map: bool) -> usize {
+        let at = self.nodes.len();
+        self.nodes.push(TreeNode {
+            key: key.map_or(0, key_hash),
+            line: u32::try_from(line).unwrap_or(u32::MAX),
+            col: u32::try_from(col).unwrap_or(u32::MAX),
+            end: u32::try_from(at + 1).unwrap_or(u32::MAX),
+            map,
+        });
+        at
+    }
+
+    /// Ends the subtree of the node at `at` (a collection) after the last
+    /// node recorded so far.
+    pub(super) fn close(&mut self, at: usize) {
+        let end = u32::try_from(self.nodes.len()).unwrap_or(u32::MAX);
+        if let Some(n) = self.nodes.get_mut(at) {
+            n.end = end;
+        }
+    }
+
+    /// Line and column of the node at `path` (keys and item indexes).
+    fn find(&self, path: &[&str]) -> Option<(usize, usize)> {
+        let nodes = &self.nodes;
+        let mut i = 0;
+        nodes.first()?;
+        for seg in path {
+            let parent = nodes[i];
+            let end = parent.end as usize;
+            let want_key = key_hash(seg);
+            // Item indexes as the path index writes them: no sign, no
+            // leading zero.
+            let want_item = seg.parse::<usize>().ok().filter(|n| n.to_string() == *seg);
+            if !parent.map && want_item.is_none() {
+                return None;
+            }
+            let (mut j, mut item) = (i + 1, 0);
+            loop {
+                let child = nodes.get(j).filter(|_| j < end)?;
+                if (parent.map && child.key == want_key) || (!parent.map && Some(item) == want_item)
+                {
+                    i = j;
+                    break;
+                }
+                j = (child.end as usize).max(j + 1);
+                item += 1;
+            }
+        }
+        Some((nodes[i].line as usize, nodes[i].col as usize))
+    }
 }
 
 /// Separates path segments in index keys (it occurs in no key we look up).
@@ -68,11 +167,16 @@ impl DocumentText {
     pub fn nested(&self, segments: &[&str]) -> DocumentText {
         let mut prefix = self.prefix.clone();
         prefix.extend(segments.iter().map(|s| s.to_string()));
+        // A recorded tree covers the whole document: items share it.
+        let index = OnceLock::new();
+        if let Some(Some(Index::Tree(tree))) = self.index.get() {
+            let _ = index.set(Some(Index::Tree(Arc::clone(tree))));
+        }
         DocumentText {
             text: Arc::clone(&self.text),
             first_line: self.first_line,
             prefix,
-            index: OnceLock::new(),
+            index,
         }
     }
 
@@ -81,10 +185,18 @@ impl DocumentText {
         self.text.len()
     }
 
+    /// The same document with the positions its parse recorded.
+    pub(super) fn with_tree(self, tree: Tree) -> DocumentText {
+        let index = OnceLock::new();
+        let _ = index.set(Some(Index::Tree(Arc::new(tree))));
+        DocumentText { index, ..self }
+    }
+
     /// Builds the index now (it is built on first use otherwise), so that
     /// callers can build the indexes of several documents in parallel.
     pub fn prepare(&self) {
-        self.index.get_or_init(|| index(&self.text));
+        self.index
+            .get_or_init(|| index(&self.text).map(Index::Paths));
     }
 
     /// Line and column (1-based, in the file) of the node at `path` (mapping
@@ -92,12 +204,17 @@ impl DocumentText {
     /// its key starts. `None` when the path is not in the document or the
     /// text does not parse.
     pub fn find(&self, path: &[&str]) -> Option<(usize, usize)> {
-        let index = self.index.get_or_init(|| index(&self.text)).as_ref()?;
+        let index = self
+            .index
+            .get_or_init(|| index(&self.text).map(Index::Paths))
+            .as_ref()?;
         let mut full: Vec<&str> = self.prefix.iter().map(String::as_str).collect();
         full.extend_from_slice(path);
-        index
-            .get(&key_of(&full))
-            .map(|&(line, col)| (self.first_line + line - 1, col))
+        let (line, col) = match index {
+            Index::Tree(tree) => tree.find(&full)?,
+            Index::Paths(paths) => *paths.get(&key_of(&full))?,
+        };
+        Some((self.first_line + line - 1, col))
     }
 }
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::fast_yaml;
-use super::positions::DocumentText;
+use super::positions::{DocumentText, Tree};
 use super::{Location, ManifestError};
 
 /// A parsed document, where it starts, and its text (for positions inside it).
@@ -74,18 +74,27 @@ pub(super) fn pieces(text: &str) -> Vec<Piece> {
 fn documents(text: &str, file: &str) -> Result<Vec<Document>, ManifestError> {
     let mut docs = Vec::new();
     for piece in pieces(text) {
-        docs.extend(parse(&piece, file)?);
+        docs.extend(parse(&piece, file, false)?);
     }
     Ok(docs)
 }
 
 /// Parses one document; an empty one (`null`) is `None`.
-pub(super) fn parse(piece: &Piece, file: &str) -> Result<Option<Document>, ManifestError> {
+/// With `positions`, the fast path also records where each node starts.
+pub(super) fn parse(
+    piece: &Piece,
+    file: &str,
+    positions: bool,
+) -> Result<Option<Document>, ManifestError> {
     let Piece { text, start_line } = piece;
     let start_line = *start_line;
-    let parsed = match fast_yaml::parse(text, &resolve_scalar) {
+    let mut tree = positions.then(Tree::default);
+    let parsed = match fast_yaml::parse_recording(text, &resolve_scalar, tree.as_mut()) {
         Some(value) => Ok(value),
-        None => serde_saphyr::from_str_with_options::<Value>(text, options()),
+        None => {
+            tree = None;
+            serde_saphyr::from_str_with_options::<Value>(text, options())
+        }
     };
     match parsed {
         Ok(Value::Null) => Ok(None),
@@ -104,7 +113,12 @@ pub(super) fn parse(piece: &Piece, file: &str) -> Result<Option<Document>, Manif
                     file: file.to_string(),
                     line: start_line + offset,
                 },
-                DocumentText::new(Arc::from(text.as_str()), start_line),
+                match tree {
+                    Some(tree) => {
+                        DocumentText::new(Arc::from(text.as_str()), start_line).with_tree(tree)
+                    }
+                    None => DocumentText::new(Arc::from(text.as_str()), start_line),
+                },
             )))
         }
         Err(e) => {
