@@ -113,7 +113,7 @@ catalog! {
     EmbeddedResource => "embeddedResource", Error, "x-kubernetes-embedded-resource changed: apiVersion/kind/metadata handling changes.";
     OneOf => "oneOf", Error, "oneOf added or a branch removed (error); a branch added: error if it overlaps an old one, info if disjoint, warning if undecidable; never ratcheted.";
     AnyOf => "anyOf", Error, "anyOf added or a branch removed; never ratcheted (branch added: info).";
-    AllOf => "allOf", Error, "allOf added or a branch added; never ratcheted.";
+    AllOf => "allOf", Error, "allOf added or a branch added; never ratcheted (value constraints moved between allOf and the field: info).";
     Not => "not", Error, "not added or changed; never ratcheted.";
     Description => "description", Info, "description, title, example or externalDocs changed, on a field or inside allOf/anyOf/oneOf/not: documentation only (never fails).";
     // Across versions of the new CRD.

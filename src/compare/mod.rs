@@ -235,40 +235,112 @@ pub fn compare_crds(
         }
     }
     cross_version::check(Some(old), new, options, &mut out);
-    soften_dormant_versions(old, new, stored, &mut out);
+    grade_unserved_versions(old, new, stored, &mut out);
     out
 }
 
-/// A version served in neither release and not stored: nobody can read or
-/// write objects through it, so its schema and subresources cannot break
-/// anything. Its findings become info; warnings when the stored versions
-/// are only assumed (it may still hold objects the manifest cannot show).
-fn soften_dormant_versions(old: &Crd, new: &Crd, stored: &StoredVersions, out: &mut [Finding]) {
-    let dormant = |name: &str| {
+/// What a change to a version's schema or entry can reach.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reach {
+    /// Only requests made through that version: validation, subresources,
+    /// printer columns, field selectors, documentation.
+    Requests,
+    /// Objects stored in that version too: the API server decodes each
+    /// object with the schema of the version it is stored in, whatever
+    /// version the client asked for, so pruning and defaulting follow that
+    /// schema (`tests/live_unserved_stored.rs`).
+    StoredObjects,
+}
+
+impl Reach {
+    /// Checks not listed as request-only are taken to reach stored objects,
+    /// so a check added later is graded conservatively.
+    fn of(check: Check) -> Reach {
+        use Check::*;
+        match check {
+            Required | Enum | Minimum | Maximum | MinLength | MaxLength | MinItems | MaxItems
+            | MinProperties | MaxProperties | ExclusiveMinimum | ExclusiveMaximum | MultipleOf
+            | UniqueItems | Pattern | Format | XValidations | ListType | MapType | IntOrString
+            | OneOf | AnyOf | AllOf | Not | Description | Subresources | PrinterColumns
+            | SelectableFields | Deprecation => Reach::Requests,
+            _ => Reach::StoredObjects,
+        }
+    }
+}
+
+/// Grades findings on a version served in neither release. Nobody sends
+/// requests through it, so what only matters to requests is info. What
+/// reaches stored objects depends on whether any are stored in it: if
+/// so, it keeps its severity and says why (those objects are pruned and
+/// defaulted by this version's schema on every read); if not, info, or a
+/// warning when the stored versions are only assumed (it may still hold
+/// objects the manifest cannot show).
+fn grade_unserved_versions(old: &Crd, new: &Crd, stored: &StoredVersions, out: &mut [Finding]) {
+    let unserved = |name: &str| {
         let served = |c: &Crd| c.version(name).is_some_and(|v| v.spec.served);
-        old.version(name).is_some()
-            && new.version(name).is_some()
-            && !served(old)
-            && !served(new)
-            && !stored.versions.iter().any(|v| v == name)
-    };
-    let (severity, why) = match stored.source {
-        StoredVersionsSource::Assumed => (
-            Severity::Warning,
-            "served in neither release; no object is stored in it if status.storedVersions does not list it (ASSUMED here), in which case this cannot break anything",
-        ),
-        _ => (
-            Severity::Info,
-            "served in neither release and not in status.storedVersions: no client reads or writes through it, so this cannot break anything",
-        ),
+        old.version(name).is_some() && new.version(name).is_some() && !served(old) && !served(new)
     };
     for f in out.iter_mut() {
         let Some(v) = f.version.as_deref() else {
             continue;
         };
-        if f.severity > severity && dormant(v) {
-            f.severity = severity;
-            f.message = format!("{} (version {v} is {why})", f.message);
+        if !unserved(v) {
+            continue;
+        }
+        let is_stored = stored.versions.iter().any(|s| s == v);
+        let (severity, why) = match (Reach::of(f.check), is_stored, stored.source) {
+            (Reach::Requests, _, _) => (
+                Severity::Info,
+                format!(
+                    "version {v} is not served in either release: no request is validated or answered through it, so this cannot break anything"
+                ),
+            ),
+            (Reach::StoredObjects, true, _) => {
+                let effect = match f.check {
+                    Check::Default => {
+                        "defaulted by this version's schema whenever they are read, through any version"
+                    }
+                    Check::ExistingFieldRemoval
+                    | Check::PreserveUnknownFields
+                    | Check::AdditionalProperties
+                    | Check::Nullable
+                    | Check::EmbeddedResource => {
+                        "pruned by this version's schema whenever they are read, through any version, and lost on their next write"
+                    }
+                    _ => {
+                        "decoded (pruned and defaulted) with this version's schema whenever they are read, through any version"
+                    }
+                };
+                (
+                    f.severity,
+                    format!(
+                        "version {v} is served in neither release but still in {}: the objects stored in it are {effect}; `kubectl crd-safety migrate` moves them to the storage version first",
+                        if stored.source == StoredVersionsSource::Assumed {
+                            "the assumed stored versions".to_string()
+                        } else {
+                            stored.source.to_string()
+                        }
+                    ),
+                )
+            }
+            (Reach::StoredObjects, false, StoredVersionsSource::Assumed) => (
+                Severity::Warning,
+                format!(
+                    "version {v} is served in neither release; no object is stored in it if status.storedVersions does not list it (ASSUMED here), in which case this cannot break anything"
+                ),
+            ),
+            (Reach::StoredObjects, false, _) => (
+                Severity::Info,
+                format!(
+                    "version {v} is served in neither release and not in {}: no object is stored in it and no client reads or writes through it, so this cannot break anything",
+                    stored.source
+                ),
+            ),
+        };
+        // Info findings stay as they are: there is nothing to explain away.
+        if f.severity > Severity::Info {
+            f.severity = f.severity.min(severity);
+            f.message = format!("{} ({why})", f.message);
         }
     }
 }

@@ -15,4 +15,6 @@ mod config;
 mod crd_level;
 mod cross_version;
 mod fields;
+mod restructured;
+mod unserved;
 mod v1beta1;

@@ -7,10 +7,12 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::docs::DOC_KEYWORDS;
+use super::restructured::without_implied_types;
 use super::{FieldCheck, Node};
 use crate::compare::messages::NOT_RATCHETED;
 use crate::compare::one_of;
 use crate::compare::{Check, Severity};
+use crate::schema::Schema;
 
 impl Node<'_, '_> {
     pub(super) fn combinator(&mut self, c: &FieldCheck) {
@@ -25,13 +27,15 @@ impl Node<'_, '_> {
         }
         let (o, n) = self.kw(kw);
         let (o, n) = (o.cloned(), n.cloned());
-        let old_set = branches(o.as_ref(), Docs::Strip);
-        let new_set = branches(n.as_ref(), Docs::Strip);
+        let old_set = branches(o.as_ref(), Docs::Strip, self.old);
+        let new_set = branches(n.as_ref(), Docs::Strip, self.new);
         let removed = old_set.keys().filter(|k| !new_set.contains_key(*k)).count();
         let added = new_set.keys().filter(|k| !old_set.contains_key(*k)).count();
         if removed == 0 && added == 0 {
             // The same constraints, reordered or documented differently.
-            if branches(o.as_ref(), Docs::Keep) != branches(n.as_ref(), Docs::Keep) {
+            if branches(o.as_ref(), Docs::Keep, self.old)
+                != branches(n.as_ref(), Docs::Keep, self.new)
+            {
                 self.documentation_changed(
                     format!("documentation inside {kw} changed"),
                     o.as_ref(),
@@ -108,7 +112,7 @@ impl Node<'_, '_> {
                     let new_branches = n.as_ref().and_then(Value::as_array).unwrap_or(&empty);
                     let is_added: Vec<bool> = new_branches
                         .iter()
-                        .map(|b| !old_set.contains_key(&canonical(b, Docs::Strip)))
+                        .map(|b| !old_set.contains_key(&branch(b, Docs::Strip, self.new)))
                         .collect();
                     let max_properties = self
                         .new
@@ -154,13 +158,15 @@ impl Node<'_, '_> {
         let (o, n) = (o.cloned(), n.cloned());
         let Some(nv) = &n else { return };
         if let Some(ov) = &o
-            && canonical(ov, Docs::Strip) == canonical(nv, Docs::Strip)
+            && branch(ov, Docs::Strip, self.old) == branch(nv, Docs::Strip, self.new)
         {
-            self.documentation_changed(
-                "documentation inside not changed".to_string(),
-                o.as_ref(),
-                n.as_ref(),
-            );
+            if branch(ov, Docs::Keep, self.old) != branch(nv, Docs::Keep, self.new) {
+                self.documentation_changed(
+                    "documentation inside not changed".to_string(),
+                    o.as_ref(),
+                    n.as_ref(),
+                );
+            }
             return;
         }
         let what = if o.is_none() { "added" } else { "changed" };
@@ -233,8 +239,16 @@ pub(super) fn canonical(v: &Value, docs: Docs) -> String {
     schema(v, docs).to_string()
 }
 
-pub(super) fn branches(v: Option<&Value>, docs: Docs) -> BTreeMap<String, ()> {
+/// The identities of a junctor's branches, as a set: the same branches
+/// in another order are the same constraint.
+pub(super) fn branches(v: Option<&Value>, docs: Docs, parent: &Schema) -> BTreeMap<String, ()> {
     v.and_then(Value::as_array)
-        .map(|a| a.iter().map(|b| (canonical(b, docs), ())).collect())
+        .map(|a| a.iter().map(|b| (branch(b, docs, parent), ())).collect())
         .unwrap_or_default()
+}
+
+/// A branch's identity under `parent`: a `type` the parent already
+/// requires is left out, as it accepts nothing more or less there.
+fn branch(b: &Value, docs: Docs, parent: &Schema) -> String {
+    canonical(&without_implied_types(b, Some(parent)), docs)
 }

@@ -13,6 +13,7 @@ mod combinators;
 mod docs;
 mod lists;
 mod presence;
+mod restructured;
 mod shape;
 #[cfg(test)]
 mod tests;
@@ -59,15 +60,24 @@ fn walk_at(
     if old == new {
         return;
     }
+    // Value constraints written in allOf are compared as if written on the
+    // node, so moving them between the two is not a change.
+    let (folded_old, folded_new) = (
+        restructured::fold_all_of(old),
+        restructured::fold_all_of(new),
+    );
     let mut node = Node {
         ctx,
         path: path.to_string(),
         field_path: path,
-        old,
-        new,
+        old: folded_old.as_ref().unwrap_or(old),
+        new: folded_new.as_ref().unwrap_or(new),
         out,
     };
     node.run_checks();
+    if !ctx.cross_version {
+        node.all_of_restructured(old, new);
+    }
     for (name, old_child) in &old.properties {
         if let Some(new_child) = new.properties.get(name) {
             walk_at(ctx, &path.property(name), old_child, new_child, out);
