@@ -1,8 +1,14 @@
 //! What placing findings on lines costs: `kubectl crd-safety diff` before
 //! rendering (`full`: read, parse, compare) against the same plus
-//! [`locate`] (`located`: the second, event-only pass over each document
-//! with findings, and a lookup per finding). Their ratio is the price of
-//! positions; it is paid by every run, whatever the output format.
+//! [`locate`], two ways:
+//! - `located`: a second, event-only pass over each document with findings,
+//!   and a lookup per finding (what a library caller that loads without
+//!   `SourceOptions::positions` gets);
+//! - `recorded`: positions recorded by the first parse (what the CLI does
+//!   for `-o json`, `yaml`, `sarif` and `github`), and a lookup per finding.
+//!
+//! Their ratios to `full` are the price of positions, paid only by the
+//! formats that show them.
 //!
 //! Pairs are the largest of the shared corpus (`../shared/corpus`, or
 //! `$CRD_SAFETY_CORPUS`); a missing corpus benchmarks nothing.
@@ -15,7 +21,7 @@ use std::time::Duration;
 use crd_safety::config::Config;
 use crd_safety::diff::{StoredVersionsArg, diff};
 use crd_safety::locate::locate;
-use crd_safety::manifest::{self, ManifestSet, Source};
+use crd_safety::manifest::{self, ManifestSet, Source, SourceOptions};
 use criterion::{Criterion, SamplingMode, criterion_group, criterion_main};
 
 #[path = "support/mod.rs"]
@@ -28,6 +34,15 @@ const TIMED: &[&str] = &["argocds", "prometheuses", "external-secrets"];
 
 fn load(path: &Path) -> ManifestSet {
     manifest::load(&[Source::Path(path.to_path_buf())])
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn load_recording(path: &Path) -> ManifestSet {
+    let opts = SourceOptions {
+        positions: true,
+        ..SourceOptions::default()
+    };
+    manifest::load_with(&[Source::Path(path.to_path_buf())], &opts)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -69,6 +84,15 @@ fn bench_positions(c: &mut Criterion) {
         group.bench_function("located", |b| {
             b.iter(|| {
                 let (old, new) = (load(black_box(&old_path)), load(black_box(&new_path)));
+                let mut report = diff(&old, &new, &stored, &config);
+                locate(&mut report, &old, &new);
+                report
+            })
+        });
+        group.bench_function("recorded", |b| {
+            b.iter(|| {
+                let old = load_recording(black_box(&old_path));
+                let new = load_recording(black_box(&new_path));
                 let mut report = diff(&old, &new, &stored, &config);
                 locate(&mut report, &old, &new);
                 report
