@@ -3,7 +3,7 @@
 //! [`locate`], two ways:
 //! - `located`: a second, event-only pass over each document with findings,
 //!   and a lookup per finding (what a library caller that loads without
-//!   `SourceOptions::positions` gets);
+//!   `Positions::Recorded` gets);
 //! - `recorded`: positions recorded by the first parse (what the CLI does
 //!   for `-o json`, `yaml`, `sarif` and `github`), and a lookup per finding.
 //!
@@ -21,7 +21,7 @@ use std::time::Duration;
 use crd_safety::config::Config;
 use crd_safety::diff::{StoredVersionsArg, diff};
 use crd_safety::locate::locate;
-use crd_safety::manifest::{self, ManifestSet, Source, SourceOptions};
+use crd_safety::manifest::{self, ManifestSet, Positions, Source, SourceOptions};
 use criterion::{Criterion, SamplingMode, criterion_group, criterion_main};
 
 #[path = "support/mod.rs"]
@@ -39,7 +39,7 @@ fn load(path: &Path) -> ManifestSet {
 
 fn load_recording(path: &Path) -> ManifestSet {
     let opts = SourceOptions {
-        positions: true,
+        positions: Positions::Recorded,
         ..SourceOptions::default()
     };
     manifest::load_with(&[Source::Path(path.to_path_buf())], &opts)

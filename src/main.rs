@@ -27,7 +27,7 @@ use crd_safety::config::{Config, FailMode, Mode};
 use crd_safety::diff::{StoredVersionsArg, diff};
 use crd_safety::live::LiveCheck;
 use crd_safety::locate::locate;
-use crd_safety::manifest::{self, HelmOptions, Source, SourceOptions};
+use crd_safety::manifest::{self, HelmOptions, Positions, Source, SourceOptions};
 use crd_safety::report::{
     Report, TableOptions, render_github, render_markdown, render_migration_outcome,
     render_migration_plan, render_outcomes, render_sarif, render_table, retries_line,
@@ -245,7 +245,11 @@ fn source_options(args: &SourceArgs, report: &ReportArgs) -> SourceOptions {
             set: args.helm_set.clone(),
             require: args.require_helm,
         },
-        positions: places_findings(report.output),
+        positions: if places_findings(report.output) {
+            Positions::Recorded
+        } else {
+            Positions::Never
+        },
     }
 }
 

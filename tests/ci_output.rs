@@ -172,6 +172,31 @@ fn findings_read_from_stdin_know_their_line_too() {
     );
 }
 
+/// Positions are recorded while parsing, but a document the fast YAML path
+/// leaves to serde-saphyr (here: an anchor) is placed by the second pass,
+/// on the same line and column.
+#[test]
+fn a_document_with_an_anchor_is_placed_too() {
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(NEW))
+        .expect("the example is readable")
+        .replacen(
+            "kind: CustomResourceDefinition",
+            "kind: &k CustomResourceDefinition",
+            1,
+        );
+    let r = run(&["diff", OLD, "-", "-o", "json"], Some(&text));
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let v: Value = serde_json::from_str(&r.stdout).expect("JSON");
+    let minimum = v["crds"][0]["findings"]
+        .as_array()
+        .and_then(|f| f.iter().find(|f| f["check"] == "minimum"))
+        .expect("a minimum finding");
+    assert_eq!(
+        minimum["location"],
+        serde_json::json!({"file": "<stdin>", "line": 35, "column": 17})
+    );
+}
+
 #[test]
 fn a_corpus_pair_is_placed_on_its_lines_in_sarif_and_github_output() {
     if !have_corpus() {

@@ -376,8 +376,8 @@ mod tests {
                 let Some(value) = parse_recording(&piece.text, &saphyr, Some(&mut tree)) else {
                     continue;
                 };
-                let recorded = DocumentText::new(Arc::from(piece.text.as_str()), 3).with_tree(tree);
-                let reparsed = DocumentText::new(Arc::from(piece.text.as_str()), 3);
+                let recorded = DocumentText::new(Arc::clone(&piece.text), 3).with_tree(tree);
+                let reparsed = DocumentText::new(Arc::clone(&piece.text), 3);
                 let mut all = Vec::new();
                 paths(&value, &mut Vec::new(), &mut all);
                 for p in &all {

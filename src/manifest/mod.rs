@@ -119,10 +119,23 @@ pub struct SourceOptions {
     pub repo: Option<PathBuf>,
     /// How Helm charts' templates are rendered.
     pub helm: HelmOptions,
-    /// Record where each node starts while parsing, for reports that place
-    /// findings on lines (`-o json`, `sarif`, ...): cheaper than the second
-    /// parse a lookup needs otherwise, but not free, so only when wanted.
-    pub positions: bool,
+    /// What the parsed documents keep for placing findings on lines.
+    pub positions: Positions,
+}
+
+/// Whether and how loaded documents can answer where a node is (for the
+/// reports that place findings on lines: `-o json`, `sarif`, ...).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Positions {
+    /// Keep each document's text; the first lookup parses it a second time.
+    #[default]
+    OnDemand,
+    /// Record them in the first parse, and let the text go (documents the
+    /// fast YAML path does not read fall back to `OnDemand`).
+    Recorded,
+    /// Keep nothing: no lookup will be made (the text is as large as the
+    /// manifest, one more copy at peak memory).
+    Never,
 }
 
 /// A manifest text and the label its locations carry (a file path,
@@ -356,14 +369,14 @@ pub fn load_text(
         is_json,
         text: text.to_string(),
     };
-    load_texts(std::slice::from_ref(&text), false, set)
+    load_texts(std::slice::from_ref(&text), Positions::OnDemand, set)
 }
 
 /// One document to parse, with the label of the text it came from.
 enum Job<'a> {
     Json(&'a str, &'a str),
     /// A YAML document, and whether to record its positions.
-    Yaml(split::Piece, &'a str, bool),
+    Yaml(split::Piece, &'a str, Positions),
 }
 
 impl Job<'_> {
@@ -384,7 +397,9 @@ impl Job<'_> {
                     DocumentText::new(Arc::from(*text), 1),
                 )))
             }
-            Job::Yaml(piece, file, positions) => split::parse(piece, file, *positions),
+            Job::Yaml(piece, file, positions) => {
+                split::parse(piece, file, *positions == Positions::Recorded)
+            }
         }
     }
 }
@@ -394,7 +409,7 @@ impl Job<'_> {
 /// the one a sequential read would stop at. Returns the documents read.
 fn load_texts(
     texts: &[Text],
-    positions: bool,
+    positions: Positions,
     set: &mut ManifestSet,
 ) -> Result<usize, ManifestError> {
     let mut jobs = Vec::new();
@@ -421,7 +436,8 @@ fn load_texts(
         for result in results.by_ref().take(count) {
             if let Some((value, location, text)) = result? {
                 documents += 1;
-                add_object(value, location, Some(Arc::new(text)), set)?;
+                let text = (positions != Positions::Never).then(|| Arc::new(text));
+                add_object(value, location, text, set)?;
             }
         }
         set.files += 1;

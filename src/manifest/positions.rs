@@ -180,16 +180,23 @@ impl DocumentText {
         }
     }
 
-    /// The length of the text in bytes: what indexing it costs.
+    /// The length of the text in bytes: what indexing it costs (nothing
+    /// when its parse recorded the positions).
     pub fn size(&self) -> usize {
         self.text.len()
     }
 
-    /// The same document with the positions its parse recorded.
+    /// The same document with the positions its parse recorded. The text
+    /// itself is no longer needed then, and is let go (it is as large as the
+    /// manifest).
     pub(super) fn with_tree(self, tree: Tree) -> DocumentText {
         let index = OnceLock::new();
         let _ = index.set(Some(Index::Tree(Arc::new(tree))));
-        DocumentText { index, ..self }
+        DocumentText {
+            text: Arc::from(""),
+            index,
+            ..self
+        }
     }
 
     /// Builds the index now (it is built on first use otherwise), so that

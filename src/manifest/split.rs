@@ -29,8 +29,10 @@ fn is_blank(text: &str) -> bool {
 }
 
 /// One document's text and the file line it starts at, before parsing.
+/// Shared with the parsed document's [`DocumentText`] rather than copied:
+/// manifests are large, and each copy is one more at peak memory.
 pub(super) struct Piece {
-    pub text: String,
+    pub text: Arc<str>,
     pub start_line: usize,
 }
 
@@ -45,7 +47,7 @@ pub(super) fn pieces(text: &str) -> Vec<Piece> {
         let piece = std::mem::take(current);
         if !is_blank(&piece) {
             out.push(Piece {
-                text: piece,
+                text: Arc::from(piece),
                 start_line,
             });
         }
@@ -80,15 +82,15 @@ fn documents(text: &str, file: &str) -> Result<Vec<Document>, ManifestError> {
 }
 
 /// Parses one document; an empty one (`null`) is `None`.
-/// With `positions`, the fast path also records where each node starts.
+/// With `record`, the fast path also records where each node starts.
 pub(super) fn parse(
     piece: &Piece,
     file: &str,
-    positions: bool,
+    record: bool,
 ) -> Result<Option<Document>, ManifestError> {
     let Piece { text, start_line } = piece;
     let start_line = *start_line;
-    let mut tree = positions.then(Tree::default);
+    let mut tree = record.then(Tree::default);
     let parsed = match fast_yaml::parse_recording(text, &resolve_scalar, tree.as_mut()) {
         Some(value) => Ok(value),
         None => {
@@ -114,10 +116,8 @@ pub(super) fn parse(
                     line: start_line + offset,
                 },
                 match tree {
-                    Some(tree) => {
-                        DocumentText::new(Arc::from(text.as_str()), start_line).with_tree(tree)
-                    }
-                    None => DocumentText::new(Arc::from(text.as_str()), start_line),
+                    Some(tree) => DocumentText::new(Arc::clone(text), start_line).with_tree(tree),
+                    None => DocumentText::new(Arc::clone(text), start_line),
                 },
             )))
         }
