@@ -714,3 +714,81 @@ fn self_size_and_matches_agree_with_the_cel_crate() {
         assert!(reasons[2].1.contains("not a valid regex"), "{reasons:#?}");
     }
 }
+
+/// A schema whose rules use what `cel_direct` decides and what it leaves to
+/// the `cel` crate (formats, doubles, maps, nulls, root metadata).
+fn direct_schema() -> Value {
+    json!({"type": "object",
+        "x-kubernetes-validations": [{"rule": "!has(self.spec.name) || self.spec.name != self.metadata.name"}],
+        "properties": {"spec": {"type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "!has(self.lo) || !has(self.hi) || self.lo <= self.hi", "message": "lo <= hi"},
+            {"rule": "self.mode in ['A', 'B']", "messageExpression": "'mode ' + self.mode"},
+            {"rule": "(has(self.items) ? size(self.items) : 0) + (has(self.tags) ? self.tags.size() : 0) < 5"},
+            {"rule": "!has(self.when) || self.when > timestamp('2024-01-01T00:00:00Z')"},
+            {"rule": "!has(self.ratio) || self.ratio >= 0.5"},
+            {"rule": "self.lo > 1"}
+        ],
+        "properties": {
+            "name": {"type": "string", "x-kubernetes-validations": [
+                {"rule": "self.startsWith('n-')"}, {"rule": "self.matches('^n-[a-z]+$')"},
+                {"rule": "size(self) < 6 && !self.contains('--') && !self.endsWith('-')"}]},
+            "lo": {"type": "integer"}, "hi": {"type": "integer"},
+            "mode": {"type": "string", "default": "A"},
+            "when": {"type": "string", "format": "date-time"},
+            "ratio": {"type": "number"},
+            "tags": {"type": "array", "items": {"type": "string"},
+                "x-kubernetes-validations": [{"rule": "!('*' in self && self.size() > 1)"}]},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"},
+                "x-kubernetes-validations": [{"rule": "self.all(k, k.size() < 3)"}, {"rule": "!has(self.x)"}]},
+            "items": {"type": "array",
+                "x-kubernetes-validations": [
+                    {"rule": "self.filter(f, f.type == 'A').size() <= 1"},
+                    {"rule": "self.all(x, self.exists_one(y, x.type == y.type))"},
+                    {"rule": "self.map(x, x.type).exists(t, t == 'C') || self.size() == 0"},
+                    {"rule": "self.size() == 0 || self[0].type != 'B'"}],
+                "items": {"type": "object", "properties": {
+                    "type": {"type": "string"}, "a": {"type": "string"},
+                    "b": {"type": "integer", "nullable": true}},
+                    "x-kubernetes-validations": [
+                        {"rule": "!(has(self.a) && self.type != 'A')", "fieldPath": ".a"},
+                        {"rule": "!has(self.b) || self.b == null || self.b > 0"}]}}}}}})
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+    /// Evaluating in place gives the same outcome as the `cel` crate alone.
+    #[test]
+    fn direct_evaluation_agrees_with_the_cel_crate(
+        fields in proptest::collection::vec((0usize..9, 0usize..12), 0..9),
+    ) {
+        use proptest::prelude::*;
+        let scalars = [json!(null), json!("A"), json!("B"), json!("C"), json!("n-ab"),
+            json!("n--"), json!("*"), json!(0), json!(3), json!(-2), json!(1.5),
+            json!("2023-05-01T00:00:00Z")];
+        let names = ["name", "lo", "hi", "mode", "when", "ratio", "tags", "labels", "items"];
+        let mut spec = serde_json::Map::new();
+        for (f, s) in &fields {
+            let v = match names[*f] {
+                "tags" => json!(scalars.iter().skip(*s).step_by(3).cloned().collect::<Vec<_>>()),
+                "labels" => json!({"ab": scalars[*s], "x": "y"}).as_object().map(|m| {
+                    Value::Object(m.iter().take(*s % 3).map(|(k, v)| (k.clone(), v.clone())).collect())
+                }).unwrap_or_default(),
+                "items" => json!((0..*s % 4).map(|i| {
+                    let mut o = json!({"type": scalars[(s + i) % 4 + 1], "b": scalars[(s * 3 + i) % 12]});
+                    if (s + i) % 3 == 0 { o["a"] = json!("x"); }
+                    o
+                }).collect::<Vec<_>>()),
+                _ => scalars[*s].clone(),
+            };
+            spec.insert(names[*f].to_string(), v);
+        }
+        let object = json!({"metadata": {"name": "n-ab"}, "spec": spec});
+        let v = validator(direct_schema());
+        let mut direct = ValidationOutcome::default();
+        let mut slow = ValidationOutcome::default();
+        cel::evaluate_with(&v.root, &object, &mut direct, true);
+        cel::evaluate_with(&v.root, &object, &mut slow, false);
+        prop_assert_eq!(direct, slow, "{}", object);
+    }
+}
