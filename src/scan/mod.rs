@@ -413,15 +413,20 @@ async fn list_and_validate(
         let v = Arc::clone(listing.validator);
         let data_loss_only = listing.data_loss_only;
         let checking = tokio::task::spawn_blocking(move || {
-            let outcomes = crate::parallel::map(&items, |_| 1, PARALLEL_OBJECTS, |o| {
-                let mut outcome = v.validate(o);
-                if data_loss_only {
-                    outcome.violations.clear();
-                    outcome.not_evaluated.clear();
-                    outcome.pruned.retain(|p| p.kind != PrunedKind::Defaulted);
-                }
-                outcome
-            });
+            let outcomes = crate::parallel::map(
+                &items,
+                |_| 1,
+                PARALLEL_OBJECTS,
+                |o| {
+                    let mut outcome = v.validate(o);
+                    if data_loss_only {
+                        outcome.violations.clear();
+                        outcome.not_evaluated.clear();
+                        outcome.pruned.retain(|p| p.kind != PrunedKind::Defaulted);
+                    }
+                    outcome
+                },
+            );
             (items, outcomes)
         });
         let fetching = async {

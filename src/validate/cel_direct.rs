@@ -249,6 +249,22 @@ fn eval<'a>(expr: &'a IdedExpr, scope: &mut Scope<'a>) -> Option<Val<'a>> {
                 }
                 (None, operators::IN, 2) => {
                     let needle = eval(&args[0], scope)?;
+                    if let Expr::List(list) = &args[1].expr
+                        && list.optional_indices.is_empty()
+                        && list
+                            .elements
+                            .iter()
+                            .all(|e| matches!(e.expr, Expr::Literal(_)))
+                    {
+                        // `x in ['a', 'b']`: no list built on every call
+                        // (literals cannot fail, so stopping early is safe).
+                        for e in &list.elements {
+                            if equal(&eval(e, scope)?, &needle)? {
+                                return Some(Val::Bool(true));
+                            }
+                        }
+                        return Some(Val::Bool(false));
+                    }
                     let hay = eval(&args[1], scope)?;
                     for i in 0..len(&hay)? {
                         if equal(&item(&hay, i)?, &needle)? {

@@ -792,3 +792,83 @@ proptest::proptest! {
         prop_assert_eq!(direct, slow, "{}", object);
     }
 }
+
+/// HTTPRoute's own rules (Gateway API v1.6.1, from the corpus when present)
+/// on routes that pass and routes that break them: the same outcome either
+/// way.
+#[test]
+fn direct_evaluation_agrees_on_http_routes() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../shared/corpus/gateway-api-standard/v1.6.1/gateway.networking.k8s.io_httproutes.yaml",
+    );
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        eprintln!("notice: {} not found; skipping", path.display());
+        return;
+    };
+    let crd: Value = serde_yaml::from_str(&text).expect("CRD parses");
+    let schema = crd["spec"]["versions"]
+        .as_array()
+        .and_then(|vs| vs.iter().find(|v| v["name"] == "v1"))
+        .map(|v| v["schema"]["openAPIV3Schema"].clone())
+        .expect("v1 schema");
+    let v = validator(schema);
+    let filter = |t: &str, body: Value| {
+        let mut f = json!({"type": t});
+        if let Some(k) = body.as_object().and_then(|b| b.keys().next()) {
+            f[k] = body[k].clone();
+        }
+        f
+    };
+    let redirect = json!({"requestRedirect": {"path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/x"}}});
+    let rewrite =
+        json!({"urlRewrite": {"path": {"type": "ReplaceFullPath", "replacePrefixMatch": "/x"}}});
+    let mirror = json!({"requestMirror": {"backendRef": {"name": "m", "group": "", "kind": "Service"},
+        "percent": 5, "fraction": {"numerator": 3, "denominator": 2}}});
+    let cors = json!({"cors": {"allowOrigins": ["*", "https://a"], "allowMethods": ["GET"]}});
+    let specs = [
+        json!({"parentRefs": [{"name": "gw"}, {"name": "gw"}], "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": "//a/../"}}]}]}),
+        json!({"parentRefs": [{"name": "gw", "namespace": "a"}, {"name": "gw", "namespace": "b", "sectionName": "x"}],
+            "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": "/a"}}, {"path": {"type": "Exact", "value": "/b%2F"}}],
+                "filters": [filter("RequestRedirect", redirect.clone()), filter("URLRewrite", rewrite.clone())],
+                "backendRefs": [{"name": "b", "filters": [filter("RequestMirror", mirror.clone())]}]}]}),
+        json!({"rules": [{"matches": [{"path": {"type": "RegularExpression", "value": "^/a.*"}}],
+                "filters": [filter("CORS", cors.clone()), filter("CORS", cors.clone()), filter("RequestMirror", json!({}))],
+                "backendRefs": [{"name": "b", "kind": "Service", "group": ""}],
+                "timeouts": {"request": "10s", "backendRequest": "20s"}}]}),
+        json!({"rules": [{"filters": [filter("RequestRedirect", redirect.clone())], "backendRefs": [{"name": "b", "port": 80}]},
+                {"matches": [{"path": {"type": "Exact", "value": "/ok"}, "method": "GET",
+                    "headers": [{"name": "x", "value": "1"}, {"name": "x", "value": "2"}]}]}]}),
+        json!({"hostnames": ["a.example.com"], "rules": [{"backendRefs": [{"name": "b", "port": 80, "weight": 1}],
+                "filters": [filter("ExtensionRef", json!({"extensionRef": {"group": "g", "kind": "K", "name": "n"}}))]}]}),
+    ];
+    for spec in specs {
+        let object = json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+            "metadata": {"name": "r", "namespace": "default"}, "spec": spec});
+        let mut direct = ValidationOutcome::default();
+        let mut slow = ValidationOutcome::default();
+        cel::evaluate_with(&v.root, &object, &mut direct, true);
+        cel::evaluate_with(&v.root, &object, &mut slow, false);
+        assert_eq!(direct, slow, "{object}");
+    }
+}
+
+/// The common forms are decided in place; a `date-time` string or a double
+/// is left to the `cel` crate.
+#[test]
+fn common_rules_are_decided_in_place_and_the_rest_left_to_the_cel_crate() {
+    let v = validator(direct_schema());
+    let spec_node = &v.root.properties["spec"];
+    let spec = json!({"lo": 5, "hi": 3, "mode": "A", "when": "2023-05-01T00:00:00Z", "ratio": 1.5});
+    let decided: Vec<Option<bool>> = spec_node
+        .rules
+        .iter()
+        .map(|r| {
+            let cr = r.compiled.as_ref().expect("compiles");
+            super::cel_direct::evaluate(cr.program.expression(), spec_node, &spec, false)
+        })
+        .collect();
+    assert_eq!(
+        decided,
+        [Some(false), Some(true), Some(true), None, None, Some(true)]
+    );
+}
