@@ -19,8 +19,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use std::cell::RefCell;
-
 use kube::core::cel::cel::common::types::{
     CelBytes, CelList, CelMap as CelValMap, CelString as CelValString,
 };
@@ -34,7 +32,7 @@ use serde_json::Value;
 
 use super::cel_rule::escape;
 use super::formats::{Format, decode_base64, parse_go_duration, parse_timestamp};
-use super::node::{Additional, CompiledNode, Types};
+use super::node::{Additional, CompiledNode};
 use super::trail::Trail;
 use super::{NotEvaluated, Rule, ValidationOutcome, Violation};
 
@@ -54,13 +52,7 @@ thread_local! {
         ctx.add_function("self.size", self_size);
         ctx
     };
-
-    /// Regexes compiled by `matches`, `find` and `findAll`, by pattern.
-    static REGEXES: RefCell<HashMap<String, regex::Regex>> = RefCell::new(HashMap::new());
 }
-
-/// Most patterns kept by [`with_regex`] per thread.
-const REGEX_CACHE_SIZE: usize = 256;
 
 /// Runs `f` with `pattern` compiled as Go's `regexp` (the API server's CEL
 /// uses it), cached per pattern instead of compiled on every call.
@@ -69,28 +61,8 @@ fn with_regex<T>(
     pattern: &str,
     f: impl FnOnce(&regex::Regex) -> T,
 ) -> Result<T, ExecutionError> {
-    cached_regex(pattern, f)
+    super::cel_regex::cached(pattern, f)
         .map_err(|err| ftx.error(format!("'{pattern}' not a valid regex:\n{err}")))
-}
-
-/// [`with_regex`] without a function context: `Err` is the compile error.
-pub(super) fn cached_regex<T>(
-    pattern: &str,
-    f: impl FnOnce(&regex::Regex) -> T,
-) -> Result<T, String> {
-    REGEXES.with(|cache| {
-        let mut cache = cache.borrow_mut();
-        if let Some(re) = cache.get(pattern) {
-            return Ok(f(re));
-        }
-        let re = super::regex::compile_go(pattern).map_err(|e| e.to_string())?;
-        let out = f(&re);
-        if cache.len() >= REGEX_CACHE_SIZE {
-            cache.clear();
-        }
-        cache.insert(pattern.to_string(), re);
-        Ok(out)
-    })
 }
 
 /// `string.matches(pattern)`: an unanchored search, as in cel-go.
@@ -473,27 +445,6 @@ fn key(k: String) -> Key {
     Key::String(Arc::new(k))
 }
 
-pub(super) fn number(n: &serde_json::Number, node: Option<&CompiledNode>) -> CelValue {
-    let types = node.map(|n| n.types).unwrap_or_default();
-    if types.has(Types::NUMBER) {
-        return CelValue::Float(n.as_f64().unwrap_or(f64::NAN));
-    }
-    if let Some(i) = n.as_i64() {
-        return CelValue::Int(i);
-    }
-    if types.has(Types::INTEGER)
-        && let Some(f) = n.as_f64()
-        && f.fract() == 0.0
-        && f.abs() < 9.2e18
-    {
-        return CelValue::Int(f as i64);
-    }
-    if let Some(u) = n.as_u64() {
-        return CelValue::UInt(u);
-    }
-    CelValue::Float(n.as_f64().unwrap_or(f64::NAN))
-}
-
 fn string(s: &str, node: Option<&CompiledNode>) -> CelValue {
     let format = node.filter(|n| !n.int_or_string).and_then(|n| n.format);
     match format {
@@ -532,7 +483,7 @@ fn to_cel(
     Ok(match v {
         Value::Null => CelValue::Null,
         Value::Bool(b) => CelValue::Bool(*b),
-        Value::Number(n) => number(n, node),
+        Value::Number(n) => super::cel_direct::number(n, node),
         Value::String(s) => string(s, node),
         Value::Array(a) => {
             let items = node.and_then(|n| n.items.as_deref());

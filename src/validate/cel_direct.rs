@@ -26,7 +26,7 @@ use kube::core::cel::cel::common::ast::{Expr, LiteralValue, operators};
 use serde_json::{Map, Value};
 
 use super::formats::Format;
-use super::node::{Additional, CompiledNode};
+use super::node::{Additional, CompiledNode, Types};
 
 /// A value as CEL sees it, borrowed from the object or the expression.
 #[derive(Clone, Debug)]
@@ -95,7 +95,7 @@ fn from_json<'a>(v: &'a Value, node: Option<&'a CompiledNode>) -> Option<Val<'a>
     Some(match v {
         Value::Null => Val::Null,
         Value::Bool(b) => Val::Bool(*b),
-        Value::Number(n) => match super::cel::number(n, node) {
+        Value::Number(n) => match number(n, node) {
             CelValue::Int(i) => Val::Int(i),
             CelValue::UInt(u) => Val::UInt(u),
             _ => return None,
@@ -287,7 +287,7 @@ fn eval<'a>(expr: &'a IdedExpr, scope: &mut Scope<'a>) -> Option<Val<'a>> {
                         "startsWith" => s.starts_with(arg),
                         "endsWith" => s.ends_with(arg),
                         "contains" => s.contains(arg),
-                        _ => super::cel::cached_regex(arg, |re| re.is_match(s)).ok()?,
+                        _ => super::cel_regex::cached(arg, |re| re.is_match(s)).ok()?,
                     }))
                 }
                 _ => None,
@@ -409,4 +409,27 @@ fn size<'a>(v: &Val<'a>) -> Option<Val<'a>> {
         v => len(v)?,
     };
     i64::try_from(n).ok().map(Val::Int)
+}
+
+/// A JSON number as CEL types it: a double for `number` fields, else an
+/// int, a uint, or a double when nothing else holds it.
+pub(super) fn number(n: &serde_json::Number, node: Option<&CompiledNode>) -> CelValue {
+    let types = node.map(|n| n.types).unwrap_or_default();
+    if types.has(Types::NUMBER) {
+        return CelValue::Float(n.as_f64().unwrap_or(f64::NAN));
+    }
+    if let Some(i) = n.as_i64() {
+        return CelValue::Int(i);
+    }
+    if types.has(Types::INTEGER)
+        && let Some(f) = n.as_f64()
+        && f.fract() == 0.0
+        && f.abs() < 9.2e18
+    {
+        return CelValue::Int(f as i64);
+    }
+    if let Some(u) = n.as_u64() {
+        return CelValue::UInt(u);
+    }
+    CelValue::Float(n.as_f64().unwrap_or(f64::NAN))
 }
