@@ -8,12 +8,18 @@
 //! - memory: each measurement again in a child process that prints its peak
 //!   RSS, for both sizes, to show whether memory grows with N.
 //!
+//! `SCAN_BENCH_CRD=httproute` scans a CEL-heavy schema instead: Gateway
+//! API's HTTPRoute v1 (from the corpus, `../shared/corpus` or
+//! `$CRD_SAFETY_CORPUS`), whose rules dominate validation.
+//!
 //! Figures are printed, never asserted.
 
 #[path = "../tests/support/envtest.rs"]
 mod envtest;
 #[path = "../tests/support/fixtures.rs"]
 mod fixtures;
+#[path = "support/mod.rs"]
+mod support;
 
 use std::path::Path;
 use std::process::Command;
@@ -28,7 +34,7 @@ use serde_json::{Value, json};
 
 const ROUNDS: usize = 5;
 
-fn manifest(plural: &str, minimum: i64) -> Value {
+fn simple_manifest(plural: &str, minimum: i64) -> Value {
     fixtures::single(
         plural,
         json!({"type": "object", "properties": {"spec": {
@@ -51,7 +57,7 @@ fn manifest(plural: &str, minimum: i64) -> Value {
     )
 }
 
-fn object(kind: &str, i: usize) -> Value {
+fn simple_object(kind: &str, i: usize) -> Value {
     let mode = ["fast", "safe", "off"][i % 3];
     json!({
         "apiVersion": "example.com/v1", "kind": kind,
@@ -64,6 +70,66 @@ fn object(kind: &str, i: usize) -> Value {
             "ports": [{"name": "http", "port": 80}, {"name": "metrics", "port": 9090}],
             "window": {"lo": i % 7, "hi": 6},
             "notes": "a field the schema does not describe is pruned by the server"
+        }
+    })
+}
+
+/// Whether `SCAN_BENCH_CRD=httproute` asks for the CEL-heavy schema.
+fn http_routes() -> bool {
+    std::env::var("SCAN_BENCH_CRD").is_ok_and(|v| v == "httproute")
+}
+
+/// HTTPRoute v1's schema from the corpus.
+fn http_route_schema() -> Value {
+    let path = support::corpus()
+        .join("gateway-api-standard/v1.6.1/gateway.networking.k8s.io_httproutes.yaml");
+    let text = std::fs::read_to_string(&path).expect("HTTPRoute CRD in the corpus");
+    let crd: Value = serde_yaml::from_str(&text).expect("HTTPRoute CRD parses");
+    crd["spec"]["versions"]
+        .as_array()
+        .and_then(|vs| vs.iter().find(|v| v["name"] == "v1"))
+        .map(|v| v["schema"]["openAPIV3Schema"].clone())
+        .expect("HTTPRoute v1 schema")
+}
+
+/// The CRD as stored (`minimum` 0) or as changed (`minimum` 3: for the
+/// HTTPRoute, a new description, so the version is scanned).
+fn manifest(plural: &str, minimum: i64) -> Value {
+    if !http_routes() {
+        return simple_manifest(plural, minimum);
+    }
+    let mut schema = http_route_schema();
+    if minimum > 0 {
+        schema["description"] = json!("changed");
+    }
+    fixtures::single(plural, schema)
+}
+
+fn object(kind: &str, i: usize) -> Value {
+    if !http_routes() {
+        return simple_object(kind, i);
+    }
+    json!({
+        "apiVersion": "example.com/v1", "kind": kind,
+        "metadata": {"name": format!("obj-{i:06}"), "namespace": format!("ns-{}", i % 10)},
+        "spec": {
+            "parentRefs": [{"name": "gw", "sectionName": "https"}],
+            "hostnames": [format!("web-{i}.example.com"), "*.example.org"],
+            "rules": [
+                {
+                    "matches": [{"path": {"type": "PathPrefix", "value": format!("/api/{}", i % 50)},
+                                 "headers": [{"name": "x-version", "value": "2"}]}],
+                    "filters": [{"type": "RequestHeaderModifier",
+                                 "requestHeaderModifier": {"add": [{"name": "x-env", "value": "prod"}],
+                                                           "remove": ["x-debug"]}}],
+                    "backendRefs": [{"name": "api-v2", "port": 8080, "weight": 90},
+                                    {"name": "api-v1", "port": 8080, "weight": 10}]
+                },
+                {
+                    "matches": [{"path": {"type": "Exact", "value": "/"}, "method": "GET"}],
+                    "backendRefs": [{"name": "web", "port": 80}]
+                }
+            ]
         }
     })
 }
@@ -114,7 +180,17 @@ async fn load(client: &Client, plural: &str, n: usize) {
                 let obj: DynamicObject = serde_json::from_value(object(&kind, i)).expect("object");
                 let ns = obj.metadata.namespace.clone().unwrap_or_default();
                 let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &ar);
-                let _ = api.create(&PostParams::default(), &obj).await;
+                // Retried: right after the CRD is applied its endpoint may
+                // not serve yet; an object already there is done.
+                for _ in 0..20 {
+                    match api.create(&PostParams::default(), &obj).await {
+                        Err(kube::Error::Api(e)) if e.code != 409 => {
+                            tokio::time::sleep(Duration::from_millis(500)).await;
+                        }
+                        Err(kube::Error::Api(_)) | Ok(_) => break,
+                        Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
+                    }
+                }
             }
         });
     }

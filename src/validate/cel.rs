@@ -19,8 +19,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use std::cell::RefCell;
-
 use kube::core::cel::cel::common::types::{
     CelBytes, CelList, CelMap as CelValMap, CelString as CelValString,
 };
@@ -34,7 +32,7 @@ use serde_json::Value;
 
 use super::cel_rule::escape;
 use super::formats::{Format, decode_base64, parse_go_duration, parse_timestamp};
-use super::node::{Additional, CompiledNode, Types};
+use super::node::{Additional, CompiledNode};
 use super::trail::Trail;
 use super::{NotEvaluated, Rule, ValidationOutcome, Violation};
 
@@ -54,13 +52,7 @@ thread_local! {
         ctx.add_function("self.size", self_size);
         ctx
     };
-
-    /// Regexes compiled by `matches`, `find` and `findAll`, by pattern.
-    static REGEXES: RefCell<HashMap<String, regex::Regex>> = RefCell::new(HashMap::new());
 }
-
-/// Most patterns kept by [`with_regex`] per thread.
-const REGEX_CACHE_SIZE: usize = 256;
 
 /// Runs `f` with `pattern` compiled as Go's `regexp` (the API server's CEL
 /// uses it), cached per pattern instead of compiled on every call.
@@ -69,23 +61,8 @@ fn with_regex<T>(
     pattern: &str,
     f: impl FnOnce(&regex::Regex) -> T,
 ) -> Result<T, ExecutionError> {
-    REGEXES.with(|cache| {
-        let mut cache = cache.borrow_mut();
-        if let Some(re) = cache.get(pattern) {
-            return Ok(f(re));
-        }
-        match super::regex::compile_go(pattern) {
-            Ok(re) => {
-                let out = f(&re);
-                if cache.len() >= REGEX_CACHE_SIZE {
-                    cache.clear();
-                }
-                cache.insert(pattern.to_string(), re);
-                Ok(out)
-            }
-            Err(err) => Err(ftx.error(format!("'{pattern}' not a valid regex:\n{err}"))),
-        }
-    })
+    super::cel_regex::cached(pattern, f)
+        .map_err(|err| ftx.error(format!("'{pattern}' not a valid regex:\n{err}")))
 }
 
 /// `string.matches(pattern)`: an unanchored search, as in cel-go.
@@ -177,18 +154,41 @@ fn self_size(ftx: &FunctionContext) -> ResolveResult {
 
 /// Evaluates every rule of the schema against `object`.
 pub(crate) fn evaluate(root: &CompiledNode, object: &Value, out: &mut ValidationOutcome) {
+    evaluate_with(root, object, out, !nests_deeper(object, CEL_VALUE_DEPTH));
+}
+
+/// [`evaluate`], with `direct` telling whether rules may be decided by
+/// [`super::cel_direct`] before the `cel` crate is asked. An object nesting
+/// deeper than CEL values may goes the `cel` crate's way only, so that its
+/// rules keep their "nests deeper" outcome.
+pub(crate) fn evaluate_with(
+    root: &CompiledNode,
+    object: &Value,
+    out: &mut ValidationOutcome,
+    direct: bool,
+) {
     BASE.with(|base| {
-        let mut ev = Eval { base, out };
+        let mut ev = Eval { base, out, direct };
         ev.walk(root, object, None, &Trail::ROOT, 0, true);
     });
+}
+
+/// Some value of `v` lies more than `limit` levels below it.
+fn nests_deeper(v: &Value, limit: usize) -> bool {
+    match v {
+        Value::Array(a) => a.iter().any(|x| limit == 0 || nests_deeper(x, limit - 1)),
+        Value::Object(o) => o.values().any(|x| limit == 0 || nests_deeper(x, limit - 1)),
+        _ => false,
+    }
 }
 
 struct Eval<'b, 'o> {
     base: &'b Context<'static>,
     out: &'o mut ValidationOutcome,
+    direct: bool,
 }
 
-impl Eval<'_, '_> {
+impl<'b> Eval<'b, '_> {
     /// `cel` is `v` already converted for CEL when an ancestor with rules
     /// converted its whole value: descendants take their part of it
     /// instead of converting their subtree again.
@@ -283,7 +283,7 @@ impl Eval<'_, '_> {
     }
 
     /// Runs the node's rules; returns the node's value as converted for
-    /// CEL, for the rules below to reuse.
+    /// CEL, when a rule needed it, for the rules below to reuse.
     fn rules(
         &mut self,
         node: &CompiledNode,
@@ -292,20 +292,21 @@ impl Eval<'_, '_> {
         trail: &Trail,
         is_root: bool,
     ) -> Option<CelValue> {
-        let self_val = match converted {
-            Some(x) => x,
-            None => match to_cel(Some(node), v, 0, is_root) {
-                Ok(x) => x,
+        let mut converted = converted;
+        if !self.direct && converted.is_none() {
+            match to_cel(Some(node), v, 0, is_root) {
+                Ok(x) => converted = Some(x),
                 Err(reason) => {
                     for r in &node.rules {
                         self.not_evaluated(trail, &r.source, reason.clone());
                     }
                     return None;
                 }
-            },
-        };
-        let mut ctx = self.base.new_inner_scope();
-        ctx.add_variable_from_value("self", self_val.clone());
+            }
+        }
+        let base: &'b Context<'static> = self.base;
+        // `self` bound for the `cel` crate, built when a rule first needs it.
+        let mut ctx: Option<Context<'b>> = None;
         for rule in &node.rules {
             let cr = match &rule.compiled {
                 Ok(cr) => cr,
@@ -314,11 +315,45 @@ impl Eval<'_, '_> {
                     continue;
                 }
             };
-            if cr.is_transition_rule {
-                if cr.rule.optional_old_self != Some(true) {
-                    // Transition rules do not run on create.
-                    continue;
+            if cr.is_transition_rule && cr.rule.optional_old_self != Some(true) {
+                // Transition rules do not run on create.
+                continue;
+            }
+            if self.direct && rule.direct && !cr.is_transition_rule {
+                match super::cel_direct::evaluate(cr.program.expression(), node, v, is_root) {
+                    Some(true) => continue,
+                    Some(false) if cr.message_program.is_none() => {
+                        let message = fixed_message(cr);
+                        self.out
+                            .violations
+                            .push(violation(cr, trail, message, true));
+                        continue;
+                    }
+                    _ => {}
                 }
+            }
+            let ctx = match &mut ctx {
+                Some(ctx) => ctx,
+                None => {
+                    let self_val = match converted.clone() {
+                        Some(x) => x,
+                        None => match to_cel(Some(node), v, 0, is_root) {
+                            Ok(x) => {
+                                converted = Some(x.clone());
+                                x
+                            }
+                            Err(reason) => {
+                                self.not_evaluated(trail, &rule.source, reason);
+                                continue;
+                            }
+                        },
+                    };
+                    let mut scope = base.new_inner_scope();
+                    scope.add_variable_from_value("self", self_val);
+                    ctx.insert(scope)
+                }
+            };
+            if cr.is_transition_rule {
                 let mut inner = ctx.new_inner_scope();
                 inner.add_variable_from_value(
                     "oldSelf",
@@ -326,42 +361,30 @@ impl Eval<'_, '_> {
                 );
                 self.run(cr, &inner, trail, false);
             } else {
-                self.run(cr, &ctx, trail, true);
+                self.run(cr, ctx, trail, true);
             }
         }
-        Some(self_val)
+        converted
     }
 
     fn run(&mut self, cr: &CompilationResult, ctx: &Context, trail: &Trail, ratchetable: bool) {
-        let fail = |message: String| {
-            let mut path = trail.concrete();
-            if let Some(fp) = cr.rule.field_path.as_deref() {
-                if path.is_empty() {
-                    path.push_str(fp.trim_start_matches('.'));
-                } else {
-                    path.push_str(fp);
-                }
-            }
-            Violation {
-                path,
-                schema_path: trail.schema_path(),
-                rule: Rule::Cel,
-                message,
-                ratchetable,
-            }
-        };
         match cr.program.execute(ctx) {
             Ok(CelValue::Bool(true)) => {}
             Ok(CelValue::Bool(false)) => {
                 let message = message(cr, ctx);
-                self.out.violations.push(fail(message));
+                self.out
+                    .violations
+                    .push(violation(cr, trail, message, ratchetable));
             }
             Ok(other) => {
                 let reason = format!("evaluated to {:?} instead of a bool", other.type_of());
                 self.not_evaluated(trail, &cr.rule.rule, reason);
             }
             Err(ExecutionError::NoSuchKey(k)) => {
-                self.out.violations.push(fail(format!("no such key: {k}")));
+                let message = format!("no such key: {k}");
+                self.out
+                    .violations
+                    .push(violation(cr, trail, message, ratchetable));
             }
             Err(ExecutionError::UndeclaredReference(name)) => {
                 let reason = format!("uses `{name}`, which kube-cel does not support");
@@ -374,6 +397,30 @@ impl Eval<'_, '_> {
     }
 }
 
+/// A failed rule's violation, at its node or its `fieldPath`.
+fn violation(
+    cr: &CompilationResult,
+    trail: &Trail,
+    message: String,
+    ratchetable: bool,
+) -> Violation {
+    let mut path = trail.concrete();
+    if let Some(fp) = cr.rule.field_path.as_deref() {
+        if path.is_empty() {
+            path.push_str(fp.trim_start_matches('.'));
+        } else {
+            path.push_str(fp);
+        }
+    }
+    Violation {
+        path,
+        schema_path: trail.schema_path(),
+        rule: Rule::Cel,
+        message,
+        ratchetable,
+    }
+}
+
 /// The rule's message: `messageExpression` when it yields a non-empty
 /// string, else `message`, else the server's default.
 fn message(cr: &CompilationResult, ctx: &Context) -> String {
@@ -383,6 +430,11 @@ fn message(cr: &CompilationResult, ctx: &Context) -> String {
     {
         return s.to_string();
     }
+    fixed_message(cr)
+}
+
+/// `message`, else the server's default.
+fn fixed_message(cr: &CompilationResult) -> String {
     match &cr.rule.message {
         Some(m) if !m.is_empty() => m.clone(),
         _ => format!("failed rule: {}", cr.rule.rule),
@@ -391,27 +443,6 @@ fn message(cr: &CompilationResult, ctx: &Context) -> String {
 
 fn key(k: String) -> Key {
     Key::String(Arc::new(k))
-}
-
-fn number(n: &serde_json::Number, node: Option<&CompiledNode>) -> CelValue {
-    let types = node.map(|n| n.types).unwrap_or_default();
-    if types.has(Types::NUMBER) {
-        return CelValue::Float(n.as_f64().unwrap_or(f64::NAN));
-    }
-    if let Some(i) = n.as_i64() {
-        return CelValue::Int(i);
-    }
-    if types.has(Types::INTEGER)
-        && let Some(f) = n.as_f64()
-        && f.fract() == 0.0
-        && f.abs() < 9.2e18
-    {
-        return CelValue::Int(f as i64);
-    }
-    if let Some(u) = n.as_u64() {
-        return CelValue::UInt(u);
-    }
-    CelValue::Float(n.as_f64().unwrap_or(f64::NAN))
 }
 
 fn string(s: &str, node: Option<&CompiledNode>) -> CelValue {
@@ -452,7 +483,7 @@ fn to_cel(
     Ok(match v {
         Value::Null => CelValue::Null,
         Value::Bool(b) => CelValue::Bool(*b),
-        Value::Number(n) => number(n, node),
+        Value::Number(n) => super::cel_direct::number(n, node),
         Value::String(s) => string(s, node),
         Value::Array(a) => {
             let items = node.and_then(|n| n.items.as_deref());

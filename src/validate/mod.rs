@@ -31,6 +31,8 @@
 //! - Cost budgets of CEL (per call and per object) are not enforced.
 
 mod cel;
+mod cel_direct;
+mod cel_regex;
 mod cel_rule;
 pub(crate) use cel_rule::escape as cel_escape;
 pub(crate) mod formats;

@@ -714,3 +714,161 @@ fn self_size_and_matches_agree_with_the_cel_crate() {
         assert!(reasons[2].1.contains("not a valid regex"), "{reasons:#?}");
     }
 }
+
+/// A schema whose rules use what `cel_direct` decides and what it leaves to
+/// the `cel` crate (formats, doubles, maps, nulls, root metadata).
+fn direct_schema() -> Value {
+    json!({"type": "object",
+        "x-kubernetes-validations": [{"rule": "!has(self.spec.name) || self.spec.name != self.metadata.name"}],
+        "properties": {"spec": {"type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "!has(self.lo) || !has(self.hi) || self.lo <= self.hi", "message": "lo <= hi"},
+            {"rule": "self.mode in ['A', 'B']", "messageExpression": "'mode ' + self.mode"},
+            {"rule": "(has(self.items) ? size(self.items) : 0) + (has(self.tags) ? self.tags.size() : 0) < 5"},
+            {"rule": "!has(self.when) || self.when > timestamp('2024-01-01T00:00:00Z')"},
+            {"rule": "!has(self.ratio) || self.ratio >= 0.5"},
+            {"rule": "self.lo > 1"}
+        ],
+        "properties": {
+            "name": {"type": "string", "x-kubernetes-validations": [
+                {"rule": "self.startsWith('n-')"}, {"rule": "self.matches('^n-[a-z]+$')"},
+                {"rule": "size(self) < 6 && !self.contains('--') && !self.endsWith('-')"}]},
+            "lo": {"type": "integer"}, "hi": {"type": "integer"},
+            "mode": {"type": "string", "default": "A"},
+            "when": {"type": "string", "format": "date-time"},
+            "ratio": {"type": "number"},
+            "tags": {"type": "array", "items": {"type": "string"},
+                "x-kubernetes-validations": [{"rule": "!('*' in self && self.size() > 1)"}]},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"},
+                "x-kubernetes-validations": [{"rule": "self.all(k, k.size() < 3)"}, {"rule": "!has(self.x)"}]},
+            "items": {"type": "array",
+                "x-kubernetes-validations": [
+                    {"rule": "self.filter(f, f.type == 'A').size() <= 1"},
+                    {"rule": "self.all(x, self.exists_one(y, x.type == y.type))"},
+                    {"rule": "self.map(x, x.type).exists(t, t == 'C') || self.size() == 0"},
+                    {"rule": "self.size() == 0 || self[0].type != 'B'"}],
+                "items": {"type": "object", "properties": {
+                    "type": {"type": "string"}, "a": {"type": "string"},
+                    "b": {"type": "integer", "nullable": true}},
+                    "x-kubernetes-validations": [
+                        {"rule": "!(has(self.a) && self.type != 'A')", "fieldPath": ".a"},
+                        {"rule": "!has(self.b) || self.b == null || self.b > 0"}]}}}}}})
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+    /// Evaluating in place gives the same outcome as the `cel` crate alone.
+    #[test]
+    fn direct_evaluation_agrees_with_the_cel_crate(
+        fields in proptest::collection::vec((0usize..9, 0usize..12), 0..9),
+    ) {
+        use proptest::prelude::*;
+        let scalars = [json!(null), json!("A"), json!("B"), json!("C"), json!("n-ab"),
+            json!("n--"), json!("*"), json!(0), json!(3), json!(-2), json!(1.5),
+            json!("2023-05-01T00:00:00Z")];
+        let names = ["name", "lo", "hi", "mode", "when", "ratio", "tags", "labels", "items"];
+        let mut spec = serde_json::Map::new();
+        for (f, s) in &fields {
+            let v = match names[*f] {
+                "tags" => json!(scalars.iter().skip(*s).step_by(3).cloned().collect::<Vec<_>>()),
+                "labels" => json!({"ab": scalars[*s], "x": "y"}).as_object().map(|m| {
+                    Value::Object(m.iter().take(*s % 3).map(|(k, v)| (k.clone(), v.clone())).collect())
+                }).unwrap_or_default(),
+                "items" => json!((0..*s % 4).map(|i| {
+                    let mut o = json!({"type": scalars[(s + i) % 4 + 1], "b": scalars[(s * 3 + i) % 12]});
+                    if (s + i) % 3 == 0 { o["a"] = json!("x"); }
+                    o
+                }).collect::<Vec<_>>()),
+                _ => scalars[*s].clone(),
+            };
+            spec.insert(names[*f].to_string(), v);
+        }
+        let object = json!({"metadata": {"name": "n-ab"}, "spec": spec});
+        let v = validator(direct_schema());
+        let mut direct = ValidationOutcome::default();
+        let mut slow = ValidationOutcome::default();
+        cel::evaluate_with(&v.root, &object, &mut direct, true);
+        cel::evaluate_with(&v.root, &object, &mut slow, false);
+        prop_assert_eq!(direct, slow, "{}", object);
+    }
+}
+
+/// HTTPRoute's own rules (Gateway API v1.6.1, from the corpus when present)
+/// on routes that pass and routes that break them: the same outcome either
+/// way.
+#[test]
+fn direct_evaluation_agrees_on_http_routes() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../shared/corpus/gateway-api-standard/v1.6.1/gateway.networking.k8s.io_httproutes.yaml",
+    );
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        eprintln!("notice: {} not found; skipping", path.display());
+        return;
+    };
+    let crd: Value = serde_yaml::from_str(&text).expect("CRD parses");
+    let schema = crd["spec"]["versions"]
+        .as_array()
+        .and_then(|vs| vs.iter().find(|v| v["name"] == "v1"))
+        .map(|v| v["schema"]["openAPIV3Schema"].clone())
+        .expect("v1 schema");
+    let v = validator(schema);
+    let filter = |t: &str, body: Value| {
+        let mut f = json!({"type": t});
+        if let Some(k) = body.as_object().and_then(|b| b.keys().next()) {
+            f[k] = body[k].clone();
+        }
+        f
+    };
+    let redirect = json!({"requestRedirect": {"path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/x"}}});
+    let rewrite =
+        json!({"urlRewrite": {"path": {"type": "ReplaceFullPath", "replacePrefixMatch": "/x"}}});
+    let mirror = json!({"requestMirror": {"backendRef": {"name": "m", "group": "", "kind": "Service"},
+        "percent": 5, "fraction": {"numerator": 3, "denominator": 2}}});
+    let cors = json!({"cors": {"allowOrigins": ["*", "https://a"], "allowMethods": ["GET"]}});
+    let specs = [
+        json!({"parentRefs": [{"name": "gw"}, {"name": "gw"}], "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": "//a/../"}}]}]}),
+        json!({"parentRefs": [{"name": "gw", "namespace": "a"}, {"name": "gw", "namespace": "b", "sectionName": "x"}],
+            "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": "/a"}}, {"path": {"type": "Exact", "value": "/b%2F"}}],
+                "filters": [filter("RequestRedirect", redirect.clone()), filter("URLRewrite", rewrite.clone())],
+                "backendRefs": [{"name": "b", "filters": [filter("RequestMirror", mirror.clone())]}]}]}),
+        json!({"rules": [{"matches": [{"path": {"type": "RegularExpression", "value": "^/a.*"}}],
+                "filters": [filter("CORS", cors.clone()), filter("CORS", cors.clone()), filter("RequestMirror", json!({}))],
+                "backendRefs": [{"name": "b", "kind": "Service", "group": ""}],
+                "timeouts": {"request": "10s", "backendRequest": "20s"}}]}),
+        json!({"rules": [{"filters": [filter("RequestRedirect", redirect.clone())], "backendRefs": [{"name": "b", "port": 80}]},
+                {"matches": [{"path": {"type": "Exact", "value": "/ok"}, "method": "GET",
+                    "headers": [{"name": "x", "value": "1"}, {"name": "x", "value": "2"}]}]}]}),
+        json!({"hostnames": ["a.example.com"], "rules": [{"backendRefs": [{"name": "b", "port": 80, "weight": 1}],
+                "filters": [filter("ExtensionRef", json!({"extensionRef": {"group": "g", "kind": "K", "name": "n"}}))]}]}),
+    ];
+    for spec in specs {
+        let object = json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+            "metadata": {"name": "r", "namespace": "default"}, "spec": spec});
+        let mut direct = ValidationOutcome::default();
+        let mut slow = ValidationOutcome::default();
+        cel::evaluate_with(&v.root, &object, &mut direct, true);
+        cel::evaluate_with(&v.root, &object, &mut slow, false);
+        assert_eq!(direct, slow, "{object}");
+    }
+}
+
+/// The common forms are decided in place; a `date-time` string or a double
+/// is left to the `cel` crate.
+#[test]
+fn common_rules_are_decided_in_place_and_the_rest_left_to_the_cel_crate() {
+    let v = validator(direct_schema());
+    let spec_node = &v.root.properties["spec"];
+    let spec = json!({"lo": 5, "hi": 3, "mode": "A", "when": "2023-05-01T00:00:00Z", "ratio": 1.5});
+    let decided: Vec<Option<bool>> = spec_node
+        .rules
+        .iter()
+        .map(|r| {
+            let cr = r.compiled.as_ref().expect("compiles");
+            super::cel_direct::evaluate(cr.program.expression(), spec_node, &spec, false)
+        })
+        .collect();
+    assert_eq!(
+        decided,
+        [Some(false), Some(true), Some(true), None, None, Some(true)]
+    );
+}

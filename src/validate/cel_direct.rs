@@ -1,0 +1,435 @@
+//! Rules evaluated in place on the decoded object, without building CEL
+//! values first.
+//!
+//! The `cel` crate's interpreter deep-copies: binding `self`, selecting a
+//! field, iterating a list and calling a function each copy the subtree
+//! they touch, so a schema with many rules on nested nodes (Gateway API's
+//! HTTPRoute) spends most of its time copying. This evaluator reads the
+//! `serde_json` value through the schema instead, for the part of CEL that
+//! such rules use: literals, `self` and macro variables, field selection and
+//! `has()`, `!`, `&&`, `||`, `?:`, `==`, `!=`, `<`, `<=`, `>`, `>=`, `in`,
+//! `+`, indexing, the macros (`all`, `exists`, `exists_one`, `filter`,
+//! `map`), `size`, `startsWith`, `endsWith`, `contains` and `matches`.
+//!
+//! It decides a rule only when every step it takes is one whose result is
+//! certain: same-typed comparisons, declared fields of plain objects,
+//! strings without a CEL-specific format. Anything else (an error, a type
+//! mix, a map-typed or preserved value, a `date-time` string) returns
+//! `None`, and the caller runs the rule through the `cel` crate as before,
+//! so errors and rare forms keep exactly their former outcome.
+
+use std::sync::Arc;
+
+use kube::core::cel::cel::IdedExpr;
+use kube::core::cel::cel::Value as CelValue;
+use kube::core::cel::cel::common::ast::{Expr, LiteralValue, operators};
+use serde_json::{Map, Value};
+
+use super::formats::Format;
+use super::node::{Additional, CompiledNode, Types};
+
+/// A value as CEL sees it, borrowed from the object or the expression.
+#[derive(Clone, Debug)]
+enum Val<'a> {
+    Null,
+    Bool(bool),
+    Int(i64),
+    UInt(u64),
+    Str(&'a str),
+    /// A plain object: only declared properties are visible (plus
+    /// `apiVersion`, `kind` and `metadata` at the root and on embedded
+    /// resources).
+    Object {
+        map: &'a Map<String, Value>,
+        node: &'a CompiledNode,
+        keeps_meta: bool,
+    },
+    /// A list from the object, its items typed by `items`.
+    Array(&'a [Value], Option<&'a CompiledNode>),
+    /// A list built during evaluation (a list literal, `filter`, `map`).
+    List(Arc<Vec<Val<'a>>>),
+}
+
+/// Names bound while evaluating: `self`, then macro variables.
+type Scope<'a> = Vec<(&'a str, Val<'a>)>;
+
+/// The rule's result when it evaluates to a bool without any step this
+/// evaluator leaves to the `cel` crate; `None` otherwise.
+pub(crate) fn evaluate(
+    expr: &IdedExpr,
+    node: &CompiledNode,
+    value: &Value,
+    is_root: bool,
+) -> Option<bool> {
+    let this = match value {
+        Value::Object(map) => object(map, node, is_root)?,
+        v => from_json(v, Some(node))?,
+    };
+    let mut scope: Scope = vec![("self", this)];
+    match eval(expr, &mut scope)? {
+        Val::Bool(b) => Some(b),
+        _ => None,
+    }
+}
+
+/// An object's view, when its visible keys are simple to tell: no
+/// `additionalProperties`, not an untyped preserved map.
+fn object<'a>(
+    map: &'a Map<String, Value>,
+    node: &'a CompiledNode,
+    is_root: bool,
+) -> Option<Val<'a>> {
+    let untyped = node.properties.is_empty() && matches!(node.additional, Additional::Absent);
+    if !matches!(node.additional, Additional::Absent) || (node.preserve_unknown && untyped) {
+        return None;
+    }
+    Some(Val::Object {
+        map,
+        node,
+        keeps_meta: is_root || node.embedded,
+    })
+}
+
+/// A value below the rule's node, typed by `node` as `cel::to_cel` types it.
+fn from_json<'a>(v: &'a Value, node: Option<&'a CompiledNode>) -> Option<Val<'a>> {
+    Some(match v {
+        Value::Null => Val::Null,
+        Value::Bool(b) => Val::Bool(*b),
+        Value::Number(n) => match number(n, node) {
+            CelValue::Int(i) => Val::Int(i),
+            CelValue::UInt(u) => Val::UInt(u),
+            _ => return None,
+        },
+        Value::String(s) => {
+            let format = node.filter(|n| !n.int_or_string).and_then(|n| n.format);
+            if matches!(
+                format,
+                Some(Format::DateTime | Format::Duration | Format::Byte)
+            ) {
+                return None;
+            }
+            Val::Str(s)
+        }
+        Value::Array(a) => Val::Array(a, node.and_then(|n| n.items.as_deref())),
+        Value::Object(o) => object(o, node?, false)?,
+    })
+}
+
+/// Field `field` (a CEL name) of an object view: `Some(None)` when absent.
+fn field<'a>(
+    map: &'a Map<String, Value>,
+    node: &'a CompiledNode,
+    keeps_meta: bool,
+    field: &str,
+) -> Option<Option<Val<'a>>> {
+    let declared = match node.properties.get_key_value(field) {
+        Some((k, p)) if p.cel_name.as_deref().map(String::as_str) == Some(field) => Some((k, p)),
+        _ => node
+            .properties
+            .iter()
+            .find(|(_, p)| p.cel_name.as_deref().map(String::as_str) == Some(field)),
+    };
+    if let Some((name, p)) = declared {
+        let value = match map.get(name) {
+            Some(c) if c.is_null() && !p.nullable => p.default.as_ref(),
+            Some(c) => Some(c),
+            None if node.has_defaults => p.default.as_ref(),
+            None => None,
+        };
+        return match value {
+            Some(v) => from_json(v, Some(p)).map(Some),
+            None => Some(None),
+        };
+    }
+    if keeps_meta
+        && matches!(field, "apiVersion" | "kind" | "metadata")
+        && let Some(v) = map.get(field)
+    {
+        return from_json(v, None).map(Some);
+    }
+    Some(None)
+}
+
+fn eval<'a>(expr: &'a IdedExpr, scope: &mut Scope<'a>) -> Option<Val<'a>> {
+    match &expr.expr {
+        Expr::Literal(lit) => literal(lit),
+        Expr::Ident(name) => scope
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == name.as_str())
+            .map(|(_, v)| v.clone()),
+        Expr::Select(sel) => match eval(&sel.operand, scope)? {
+            Val::Object {
+                map,
+                node,
+                keeps_meta,
+            } => {
+                let found = field(map, node, keeps_meta, &sel.field)?;
+                if sel.test {
+                    Some(Val::Bool(found.is_some()))
+                } else {
+                    found
+                }
+            }
+            _ => None,
+        },
+        Expr::List(list) => {
+            if !list.optional_indices.is_empty() {
+                return None;
+            }
+            let items = list
+                .elements
+                .iter()
+                .map(|e| eval(e, scope))
+                .collect::<Option<Vec<_>>>()?;
+            Some(Val::List(Arc::new(items)))
+        }
+        Expr::Call(call) => {
+            let args = &call.args;
+            match (call.target.as_deref(), call.func_name.as_str(), args.len()) {
+                (None, operators::CONDITIONAL, 3) => match eval(&args[0], scope)? {
+                    Val::Bool(true) => eval(&args[1], scope),
+                    Val::Bool(false) => eval(&args[2], scope),
+                    _ => None,
+                },
+                (None, operators::LOGICAL_AND, 2) => match eval(&args[0], scope)? {
+                    Val::Bool(false) => Some(Val::Bool(false)),
+                    Val::Bool(true) => boolean(eval(&args[1], scope)?),
+                    _ => None,
+                },
+                (None, operators::LOGICAL_OR, 2) => match eval(&args[0], scope)? {
+                    Val::Bool(true) => Some(Val::Bool(true)),
+                    Val::Bool(false) => boolean(eval(&args[1], scope)?),
+                    _ => None,
+                },
+                (None, operators::LOGICAL_NOT, 1) => match eval(&args[0], scope)? {
+                    Val::Bool(b) => Some(Val::Bool(!b)),
+                    _ => None,
+                },
+                (None, operators::NOT_STRICTLY_FALSE, 1) => boolean(eval(&args[0], scope)?),
+                (None, operators::EQUALS, 2) => {
+                    let l = eval(&args[0], scope)?;
+                    let r = eval(&args[1], scope)?;
+                    equal(&l, &r).map(Val::Bool)
+                }
+                (None, operators::NOT_EQUALS, 2) => {
+                    let l = eval(&args[0], scope)?;
+                    let r = eval(&args[1], scope)?;
+                    equal(&l, &r).map(|e| Val::Bool(!e))
+                }
+                (
+                    None,
+                    op @ (operators::LESS
+                    | operators::LESS_EQUALS
+                    | operators::GREATER
+                    | operators::GREATER_EQUALS),
+                    2,
+                ) => {
+                    let l = eval(&args[0], scope)?;
+                    let r = eval(&args[1], scope)?;
+                    let ord = compare(&l, &r)?;
+                    Some(Val::Bool(match op {
+                        operators::LESS => ord.is_lt(),
+                        operators::LESS_EQUALS => ord.is_le(),
+                        operators::GREATER => ord.is_gt(),
+                        _ => ord.is_ge(),
+                    }))
+                }
+                (None, operators::ADD, 2) => {
+                    let l = eval(&args[0], scope)?;
+                    let r = eval(&args[1], scope)?;
+                    add(l, r)
+                }
+                (None, operators::INDEX, 2) => {
+                    let list = eval(&args[0], scope)?;
+                    match eval(&args[1], scope)? {
+                        Val::Int(i) => item(&list, usize::try_from(i).ok()?),
+                        _ => None,
+                    }
+                }
+                (None, operators::IN, 2) => {
+                    let needle = eval(&args[0], scope)?;
+                    if let Expr::List(list) = &args[1].expr
+                        && list.optional_indices.is_empty()
+                        && list
+                            .elements
+                            .iter()
+                            .all(|e| matches!(e.expr, Expr::Literal(_)))
+                    {
+                        // `x in ['a', 'b']`: no list built on every call
+                        // (literals cannot fail, so stopping early is safe).
+                        for e in &list.elements {
+                            if equal(&eval(e, scope)?, &needle)? {
+                                return Some(Val::Bool(true));
+                            }
+                        }
+                        return Some(Val::Bool(false));
+                    }
+                    let hay = eval(&args[1], scope)?;
+                    for i in 0..len(&hay)? {
+                        if equal(&item(&hay, i)?, &needle)? {
+                            return Some(Val::Bool(true));
+                        }
+                    }
+                    Some(Val::Bool(false))
+                }
+                (None, "size", 1) => size(&eval(&args[0], scope)?),
+                (Some(target), "size", 0) if !namespaced(target) => size(&eval(target, scope)?),
+                (Some(target), name @ ("startsWith" | "endsWith" | "contains" | "matches"), 1)
+                    if !namespaced(target) =>
+                {
+                    let (Val::Str(s), Val::Str(arg)) =
+                        (eval(target, scope)?, eval(&args[0], scope)?)
+                    else {
+                        return None;
+                    };
+                    Some(Val::Bool(match name {
+                        "startsWith" => s.starts_with(arg),
+                        "endsWith" => s.ends_with(arg),
+                        "contains" => s.contains(arg),
+                        _ => super::cel_regex::cached(arg, |re| re.is_match(s)).ok()?,
+                    }))
+                }
+                _ => None,
+            }
+        }
+        Expr::Comprehension(c) => {
+            if c.iter_var2.is_some() {
+                return None;
+            }
+            let range = eval(&c.iter_range, scope)?;
+            let n = len(&range)?;
+            let accu = eval(&c.accu_init, scope)?;
+            let base = scope.len();
+            scope.push((c.accu_var.as_str(), accu));
+            let mut bound = false;
+            let out = (|| {
+                for i in 0..n {
+                    match eval(&c.loop_cond, scope)? {
+                        Val::Bool(true) => {}
+                        Val::Bool(false) => break,
+                        _ => return None,
+                    }
+                    let it = item(&range, i)?;
+                    if bound {
+                        scope[base + 1].1 = it;
+                    } else {
+                        scope.push((c.iter_var.as_str(), it));
+                        bound = true;
+                    }
+                    let next = eval(&c.loop_step, scope)?;
+                    scope[base].1 = next;
+                }
+                eval(&c.result, scope)
+            })();
+            scope.truncate(base);
+            out
+        }
+        _ => None,
+    }
+}
+
+/// A call on an identifier the `cel` crate may resolve as a namespaced
+/// function (`sets.contains`, `math.abs`): left to it.
+fn namespaced(target: &IdedExpr) -> bool {
+    matches!(&target.expr, Expr::Ident(p) if p != "self" && !p.starts_with('@')
+        && matches!(p.as_str(), "base64" | "format" | "ip" | "jsonpatch" | "lists" | "math"
+            | "sets" | "strings"))
+}
+
+fn literal(lit: &LiteralValue) -> Option<Val<'_>> {
+    Some(match lit {
+        LiteralValue::Boolean(b) => Val::Bool(*b.inner()),
+        LiteralValue::Int(i) => Val::Int(*i.inner()),
+        LiteralValue::UInt(u) => Val::UInt(*u.inner()),
+        LiteralValue::String(s) => Val::Str(s.inner()),
+        LiteralValue::Null => Val::Null,
+        LiteralValue::Double(_) | LiteralValue::Bytes(_) => return None,
+    })
+}
+
+fn boolean(v: Val<'_>) -> Option<Val<'_>> {
+    matches!(v, Val::Bool(_)).then_some(v)
+}
+
+/// Equality where the `cel` crate's answer is plain; `None` for type
+/// mixes, doubles, lists and maps.
+fn equal(l: &Val<'_>, r: &Val<'_>) -> Option<bool> {
+    match (l, r) {
+        (Val::Bool(a), Val::Bool(b)) => Some(a == b),
+        (Val::Int(a), Val::Int(b)) => Some(a == b),
+        (Val::UInt(a), Val::UInt(b)) => Some(a == b),
+        (Val::Str(a), Val::Str(b)) => Some(a == b),
+        _ => None,
+    }
+}
+
+fn compare(l: &Val<'_>, r: &Val<'_>) -> Option<std::cmp::Ordering> {
+    match (l, r) {
+        (Val::Int(a), Val::Int(b)) => Some(a.cmp(b)),
+        (Val::UInt(a), Val::UInt(b)) => Some(a.cmp(b)),
+        (Val::Str(a), Val::Str(b)) => Some(a.cmp(b)),
+        _ => None,
+    }
+}
+
+fn add<'a>(l: Val<'a>, r: Val<'a>) -> Option<Val<'a>> {
+    match (l, r) {
+        (Val::Int(a), Val::Int(b)) => a.checked_add(b).map(Val::Int),
+        (Val::UInt(a), Val::UInt(b)) => a.checked_add(b).map(Val::UInt),
+        (Val::List(mut a), Val::List(b)) => {
+            Arc::make_mut(&mut a).extend(b.iter().cloned());
+            Some(Val::List(a))
+        }
+        _ => None,
+    }
+}
+
+/// Length of a list; `None` for anything else.
+fn len(v: &Val<'_>) -> Option<usize> {
+    match v {
+        Val::Array(a, _) => Some(a.len()),
+        Val::List(l) => Some(l.len()),
+        _ => None,
+    }
+}
+
+fn item<'a>(list: &Val<'a>, i: usize) -> Option<Val<'a>> {
+    match list {
+        Val::Array(a, items) => from_json(a.get(i)?, *items),
+        Val::List(l) => l.get(i).cloned(),
+        _ => None,
+    }
+}
+
+/// `size`: a list's length, a string's code points (as Kubernetes counts).
+fn size<'a>(v: &Val<'a>) -> Option<Val<'a>> {
+    let n = match v {
+        Val::Str(s) => s.chars().count(),
+        v => len(v)?,
+    };
+    i64::try_from(n).ok().map(Val::Int)
+}
+
+/// A JSON number as CEL types it: a double for `number` fields, else an
+/// int, a uint, or a double when nothing else holds it.
+pub(super) fn number(n: &serde_json::Number, node: Option<&CompiledNode>) -> CelValue {
+    let types = node.map(|n| n.types).unwrap_or_default();
+    if types.has(Types::NUMBER) {
+        return CelValue::Float(n.as_f64().unwrap_or(f64::NAN));
+    }
+    if let Some(i) = n.as_i64() {
+        return CelValue::Int(i);
+    }
+    if types.has(Types::INTEGER)
+        && let Some(f) = n.as_f64()
+        && f.fract() == 0.0
+        && f.abs() < 9.2e18
+    {
+        return CelValue::Int(f as i64);
+    }
+    if let Some(u) = n.as_u64() {
+        return CelValue::UInt(u);
+    }
+    CelValue::Float(n.as_f64().unwrap_or(f64::NAN))
+}
