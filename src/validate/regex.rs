@@ -369,8 +369,23 @@ pub struct LazyPattern {
 
 impl LazyPattern {
     /// Checks `pattern` with Go's rules ([`check_go`]) without building it.
+    /// Patterns that passed are remembered per thread: the validators built
+    /// for `default` values check the same patterns again and again.
     pub fn new(pattern: &str) -> Result<LazyPattern, PatternError> {
-        check_go(pattern)?;
+        thread_local! {
+            static GOOD: std::cell::RefCell<std::collections::HashSet<String>> =
+                Default::default();
+        }
+        if !GOOD.with(|g| g.borrow().contains(pattern)) {
+            check_go(pattern)?;
+            GOOD.with(|g| {
+                let mut g = g.borrow_mut();
+                if g.len() > 4096 {
+                    g.clear();
+                }
+                g.insert(pattern.to_string());
+            });
+        }
         Ok(LazyPattern {
             source: pattern.to_string(),
             compiled: std::sync::OnceLock::new(),
