@@ -146,19 +146,24 @@ fn github_output_annotates_each_finding_on_its_line() {
     );
 }
 
+/// The JSON `location` of the `minimum` finding when NEW is `text` on stdin.
+fn minimum_location_from_stdin(text: &str) -> Value {
+    let r = run(&["diff", OLD, "-", "-o", "json"], Some(text));
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let v: Value = serde_json::from_str(&r.stdout).expect("JSON");
+    v["crds"][0]["findings"]
+        .as_array()
+        .and_then(|f| f.iter().find(|f| f["check"] == "minimum"))
+        .expect("a minimum finding")["location"]
+        .clone()
+}
+
 #[test]
 fn findings_read_from_stdin_know_their_line_too() {
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(NEW))
         .expect("the example is readable");
-    let r = run(&["diff", OLD, "-", "-o", "json"], Some(&text));
-    assert_eq!(r.code, 1, "{}", r.stderr);
-    let v: Value = serde_json::from_str(&r.stdout).expect("JSON");
-    let minimum = v["crds"][0]["findings"]
-        .as_array()
-        .and_then(|f| f.iter().find(|f| f["check"] == "minimum"))
-        .expect("a minimum finding");
     assert_eq!(
-        minimum["location"],
+        minimum_location_from_stdin(&text),
         serde_json::json!({"file": "<stdin>", "line": 35, "column": 17})
     );
     // SARIF cannot point into stdin: the result keeps its logical location.
@@ -184,15 +189,8 @@ fn a_document_with_an_anchor_is_placed_too() {
             "kind: &k CustomResourceDefinition",
             1,
         );
-    let r = run(&["diff", OLD, "-", "-o", "json"], Some(&text));
-    assert_eq!(r.code, 1, "{}", r.stderr);
-    let v: Value = serde_json::from_str(&r.stdout).expect("JSON");
-    let minimum = v["crds"][0]["findings"]
-        .as_array()
-        .and_then(|f| f.iter().find(|f| f["check"] == "minimum"))
-        .expect("a minimum finding");
     assert_eq!(
-        minimum["location"],
+        minimum_location_from_stdin(&text),
         serde_json::json!({"file": "<stdin>", "line": 35, "column": 17})
     );
 }
