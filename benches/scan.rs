@@ -112,25 +112,7 @@ fn object(kind: &str, i: usize) -> Value {
     json!({
         "apiVersion": "example.com/v1", "kind": kind,
         "metadata": {"name": format!("obj-{i:06}"), "namespace": format!("ns-{}", i % 10)},
-        "spec": {
-            "parentRefs": [{"name": "gw", "sectionName": "https"}],
-            "hostnames": [format!("web-{i}.example.com"), "*.example.org"],
-            "rules": [
-                {
-                    "matches": [{"path": {"type": "PathPrefix", "value": format!("/api/{}", i % 50)},
-                                 "headers": [{"name": "x-version", "value": "2"}]}],
-                    "filters": [{"type": "RequestHeaderModifier",
-                                 "requestHeaderModifier": {"add": [{"name": "x-env", "value": "prod"}],
-                                                           "remove": ["x-debug"]}}],
-                    "backendRefs": [{"name": "api-v2", "port": 8080, "weight": 90},
-                                    {"name": "api-v1", "port": 8080, "weight": 10}]
-                },
-                {
-                    "matches": [{"path": {"type": "Exact", "value": "/"}, "method": "GET"}],
-                    "backendRefs": [{"name": "web", "port": 80}]
-                }
-            ]
-        }
+        "spec": support::http_route_spec(i),
     })
 }
 

@@ -61,25 +61,7 @@ fn http_route() -> Value {
         "apiVersion": "gateway.networking.k8s.io/v1",
         "kind": "HTTPRoute",
         "metadata": {"name": "web", "namespace": "default"},
-        "spec": {
-            "parentRefs": [{"name": "gw", "sectionName": "https"}],
-            "hostnames": ["web.example.com", "*.example.org"],
-            "rules": [
-                {
-                    "matches": [{"path": {"type": "PathPrefix", "value": "/api"},
-                                 "headers": [{"name": "x-version", "value": "2"}]}],
-                    "filters": [{"type": "RequestHeaderModifier",
-                                 "requestHeaderModifier": {"add": [{"name": "x-env", "value": "prod"}],
-                                                           "remove": ["x-debug"]}}],
-                    "backendRefs": [{"name": "api-v2", "port": 8080, "weight": 90},
-                                    {"name": "api-v1", "port": 8080, "weight": 10}]
-                },
-                {
-                    "matches": [{"path": {"type": "Exact", "value": "/"}, "method": "GET"}],
-                    "backendRefs": [{"name": "web", "port": 80}]
-                }
-            ]
-        },
+        "spec": support::http_route_spec(0),
         "status": {"parents": [{"parentRef": {"name": "gw", "sectionName": "https"},
             "controllerName": "example.com/gateway-controller",
             "conditions": [{"type": "Accepted", "status": "True", "reason": "Accepted", "message": "",

@@ -1,5 +1,5 @@
-//! What the corpus benchmarks share: where the corpus is, and the pairs
-//! they time. Included by each bench with `#[path]`; not a bench itself.
+//! What the corpus benchmarks share: where the corpus is, the pairs they
+//! time, and a realistic HTTPRoute. Included by each bench with `#[path]`; not a bench itself.
 
 #![allow(dead_code)]
 
@@ -60,4 +60,28 @@ pub fn corpus() -> PathBuf {
         Some(d) => PathBuf::from(d),
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"),
     }
+}
+
+/// The `spec` of a realistic Gateway API HTTPRoute (two rules, matches,
+/// filters, weighted backends), varied by `i` so that many objects differ.
+pub fn http_route_spec(i: usize) -> serde_json::Value {
+    serde_json::json!({
+        "parentRefs": [{"name": "gw", "sectionName": "https"}],
+        "hostnames": [format!("web-{i}.example.com"), "*.example.org"],
+        "rules": [
+            {
+                "matches": [{"path": {"type": "PathPrefix", "value": format!("/api/{}", i % 50)},
+                             "headers": [{"name": "x-version", "value": "2"}]}],
+                "filters": [{"type": "RequestHeaderModifier",
+                             "requestHeaderModifier": {"add": [{"name": "x-env", "value": "prod"}],
+                                                       "remove": ["x-debug"]}}],
+                "backendRefs": [{"name": "api-v2", "port": 8080, "weight": 90},
+                                {"name": "api-v1", "port": 8080, "weight": 10}]
+            },
+            {
+                "matches": [{"path": {"type": "Exact", "value": "/"}, "method": "GET"}],
+                "backendRefs": [{"name": "web", "port": 80}]
+            }
+        ]
+    })
 }

@@ -271,28 +271,11 @@ fn spec_has(spec: &Obj, pred: &dyn Fn(&Obj) -> bool) -> bool {
 }
 
 /// Why Go's `regexp.Compile` would refuse `pattern`, if it would: the
-/// same Go-RE2 reading the object validator uses.
-/// Verdicts are cached per thread: the same patterns recur across the
-/// versions and CRDs of a release.
+/// same Go-RE2 reading the object validator uses (and its cache).
 fn go_regex_error(pattern: &str) -> Option<String> {
-    thread_local! {
-        static SEEN: std::cell::RefCell<std::collections::HashMap<String, Option<String>>> =
-            Default::default();
-    }
-    SEEN.with(|seen| {
-        if let Some(v) = seen.borrow().get(pattern) {
-            return v.clone();
-        }
-        let verdict = crate::validate::regex::check_go(pattern)
-            .err()
-            .map(|e| e.to_string());
-        let mut seen = seen.borrow_mut();
-        if seen.len() > 4096 {
-            seen.clear();
-        }
-        seen.insert(pattern.to_string(), verdict.clone());
-        verdict
-    })
+    crate::validate::regex::check_go_cached(pattern)
+        .err()
+        .map(|e| e.to_string())
 }
 
 /// Everything the API server would refuse in `manifest` (a CRD normalized to

@@ -368,24 +368,10 @@ pub struct LazyPattern {
 }
 
 impl LazyPattern {
-    /// Checks `pattern` with Go's rules ([`check_go`]) without building it.
-    /// Patterns that passed are remembered per thread: the validators built
-    /// for `default` values check the same patterns again and again.
+    /// Checks `pattern` with Go's rules ([`check_go_cached`]) without
+    /// building it.
     pub fn new(pattern: &str) -> Result<LazyPattern, PatternError> {
-        thread_local! {
-            static GOOD: std::cell::RefCell<std::collections::HashSet<String>> =
-                Default::default();
-        }
-        if !GOOD.with(|g| g.borrow().contains(pattern)) {
-            check_go(pattern)?;
-            GOOD.with(|g| {
-                let mut g = g.borrow_mut();
-                if g.len() > 4096 {
-                    g.clear();
-                }
-                g.insert(pattern.to_string());
-            });
-        }
+        check_go_cached(pattern)?;
         Ok(LazyPattern {
             source: pattern.to_string(),
             compiled: std::sync::OnceLock::new(),
@@ -406,6 +392,28 @@ impl LazyPattern {
             .map(|re| re.is_match(s))
             .map_err(String::as_str)
     }
+}
+
+/// [`check_go`], with the patterns that passed remembered per thread: the
+/// same patterns recur across the versions and CRDs of a release, and the
+/// validators built for `default` values check them again and again.
+pub fn check_go_cached(pattern: &str) -> Result<(), PatternError> {
+    thread_local! {
+        static GOOD: std::cell::RefCell<std::collections::HashSet<String>> =
+            Default::default();
+    }
+    if GOOD.with(|g| g.borrow().contains(pattern)) {
+        return Ok(());
+    }
+    check_go(pattern)?;
+    GOOD.with(|g| {
+        let mut g = g.borrow_mut();
+        if g.len() > 4096 {
+            g.clear();
+        }
+        g.insert(pattern.to_string());
+    });
+    Ok(())
 }
 
 fn first_line(s: &str) -> String {
