@@ -7,14 +7,14 @@
 //! by the unknown-change catch-all instead of being dropped by a typed parser.
 
 pub mod path;
+pub mod sorted_map;
 pub mod version;
-
-use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 use thiserror::Error;
 
 pub use path::FieldPath;
+pub use sorted_map::SortedMap;
 
 /// Deeper schemas than this are refused: real CRDs stay far below it, and a
 /// bound keeps hostile input from exhausting the stack.
@@ -47,9 +47,9 @@ pub enum AdditionalProperties {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Schema {
     /// Every keyword except the child schemas below, as written.
-    pub keywords: BTreeMap<String, Value>,
+    pub keywords: SortedMap<Value>,
     /// `properties`, sorted by name.
-    pub properties: BTreeMap<String, Schema>,
+    pub properties: SortedMap<Schema>,
     /// `items` when it is a single schema (structural schemas allow only that;
     /// the array form stays in `keywords`).
     pub items: Option<Box<Schema>>,
@@ -92,6 +92,8 @@ impl Schema {
         depth: usize,
     ) -> Result<Schema, SchemaError> {
         let mut node = Schema::default();
+        // Gathered in document order, sorted once at the end.
+        let mut keywords = Vec::with_capacity(map.len());
         for (key, v) in map {
             match key.as_str() {
                 "properties" => {
@@ -100,10 +102,15 @@ impl Schema {
                             path: path.to_string(),
                         });
                     };
-                    for (name, child) in props {
-                        let child = Self::build(child, &path.property(name), depth + 1)?;
-                        node.properties.insert(name.clone(), child);
-                    }
+                    node.properties = props
+                        .iter()
+                        .map(|(name, child)| {
+                            Ok((
+                                name.clone(),
+                                Self::build(child, &path.property(name), depth + 1)?,
+                            ))
+                        })
+                        .collect::<Result<_, SchemaError>>()?;
                 }
                 "items" if v.is_object() => {
                     node.items = Some(Box::new(Self::build(v, &path.items(), depth + 1)?));
@@ -125,10 +132,11 @@ impl Schema {
                     }
                 },
                 _ => {
-                    node.keywords.insert(key.clone(), v.clone());
+                    keywords.push((key.clone(), v.clone()));
                 }
             }
         }
+        node.keywords = keywords.into_iter().collect();
         Ok(node)
     }
 

@@ -116,7 +116,7 @@ pub(super) fn fold_all_of(node: &Schema) -> Option<Schema> {
 /// The keywords `branch` sets on a node holding `keywords`, or none when
 /// the branch cannot be folded.
 fn fold_branch(
-    keywords: &std::collections::BTreeMap<String, Value>,
+    keywords: &crate::schema::SortedMap<Value>,
     branch: &Value,
 ) -> Option<Map<String, Value>> {
     let mut out = Map::new();
