@@ -278,7 +278,7 @@ pub fn load_with(sources: &[Source], opts: &SourceOptions) -> Result<ManifestSet
     let mut documents = 0usize;
     for source in sources {
         let texts = read_texts(source, opts, &mut set.notices)?;
-        documents += load_texts(&texts, opts.positions, &mut set)?;
+        documents += load_texts(texts, opts.positions, &mut set)?;
     }
     if set.crds.is_empty() {
         let names: Vec<String> = sources.iter().map(ToString::to_string).collect();
@@ -369,12 +369,12 @@ pub fn load_text(
         is_json,
         text: text.to_string(),
     };
-    load_texts(std::slice::from_ref(&text), Positions::OnDemand, set)
+    load_texts(vec![text], Positions::OnDemand, set)
 }
 
 /// One document to parse, with the label of the text it came from.
 enum Job<'a> {
-    Json(&'a str, &'a str),
+    Json(Arc<str>, &'a str),
     /// A YAML document, and whether to record its positions.
     Yaml(split::Piece, &'a str, Positions),
 }
@@ -394,7 +394,7 @@ impl Job<'_> {
                 Ok(Some((
                     value,
                     location,
-                    DocumentText::new(Arc::from(*text), 1),
+                    DocumentText::new(Arc::clone(text), 1),
                 )))
             }
             Job::Yaml(piece, file, positions) => {
@@ -407,22 +407,25 @@ impl Job<'_> {
 /// Parses the documents of `texts` (in parallel when there is enough to
 /// share) and adds them in reading order, so the first error reported is
 /// the one a sequential read would stop at. Returns the documents read.
+/// Each text is let go once cut into documents, so a file is never held
+/// twice while the documents parse.
 fn load_texts(
-    texts: &[Text],
+    texts: Vec<Text>,
     positions: Positions,
     set: &mut ManifestSet,
 ) -> Result<usize, ManifestError> {
+    let labels: Vec<String> = texts.iter().map(|t| t.label.clone()).collect();
     let mut jobs = Vec::new();
     let mut per_text = Vec::with_capacity(texts.len());
-    for text in texts {
+    for (text, label) in texts.into_iter().zip(&labels) {
         let before = jobs.len();
         if text.is_json {
-            jobs.push(Job::Json(&text.text, &text.label));
+            jobs.push(Job::Json(Arc::from(text.text), label));
         } else {
             jobs.extend(
                 split::pieces(&text.text)
                     .into_iter()
-                    .map(|p| Job::Yaml(p, &text.label, positions)),
+                    .map(|p| Job::Yaml(p, label, positions)),
             );
         }
         per_text.push(jobs.len() - before);
