@@ -14,6 +14,8 @@
 //! own; `tests::same_values_as_serde_saphyr` and the corpus test hold the two
 //! paths to the same values.
 
+use std::borrow::Cow;
+
 use granit_parser::{Event, Parser, ScalarStyle};
 use serde_json::{Map, Value};
 
@@ -24,9 +26,13 @@ use super::positions::Tree;
 const MAX_DEPTH: usize = 64;
 const MAX_NODES: usize = 250_000;
 
+/// An open collection. A mapping gathers its entries in a vector and
+/// becomes a map, at its exact size, when it closes: a map grown entry by
+/// entry keeps up to half its room empty, and the parsed manifests are most
+/// of a `diff`'s peak memory.
 enum Frame {
     Seq(Vec<Value>),
-    Map(Map<String, Value>, Option<String>),
+    Map(Vec<(String, Value)>, Option<String>),
 }
 
 /// The value of a one-document text, or `None` when serde-saphyr must read it.
@@ -75,19 +81,15 @@ pub(super) fn parse_recording(
                 }
                 nodes += 1;
                 // A key is taken as written; a value may be typed.
-                if let Some(Frame::Map(map, pending @ None)) = stack.last_mut() {
-                    let key = key(&text, style)?;
-                    if map.contains_key(&key) {
-                        return None;
-                    }
-                    *pending = Some(key);
+                if let Some(Frame::Map(_, pending @ None)) = stack.last_mut() {
+                    *pending = Some(key(text, style)?);
                     key_at = at;
                     continue;
                 }
                 if let Some(t) = tree.as_deref_mut() {
                     record(t, &stack, key_at, at, false);
                 }
-                scalar(&text, style, resolve)?
+                scalar(text, style, resolve)?
             }
             Event::SequenceStart(_, anchor, ref tag) | Event::MappingStart(_, anchor, ref tag) => {
                 if anchor != 0 || tag.is_some() || stack.len() >= MAX_DEPTH {
@@ -105,16 +107,28 @@ pub(super) fn parse_recording(
                 stack.push(if matches!(event, Event::SequenceStart(..)) {
                     Frame::Seq(Vec::new())
                 } else {
-                    Frame::Map(Map::new(), None)
+                    Frame::Map(Vec::new(), None)
                 });
                 continue;
             }
             Event::SequenceEnd => match stack.pop()? {
-                Frame::Seq(items) => Value::Array(items),
+                Frame::Seq(mut items) => {
+                    items.shrink_to_fit();
+                    Value::Array(items)
+                }
                 Frame::Map(..) => return None,
             },
             Event::MappingEnd => match stack.pop()? {
-                Frame::Map(map, None) => Value::Object(map),
+                Frame::Map(entries, None) => {
+                    let len = entries.len();
+                    let mut map = Map::with_capacity(len);
+                    map.extend(entries);
+                    // A repeated key: serde-saphyr decides what it means.
+                    if map.len() != len {
+                        return None;
+                    }
+                    Value::Object(map)
+                }
                 _ => return None,
             },
             Event::Alias(_) | Event::Anchor(..) | Event::UnresolvedAlias(_) => return None,
@@ -133,9 +147,9 @@ pub(super) fn parse_recording(
                 root = Some(value);
             }
             Some(Frame::Seq(items)) => items.push(value),
-            Some(Frame::Map(map, pending)) => {
+            Some(Frame::Map(entries, pending)) => {
                 let key = pending.take()?;
-                map.insert(key, value);
+                entries.push((key, value));
             }
         }
     }
@@ -162,11 +176,11 @@ fn record(
 
 /// A mapping key as serde-saphyr hands it to `serde_json`: the text, except
 /// a plain null (an error there) and the merge key `<<` (merged there).
-fn key(text: &str, style: ScalarStyle) -> Option<String> {
-    if style == ScalarStyle::Plain && (is_nullish(text) || text == "<<") {
+fn key(text: Cow<'_, str>, style: ScalarStyle) -> Option<String> {
+    if style == ScalarStyle::Plain && (is_nullish(&text) || text == "<<") {
         return None;
     }
-    Some(text.to_string())
+    Some(text.into_owned())
 }
 
 fn is_nullish(text: &str) -> bool {
@@ -179,26 +193,28 @@ fn is_nullish(text: &str) -> bool {
 /// Small decimal integers are read here; every other plain scalar that may
 /// be typed is resolved by `resolve` (serde-saphyr on the scalar alone).
 fn scalar(
-    text: &str,
+    text: Cow<'_, str>,
     style: ScalarStyle,
     resolve: &dyn Fn(&str) -> Option<Value>,
 ) -> Option<Value> {
     if style != ScalarStyle::Plain {
-        return Some(Value::String(text.to_string()));
+        // A scalar the scanner had to rewrite (escapes, folding) is
+        // already owned: moved, not copied.
+        return Some(Value::String(text.into_owned()));
     }
-    if is_nullish(text) {
+    if is_nullish(&text) {
         return Some(Value::Null);
     }
     let first = text.as_bytes()[0];
     let may_be_typed = matches!(first, b'0'..=b'9' | b'+' | b'-' | b'.')
-        || (text.len() <= 5 && is_yaml11_bool(text));
+        || (text.len() <= 5 && is_yaml11_bool(&text));
     if !may_be_typed {
-        return Some(Value::String(text.to_string()));
+        return Some(Value::String(text.into_owned()));
     }
-    if let Some(n) = small_integer(text) {
+    if let Some(n) = small_integer(&text) {
         return Some(n);
     }
-    resolve(text)
+    resolve(&text)
 }
 
 fn is_yaml11_bool(t: &str) -> bool {
