@@ -176,7 +176,7 @@ fn record(
 
 /// A mapping key as serde-saphyr hands it to `serde_json`: the text, except
 /// a plain null (an error there) and the merge key `<<` (merged there).
-fn key(text: Cow<'_, str>, style: ScalarStyle) -> Option<String> {
+pub(super) fn key(text: Cow<'_, str>, style: ScalarStyle) -> Option<String> {
     if style == ScalarStyle::Plain && (is_nullish(&text) || text == "<<") {
         return None;
     }
@@ -192,7 +192,7 @@ fn is_nullish(text: &str) -> bool {
 /// number (digit, sign, dot) and is not a YAML 1.1 boolean or a null.
 /// Small decimal integers are read here; every other plain scalar that may
 /// be typed is resolved by `resolve` (serde-saphyr on the scalar alone).
-fn scalar(
+pub(super) fn scalar(
     text: Cow<'_, str>,
     style: ScalarStyle,
     resolve: &dyn Fn(&str) -> Option<Value>,
@@ -246,7 +246,7 @@ fn small_integer(t: &str) -> Option<Value> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     /// The slow path, with the loader's options.
@@ -294,7 +294,7 @@ mod tests {
 
     /// The YAML files of the shared corpus (none, outside CI, when it is
     /// missing).
-    fn corpus_files() -> Vec<std::path::PathBuf> {
+    pub(in crate::manifest) fn corpus_files() -> Vec<std::path::PathBuf> {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
         if !dir.join("pairs.json").exists() {
             assert!(

@@ -11,6 +11,7 @@
 //! kind are skipped and counted; anything that is not a Kubernetes object at
 //! all is an error, because it usually means the wrong file was passed.
 
+mod block_yaml;
 mod chart;
 mod external;
 mod fast_yaml;

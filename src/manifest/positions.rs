@@ -56,12 +56,12 @@ enum Index {
 /// children): where it starts (for a mapping entry, where its key starts)
 /// and where its subtree ends. Finding a path walks it from the root,
 /// skipping each sibling's subtree in one step.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub struct Tree {
     nodes: Vec<TreeNode>,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 struct TreeNode {
     /// The hash of the mapping key this node is the value of (0 otherwise).
     key: u64,
@@ -83,6 +83,16 @@ fn key_hash(key: &str) -> u64 {
 }
 
 impl Tree {
+    /// Where two trees first differ (for tests that compare readers).
+    #[cfg(test)]
+    pub(super) fn first_difference(&self, other: &Tree) -> Option<String> {
+        let n = self.nodes.len().max(other.nodes.len());
+        (0..n).find_map(|i| {
+            let (a, b) = (self.nodes.get(i), other.nodes.get(i));
+            (a != b).then(|| format!("node {i}: {a:?} vs {b:?}"))
+        })
+    }
+
     /// Records a node starting at `line`/`col` (1-based), the value of
     /// mapping key `key` if any; returns its index for [`Tree::close`].
     pub(super) fn open(&mut self, key: Option<&str>, line: usize, col: usize, map: bool) -> usize {

@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::fast_yaml;
 use super::positions::{DocumentText, Tree};
 use super::{Location, ManifestError};
+use super::{block_yaml, fast_yaml};
 
 /// A parsed document, where it starts, and its text (for positions inside it).
 pub(super) type Document = (Value, Location, DocumentText);
@@ -143,11 +143,17 @@ pub(super) fn parse(
     let Piece { text, start_line } = piece;
     let start_line = *start_line;
     let mut tree = record.then(Tree::default);
-    let parsed = match fast_yaml::parse_recording(text, &resolve_scalar, tree.as_mut()) {
+    let parsed = match block_yaml::parse(text, &resolve_scalar, tree.as_mut()) {
         Some(value) => Ok(value),
         None => {
-            tree = None;
-            serde_saphyr::from_str_with_options::<Value>(text, options())
+            tree = record.then(Tree::default);
+            match fast_yaml::parse_recording(text, &resolve_scalar, tree.as_mut()) {
+                Some(value) => Ok(value),
+                None => {
+                    tree = None;
+                    serde_saphyr::from_str_with_options::<Value>(text, options())
+                }
+            }
         }
     };
     match parsed {
@@ -199,7 +205,7 @@ pub(super) fn options() -> serde_saphyr::Options {
 /// A plain scalar the fast path cannot type by itself, read by serde-saphyr
 /// alone; `None` (read the whole document with serde-saphyr) unless it is
 /// still one scalar there.
-fn resolve_scalar(text: &str) -> Option<Value> {
+pub(super) fn resolve_scalar(text: &str) -> Option<Value> {
     serde_saphyr::from_str_with_options::<Value>(text, options())
         .ok()
         .filter(|v| !v.is_array() && !v.is_object())
