@@ -367,7 +367,10 @@ impl Reader<'_, '_> {
     /// with the continuation lines indented past `parent`.
     fn plain(&mut self, first: &str, parent: usize, end: usize) -> Option<String> {
         let first = first.trim_end_matches(' ');
-        if !plain_line_ok(first.as_bytes()) {
+        // A scalar that starts like a document marker is read otherwise by
+        // serde-saphyr (a continuation line that does is only text).
+        if !plain_line_ok(first.as_bytes()) || first.starts_with("---") || first.starts_with("...")
+        {
             return None;
         }
         let mut out = first.to_string();
@@ -694,7 +697,7 @@ fn starts_like_indicator(b: &[u8]) -> bool {
 /// One line of a plain scalar that means only itself: no `: ` (a key), no
 /// ` #` (a comment), no tab or carriage return, not ending in `:`.
 fn plain_line_ok(b: &[u8]) -> bool {
-    if b.is_empty() || b.ends_with(b":") || b.starts_with(b"---") || b.starts_with(b"...") {
+    if b.is_empty() || b.ends_with(b":") {
         return false;
     }
     !b.windows(2).any(|w| w == b": " || w == b" #") && !b.contains(&b'\t') && !b.contains(&b'\r')
