@@ -624,7 +624,7 @@ fn suspicious(b: &[u8]) -> bool {
 }
 
 fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
-    hay.iter().position(|&c| c == needle)
+    memchr::memchr(needle, hay)
 }
 
 /// Where a plain key on this line ends (its `:`), when the line is
