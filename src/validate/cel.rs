@@ -219,7 +219,7 @@ impl<'b> Eval<'b, '_> {
                     if !p.has_rules {
                         continue;
                     }
-                    let cv = match o.get(name) {
+                    let cv = match super::cel_direct::get(o, name) {
                         Some(c) if c.is_null() && !p.nullable => p.default.as_ref(),
                         Some(c) => Some(c),
                         None => p.default.as_ref(),

@@ -69,8 +69,9 @@ pub(crate) fn evaluate<'a>(
         v => from_json(v, Some(node))?,
     };
     let slots = &mut scope.0;
-    slots.clear();
-    slots.resize(program.slots, Val::Null);
+    if slots.len() < program.slots {
+        slots.resize(program.slots, Val::Null);
+    }
     slots[0] = this;
     match eval(&program.root, slots)? {
         Val::Bool(b) => Some(b),
@@ -158,7 +159,7 @@ fn field<'a>(
 
 /// `map[key]`. Objects in custom resources are small: comparing the few
 /// keys beats hashing the one looked for.
-fn get<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+pub(super) fn get<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
     if map.len() <= 8 {
         map.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
     } else {
@@ -170,25 +171,16 @@ fn eval<'a>(op: &'a Op, scope: &mut Vec<Val<'a>>) -> Option<Val<'a>> {
     match op {
         Op::Lit(lit) => Some(literal(lit)),
         Op::Var(slot) => scope.get(*slot).cloned(),
+        Op::Field {
+            slot,
+            field: name,
+            test,
+        } => select(scope.get(*slot)?, name, *test),
         Op::Select {
             operand,
             field: name,
             test,
-        } => match eval(operand, scope)? {
-            Val::Object {
-                map,
-                node,
-                keeps_meta,
-            } => {
-                let found = field(map, node, keeps_meta, name)?;
-                if *test {
-                    Some(Val::Bool(found.is_some()))
-                } else {
-                    found
-                }
-            }
-            _ => None,
-        },
+        } => select(&eval(operand, scope)?, name, *test),
         Op::List(elements) => {
             let items = elements
                 .iter()
@@ -226,6 +218,8 @@ fn eval<'a>(op: &'a Op, scope: &mut Vec<Val<'a>>) -> Option<Val<'a>> {
             let r = eval(&a[1], scope)?;
             equal(&l, &r).map(|e| Val::Bool(!e))
         }
+        Op::EqLit(a, lit) => equal(&eval(a, scope)?, &literal(lit)).map(Val::Bool),
+        Op::NeLit(a, lit) => equal(&eval(a, scope)?, &literal(lit)).map(|e| Val::Bool(!e)),
         Op::Cmp(op, a) => {
             let l = eval(&a[0], scope)?;
             let r = eval(&a[1], scope)?;
@@ -296,6 +290,25 @@ fn eval<'a>(op: &'a Op, scope: &mut Vec<Val<'a>>) -> Option<Val<'a>> {
             }
             eval(&c.result, scope)
         }
+    }
+}
+
+/// `v.name`, or whether it is present when `test`.
+fn select<'a>(v: &Val<'a>, name: &str, test: bool) -> Option<Val<'a>> {
+    match *v {
+        Val::Object {
+            map,
+            node,
+            keeps_meta,
+        } => {
+            let found = field(map, node, keeps_meta, name)?;
+            if test {
+                Some(Val::Bool(found.is_some()))
+            } else {
+                found
+            }
+        }
+        _ => None,
     }
 }
 

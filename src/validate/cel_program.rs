@@ -45,6 +45,13 @@ pub(crate) enum Op {
     Lit(Lit),
     /// A variable: its slot in the scope (0 is `self`).
     Var(usize),
+    /// `variable.field`, or `has(variable.field)` when `test`: the most
+    /// common selection, one step instead of two.
+    Field {
+        slot: usize,
+        field: Box<str>,
+        test: bool,
+    },
     /// `operand.field`, or `has(operand.field)` when `test`.
     Select {
         operand: Box<Op>,
@@ -59,6 +66,9 @@ pub(crate) enum Op {
     NotStrictlyFalse(Box<Op>),
     Eq(Box<[Op; 2]>),
     Ne(Box<[Op; 2]>),
+    /// `x == literal`, `x != literal`: the literal needs no evaluation.
+    EqLit(Box<Op>, Lit),
+    NeLit(Box<Op>, Lit),
     Cmp(Cmp, Box<[Op; 2]>),
     Add(Box<[Op; 2]>),
     Index(Box<[Op; 2]>),
@@ -120,10 +130,17 @@ impl<'e> Compiler<'e> {
         Some(match &e.expr {
             Expr::Literal(l) => Op::Lit(literal(l)?),
             Expr::Ident(name) => Op::Var(self.names.iter().rposition(|n| *n == name.as_str())?),
-            Expr::Select(s) => Op::Select {
-                operand: Box::new(self.op(&s.operand)?),
-                field: s.field.as_str().into(),
-                test: s.test,
+            Expr::Select(s) => match self.op(&s.operand)? {
+                Op::Var(slot) => Op::Field {
+                    slot,
+                    field: s.field.as_str().into(),
+                    test: s.test,
+                },
+                operand => Op::Select {
+                    operand: Box::new(operand),
+                    field: s.field.as_str().into(),
+                    test: s.test,
+                },
             },
             Expr::List(l) => {
                 if !l.optional_indices.is_empty() {
@@ -150,8 +167,17 @@ impl<'e> Compiler<'e> {
                     (None, operators::NOT_STRICTLY_FALSE, 1) => {
                         Op::NotStrictlyFalse(Box::new(self.op(&a[0])?))
                     }
-                    (None, operators::EQUALS, 2) => Op::Eq(self.two(&a[0], &a[1])?),
-                    (None, operators::NOT_EQUALS, 2) => Op::Ne(self.two(&a[0], &a[1])?),
+                    (None, op @ (operators::EQUALS | operators::NOT_EQUALS), 2) => {
+                        let eq = op == operators::EQUALS;
+                        match &a[1].expr {
+                            Expr::Literal(l) => {
+                                let (x, l) = (Box::new(self.op(&a[0])?), literal(l)?);
+                                if eq { Op::EqLit(x, l) } else { Op::NeLit(x, l) }
+                            }
+                            _ if eq => Op::Eq(self.two(&a[0], &a[1])?),
+                            _ => Op::Ne(self.two(&a[0], &a[1])?),
+                        }
+                    }
                     (None, operators::LESS, 2) => Op::Cmp(Cmp::Less, self.two(&a[0], &a[1])?),
                     (None, operators::LESS_EQUALS, 2) => {
                         Op::Cmp(Cmp::LessEquals, self.two(&a[0], &a[1])?)
