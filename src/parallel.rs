@@ -4,9 +4,20 @@
 //! depend on each other; scoped threads pulling from a shared counter are
 //! all that needs (no thread pool to keep, no dependency), and handing out
 //! the costliest items first keeps one large CRD from finishing last.
+//!
+//! A scan validates page after page: [`Pool`] keeps its threads from one
+//! page to the next, so what each thread caches (compiled patterns, CEL
+//! contexts) is built once per scan instead of once per page.
 
 use std::num::NonZeroUsize;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, NonZeroUsize::get)
+}
 
 /// `f` over `items` on up to as many threads as cores, the results in the
 /// order of `items`. `cost` orders the work (largest first); below
@@ -22,9 +33,7 @@ where
     T: Sync,
     R: Send,
 {
-    let workers = std::thread::available_parallelism()
-        .map_or(1, NonZeroUsize::get)
-        .min(items.len());
+    let workers = cores().min(items.len());
     let costs: Vec<usize> = items.iter().map(&cost).collect();
     if workers <= 1 || costs.iter().sum::<usize>() < min_total {
         return items.iter().map(f).collect();
@@ -53,6 +62,115 @@ where
     done.into_iter().map(|(_, r)| r).collect()
 }
 
+/// Worker threads kept until the pool is dropped, one per core.
+pub struct Pool {
+    workers: Vec<(mpsc::Sender<Task>, JoinHandle<()>)>,
+}
+
+type Task = Box<dyn FnOnce() + Send>;
+
+/// One [`Pool::map`] call as the workers share it.
+struct Batch<T, F> {
+    items: Arc<Vec<T>>,
+    next: AtomicUsize,
+    f: F,
+}
+
+impl Pool {
+    /// A pool with one thread per core (none with one core: [`Pool::map`]
+    /// then runs on the calling thread).
+    pub fn new() -> Pool {
+        let n = cores();
+        let workers = if n <= 1 {
+            Vec::new()
+        } else {
+            (0..n)
+                .filter_map(|i| {
+                    let (tx, rx) = mpsc::channel::<Task>();
+                    let handle = std::thread::Builder::new()
+                        .name(format!("crd-safety-worker-{i}"))
+                        .spawn(move || {
+                            while let Ok(task) = rx.recv() {
+                                task();
+                            }
+                        })
+                        .ok()?;
+                    Some((tx, handle))
+                })
+                .collect()
+        };
+        Pool { workers }
+    }
+
+    /// `f` over `items` on the pool's threads, the results in the order of
+    /// `items`. A panic in `f` is raised again here, as a sequential map
+    /// would.
+    pub fn map<T, R, F>(&self, items: Arc<Vec<T>>, f: F) -> Vec<R>
+    where
+        T: Send + Sync + 'static,
+        R: Send + 'static,
+        F: Fn(&T) -> R + Send + Sync + 'static,
+    {
+        let n = items.len();
+        if self.workers.is_empty() || n <= 1 {
+            return items.iter().map(f).collect();
+        }
+        let batch = Arc::new(Batch {
+            items,
+            next: AtomicUsize::new(0),
+            f,
+        });
+        let (done_tx, done_rx) = mpsc::channel::<(usize, std::thread::Result<R>)>();
+        for (tx, _) in self.workers.iter().take(n) {
+            let batch = Arc::clone(&batch);
+            let done = done_tx.clone();
+            let task: Task = Box::new(move || {
+                loop {
+                    let i = batch.next.fetch_add(1, Ordering::Relaxed);
+                    let Some(item) = batch.items.get(i) else {
+                        break;
+                    };
+                    let r =
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (batch.f)(item)));
+                    if done.send((i, r)).is_err() {
+                        break;
+                    }
+                }
+            });
+            // A worker that is gone leaves its share to the others, or to
+            // this thread below.
+            let _ = tx.send(task);
+        }
+        drop(done_tx);
+        let mut out: Vec<Option<R>> = (0..n).map(|_| None).collect();
+        for (i, r) in done_rx {
+            match r {
+                Ok(r) => out[i] = Some(r),
+                Err(p) => std::panic::resume_unwind(p),
+            }
+        }
+        out.into_iter()
+            .enumerate()
+            .map(|(i, r)| r.unwrap_or_else(|| (batch.f)(&batch.items[i])))
+            .collect()
+    }
+}
+
+impl Default for Pool {
+    fn default() -> Self {
+        Pool::new()
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        for (tx, handle) in std::mem::take(&mut self.workers) {
+            drop(tx);
+            let _ = handle.join();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,5 +187,47 @@ mod tests {
         let me = std::thread::current().id();
         let out = map(&[1, 2, 3], |_| 1, 100, |_| std::thread::current().id());
         assert!(out.iter().all(|id| *id == me));
+    }
+
+    #[test]
+    fn a_pool_keeps_the_input_order() {
+        let pool = Pool::new();
+        let items: Arc<Vec<usize>> = Arc::new((0..500).collect());
+        let out = pool.map(Arc::clone(&items), |&i| i * 3);
+        assert_eq!(out, items.iter().map(|i| i * 3).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_pool_keeps_its_threads_and_their_caches_across_calls() {
+        thread_local! {
+            static WARM: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+        }
+        let pool = Pool::new();
+        let n = pool.workers.len();
+        if n == 0 {
+            return;
+        }
+        // Each worker takes exactly one item of the first call: none can
+        // pass the barrier before all have arrived.
+        let barrier = Arc::new(std::sync::Barrier::new(n));
+        let first = pool.map(Arc::new(vec![(); n]), move |_| {
+            barrier.wait();
+            WARM.with(|w| w.replace(true))
+        });
+        assert_eq!(first, vec![false; n]);
+        let second = pool.map(Arc::new(vec![(); 100]), |_| WARM.with(|w| w.get()));
+        assert_eq!(
+            second,
+            vec![true; 100],
+            "a thread of the second call was new"
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "item 7")]
+    fn a_panic_in_a_pool_worker_reaches_the_caller() {
+        let pool = Pool::new();
+        let items: Arc<Vec<usize>> = Arc::new((0..50).collect());
+        pool.map(items, |&i| assert!(i != 7, "item 7"));
     }
 }

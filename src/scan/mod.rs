@@ -382,13 +382,10 @@ impl From<ListError> for Stop {
     }
 }
 
-/// Fewest objects in a page worth spreading over the cores.
-const PARALLEL_OBJECTS: usize = 32;
-
 /// Lists `resource` page by page and validates every object. Each page is
 /// validated on all cores while the next one is fetched, so the scan takes
 /// about as long as the slower of the two, and at most two pages are in
-/// memory. Outcomes are added up in the page's order, so the examples
+/// memory. The same threads validate every page, so their caches stay warm. Outcomes are added up in the page's order, so the examples
 /// shown do not depend on which thread finished first.
 async fn list_and_validate(
     listing: &Listing<'_>,
@@ -405,28 +402,25 @@ async fn list_and_validate(
         scanned: 0,
         namespaces: BTreeMap::new(),
     };
+    let pool = Arc::new(crate::parallel::Pool::new());
     let mut page = conn.list_page(resource, opts.chunk_size, None).await?;
     loop {
         let next = page.next().map(str::to_string);
         let remaining = page.metadata.remaining_item_count;
-        let items = std::mem::take(&mut page.items);
+        let items = Arc::new(std::mem::take(&mut page.items));
         let v = Arc::clone(listing.validator);
         let data_loss_only = listing.data_loss_only;
+        let workers = Arc::clone(&pool);
         let checking = tokio::task::spawn_blocking(move || {
-            let outcomes = crate::parallel::map(
-                &items,
-                |_| 1,
-                PARALLEL_OBJECTS,
-                |o| {
-                    let mut outcome = v.validate(o);
-                    if data_loss_only {
-                        outcome.violations.clear();
-                        outcome.not_evaluated.clear();
-                        outcome.pruned.retain(|p| p.kind != PrunedKind::Defaulted);
-                    }
-                    outcome
-                },
-            );
+            let outcomes = workers.map(Arc::clone(&items), move |o| {
+                let mut outcome = v.validate(o);
+                if data_loss_only {
+                    outcome.violations.clear();
+                    outcome.not_evaluated.clear();
+                    outcome.pruned.retain(|p| p.kind != PrunedKind::Defaulted);
+                }
+                outcome
+            });
             (items, outcomes)
         });
         let fetching = async {

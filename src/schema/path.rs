@@ -30,7 +30,8 @@ impl FieldPath {
     }
 
     fn with(&self, s: Segment) -> Self {
-        let mut v = self.0.clone();
+        let mut v = Vec::with_capacity(self.0.len() + 1);
+        v.extend_from_slice(&self.0);
         v.push(s);
         Self(v)
     }
@@ -79,6 +80,14 @@ fn needs_quotes(name: &str) -> bool {
         || name
             .chars()
             .any(|c| matches!(c, '.' | '[' | ']' | '{' | '}' | '"' | '^') || c.is_whitespace())
+}
+
+/// A path from its segments, root first: one allocation for the whole path
+/// where appending step by step would copy the prefix at each step.
+impl FromIterator<Segment> for FieldPath {
+    fn from_iter<I: IntoIterator<Item = Segment>>(iter: I) -> Self {
+        Self(iter.into_iter().collect())
+    }
 }
 
 impl fmt::Display for FieldPath {

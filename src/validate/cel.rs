@@ -219,7 +219,7 @@ impl<'b> Eval<'b, '_> {
                     if !p.has_rules {
                         continue;
                     }
-                    let cv = match o.get(name) {
+                    let cv = match super::cel_direct::get(o, name) {
                         Some(c) if c.is_null() && !p.nullable => p.default.as_ref(),
                         Some(c) => Some(c),
                         None => p.default.as_ref(),
@@ -307,6 +307,7 @@ impl<'b> Eval<'b, '_> {
         let base: &'b Context<'static> = self.base;
         // `self` bound for the `cel` crate, built when a rule first needs it.
         let mut ctx: Option<Context<'b>> = None;
+        let mut scope = super::cel_direct::Scope::default();
         for rule in &node.rules {
             let cr = match &rule.compiled {
                 Ok(cr) => cr,
@@ -319,8 +320,10 @@ impl<'b> Eval<'b, '_> {
                 // Transition rules do not run on create.
                 continue;
             }
-            if self.direct && rule.direct && !cr.is_transition_rule {
-                match super::cel_direct::evaluate(cr.program.expression(), node, v, is_root) {
+            if self.direct
+                && let Some(program) = &rule.direct
+            {
+                match super::cel_direct::evaluate(program, node, v, is_root, &mut scope) {
                     Some(true) => continue,
                     Some(false) if cr.message_program.is_none() => {
                         let message = fixed_message(cr);

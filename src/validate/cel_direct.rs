@@ -20,11 +20,10 @@
 
 use std::sync::Arc;
 
-use kube::core::cel::cel::IdedExpr;
 use kube::core::cel::cel::Value as CelValue;
-use kube::core::cel::cel::common::ast::{Expr, LiteralValue, operators};
 use serde_json::{Map, Value};
 
+use super::cel_program::{Cmp, Lit, Op, Program, StrFn};
 use super::formats::Format;
 use super::node::{Additional, CompiledNode, Types};
 
@@ -50,23 +49,31 @@ enum Val<'a> {
     List(Arc<Vec<Val<'a>>>),
 }
 
-/// Names bound while evaluating: `self`, then macro variables.
-type Scope<'a> = Vec<(&'a str, Val<'a>)>;
+/// Values bound while evaluating, by slot: `self`, then macro variables.
+/// Kept by the caller across the rules of a node, so that evaluating a rule
+/// allocates nothing.
+#[derive(Default)]
+pub(crate) struct Scope<'a>(Vec<Val<'a>>);
 
 /// The rule's result when it evaluates to a bool without any step this
 /// evaluator leaves to the `cel` crate; `None` otherwise.
-pub(crate) fn evaluate(
-    expr: &IdedExpr,
-    node: &CompiledNode,
-    value: &Value,
+pub(crate) fn evaluate<'a>(
+    program: &'a Program,
+    node: &'a CompiledNode,
+    value: &'a Value,
     is_root: bool,
+    scope: &mut Scope<'a>,
 ) -> Option<bool> {
     let this = match value {
         Value::Object(map) => object(map, node, is_root)?,
         v => from_json(v, Some(node))?,
     };
-    let mut scope: Scope = vec![("self", this)];
-    match eval(expr, &mut scope)? {
+    let slots = &mut scope.0;
+    if slots.len() < program.slots {
+        slots.resize(program.slots, Val::Null);
+    }
+    slots[0] = this;
+    match eval(&program.root, slots)? {
         Val::Bool(b) => Some(b),
         _ => None,
     }
@@ -130,7 +137,7 @@ fn field<'a>(
             .find(|(_, p)| p.cel_name.as_deref().map(String::as_str) == Some(field)),
     };
     if let Some((name, p)) = declared {
-        let value = match map.get(name) {
+        let value = match get(map, name) {
             Some(c) if c.is_null() && !p.nullable => p.default.as_ref(),
             Some(c) => Some(c),
             None if node.has_defaults => p.default.as_ref(),
@@ -143,209 +150,176 @@ fn field<'a>(
     }
     if keeps_meta
         && matches!(field, "apiVersion" | "kind" | "metadata")
-        && let Some(v) = map.get(field)
+        && let Some(v) = get(map, field)
     {
         return from_json(v, None).map(Some);
     }
     Some(None)
 }
 
-fn eval<'a>(expr: &'a IdedExpr, scope: &mut Scope<'a>) -> Option<Val<'a>> {
-    match &expr.expr {
-        Expr::Literal(lit) => literal(lit),
-        Expr::Ident(name) => scope
-            .iter()
-            .rev()
-            .find(|(n, _)| *n == name.as_str())
-            .map(|(_, v)| v.clone()),
-        Expr::Select(sel) => match eval(&sel.operand, scope)? {
-            Val::Object {
-                map,
-                node,
-                keeps_meta,
-            } => {
-                let found = field(map, node, keeps_meta, &sel.field)?;
-                if sel.test {
-                    Some(Val::Bool(found.is_some()))
-                } else {
-                    found
-                }
-            }
-            _ => None,
-        },
-        Expr::List(list) => {
-            if !list.optional_indices.is_empty() {
-                return None;
-            }
-            let items = list
-                .elements
+/// `map[key]`. Objects in custom resources are small: comparing the few
+/// keys beats hashing the one looked for.
+pub(super) fn get<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    if map.len() <= 8 {
+        map.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
+    } else {
+        map.get(key)
+    }
+}
+
+fn eval<'a>(op: &'a Op, scope: &mut Vec<Val<'a>>) -> Option<Val<'a>> {
+    match op {
+        Op::Lit(lit) => Some(literal(lit)),
+        Op::Var(slot) => scope.get(*slot).cloned(),
+        Op::Field {
+            slot,
+            field: name,
+            test,
+        } => select(scope.get(*slot)?, name, *test),
+        Op::Select {
+            operand,
+            field: name,
+            test,
+        } => select(&eval(operand, scope)?, name, *test),
+        Op::List(elements) => {
+            let items = elements
                 .iter()
                 .map(|e| eval(e, scope))
                 .collect::<Option<Vec<_>>>()?;
             Some(Val::List(Arc::new(items)))
         }
-        Expr::Call(call) => {
-            let args = &call.args;
-            match (call.target.as_deref(), call.func_name.as_str(), args.len()) {
-                (None, operators::CONDITIONAL, 3) => match eval(&args[0], scope)? {
-                    Val::Bool(true) => eval(&args[1], scope),
-                    Val::Bool(false) => eval(&args[2], scope),
-                    _ => None,
-                },
-                (None, operators::LOGICAL_AND, 2) => match eval(&args[0], scope)? {
-                    Val::Bool(false) => Some(Val::Bool(false)),
-                    Val::Bool(true) => boolean(eval(&args[1], scope)?),
-                    _ => None,
-                },
-                (None, operators::LOGICAL_OR, 2) => match eval(&args[0], scope)? {
-                    Val::Bool(true) => Some(Val::Bool(true)),
-                    Val::Bool(false) => boolean(eval(&args[1], scope)?),
-                    _ => None,
-                },
-                (None, operators::LOGICAL_NOT, 1) => match eval(&args[0], scope)? {
-                    Val::Bool(b) => Some(Val::Bool(!b)),
-                    _ => None,
-                },
-                (None, operators::NOT_STRICTLY_FALSE, 1) => boolean(eval(&args[0], scope)?),
-                (None, operators::EQUALS, 2) => {
-                    let l = eval(&args[0], scope)?;
-                    let r = eval(&args[1], scope)?;
-                    equal(&l, &r).map(Val::Bool)
-                }
-                (None, operators::NOT_EQUALS, 2) => {
-                    let l = eval(&args[0], scope)?;
-                    let r = eval(&args[1], scope)?;
-                    equal(&l, &r).map(|e| Val::Bool(!e))
-                }
-                (
-                    None,
-                    op @ (operators::LESS
-                    | operators::LESS_EQUALS
-                    | operators::GREATER
-                    | operators::GREATER_EQUALS),
-                    2,
-                ) => {
-                    let l = eval(&args[0], scope)?;
-                    let r = eval(&args[1], scope)?;
-                    let ord = compare(&l, &r)?;
-                    Some(Val::Bool(match op {
-                        operators::LESS => ord.is_lt(),
-                        operators::LESS_EQUALS => ord.is_le(),
-                        operators::GREATER => ord.is_gt(),
-                        _ => ord.is_ge(),
-                    }))
-                }
-                (None, operators::ADD, 2) => {
-                    let l = eval(&args[0], scope)?;
-                    let r = eval(&args[1], scope)?;
-                    add(l, r)
-                }
-                (None, operators::INDEX, 2) => {
-                    let list = eval(&args[0], scope)?;
-                    match eval(&args[1], scope)? {
-                        Val::Int(i) => item(&list, usize::try_from(i).ok()?),
-                        _ => None,
-                    }
-                }
-                (None, operators::IN, 2) => {
-                    let needle = eval(&args[0], scope)?;
-                    if let Expr::List(list) = &args[1].expr
-                        && list.optional_indices.is_empty()
-                        && list
-                            .elements
-                            .iter()
-                            .all(|e| matches!(e.expr, Expr::Literal(_)))
-                    {
-                        // `x in ['a', 'b']`: no list built on every call
-                        // (literals cannot fail, so stopping early is safe).
-                        for e in &list.elements {
-                            if equal(&eval(e, scope)?, &needle)? {
-                                return Some(Val::Bool(true));
-                            }
-                        }
-                        return Some(Val::Bool(false));
-                    }
-                    let hay = eval(&args[1], scope)?;
-                    for i in 0..len(&hay)? {
-                        if equal(&item(&hay, i)?, &needle)? {
-                            return Some(Val::Bool(true));
-                        }
-                    }
-                    Some(Val::Bool(false))
-                }
-                (None, "size", 1) => size(&eval(&args[0], scope)?),
-                (Some(target), "size", 0) if !namespaced(target) => size(&eval(target, scope)?),
-                (Some(target), name @ ("startsWith" | "endsWith" | "contains" | "matches"), 1)
-                    if !namespaced(target) =>
-                {
-                    let (Val::Str(s), Val::Str(arg)) =
-                        (eval(target, scope)?, eval(&args[0], scope)?)
-                    else {
-                        return None;
-                    };
-                    Some(Val::Bool(match name {
-                        "startsWith" => s.starts_with(arg),
-                        "endsWith" => s.ends_with(arg),
-                        "contains" => s.contains(arg),
-                        _ => super::cel_regex::cached(arg, |re| re.is_match(s)).ok()?,
-                    }))
-                }
+        Op::Cond(a) => match eval(&a[0], scope)? {
+            Val::Bool(true) => eval(&a[1], scope),
+            Val::Bool(false) => eval(&a[2], scope),
+            _ => None,
+        },
+        Op::And(a) => match eval(&a[0], scope)? {
+            Val::Bool(false) => Some(Val::Bool(false)),
+            Val::Bool(true) => boolean(eval(&a[1], scope)?),
+            _ => None,
+        },
+        Op::Or(a) => match eval(&a[0], scope)? {
+            Val::Bool(true) => Some(Val::Bool(true)),
+            Val::Bool(false) => boolean(eval(&a[1], scope)?),
+            _ => None,
+        },
+        Op::Not(a) => match eval(a, scope)? {
+            Val::Bool(b) => Some(Val::Bool(!b)),
+            _ => None,
+        },
+        Op::NotStrictlyFalse(a) => boolean(eval(a, scope)?),
+        Op::Eq(a) => {
+            let l = eval(&a[0], scope)?;
+            let r = eval(&a[1], scope)?;
+            equal(&l, &r).map(Val::Bool)
+        }
+        Op::Ne(a) => {
+            let l = eval(&a[0], scope)?;
+            let r = eval(&a[1], scope)?;
+            equal(&l, &r).map(|e| Val::Bool(!e))
+        }
+        Op::EqLit(a, lit) => equal(&eval(a, scope)?, &literal(lit)).map(Val::Bool),
+        Op::NeLit(a, lit) => equal(&eval(a, scope)?, &literal(lit)).map(|e| Val::Bool(!e)),
+        Op::Cmp(op, a) => {
+            let l = eval(&a[0], scope)?;
+            let r = eval(&a[1], scope)?;
+            let ord = compare(&l, &r)?;
+            Some(Val::Bool(match op {
+                Cmp::Less => ord.is_lt(),
+                Cmp::LessEquals => ord.is_le(),
+                Cmp::Greater => ord.is_gt(),
+                Cmp::GreaterEquals => ord.is_ge(),
+            }))
+        }
+        Op::Add(a) => {
+            let l = eval(&a[0], scope)?;
+            let r = eval(&a[1], scope)?;
+            add(l, r)
+        }
+        Op::Index(a) => {
+            let list = eval(&a[0], scope)?;
+            match eval(&a[1], scope)? {
+                Val::Int(i) => item(&list, usize::try_from(i).ok()?),
                 _ => None,
             }
         }
-        Expr::Comprehension(c) => {
-            if c.iter_var2.is_some() {
-                return None;
-            }
-            let range = eval(&c.iter_range, scope)?;
-            let n = len(&range)?;
-            let accu = eval(&c.accu_init, scope)?;
-            let base = scope.len();
-            scope.push((c.accu_var.as_str(), accu));
-            let mut bound = false;
-            let out = (|| {
-                for i in 0..n {
-                    match eval(&c.loop_cond, scope)? {
-                        Val::Bool(true) => {}
-                        Val::Bool(false) => break,
-                        _ => return None,
-                    }
-                    let it = item(&range, i)?;
-                    if bound {
-                        scope[base + 1].1 = it;
-                    } else {
-                        scope.push((c.iter_var.as_str(), it));
-                        bound = true;
-                    }
-                    let next = eval(&c.loop_step, scope)?;
-                    scope[base].1 = next;
+        Op::InLits(needle, lits) => {
+            let needle = eval(needle, scope)?;
+            // Literals cannot fail, so stopping at the first match is safe.
+            for l in lits {
+                if equal(&literal(l), &needle)? {
+                    return Some(Val::Bool(true));
                 }
-                eval(&c.result, scope)
-            })();
-            scope.truncate(base);
-            out
+            }
+            Some(Val::Bool(false))
+        }
+        Op::In(a) => {
+            let needle = eval(&a[0], scope)?;
+            let hay = eval(&a[1], scope)?;
+            for i in 0..len(&hay)? {
+                if equal(&item(&hay, i)?, &needle)? {
+                    return Some(Val::Bool(true));
+                }
+            }
+            Some(Val::Bool(false))
+        }
+        Op::Size(a) => size(&eval(a, scope)?),
+        Op::Str(f, a) => {
+            let (Val::Str(s), Val::Str(arg)) = (eval(&a[0], scope)?, eval(&a[1], scope)?) else {
+                return None;
+            };
+            Some(Val::Bool(match f {
+                StrFn::StartsWith => s.starts_with(arg),
+                StrFn::EndsWith => s.ends_with(arg),
+                StrFn::Contains => s.contains(arg),
+                StrFn::Matches => super::cel_regex::cached(arg, |re| re.is_match(s)).ok()?,
+            }))
+        }
+        Op::Fold(c) => {
+            let range = eval(&c.range, scope)?;
+            let n = len(&range)?;
+            scope[c.accu] = eval(&c.init, scope)?;
+            for i in 0..n {
+                match eval(&c.cond, scope)? {
+                    Val::Bool(true) => {}
+                    Val::Bool(false) => break,
+                    _ => return None,
+                }
+                scope[c.accu + 1] = item(&range, i)?;
+                scope[c.accu] = eval(&c.step, scope)?;
+            }
+            eval(&c.result, scope)
+        }
+    }
+}
+
+/// `v.name`, or whether it is present when `test`.
+fn select<'a>(v: &Val<'a>, name: &str, test: bool) -> Option<Val<'a>> {
+    match *v {
+        Val::Object {
+            map,
+            node,
+            keeps_meta,
+        } => {
+            let found = field(map, node, keeps_meta, name)?;
+            if test {
+                Some(Val::Bool(found.is_some()))
+            } else {
+                found
+            }
         }
         _ => None,
     }
 }
 
-/// A call on an identifier the `cel` crate may resolve as a namespaced
-/// function (`sets.contains`, `math.abs`): left to it.
-fn namespaced(target: &IdedExpr) -> bool {
-    matches!(&target.expr, Expr::Ident(p) if p != "self" && !p.starts_with('@')
-        && matches!(p.as_str(), "base64" | "format" | "ip" | "jsonpatch" | "lists" | "math"
-            | "sets" | "strings"))
-}
-
-fn literal(lit: &LiteralValue) -> Option<Val<'_>> {
-    Some(match lit {
-        LiteralValue::Boolean(b) => Val::Bool(*b.inner()),
-        LiteralValue::Int(i) => Val::Int(*i.inner()),
-        LiteralValue::UInt(u) => Val::UInt(*u.inner()),
-        LiteralValue::String(s) => Val::Str(s.inner()),
-        LiteralValue::Null => Val::Null,
-        LiteralValue::Double(_) | LiteralValue::Bytes(_) => return None,
-    })
+fn literal(lit: &Lit) -> Val<'_> {
+    match lit {
+        Lit::Bool(b) => Val::Bool(*b),
+        Lit::Int(i) => Val::Int(*i),
+        Lit::UInt(u) => Val::UInt(*u),
+        Lit::Str(s) => Val::Str(s),
+        Lit::Null => Val::Null,
+    }
 }
 
 fn boolean(v: Val<'_>) -> Option<Val<'_>> {

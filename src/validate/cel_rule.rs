@@ -3,10 +3,10 @@
 //! schema. The evaluator ([`super::cel`]) reads compiled nodes, so this part
 //! lives apart from it and the dependency runs one way.
 
-use kube::core::cel::cel::IdedExpr;
-use kube::core::cel::cel::common::ast::{Expr, LiteralValue, operators};
 use kube::core::cel::{CompilationResult, compile_schema};
 use serde_json::{Value, json};
+
+use super::cel_program::{Program, compile};
 
 /// One rule as compiled.
 #[derive(Debug)]
@@ -14,9 +14,9 @@ pub(crate) struct CelRule {
     /// The CEL expression as written.
     pub source: String,
     pub compiled: Result<CompilationResult, String>,
-    /// Written only with what [`super::cel_direct`] evaluates, so worth
-    /// trying there first.
-    pub direct: bool,
+    /// The rule resolved for [`super::cel_direct`], when it is written only
+    /// with what that evaluates, so worth trying there first.
+    pub direct: Option<Program>,
 }
 
 /// Compiles a node's `x-kubernetes-validations` list.
@@ -40,7 +40,9 @@ pub(crate) fn compile_rules(raw: Option<&Value>) -> Vec<CelRule> {
             };
             let direct = compiled
                 .as_ref()
-                .is_ok_and(|cr| !cr.is_transition_rule && direct(cr.program.expression()));
+                .ok()
+                .filter(|cr| !cr.is_transition_rule)
+                .and_then(|cr| compile(cr.program.expression()));
             CelRule {
                 source,
                 compiled,
@@ -48,57 +50,6 @@ pub(crate) fn compile_rules(raw: Option<&Value>) -> Vec<CelRule> {
             }
         })
         .collect()
-}
-
-/// Functions and operators [`super::cel_direct`] knows.
-const DIRECT_CALLS: &[&str] = &[
-    operators::CONDITIONAL,
-    operators::LOGICAL_AND,
-    operators::LOGICAL_OR,
-    operators::LOGICAL_NOT,
-    operators::NOT_STRICTLY_FALSE,
-    operators::EQUALS,
-    operators::NOT_EQUALS,
-    operators::LESS,
-    operators::LESS_EQUALS,
-    operators::GREATER,
-    operators::GREATER_EQUALS,
-    operators::ADD,
-    operators::INDEX,
-    operators::IN,
-    "size",
-    "startsWith",
-    "endsWith",
-    "contains",
-    "matches",
-];
-
-/// The expression uses only what [`super::cel_direct`] evaluates.
-fn direct(e: &IdedExpr) -> bool {
-    match &e.expr {
-        Expr::Literal(l) => !matches!(l, LiteralValue::Double(_) | LiteralValue::Bytes(_)),
-        Expr::Ident(_) => true,
-        Expr::Select(s) => direct(&s.operand),
-        Expr::List(l) => l.optional_indices.is_empty() && l.elements.iter().all(direct),
-        Expr::Call(c) => {
-            DIRECT_CALLS.contains(&c.func_name.as_str())
-                && c.target.as_deref().is_none_or(direct)
-                && c.args.iter().all(direct)
-        }
-        Expr::Comprehension(c) => {
-            c.iter_var2.is_none()
-                && [
-                    &c.iter_range,
-                    &c.accu_init,
-                    &c.loop_cond,
-                    &c.loop_step,
-                    &c.result,
-                ]
-                .into_iter()
-                .all(direct)
-        }
-        Expr::Map(_) | Expr::Struct(_) | Expr::Unspecified => false,
-    }
 }
 
 const RESERVED: &[&str] = &[

@@ -32,6 +32,7 @@
 
 mod cel;
 mod cel_direct;
+mod cel_program;
 mod cel_regex;
 mod cel_rule;
 pub(crate) use cel_rule::escape as cel_escape;

@@ -863,8 +863,10 @@ fn common_rules_are_decided_in_place_and_the_rest_left_to_the_cel_crate() {
         .rules
         .iter()
         .map(|r| {
-            let cr = r.compiled.as_ref().expect("compiles");
-            super::cel_direct::evaluate(cr.program.expression(), spec_node, &spec, false)
+            let mut scope = super::cel_direct::Scope::default();
+            r.direct
+                .as_ref()
+                .and_then(|p| super::cel_direct::evaluate(p, spec_node, &spec, false, &mut scope))
         })
         .collect();
     assert_eq!(

@@ -2,6 +2,7 @@
 //! costs nothing and paths are only built for findings.
 
 use crate::schema::FieldPath;
+use crate::schema::path::Segment;
 
 /// One step from the parent value.
 #[derive(Debug, Clone, Copy)]
@@ -51,7 +52,7 @@ impl<'a> Trail<'a> {
     }
 
     fn steps(&self) -> Vec<Step<'a>> {
-        let mut v = Vec::new();
+        let mut v = Vec::with_capacity(16);
         let mut cur = Some(self);
         while let Some(t) = cur {
             if !matches!(t.step, Step::Root) {
@@ -65,8 +66,18 @@ impl<'a> Trail<'a> {
 
     /// `spec.ports[2].name`, `spec.labels[foo]`; empty at the root.
     pub(crate) fn concrete(&self) -> String {
-        let mut s = String::new();
-        for step in self.steps() {
+        use std::fmt::Write;
+        let steps = self.steps();
+        let len = steps
+            .iter()
+            .map(|s| match s {
+                Step::Root => 0,
+                Step::Prop(n) | Step::Key(n) => n.len() + 2,
+                Step::Index(_) => 6,
+            })
+            .sum();
+        let mut s = String::with_capacity(len);
+        for step in steps {
             match step {
                 Step::Root => {}
                 Step::Prop(name) => {
@@ -76,9 +87,8 @@ impl<'a> Trail<'a> {
                     s.push_str(name);
                 }
                 Step::Index(i) => {
-                    s.push('[');
-                    s.push_str(&i.to_string());
-                    s.push(']');
+                    // Writing to a String cannot fail.
+                    let _ = write!(s, "[{i}]");
                 }
                 Step::Key(k) => {
                     s.push('[');
@@ -92,16 +102,15 @@ impl<'a> Trail<'a> {
 
     /// `^.spec.ports[*].name`.
     pub(crate) fn schema_path(&self) -> FieldPath {
-        let mut p = FieldPath::root();
-        for step in self.steps() {
-            p = match step {
-                Step::Root => p,
-                Step::Prop(name) => p.property(name),
-                Step::Index(_) => p.items(),
-                Step::Key(_) => p.map_values(),
-            };
-        }
-        p
+        self.steps()
+            .into_iter()
+            .filter_map(|step| match step {
+                Step::Root => None,
+                Step::Prop(name) => Some(Segment::Property(name.to_string())),
+                Step::Index(_) => Some(Segment::Items),
+                Step::Key(_) => Some(Segment::MapValues),
+            })
+            .collect()
     }
 
     /// The path for "in body" messages: the concrete path, or `body` at the root.
