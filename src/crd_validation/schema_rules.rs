@@ -554,9 +554,11 @@ fn invariants(s: &Obj, lvl: Level, path: &mut FieldPath, errs: &mut Vec<FieldErr
             }
         }
     }
-    if let Some(meta) = kws.property("metadata") {
+    // Only a resource root or an embedded resource has anything to check in
+    // `metadata`: other nodes skip the lookup (a hash of the name).
+    if check_metadata && let Some(meta) = kws.property("metadata") {
         let mpath = path.child("properties").key("metadata");
-        if check_metadata && type_of(meta) != "object" {
+        if type_of(meta) != "object" {
             errs.push(FieldError::invalid(
                 mpath.child("type"),
                 Value::from(type_of(meta)),
