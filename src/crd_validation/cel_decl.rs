@@ -12,6 +12,7 @@
 use serde_json::Value;
 
 use super::json::{AdditionalProperties, Obj, additional_properties, bool_of, get, items, str_of};
+use super::keywords::{Keywords, Kw};
 use crate::validate::cel_escape;
 
 /// `celconfig.MaxRequestSizeBytes`.
@@ -356,13 +357,13 @@ fn property<'s>(s: &'s Obj, name: &str) -> Option<&'s Obj> {
 
 /// `extractMaxElements`: how many values of a child one value of `s`
 /// holds, `None` when unbounded.
-pub fn max_elements(s: &Obj) -> Option<u64> {
-    let bound = |key: &str| get(s, key).and_then(Value::as_i64).map(|m| m.max(0) as u64);
-    match str_of(s, "type") {
-        "object" if !matches!(additional_properties(s), AdditionalProperties::Absent) => {
-            bound("maxProperties")
+pub fn max_elements(kws: &Keywords) -> Option<u64> {
+    let bound = |kw: Kw| kws.get(kw).and_then(Value::as_i64).map(|m| m.max(0) as u64);
+    match kws.ty() {
+        "object" if !matches!(kws.additional_properties(), AdditionalProperties::Absent) => {
+            bound(Kw::MaxProperties)
         }
-        "array" => bound("maxItems"),
+        "array" => bound(Kw::MaxItems),
         _ => Some(1),
     }
 }

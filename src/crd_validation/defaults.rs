@@ -13,7 +13,8 @@ use serde_json::Value;
 
 use super::SchemaOptions;
 use super::field::{FieldError, FieldPath};
-use super::json::{Obj, bool_of, get, items, properties};
+use super::json::Obj;
+use super::keywords::{Keywords, Kw};
 use crate::schema::Schema;
 use crate::validate::{PrunedKind, Validator};
 
@@ -32,12 +33,13 @@ fn walk(
     opts: &SchemaOptions,
     errs: &mut Vec<FieldError>,
 ) {
-    let embedded = resource_root || bool_of(s, "x-kubernetes-embedded-resource");
+    let kws = Keywords::of(s);
+    let embedded = resource_root || kws.bool(Kw::EmbeddedResource);
     let inside_meta = inside_meta && !embedded;
-    if let Some(default) = get(s, "default").filter(|d| !d.is_null()) {
+    if let Some(default) = kws.get(Kw::Default).filter(|d| !d.is_null()) {
         check_default(s, default, path, inside_meta, opts, errs);
     }
-    if let Some(i) = items(s) {
+    if let Some(i) = kws.items() {
         walk(
             i,
             &mut path.push().child("items"),
@@ -47,7 +49,7 @@ fn walk(
             errs,
         );
     }
-    for (name, p) in properties(s) {
+    for (name, p) in kws.properties() {
         let sub_meta = inside_meta
             || (embedded && matches!(name.as_str(), "metadata" | "apiVersion" | "kind"));
         walk(

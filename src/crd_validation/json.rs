@@ -88,10 +88,17 @@ pub enum AdditionalProperties<'a> {
     Schema(&'a Obj),
 }
 
-pub fn additional_properties(s: &Obj) -> AdditionalProperties<'_> {
-    match get(s, "additionalProperties") {
-        Some(Value::Bool(b)) => AdditionalProperties::Bool(*b),
-        Some(Value::Object(o)) => AdditionalProperties::Schema(o),
-        _ => AdditionalProperties::Absent,
+impl<'a> AdditionalProperties<'a> {
+    /// The keyword's value, decoded.
+    pub fn of(v: Option<&'a Value>) -> AdditionalProperties<'a> {
+        match v {
+            Some(Value::Bool(b)) => AdditionalProperties::Bool(*b),
+            Some(Value::Object(o)) => AdditionalProperties::Schema(o),
+            _ => AdditionalProperties::Absent,
+        }
     }
+}
+
+pub fn additional_properties(s: &Obj) -> AdditionalProperties<'_> {
+    AdditionalProperties::of(get(s, "additionalProperties"))
 }

@@ -25,6 +25,7 @@ mod conversion;
 mod defaults;
 pub mod field;
 mod json;
+mod keywords;
 mod meta;
 pub mod names;
 mod schema_rules;
@@ -205,7 +206,7 @@ impl OldCrdFacts {
             }
         });
         let invalid_map_list_keys = spec_has(spec, &|s| {
-            !schema_rules::map_list_keys_map_set(s, &root).is_empty()
+            !schema_rules::map_list_keys_map_set(&keywords::Keywords::of(s), &root).is_empty()
         });
         let invalid_types = spec_has(spec, &|s| {
             let t = json::str_of(s, "type");

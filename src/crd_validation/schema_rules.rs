@@ -13,9 +13,10 @@ use super::cel_rules;
 use super::defaults;
 use super::field::{FieldError, FieldPath};
 use super::json::{
-    AdditionalProperties, Obj, additional_properties, arr_of, bool_of, get, has, has_properties,
-    items, obj_of, properties, property, str_of, strings_of,
+    AdditionalProperties, Obj, arr_of, bool_of, get, has, items, obj_of, properties, property,
+    str_of, strings_of,
 };
+use super::keywords::{Expect, Keywords, Kw};
 
 const OPENAPI_TYPES: &[&str] = &["array", "boolean", "integer", "number", "object", "string"];
 
@@ -186,61 +187,6 @@ fn is_zero(v: &Value) -> bool {
 // ---------------------------------------------------------------------------
 // Decoding: keyword values Go cannot put into JSONSchemaProps.
 
-#[derive(Clone, Copy)]
-enum Expect {
-    Str,
-    Num,
-    Int,
-    Bool,
-    StrList,
-    Array,
-    Schema,
-    SchemaList,
-    SchemaMap,
-    SchemaOrBool,
-    SchemaOrSchemaList,
-    Dependencies,
-    Object,
-    Rules,
-}
-
-fn expected(key: &str) -> Option<Expect> {
-    Some(match key {
-        "id"
-        | "$schema"
-        | "$ref"
-        | "description"
-        | "type"
-        | "format"
-        | "title"
-        | "pattern"
-        | "x-kubernetes-list-type"
-        | "x-kubernetes-map-type" => Expect::Str,
-        "maximum" | "minimum" | "multipleOf" => Expect::Num,
-        "maxLength" | "minLength" | "maxItems" | "minItems" | "maxProperties" | "minProperties" => {
-            Expect::Int
-        }
-        "exclusiveMaximum"
-        | "exclusiveMinimum"
-        | "uniqueItems"
-        | "nullable"
-        | "x-kubernetes-preserve-unknown-fields"
-        | "x-kubernetes-embedded-resource"
-        | "x-kubernetes-int-or-string" => Expect::Bool,
-        "required" | "x-kubernetes-list-map-keys" => Expect::StrList,
-        "enum" => Expect::Array,
-        "not" => Expect::Schema,
-        "allOf" | "anyOf" | "oneOf" => Expect::SchemaList,
-        "properties" | "patternProperties" | "definitions" => Expect::SchemaMap,
-        "additionalProperties" | "additionalItems" => Expect::SchemaOrBool,
-        "items" => Expect::SchemaOrSchemaList,
-        "dependencies" => Expect::Dependencies,
-        "externalDocs" => Expect::Object,
-        "x-kubernetes-validations" => Expect::Rules,
-        _ => return None,
-    })
-}
-
 /// A keyword's value the server cannot decode into `JSONSchemaProps`.
 fn undecodable(p: &FieldPath, v: &Value, what: &str, out: &mut Vec<FieldError>) {
     out.push(
@@ -256,7 +202,10 @@ fn decode_errors(s: &Obj, path: &mut FieldPath, out: &mut Vec<FieldError>) {
         if v.is_null() {
             continue;
         }
-        let Some(exp) = expected(key) else { continue };
+        let exp = match Kw::of(key).map(Kw::expect) {
+            None | Some(Expect::Any) => continue,
+            Some(exp) => exp,
+        };
         // Most keywords are scalars of the right type: only a value that
         // fails, or a schema to descend into, needs its path built.
         let scalar_ok = match exp {
@@ -493,17 +442,18 @@ fn is_int_or_string_any_of(branches: &[Value]) -> bool {
 }
 
 fn invariants(s: &Obj, lvl: Level, path: &mut FieldPath, errs: &mut Vec<FieldError>) {
-    let ty = type_of(s);
-    if ty == "array" && items(s).is_none() {
+    let kws = Keywords::of(s);
+    let ty = kws.ty();
+    if ty == "array" && kws.items().is_none() {
         errs.push(FieldError::required(
             path.child("items"),
             "must be specified",
         ));
     }
-    if let Some(i) = items(s) {
+    if let Some(i) = kws.items() {
         invariants(i, Level::Item, &mut path.push().child("items"), errs);
     }
-    for (k, p) in properties(s) {
+    for (k, p) in kws.properties() {
         invariants(
             p,
             Level::Field,
@@ -511,7 +461,7 @@ fn invariants(s: &Obj, lvl: Level, path: &mut FieldPath, errs: &mut Vec<FieldErr
             errs,
         );
     }
-    let ap = additional_properties(s);
+    let ap = kws.additional_properties();
     if !matches!(ap, AdditionalProperties::Absent) {
         if lvl == Level::Root {
             errs.push(FieldError::forbidden(
@@ -528,9 +478,9 @@ fn invariants(s: &Obj, lvl: Level, path: &mut FieldPath, errs: &mut Vec<FieldErr
             );
         }
     }
-    let int_or_string = bool_of(s, "x-kubernetes-int-or-string");
-    let preserve = bool_of(s, "x-kubernetes-preserve-unknown-fields");
-    let embedded = bool_of(s, "x-kubernetes-embedded-resource");
+    let int_or_string = kws.bool(Kw::IntOrString);
+    let preserve = kws.bool(Kw::PreserveUnknownFields);
+    let embedded = kws.bool(Kw::EmbeddedResource);
     if int_or_string && preserve {
         errs.push(FieldError::invalid(
             path.child("x-kubernetes-preserve-unknown-fields"),
@@ -545,12 +495,13 @@ fn invariants(s: &Obj, lvl: Level, path: &mut FieldPath, errs: &mut Vec<FieldErr
             "must be false if x-kubernetes-int-or-string is true",
         ));
     }
-    let skip_any_of = is_int_or_string_any_of(arr_of(s, "anyOf"));
-    let skip_first_all_of_any_of = arr_of(s, "allOf")
+    let skip_any_of = is_int_or_string_any_of(kws.arr(Kw::AnyOf));
+    let skip_first_all_of_any_of = kws
+        .arr(Kw::AllOf)
         .first()
         .and_then(Value::as_object)
         .is_some_and(|a| is_int_or_string_any_of(arr_of(a, "anyOf")));
-    value_validation(s, skip_any_of, skip_first_all_of_any_of, lvl, path, errs);
+    value_validation(&kws, skip_any_of, skip_first_all_of_any_of, lvl, path, errs);
 
     let check_metadata = lvl == Level::Root || embedded;
     if embedded && ty != "object" {
@@ -592,7 +543,7 @@ fn invariants(s: &Obj, lvl: Level, path: &mut FieldPath, errs: &mut Vec<FieldErr
     }
     if check_metadata {
         for field in ["kind", "apiVersion"] {
-            if let Some(p) = property(s, field)
+            if let Some(p) = kws.property(field)
                 && type_of(p) != "string"
             {
                 errs.push(FieldError::invalid(
@@ -603,9 +554,11 @@ fn invariants(s: &Obj, lvl: Level, path: &mut FieldPath, errs: &mut Vec<FieldErr
             }
         }
     }
-    if let Some(meta) = property(s, "metadata") {
+    // Only a resource root or an embedded resource has anything to check in
+    // `metadata`: other nodes skip the lookup (a hash of the name).
+    if check_metadata && let Some(meta) = kws.property("metadata") {
         let mpath = path.child("properties").key("metadata");
-        if check_metadata && type_of(meta) != "object" {
+        if type_of(meta) != "object" {
             errs.push(FieldError::invalid(
                 mpath.child("type"),
                 Value::from(type_of(meta)),
@@ -622,7 +575,7 @@ fn invariants(s: &Obj, lvl: Level, path: &mut FieldPath, errs: &mut Vec<FieldErr
             );
         }
     }
-    if embedded && !preserve && !has_properties(s) {
+    if embedded && !preserve && !kws.has_properties() {
         errs.push(FieldError::required(
             path.child("properties"),
             "must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields",
@@ -646,7 +599,7 @@ fn root_metadata_is_implicit(meta: &Obj) -> bool {
                 }
             }
             // Keys Go drops on decoding never reach the check.
-            _ if expected(k).is_none() && !matches!(k.as_str(), "example") => {}
+            _ if Kw::of(k).is_none() => {}
             _ => return false,
         }
     }
@@ -654,7 +607,7 @@ fn root_metadata_is_implicit(meta: &Obj) -> bool {
 }
 
 fn value_validation(
-    s: &Obj,
+    kws: &Keywords,
     skip_any_of: bool,
     skip_first_all_of_any_of: bool,
     lvl: Level,
@@ -662,7 +615,7 @@ fn value_validation(
     errs: &mut Vec<FieldError>,
 ) {
     if !skip_any_of {
-        for (i, b) in arr_of(s, "anyOf").iter().enumerate() {
+        for (i, b) in kws.arr(Kw::AnyOf).iter().enumerate() {
             if let Some(b) = b.as_object() {
                 nested_value_validation(
                     b,
@@ -674,13 +627,13 @@ fn value_validation(
             }
         }
     }
-    for (i, b) in arr_of(s, "allOf").iter().enumerate() {
+    for (i, b) in kws.arr(Kw::AllOf).iter().enumerate() {
         if let Some(b) = b.as_object() {
             let skip = skip_first_all_of_any_of && i == 0;
             nested_value_validation(b, skip, lvl, &mut path.push().child("allOf").index(i), errs);
         }
     }
-    for (i, b) in arr_of(s, "oneOf").iter().enumerate() {
+    for (i, b) in kws.arr(Kw::OneOf).iter().enumerate() {
         if let Some(b) = b.as_object() {
             nested_value_validation(
                 b,
@@ -691,10 +644,10 @@ fn value_validation(
             );
         }
     }
-    if let Some(n) = obj_of(s, "not") {
+    if let Some(n) = kws.obj(Kw::Not) {
         nested_value_validation(n, false, lvl, &mut path.push().child("not"), errs);
     }
-    let pattern = str_of(s, "pattern");
+    let pattern = kws.str(Kw::Pattern);
     if !pattern.is_empty()
         && let Some(e) = super::go_regex_error(pattern)
     {
@@ -716,11 +669,12 @@ fn nested_value_validation(
     path: &mut FieldPath,
     errs: &mut Vec<FieldError>,
 ) {
-    value_validation(v, skip_any_of, false, lvl, path, errs);
-    if let Some(i) = items(v) {
+    let kws = Keywords::of(v);
+    value_validation(&kws, skip_any_of, false, lvl, path, errs);
+    if let Some(i) = kws.items() {
         nested_value_validation(i, false, lvl, &mut path.push().child("items"), errs);
     }
-    for (k, p) in properties(v) {
+    for (k, p) in kws.properties() {
         nested_value_validation(
             p,
             false,
@@ -733,11 +687,11 @@ fn nested_value_validation(
     let forbid = |key: &str, detail: &str, errs: &mut Vec<FieldError>| {
         errs.push(FieldError::forbidden(path.child(key), detail).with_fix(fix));
     };
-    if !type_of(v).is_empty() {
+    if !kws.ty().is_empty() {
         forbid("type", "must be empty to be structural", errs);
     }
     // additionalProperties: false decodes to nothing in a nested validation.
-    match additional_properties(v) {
+    match kws.additional_properties() {
         AdditionalProperties::Schema(_) | AdditionalProperties::Bool(true) => forbid(
             "additionalProperties",
             "must be undefined to be structural",
@@ -745,56 +699,59 @@ fn nested_value_validation(
         ),
         _ => {}
     }
-    if has(v, "default") {
+    if kws.has(Kw::Default) {
         forbid("default", "must be undefined to be structural", errs);
     }
-    if !str_of(v, "title").is_empty() {
+    if !kws.str(Kw::Title).is_empty() {
         forbid("title", "must be empty to be structural", errs);
     }
-    if !str_of(v, "description").is_empty() {
+    if !kws.str(Kw::Description).is_empty() {
         forbid("description", "must be empty to be structural", errs);
     }
-    if bool_of(v, "nullable") {
+    if kws.bool(Kw::Nullable) {
         forbid("nullable", "must be false to be structural", errs);
     }
-    for key in [
-        "x-kubernetes-preserve-unknown-fields",
-        "x-kubernetes-embedded-resource",
-        "x-kubernetes-int-or-string",
+    for (kw, key) in [
+        (
+            Kw::PreserveUnknownFields,
+            "x-kubernetes-preserve-unknown-fields",
+        ),
+        (Kw::EmbeddedResource, "x-kubernetes-embedded-resource"),
+        (Kw::IntOrString, "x-kubernetes-int-or-string"),
     ] {
-        if bool_of(v, key) {
+        if kws.bool(kw) {
             forbid(key, "must be false to be structural", errs);
         }
     }
-    if !arr_of(v, "x-kubernetes-list-map-keys").is_empty() {
+    if !kws.arr(Kw::ListMapKeys).is_empty() {
         forbid(
             "x-kubernetes-list-map-keys",
             "must be empty to be structural",
             errs,
         );
     }
-    if has(v, "x-kubernetes-list-type") {
+    if kws.has(Kw::ListType) {
         forbid(
             "x-kubernetes-list-type",
             "must be undefined to be structural",
             errs,
         );
     }
-    if has(v, "x-kubernetes-map-type") {
+    if kws.has(Kw::MapType) {
         forbid(
             "x-kubernetes-map-type",
             "must be undefined to be structural",
             errs,
         );
     }
-    if !arr_of(v, "x-kubernetes-validations").is_empty() {
+    if !kws.arr(Kw::Validations).is_empty() {
         forbid(
             "x-kubernetes-validations",
             "must be empty to be structural",
             errs,
         );
     }
-    if property(v, "metadata").is_some() {
+    if kws.property("metadata").is_some() {
         errs.push(FieldError::forbidden(
             path.child("properties").key("metadata"),
             "must not be specified in a nested context",
@@ -932,20 +889,21 @@ impl Walker<'_> {
         st: &State,
         is_root: bool,
     ) -> (Vec<FieldError>, Vec<FieldError>) {
+        let kws = Keywords::of(s);
         let mut errs = Vec::new();
         let mut cel = Vec::new();
-        self.standard(s, path, st, &mut errs);
+        self.standard(&kws, path, st, &mut errs);
         // The children's state: each value of this node holds up to
         // max_elements of them.
         let child_card = st
             .cardinality
-            .and_then(|c| super::cel_decl::max_elements(s).map(|m| c.saturating_mul(m)));
+            .and_then(|c| super::cel_decl::max_elements(&kws).map(|m| c.saturating_mul(m)));
         let child = &State {
             cardinality: child_card,
             ..st.clone()
         };
 
-        if bool_of(s, "uniqueItems") {
+        if kws.bool(Kw::UniqueItems) {
             errs.push(
                 FieldError::forbidden(
                     path.child("uniqueItems"),
@@ -954,9 +912,9 @@ impl Walker<'_> {
                 .with_fix("use x-kubernetes-list-type: set (or map) instead"),
             );
         }
-        let ap = additional_properties(s);
+        let ap = kws.additional_properties();
         if !matches!(ap, AdditionalProperties::Absent) {
-            if has_properties(s) && !matches!(ap, AdditionalProperties::Bool(true)) {
+            if kws.has_properties() && !matches!(ap, AdditionalProperties::Bool(true)) {
                 errs.push(
                     FieldError::forbidden(
                         path.child("additionalProperties"),
@@ -982,9 +940,9 @@ impl Walker<'_> {
                 );
             }
         }
-        let embedded = bool_of(s, "x-kubernetes-embedded-resource");
-        let map_type = get(s, "x-kubernetes-map-type").and_then(Value::as_str);
-        for (name, p) in properties(s) {
+        let embedded = kws.bool(Kw::EmbeddedResource);
+        let map_type = kws.opt_str(Kw::MapType);
+        for (name, p) in kws.properties() {
             let mut sub = child.clone();
             // Granular and atomic maps correlate their fields; anything else not.
             if map_type.is_some_and(|m| m != "granular" && m != "atomic") {
@@ -1010,11 +968,15 @@ impl Walker<'_> {
             cel_allowed: false,
             ..*self
         };
-        if let Some(n) = obj_of(s, "not") {
+        if let Some(n) = kws.obj(Kw::Not) {
             value_walker.walk_into(n, &mut path.push().child("not"), st, &mut errs, &mut cel);
         }
-        for key in ["allOf", "oneOf", "anyOf"] {
-            for (i, b) in arr_of(s, key).iter().enumerate() {
+        for (kw, key) in [
+            (Kw::AllOf, "allOf"),
+            (Kw::OneOf, "oneOf"),
+            (Kw::AnyOf, "anyOf"),
+        ] {
+            for (i, b) in kws.arr(kw).iter().enumerate() {
                 if let Some(b) = b.as_object() {
                     value_walker.walk_into(
                         b,
@@ -1026,7 +988,7 @@ impl Walker<'_> {
                 }
             }
         }
-        if let Some(defs) = obj_of(s, "definitions") {
+        if let Some(defs) = kws.obj(Kw::Definitions) {
             for (k, d) in defs {
                 if let Some(d) = d.as_object() {
                     value_walker.walk_into(
@@ -1039,14 +1001,14 @@ impl Walker<'_> {
                 }
             }
         }
-        let list_type = get(s, "x-kubernetes-list-type").and_then(Value::as_str);
-        if get(s, "items").is_some_and(|v| !v.is_null()) {
+        let list_type = kws.opt_str(Kw::ListType);
+        if kws.get(Kw::Items).is_some_and(|v| !v.is_null()) {
             let sub = if list_type != Some("map") {
                 child.forbid_old_self(path)
             } else {
                 child.clone()
             };
-            match get(s, "items") {
+            match kws.get(Kw::Items) {
                 Some(Value::Object(o)) => {
                     self.walk_into(
                         o,
@@ -1072,7 +1034,7 @@ impl Walker<'_> {
                 _ => {}
             }
         }
-        if let Some(deps) = obj_of(s, "dependencies") {
+        if let Some(deps) = kws.obj(Kw::Dependencies) {
             for (k, d) in deps {
                 if let Some(d) = d.as_object() {
                     value_walker.walk_into(
@@ -1085,15 +1047,15 @@ impl Walker<'_> {
                 }
             }
         }
-        if let Some(Value::Bool(false)) = get(s, "x-kubernetes-preserve-unknown-fields") {
+        if let Some(Value::Bool(false)) = kws.get(Kw::PreserveUnknownFields) {
             errs.push(FieldError::invalid(
                 path.child("x-kubernetes-preserve-unknown-fields"),
                 Value::Bool(false),
                 "must be true or undefined",
             ));
         }
-        self.map_and_list_types(s, path, &mut errs);
-        if !arr_of(s, "x-kubernetes-validations").is_empty() {
+        self.map_and_list_types(&kws, path, &mut errs);
+        if !kws.arr(Kw::Validations).is_empty() {
             let rule_errs = cel_rules::rule_field_errors(s, path, self.structural_ok);
             errs.extend(rule_errs);
             if errs.is_empty() && self.cel_allowed {
@@ -1131,8 +1093,8 @@ impl Walker<'_> {
     }
 
     /// `specStandardValidatorV3.validate`.
-    fn standard(&self, s: &Obj, path: &FieldPath, st: &State, errs: &mut Vec<FieldError>) {
-        let ty = type_of(s);
+    fn standard(&self, kws: &Keywords, path: &FieldPath, st: &State, errs: &mut Vec<FieldError>) {
+        let ty = kws.ty();
         if self.opts.require_valid_property_type && !ty.is_empty() && !OPENAPI_TYPES.contains(&ty) {
             errs.push(FieldError::not_supported(
                 path.child("type"),
@@ -1140,7 +1102,7 @@ impl Walker<'_> {
                 OPENAPI_TYPES,
             ));
         }
-        if has(s, "default") && !st.allow_defaults {
+        if kws.has(Kw::Default) && !st.allow_defaults {
             let mut detail = "must not be set".to_string();
             if let Some(r) = &st.disallow_reason {
                 detail.push(' ');
@@ -1149,17 +1111,33 @@ impl Walker<'_> {
             errs.push(FieldError::forbidden(path.child("default"), detail));
         }
         let unsupported = [
-            ("id", "id is not supported"),
-            ("additionalItems", "additionalItems is not supported"),
-            ("patternProperties", "patternProperties is not supported"),
-            ("definitions", "definitions is not supported"),
-            ("dependencies", "dependencies is not supported"),
-            ("$ref", "$ref is not supported"),
+            (Kw::Id, "id", "id is not supported"),
+            (
+                Kw::AdditionalItems,
+                "additionalItems",
+                "additionalItems is not supported",
+            ),
+            (
+                Kw::PatternProperties,
+                "patternProperties",
+                "patternProperties is not supported",
+            ),
+            (
+                Kw::Definitions,
+                "definitions",
+                "definitions is not supported",
+            ),
+            (
+                Kw::Dependencies,
+                "dependencies",
+                "dependencies is not supported",
+            ),
+            (Kw::Ref, "$ref", "$ref is not supported"),
         ];
-        for (key, detail) in unsupported {
-            let present = match key {
-                "additionalItems" | "$ref" => has(s, key),
-                _ => get(s, key).is_some_and(|v| !is_zero(v)),
+        for (kw, key, detail) in unsupported {
+            let present = match kw {
+                Kw::AdditionalItems | Kw::Ref => kws.has(kw),
+                _ => kws.get(kw).is_some_and(|v| !is_zero(v)),
             };
             if present {
                 errs.push(
@@ -1175,7 +1153,8 @@ impl Walker<'_> {
                 "type cannot be set to null, use nullable as an alternative",
             ));
         }
-        if get(s, "items")
+        if kws
+            .get(Kw::Items)
             .and_then(Value::as_array)
             .is_some_and(|a| !a.is_empty())
         {
@@ -1184,7 +1163,7 @@ impl Walker<'_> {
                 "items must be a schema object and not an array",
             ));
         }
-        if st.inside_resource_meta && bool_of(s, "x-kubernetes-embedded-resource") {
+        if st.inside_resource_meta && kws.bool(Kw::EmbeddedResource) {
             errs.push(FieldError::forbidden(
                 path.child("x-kubernetes-embedded-resource"),
                 "must not be used inside of resource meta",
@@ -1192,10 +1171,10 @@ impl Walker<'_> {
         }
     }
 
-    fn map_and_list_types(&self, s: &Obj, path: &FieldPath, errs: &mut Vec<FieldError>) {
-        let ty = type_of(s);
-        let map_type = get(s, "x-kubernetes-map-type").and_then(Value::as_str);
-        let list_type = get(s, "x-kubernetes-list-type").and_then(Value::as_str);
+    fn map_and_list_types(&self, kws: &Keywords, path: &FieldPath, errs: &mut Vec<FieldError>) {
+        let ty = kws.ty();
+        let map_type = kws.opt_str(Kw::MapType);
+        let list_type = kws.opt_str(Kw::ListType);
         if map_type.is_some() && ty != "object" {
             if ty.is_empty() {
                 errs.push(FieldError::required(
@@ -1235,7 +1214,7 @@ impl Walker<'_> {
             }
         } else if self.opts.require_atomic_set_type
             && list_type == Some("set")
-            && let Some(is) = items(s)
+            && let Some(is) = kws.items()
         {
             match type_of(is) {
                 "array" => {
@@ -1274,7 +1253,7 @@ impl Walker<'_> {
                 &["atomic", "set", "map"],
             ));
         }
-        let keys = strings_of(s, "x-kubernetes-list-map-keys");
+        let keys = kws.strings(Kw::ListMapKeys);
         if !keys.is_empty() {
             match list_type {
                 None => errs.push(FieldError::required(
@@ -1296,7 +1275,7 @@ impl Walker<'_> {
                     "must not be empty if x-kubernetes-list-type is map",
                 ));
             }
-            match get(s, "items") {
+            match kws.get(Kw::Items) {
                 None | Some(Value::Null) => errs.push(FieldError::required(
                     path.child("items"),
                     "must have a schema if x-kubernetes-list-type is map",
@@ -1308,7 +1287,7 @@ impl Walker<'_> {
                 )),
                 _ => {}
             }
-            if let Some(is) = items(s) {
+            if let Some(is) = kws.items() {
                 if type_of(is) != "object" {
                     errs.push(FieldError::invalid(
                         path.child("items").child("type"),
@@ -1346,17 +1325,17 @@ impl Walker<'_> {
             }
         }
         if self.opts.require_map_list_keys_map_set {
-            errs.extend(map_list_keys_map_set(s, path));
+            errs.extend(map_list_keys_map_set(kws, path));
         }
     }
 }
 
 /// `validateMapListKeysMapSet`: set and map list items are not nullable;
 /// map keys are required or defaulted, and not nullable.
-pub fn map_list_keys_map_set(s: &Obj, path: &FieldPath) -> Vec<FieldError> {
+pub fn map_list_keys_map_set(kws: &Keywords, path: &FieldPath) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    let Some(is) = items(s) else { return errs };
-    let Some(lt) = get(s, "x-kubernetes-list-type").and_then(Value::as_str) else {
+    let Some(is) = kws.items() else { return errs };
+    let Some(lt) = kws.opt_str(Kw::ListType) else {
         return errs;
     };
     if lt != "set" && lt != "map" {
@@ -1370,7 +1349,7 @@ pub fn map_list_keys_map_set(s: &Obj, path: &FieldPath) -> Vec<FieldError> {
     }
     if lt == "map" {
         let required = strings_of(is, "required");
-        for k in strings_of(s, "x-kubernetes-list-map-keys") {
+        for k in kws.strings(Kw::ListMapKeys) {
             let Some(p) = property(is, k) else { continue };
             if !required.contains(&k) && !has(p, "default") {
                 errs.push(
@@ -1395,36 +1374,23 @@ pub fn map_list_keys_map_set(s: &Obj, path: &FieldPath) -> Vec<FieldError> {
     errs
 }
 
-/// Whether any node of the schema matches `pred` (`SchemaHas`).
+/// Whether any node of the schema matches `pred` (`SchemaHas`). One pass
+/// over each node's keys finds its subschemas.
 pub fn schema_has(s: &Obj, pred: &dyn Fn(&Obj) -> bool) -> bool {
     if pred(s) {
         return true;
     }
     let any = |v: &Value| v.as_object().is_some_and(|o| schema_has(o, pred));
-    match get(s, "items") {
-        Some(Value::Array(a)) if a.iter().any(any) => return true,
-        Some(v @ Value::Object(_)) if any(v) => return true,
-        _ => {}
-    }
-    for key in ["allOf", "anyOf", "oneOf"] {
-        if arr_of(s, key).iter().any(any) {
-            return true;
+    s.iter().any(|(key, v)| match key.as_str() {
+        "items" => match v {
+            Value::Array(a) => a.iter().any(any),
+            _ => any(v),
+        },
+        "allOf" | "anyOf" | "oneOf" => v.as_array().is_some_and(|a| a.iter().any(any)),
+        "not" | "additionalProperties" | "additionalItems" => any(v),
+        "properties" | "patternProperties" | "definitions" | "dependencies" => {
+            v.as_object().is_some_and(|m| m.values().any(any))
         }
-    }
-    for key in ["not", "additionalProperties", "additionalItems"] {
-        if get(s, key).is_some_and(any) {
-            return true;
-        }
-    }
-    for key in [
-        "properties",
-        "patternProperties",
-        "definitions",
-        "dependencies",
-    ] {
-        if obj_of(s, key).is_some_and(|m| m.values().any(any)) {
-            return true;
-        }
-    }
-    false
+        _ => false,
+    })
 }

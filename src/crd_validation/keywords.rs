@@ -1,0 +1,206 @@
+//! The keywords of one schema node, read in a single pass.
+//!
+//! The structural walks ask every node for some thirty keywords; looking
+//! each up in the node's map is a scan per question. [`Keywords::of`] scans
+//! the map once and files each known keyword in its slot, so the rules of a
+//! walk read slots instead. Values are as in the map: a `null` keyword is
+//! `Some(Value::Null)`, as with [`super::json::get`].
+
+use serde_json::Value;
+
+use super::json::{AdditionalProperties, Obj};
+
+/// The JSON type Go's `JSONSchemaProps` decodes a keyword's value into.
+#[derive(Clone, Copy)]
+pub enum Expect {
+    Str,
+    Num,
+    Int,
+    Bool,
+    StrList,
+    Array,
+    Schema,
+    SchemaList,
+    SchemaMap,
+    SchemaOrBool,
+    SchemaOrSchemaList,
+    Dependencies,
+    Object,
+    Rules,
+    /// `default` and `example`: any JSON value.
+    Any,
+}
+
+/// Declares [`Kw`], its JSON spelling and what Go decodes it into, from one
+/// table.
+macro_rules! keywords {
+    ($($kw:ident = $json:literal => $expect:ident,)*) => {
+        /// A keyword of `JSONSchemaProps`, by its JSON name.
+        #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+        pub enum Kw {
+            $($kw,)*
+        }
+
+        const COUNT: usize = [$($json,)*].len();
+
+        impl Kw {
+            /// The keyword spelled `key`, if `JSONSchemaProps` has it.
+            pub fn of(key: &str) -> Option<Kw> {
+                Some(match key {
+                    $($json => Kw::$kw,)*
+                    _ => return None,
+                })
+            }
+
+            /// What Go decodes the keyword's value into.
+            pub fn expect(self) -> Expect {
+                match self {
+                    $(Kw::$kw => Expect::$expect,)*
+                }
+            }
+        }
+    };
+}
+
+keywords! {
+    Id = "id" => Str,
+    Schema = "$schema" => Str,
+    Ref = "$ref" => Str,
+    Description = "description" => Str,
+    Type = "type" => Str,
+    Format = "format" => Str,
+    Title = "title" => Str,
+    Pattern = "pattern" => Str,
+    ListType = "x-kubernetes-list-type" => Str,
+    MapType = "x-kubernetes-map-type" => Str,
+    Maximum = "maximum" => Num,
+    Minimum = "minimum" => Num,
+    MultipleOf = "multipleOf" => Num,
+    MaxLength = "maxLength" => Int,
+    MinLength = "minLength" => Int,
+    MaxItems = "maxItems" => Int,
+    MinItems = "minItems" => Int,
+    MaxProperties = "maxProperties" => Int,
+    MinProperties = "minProperties" => Int,
+    ExclusiveMaximum = "exclusiveMaximum" => Bool,
+    ExclusiveMinimum = "exclusiveMinimum" => Bool,
+    UniqueItems = "uniqueItems" => Bool,
+    Nullable = "nullable" => Bool,
+    PreserveUnknownFields = "x-kubernetes-preserve-unknown-fields" => Bool,
+    EmbeddedResource = "x-kubernetes-embedded-resource" => Bool,
+    IntOrString = "x-kubernetes-int-or-string" => Bool,
+    Required = "required" => StrList,
+    ListMapKeys = "x-kubernetes-list-map-keys" => StrList,
+    Enum = "enum" => Array,
+    Not = "not" => Schema,
+    AllOf = "allOf" => SchemaList,
+    AnyOf = "anyOf" => SchemaList,
+    OneOf = "oneOf" => SchemaList,
+    Properties = "properties" => SchemaMap,
+    PatternProperties = "patternProperties" => SchemaMap,
+    Definitions = "definitions" => SchemaMap,
+    AdditionalProperties = "additionalProperties" => SchemaOrBool,
+    AdditionalItems = "additionalItems" => SchemaOrBool,
+    Items = "items" => SchemaOrSchemaList,
+    Dependencies = "dependencies" => Dependencies,
+    ExternalDocs = "externalDocs" => Object,
+    Validations = "x-kubernetes-validations" => Rules,
+    Default = "default" => Any,
+    Example = "example" => Any,
+}
+
+/// One node's keywords, each in its slot.
+pub struct Keywords<'a> {
+    slots: [Option<&'a Value>; COUNT],
+}
+
+impl<'a> Keywords<'a> {
+    /// Files the keywords of `node` (one pass over its map).
+    pub fn of(node: &'a Obj) -> Keywords<'a> {
+        let mut slots = [None; COUNT];
+        for (key, value) in node {
+            if let Some(kw) = Kw::of(key) {
+                slots[kw as usize] = Some(value);
+            }
+        }
+        Keywords { slots }
+    }
+
+    /// The keyword's value, `null` included.
+    #[inline]
+    pub fn get(&self, kw: Kw) -> Option<&'a Value> {
+        self.slots[kw as usize]
+    }
+
+    /// Present with a non-null value (Go's non-nil pointer).
+    pub fn has(&self, kw: Kw) -> bool {
+        self.get(kw).is_some_and(|v| !v.is_null())
+    }
+
+    /// The string value, `""` when absent.
+    pub fn str(&self, kw: Kw) -> &'a str {
+        self.get(kw).and_then(Value::as_str).unwrap_or("")
+    }
+
+    /// The string value, when it is one.
+    pub fn opt_str(&self, kw: Kw) -> Option<&'a str> {
+        self.get(kw).and_then(Value::as_str)
+    }
+
+    /// The boolean value, `false` when absent.
+    pub fn bool(&self, kw: Kw) -> bool {
+        self.get(kw).and_then(Value::as_bool).unwrap_or(false)
+    }
+
+    /// The object value, when it is one.
+    pub fn obj(&self, kw: Kw) -> Option<&'a Obj> {
+        self.get(kw).and_then(Value::as_object)
+    }
+
+    /// The array value, empty when absent.
+    pub fn arr(&self, kw: Kw) -> &'a [Value] {
+        self.get(kw)
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice)
+    }
+
+    /// A string list (`required`, `x-kubernetes-list-map-keys`).
+    pub fn strings(&self, kw: Kw) -> Vec<&'a str> {
+        self.arr(kw).iter().filter_map(Value::as_str).collect()
+    }
+
+    /// `type`, `""` when absent.
+    pub fn ty(&self) -> &'a str {
+        self.str(Kw::Type)
+    }
+
+    /// `items` when it is a single schema.
+    pub fn items(&self) -> Option<&'a Obj> {
+        self.obj(Kw::Items)
+    }
+
+    /// `properties`, in the order written.
+    pub fn properties(&self) -> impl Iterator<Item = (&'a String, &'a Obj)> + use<'a> {
+        self.obj(Kw::Properties)
+            .into_iter()
+            .flat_map(|p| p.iter())
+            .filter_map(|(k, v)| v.as_object().map(|o| (k, o)))
+    }
+
+    /// The property `name`, when declared.
+    pub fn property(&self, name: &str) -> Option<&'a Obj> {
+        self.obj(Kw::Properties)
+            .and_then(|p| p.get(name))
+            .and_then(Value::as_object)
+    }
+
+    /// Whether `properties` has at least one entry.
+    pub fn has_properties(&self) -> bool {
+        self.obj(Kw::Properties).is_some_and(|p| !p.is_empty())
+    }
+
+    /// `additionalProperties` as Go decodes it.
+    pub fn additional_properties(&self) -> AdditionalProperties<'a> {
+        AdditionalProperties::of(self.get(Kw::AdditionalProperties))
+    }
+}
