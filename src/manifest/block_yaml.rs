@@ -862,6 +862,7 @@ mod tests {
             "a: [\"a\" b]\n",
             "a: [a] x\n",
             "\"a\" : 1\n",
+            "a: 1.5\n\n  'q'\nb: 12\n  3\n",
         ];
         for text in texts {
             if let Some(v) = ours(text) {

@@ -206,8 +206,12 @@ pub(super) fn scalar(
         return Some(Value::Null);
     }
     let first = text.as_bytes()[0];
-    let may_be_typed = matches!(first, b'0'..=b'9' | b'+' | b'-' | b'.')
-        || (text.len() <= 5 && is_yaml11_bool(&text));
+    // A plain scalar folded over several lines keeps a line break only
+    // where a blank line was; no number, boolean or null has one, and
+    // reading it again on its own would fold that break away.
+    let may_be_typed = (matches!(first, b'0'..=b'9' | b'+' | b'-' | b'.')
+        || (text.len() <= 5 && is_yaml11_bool(&text)))
+        && !text.contains('\n');
     if !may_be_typed {
         return Some(Value::String(text.into_owned()));
     }
@@ -262,6 +266,7 @@ pub(super) mod tests {
             "a: '1'\nb: \"true\"\nc: |\n  text\n  more\nd: >\n  folded\n  line\ne: 'null'\n",
             "list: [1, two, 3.0, {x: y}, [a]]\nmap: {a: 1, 'b': c}\nempty: {}\nnone: []\n",
             "- a\n- 1\n- - nested\n  - -1\n- k: v\n",
+            "- 1.5\n\n  'q'\n- 12\n  3\n",
             "key with spaces: value with: colon\n'quoted key': 2\n\"1\": one\ntrue: t\n1: x\n",
             "description: A plain\n  multi-line scalar\n  folded\npattern: ^[a-z]+$\n",
             "big: 123456789012345678901234567890\nneg: -9223372036854775808\nplus: +5\n",
