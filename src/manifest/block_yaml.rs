@@ -435,11 +435,7 @@ impl Reader<'_, '_> {
                 b'"' | b'\'' => {
                     let mut out = String::new();
                     let line = &self.text[i + 1..end];
-                    let closed = if self.s[i] == b'"' {
-                        double_quoted_line(line, &mut out, true, 0)?
-                    } else {
-                        single_quoted_line(line, &mut out, true, 0)?
-                    }?;
+                    let closed = quoted_line(line, &mut out, true, 0, self.s[i] == b'"')??;
                     (Value::String(out), i + 1 + closed)
                 }
                 _ => {
@@ -494,11 +490,7 @@ impl Reader<'_, '_> {
         let mut first = true;
         loop {
             let line = &self.text[from..e];
-            let closed = if double {
-                double_quoted_line(line, &mut out, first, breaks)?
-            } else {
-                single_quoted_line(line, &mut out, first, breaks)?
-            };
+            let closed = quoted_line(line, &mut out, first, breaks, double)?;
             if let Some(after) = closed {
                 if !line[after..].bytes().all(|b| b == b' ') {
                     return None;
@@ -656,11 +648,7 @@ fn key_end(line: &[u8]) -> Option<usize> {
 fn quoted_key(line: &str) -> Option<(String, usize)> {
     let mut out = String::new();
     let body = &line[1..];
-    let closed = if line.starts_with('"') {
-        double_quoted_line(body, &mut out, true, 0)?
-    } else {
-        single_quoted_line(body, &mut out, true, 0)?
-    }?;
+    let closed = quoted_line(body, &mut out, true, 0, line.starts_with('"'))??;
     let colon = 1 + closed;
     (line.as_bytes().get(colon) == Some(&b':')
         && matches!(line.as_bytes().get(colon + 1), None | Some(b' ')))
@@ -715,19 +703,22 @@ fn fold(out: &mut String, first: bool, breaks: usize) {
     }
 }
 
-/// One line of a double-quoted scalar (leading spaces already skipped on a
+/// One line of a quoted scalar (leading spaces already skipped on a
 /// continuation line), appended to `out`; answers where the text after the
-/// closing quote starts, if it closes here. Only the escapes CRD
-/// generators write are read; any other, or a line ending in `\`, is left
-/// to the full parser.
-fn double_quoted_line(
+/// closing quote starts, if it closes here. In a single-quoted scalar `''`
+/// is a quote; in a double-quoted one only the escapes CRD generators write
+/// are read, and any other, or a line ending in `\`, is left to the full
+/// parser.
+fn quoted_line(
     line: &str,
     out: &mut String,
     first: bool,
     breaks: usize,
+    double: bool,
 ) -> Option<Option<usize>> {
     fold(out, first, breaks);
-    let mut chars = line.char_indices();
+    let quote = if double { '"' } else { '\'' };
+    let mut chars = line.char_indices().peekable();
     let mut trailing = 0usize; // spaces held back: trimmed at a line break
     while let Some((i, c)) = chars.next() {
         if c != ' ' && trailing > 0 {
@@ -736,33 +727,14 @@ fn double_quoted_line(
         }
         match c {
             ' ' => trailing += 1,
-            '"' => {
-                out.extend(std::iter::repeat_n(' ', trailing));
-                return Some(Some(i + 1));
+            '\'' if !double && matches!(chars.peek(), Some((_, '\''))) => {
+                chars.next();
+                out.push('\'');
             }
-            '\\' => {
+            c if c == quote => return Some(Some(i + 1)),
+            '\\' if double => {
                 let (_, e) = chars.next()?;
-                match e {
-                    '"' => out.push('"'),
-                    '\\' => out.push('\\'),
-                    '/' => out.push('/'),
-                    // Kept where a space would be trimmed by folding.
-                    ' ' => out.push(' '),
-                    'n' => out.push('\n'),
-                    't' => out.push('\t'),
-                    'r' => out.push('\r'),
-                    'b' => out.push('\u{8}'),
-                    'f' => out.push('\u{c}'),
-                    '0' => out.push('\0'),
-                    'u' => {
-                        let hex: String = (0..4)
-                            .map(|_| chars.next().map(|(_, h)| h))
-                            .collect::<Option<_>>()?;
-                        let n = u32::from_str_radix(&hex, 16).ok()?;
-                        out.push(char::from_u32(n)?);
-                    }
-                    _ => return None,
-                }
+                out.push(escaped(e, &mut chars)?);
             }
             '\t' | '\r' => return None,
             c => out.push(c),
@@ -771,38 +743,29 @@ fn double_quoted_line(
     Some(None)
 }
 
-/// One line of a single-quoted scalar (`''` is a quote), as
-/// [`double_quoted_line`].
-fn single_quoted_line(
-    line: &str,
-    out: &mut String,
-    first: bool,
-    breaks: usize,
-) -> Option<Option<usize>> {
-    fold(out, first, breaks);
-    let mut chars = line.char_indices().peekable();
-    let mut trailing = 0usize;
-    while let Some((i, c)) = chars.next() {
-        if c != ' ' && trailing > 0 {
-            out.extend(std::iter::repeat_n(' ', trailing));
-            trailing = 0;
+/// The character a double-quoted escape `\e` stands for (`\uXXXX` reads its
+/// digits from `rest`); `None` for the escapes left to the full parser.
+fn escaped(e: char, rest: &mut impl Iterator<Item = (usize, char)>) -> Option<char> {
+    Some(match e {
+        '"' => '"',
+        '\\' => '\\',
+        '/' => '/',
+        // Kept where a space would be trimmed by folding.
+        ' ' => ' ',
+        'n' => '\n',
+        't' => '\t',
+        'r' => '\r',
+        'b' => '\u{8}',
+        'f' => '\u{c}',
+        '0' => '\0',
+        'u' => {
+            let hex: String = (0..4)
+                .map(|_| rest.next().map(|(_, h)| h))
+                .collect::<Option<_>>()?;
+            char::from_u32(u32::from_str_radix(&hex, 16).ok()?)?
         }
-        match c {
-            ' ' => trailing += 1,
-            '\'' => {
-                if let Some((_, '\'')) = chars.peek() {
-                    chars.next();
-                    out.push('\'');
-                } else {
-                    out.extend(std::iter::repeat_n(' ', trailing));
-                    return Some(Some(i + 1));
-                }
-            }
-            '\t' | '\r' => return None,
-            c => out.push(c),
-        }
-    }
-    Some(None)
+        _ => return None,
+    })
 }
 
 #[cfg(test)]
