@@ -1,19 +1,20 @@
 //! The fastest path: a line scanner for the block YAML that CRD generators
 //! write, building the value (and the positions) without a token stream.
 //!
-//! Even through [`super::fast_yaml`], the general YAML scanner is half of a
-//! `diff` (`cargo bench --bench yaml`). controller-gen and its peers write a
-//! narrow part of YAML: block mappings with plain keys, block sequences
-//! (compact `- key: v` items included), plain, single- and double-quoted
-//! scalars on one line, plain scalars folded over several lines, literal
-//! block scalars (`|`, `|-`, `|+`), `[]` and `{}`, and whole-line comments.
-//! That part is read here line by line. Anything else (a tab in an indent,
-//! an inline comment, a flow collection with items, a folded `>` scalar,
-//! an anchor, a tag, an empty value, a continuation line that starts like
-//! an indicator...) answers `None`, and the document goes to
-//! [`super::fast_yaml`] and, past it, serde-saphyr, unchanged. Scalars are
-//! typed by the same function as the fast path. `tests` in `split.rs` hold
-//! the three readers to the same values and positions on the whole corpus.
+//! Even through [`super::fast_yaml`], the general YAML scanner was half of
+//! a `diff` (`cargo bench --bench yaml`). controller-gen and its peers write
+//! a narrow part of YAML: block mappings (plain keys, or quoted keys on one
+//! line), block sequences (compact `- key: v` items included), plain scalars
+//! folded over several lines, single- and double-quoted scalars on one line
+//! or several, literal block scalars (`|`, `|-`, `|+`), `[]`, `{}`, one-line
+//! flow lists of scalars, and whole-line comments. That part is read here
+//! line by line. Anything else (a tab in an indent, an inline comment, a
+//! nested flow collection, a folded `>` scalar, an anchor, a tag, an empty
+//! value, an escape CRDs do not use, a control character...) answers `None`,
+//! and the document goes to [`super::fast_yaml`] and, past it, serde-saphyr,
+//! unchanged. Scalars are typed by the same function as the fast path. The
+//! tests below hold it to serde-saphyr's values and the fast path's
+//! positions on the whole corpus and on generated documents.
 
 use serde_json::{Map, Value};
 
