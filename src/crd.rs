@@ -75,6 +75,12 @@ pub struct Crd {
 }
 
 impl Crd {
+    /// Schema nodes over all versions: what checking this CRD costs,
+    /// roughly, to share the work of many CRDs among threads.
+    pub fn schema_nodes(&self) -> usize {
+        self.versions.iter().map(|v| v.schema.node_count()).sum()
+    }
+
     /// Builds the model from a document already normalized to v1.
     pub fn from_manifest(manifest: Value) -> Result<Crd, CrdError> {
         let name = manifest

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use crate::compare::{self, StoredVersions};
 use crate::config::Config;
 use crate::crd_validation;
-use crate::manifest::{LoadedCrd, ManifestSet};
+use crate::manifest::ManifestSet;
 use crate::report::{CrdReport, CrdStatus, Report, SkippedDocument};
 
 /// What `--stored-versions` said: a list for every CRD, and lists for
@@ -75,8 +75,19 @@ pub fn diff(
     report
 }
 
-/// Below this much YAML in `new`, CRDs are checked on the calling thread.
-const PARALLEL_CHECK_BYTES: usize = 256 * 1024;
+/// Below this many schema nodes in `new` (a CRD of about 200 KiB of
+/// YAML), everything runs on the calling thread: threads would cost more
+/// than they save.
+const PARALLEL_CHECK_NODES: usize = 2_000;
+
+/// The two independent halves of checking one new CRD.
+#[derive(Clone, Copy)]
+enum Task {
+    /// `invalidCrd`: the API server's validation of the new CRD alone.
+    Validate,
+    /// The comparison with the old CRD (or the checks of a new one).
+    Compare,
+}
 
 /// One report entry per CRD: those of `new` in order, then those only in
 /// `old`.
@@ -87,44 +98,64 @@ pub fn entries(
     config: &Config,
 ) -> Vec<CrdReport> {
     let policy = config.policy();
-    // CRDs are checked independently: a bundle or directory is spread over
-    // the cores (below a few hundred KiB, threads would cost more).
-    let size = |n: &LoadedCrd| n.text.as_ref().map_or(1, |t| t.size());
-    let mut crds = crate::parallel::map(&new.crds, size, PARALLEL_CHECK_BYTES, |n| {
-        let name = &n.crd.name;
-        let old_crd = old.get(name);
-        // The server's own verdict on the new CRD comes first: a CRD it
-        // refuses is never applied, whatever the comparison says.
-        let invalid = if config.skip_crd_validation {
-            Vec::new()
-        } else {
-            crd_validation::findings(
+    // Validating a CRD and comparing it do not depend on each other, nor do
+    // different CRDs: all of them are spread over the cores, so a single
+    // large CRD is validated on one core while it is compared on another.
+    let weights: Vec<usize> = new.crds.iter().map(|n| n.crd.schema_nodes()).collect();
+    let mut jobs = Vec::with_capacity(2 * new.crds.len());
+    for i in 0..new.crds.len() {
+        if !config.skip_crd_validation {
+            jobs.push((i, Task::Validate));
+        }
+        jobs.push((i, Task::Compare));
+    }
+    // Validation takes about half as long as the comparison of a CRD.
+    let cost = |&(i, task): &(usize, Task)| match task {
+        Task::Validate => weights[i] / 2,
+        Task::Compare => weights[i],
+    };
+    let done = crate::parallel::map(&jobs, cost, PARALLEL_CHECK_NODES, |&(i, task)| {
+        let n = &new.crds[i];
+        let old_crd = old.get(&n.crd.name);
+        match task {
+            Task::Validate => crd_validation::findings(
                 &n.crd.manifest,
                 old_crd.map(|o| &o.crd.manifest),
                 config.kube_version,
-            )
-        };
-        let mut entry = match old_crd {
+            ),
+            Task::Compare => match old_crd {
+                Some(o) => {
+                    let sv = StoredVersions::resolve(&o.crd, stored.for_crd(&n.crd.name));
+                    compare::compare_crds(&o.crd, &n.crd, &sv, &config.options)
+                }
+                None => compare::check_new_crd(&n.crd, &config.options),
+            },
+        }
+    });
+    let mut crds = Vec::with_capacity(new.crds.len());
+    let mut raw = Vec::new();
+    for ((i, task), findings) in jobs.iter().zip(done) {
+        // The server's own verdict on the new CRD comes first: a CRD it
+        // refuses is never applied, whatever the comparison says.
+        raw.extend(findings);
+        if let Task::Validate = task {
+            continue;
+        }
+        let n = &new.crds[*i];
+        let name = &n.crd.name;
+        let (findings, excepted) = policy.apply(name, std::mem::take(&mut raw));
+        let mut entry = match old.get(name) {
             Some(o) => {
-                let sv = StoredVersions::resolve(&o.crd, stored.for_crd(name));
-                let mut raw = invalid;
-                raw.extend(compare::compare_crds(&o.crd, &n.crd, &sv, &config.options));
-                let (findings, excepted) = policy.apply(name, raw);
                 let mut e = CrdReport::new(name.clone(), CrdStatus::Safe, findings, excepted);
                 e.old_source = Some(o.location.to_string());
-                e.stored_versions = Some(sv);
+                e.stored_versions = Some(StoredVersions::resolve(&o.crd, stored.for_crd(name)));
                 e
             }
-            None => {
-                let mut raw = invalid;
-                raw.extend(compare::check_new_crd(&n.crd, &config.options));
-                let (findings, excepted) = policy.apply(name, raw);
-                CrdReport::new(name.clone(), CrdStatus::New, findings, excepted)
-            }
+            None => CrdReport::new(name.clone(), CrdStatus::New, findings, excepted),
         };
         entry.new_source = Some(n.location.to_string());
-        entry
-    });
+        crds.push(entry);
+    }
     for o in &old.crds {
         if new.get(&o.crd.name).is_none() {
             let (findings, excepted) = policy.apply(&o.crd.name, compare::absent_crd(&o.crd));

@@ -79,8 +79,14 @@ fn main() -> ExitCode {
 
 /// Writes to stdout; a closed pipe (`| head`) is a normal end, not an error.
 fn emit(text: &str) -> Result<(), Failure> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+    emit_with(|out| out.write_all(text.as_bytes()))
+}
+
+/// Writes to stdout through a buffer; a reader that went away (`| head`)
+/// is not an error.
+fn emit_with(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<(), Failure> {
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
+    match write(&mut out).and_then(|()| out.flush()) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         Err(e) => Err(Failure::Input(format!("writing output: {e}"))),
@@ -139,6 +145,15 @@ fn table_width() -> u16 {
         return w.max(60);
     }
     140
+}
+
+/// Shows the report on stdout in the chosen format. JSON is written as it
+/// is serialized; the other formats are built as text first.
+fn show(report: &Report, args: &ReportArgs) -> Result<(), Failure> {
+    if args.output == OutputFormat::Json {
+        return emit_with(|mut out| report.write_json(&mut out));
+    }
+    emit(&render(report, args))
 }
 
 fn render(report: &Report, args: &ReportArgs) -> String {
@@ -211,19 +226,12 @@ fn run_diff(args: DiffArgs) -> Result<u8, Failure> {
     let opts = source_options(&args.sources, &args.report);
     let old_source = parse_sources([args.old.as_str()])?;
     let new_source = parse_sources([args.new.as_str()])?;
-    // Parsing is most of the work on large CRDs: read both sides at once.
-    let (old, new) = std::thread::scope(|scope| {
-        let old = scope.spawn(|| manifest::load_with(&old_source, &opts));
-        let new = manifest::load_with(&new_source, &opts);
-        (old.join(), new)
-    });
-    let old = old
-        .map_err(|_| Failure::Input(format!("{}: the reader thread failed", args.old)))?
-        .map_err(|e| Failure::Input(e.to_string()))?;
+    let (old, new) = manifest::load_both(&old_source, &new_source, &opts);
+    let old = old.map_err(|e| Failure::Input(e.to_string()))?;
     let new = new.map_err(|e| Failure::Input(e.to_string()))?;
     let mut report = diff(&old, &new, &stored, &config);
     finish(&mut report, &old, &new, &args.report)?;
-    emit(&render(&report, &args.report))?;
+    show(&report, &args.report)?;
     // The process ends now: freeing every node of two parsed manifests one by
     // one would cost a tenth of the run, and the OS takes the memory back.
     std::mem::forget((old, new));
@@ -276,7 +284,7 @@ fn run_lint(args: LintArgs) -> Result<u8, Failure> {
     let none = manifest::ManifestSet::default();
     let mut report = diff(&none, &new, &StoredVersionsArg::default(), &config);
     finish(&mut report, &none, &new, &args.report)?;
-    emit(&render(&report, &args.report))?;
+    show(&report, &args.report)?;
     Ok(report.exit_code())
 }
 
@@ -344,7 +352,7 @@ fn run_apply_check(args: ApplyCheckArgs) -> Result<u8, Failure> {
         live_check(&conn, &new, &config, &args).await
     });
     let report = checked?.report;
-    emit(&render(&report, &args.report))?;
+    show(&report, &args.report)?;
     Ok(report.exit_code())
 }
 
@@ -437,7 +445,7 @@ fn run_apply(args: ApplyArgs) -> Result<u8, Failure> {
         let checked = live_check(&conn, &new, &config, &args.check).await?;
         let report = &checked.report;
         if !structured {
-            emit(&render(report, report_args))?;
+            show(report, report_args)?;
         }
         let proposal = apply::proposal(
             &conn,

@@ -16,17 +16,22 @@ use super::field::{FieldError, FieldPath};
 use super::json::Obj;
 use super::keywords::{Keywords, Kw};
 use crate::schema::Schema;
-use crate::validate::{PrunedKind, Validator};
+use crate::validate::node::CompiledNode;
+use crate::validate::{PrunedKind, Validator, validate_at};
 
 /// Every default of the structural schema `root`, checked.
 pub fn validate_defaults(root: &Obj, path: &FieldPath, opts: &SchemaOptions) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    walk(root, &mut path.clone(), true, false, opts, &mut errs);
+    walk(root, None, &mut path.clone(), true, false, opts, &mut errs);
     errs
 }
 
+/// `compiled` is `s` as a default above it already compiled it (with its
+/// whole subtree): nested defaults reuse that instead of compiling their
+/// subtree, and its CEL rules, once more per level.
 fn walk(
     s: &Obj,
+    compiled: Option<&CompiledNode>,
     path: &mut FieldPath,
     resource_root: bool,
     inside_meta: bool,
@@ -36,12 +41,26 @@ fn walk(
     let kws = Keywords::of(s);
     let embedded = resource_root || kws.bool(Kw::EmbeddedResource);
     let inside_meta = inside_meta && !embedded;
+    let mut own = None;
     if let Some(default) = kws.get(Kw::Default).filter(|d| !d.is_null()) {
-        check_default(s, default, path, inside_meta, opts, errs);
+        if compiled.is_none() {
+            // The node alone, compiled like a version schema; its own
+            // default does not matter for a value that is present. A schema
+            // the validator cannot compile has its own error elsewhere (a
+            // pattern that does not compile).
+            own = Schema::from_object(s)
+                .ok()
+                .and_then(|node| Validator::new(&node, opts.kube.minor).ok());
+        }
+        if let Some(node) = compiled.or(own.as_ref().map(Validator::root)) {
+            check_default(node, default, path, inside_meta, opts, errs);
+        }
     }
+    let compiled = compiled.or(own.as_ref().map(Validator::root));
     if let Some(i) = kws.items() {
         walk(
             i,
+            compiled.and_then(|c| c.items.as_deref()),
             &mut path.push().child("items"),
             false,
             inside_meta,
@@ -54,6 +73,7 @@ fn walk(
             || (embedded && matches!(name.as_str(), "metadata" | "apiVersion" | "kind"));
         walk(
             p,
+            compiled.and_then(|c| c.properties.get(name.as_str())),
             &mut path.push().child("properties").key(name),
             false,
             sub_meta,
@@ -64,7 +84,7 @@ fn walk(
 }
 
 fn check_default(
-    s: &Obj,
+    node: &CompiledNode,
     default: &Value,
     path: &FieldPath,
     inside_meta: bool,
@@ -72,17 +92,7 @@ fn check_default(
     errs: &mut Vec<FieldError>,
 ) {
     let dpath = path.child("default");
-    // The node alone, compiled like a version schema (defaults sit mostly on
-    // leaves, so this stays small); its own default does not matter for a
-    // value that is present. A schema the validator cannot compile has its
-    // own error elsewhere (a pattern that does not compile).
-    let Ok(node) = Schema::from_object(s) else {
-        return;
-    };
-    let Ok(validator) = Validator::new(&node, opts.kube.minor) else {
-        return;
-    };
-    let outcome = validator.validate(default);
+    let outcome = validate_at(node, default);
     if !inside_meta
         && opts.require_pruned_defaults
         && outcome.pruned.iter().any(|p| p.kind == PrunedKind::Unknown)

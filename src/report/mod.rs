@@ -332,6 +332,14 @@ impl Report {
             .unwrap_or_else(|e| format!("{{\"error\": {:?}}}", e.to_string()))
     }
 
+    /// Pretty JSON and a final newline, straight into `out`: a report of
+    /// thousands of findings is half a megabyte, and building it as one
+    /// string first is the largest allocation of a `diff -o json`.
+    pub fn write_json(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        serde_json::to_writer_pretty(&mut *out, self)?;
+        out.write_all(b"\n")
+    }
+
     /// YAML with the same structure as the JSON.
     pub fn to_yaml(&self) -> String {
         serde_saphyr::to_string(self).unwrap_or_else(|e| format!("error: {e:?}\n"))

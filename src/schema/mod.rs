@@ -171,6 +171,22 @@ impl Schema {
         Value::Object(map)
     }
 
+    /// How many schema nodes this one holds, itself included (the children
+    /// of `properties`, `items` and `additionalProperties`): what checking
+    /// it costs, roughly.
+    pub fn node_count(&self) -> usize {
+        1 + self
+            .properties
+            .values()
+            .map(Schema::node_count)
+            .sum::<usize>()
+            + self.items.as_ref().map_or(0, |i| i.node_count())
+            + match &self.additional_properties {
+                Some(AdditionalProperties::Schema(s)) => s.node_count(),
+                _ => 0,
+            }
+    }
+
     /// A keyword's raw value.
     pub fn keyword(&self, name: &str) -> Option<&Value> {
         self.keywords.get(name)

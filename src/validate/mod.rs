@@ -38,7 +38,7 @@ mod cel_rule;
 pub(crate) use cel_rule::escape as cel_escape;
 pub(crate) mod formats;
 mod list_type;
-mod node;
+pub(crate) mod node;
 pub mod regex;
 mod trail;
 mod walk;
@@ -276,19 +276,32 @@ impl Validator {
     /// Validates a stored object as the API server would on CREATE, and
     /// reports what it would prune, drop or default on read.
     pub fn validate(&self, object: &Value) -> ValidationOutcome {
-        let mut out = ValidationOutcome::default();
-        walk::validate(&self.root, object, &mut out);
-        // Report order: by path, then rule (the walk follows the object's key order).
-        out.violations
-            .sort_by(|a, b| a.path.cmp(&b.path).then(a.rule.cmp(&b.rule)));
-        out.pruned.sort_by(|a, b| a.path.cmp(&b.path));
-        out
+        validate_at(&self.root, object)
+    }
+
+    /// The compiled root, to validate values against its nodes
+    /// ([`validate_at`]).
+    pub(crate) fn root(&self) -> &node::CompiledNode {
+        &self.root
     }
 
     /// Whether any node carries `x-kubernetes-validations`.
     pub fn has_cel_rules(&self) -> bool {
         self.root.has_rules
     }
+}
+
+/// [`Validator::validate`] with `node` as the root: a value checked against
+/// one node of a compiled schema as if that node were compiled alone (its
+/// compiled form does not depend on where it sits).
+pub(crate) fn validate_at(node: &node::CompiledNode, object: &Value) -> ValidationOutcome {
+    let mut out = ValidationOutcome::default();
+    walk::validate(node, object, &mut out);
+    // Report order: by path, then rule (the walk follows the object's key order).
+    out.violations
+        .sort_by(|a, b| a.path.cmp(&b.path).then(a.rule.cmp(&b.rule)));
+    out.pruned.sort_by(|a, b| a.path.cmp(&b.path));
+    out
 }
 
 #[cfg(test)]
