@@ -78,7 +78,7 @@ pub fn diff(
 /// Below this many schema nodes in `new` (a CRD of about 200 KiB of
 /// YAML), everything runs on the calling thread: threads would cost more
 /// than they save.
-const PARALLEL_CHECK_NODES: usize = 2_000;
+const PARALLEL_CHECK_NODES: usize = 300;
 
 /// The two independent halves of checking one new CRD.
 #[derive(Clone, Copy)]

@@ -297,7 +297,7 @@ impl<'b> Eval<'b, '_> {
             match to_cel(Some(node), v, 0, is_root) {
                 Ok(x) => converted = Some(x),
                 Err(reason) => {
-                    for r in &node.rules {
+                    for r in node.rules.get() {
                         self.not_evaluated(trail, &r.source, reason.clone());
                     }
                     return None;
@@ -308,7 +308,7 @@ impl<'b> Eval<'b, '_> {
         // `self` bound for the `cel` crate, built when a rule first needs it.
         let mut ctx: Option<Context<'b>> = None;
         let mut scope = super::cel_direct::Scope::default();
-        for rule in &node.rules {
+        for rule in node.rules.get() {
             let cr = match &rule.compiled {
                 Ok(cr) => cr,
                 Err(e) => {

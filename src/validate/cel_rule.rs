@@ -4,6 +4,8 @@
 //! lives apart from it and the dependency runs one way.
 
 use kube::core::cel::{CompilationResult, compile_schema};
+use std::sync::OnceLock;
+
 use serde_json::{Value, json};
 
 use super::cel_program::{Program, compile};
@@ -17,6 +19,44 @@ pub(crate) struct CelRule {
     /// The rule resolved for [`super::cel_direct`], when it is written only
     /// with what that evaluates, so worth trying there first.
     pub direct: Option<Program>,
+}
+
+/// A node's `x-kubernetes-validations`, compiled when first evaluated.
+/// Checking a CRD's defaults compiles the subtree of each defaulted node,
+/// and a default rarely reaches most of the rules in it; a scan evaluates
+/// each rule from its first object on, so it pays the same as before.
+#[derive(Debug, Default)]
+pub(crate) struct Rules {
+    raw: Option<Value>,
+    len: usize,
+    compiled: OnceLock<Vec<CelRule>>,
+}
+
+impl Rules {
+    pub(crate) fn new(raw: Option<&Value>) -> Rules {
+        match raw {
+            Some(Value::Array(a)) if !a.is_empty() => Rules {
+                len: a.len(),
+                raw: raw.cloned(),
+                compiled: OnceLock::new(),
+            },
+            _ => Rules::default(),
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The rules, compiled on the first call.
+    pub(crate) fn get(&self) -> &[CelRule] {
+        self.compiled
+            .get_or_init(|| compile_rules(self.raw.as_ref()))
+    }
+
+    pub(crate) fn clear(&mut self) {
+        *self = Rules::default();
+    }
 }
 
 /// Compiles a node's `x-kubernetes-validations` list.

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::ValidateError;
-use super::cel_rule::{CelRule, compile_rules, escape};
+use super::cel_rule::{Rules, escape};
 use super::formats::Format;
 use crate::schema::{AdditionalProperties, FieldPath, Schema};
 
@@ -116,7 +116,7 @@ pub(crate) struct CompiledNode {
     pub any_of: Vec<CompiledNode>,
     pub one_of: Vec<CompiledNode>,
     pub not: Option<Box<CompiledNode>>,
-    pub rules: Vec<CelRule>,
+    pub rules: Rules,
     /// This node or one below it has CEL rules.
     pub has_rules: bool,
     /// The property's name as CEL sees it (escaped once here rather than
@@ -330,7 +330,7 @@ impl CompiledNode {
                 )?))
             }
         };
-        let rules = compile_rules(s.keyword("x-kubernetes-validations"));
+        let rules = Rules::new(s.keyword("x-kubernetes-validations"));
 
         let mut node = CompiledNode {
             types,

@@ -861,6 +861,7 @@ fn common_rules_are_decided_in_place_and_the_rest_left_to_the_cel_crate() {
     let spec = json!({"lo": 5, "hi": 3, "mode": "A", "when": "2023-05-01T00:00:00Z", "ratio": 1.5});
     let decided: Vec<Option<bool>> = spec_node
         .rules
+        .get()
         .iter()
         .map(|r| {
             let mut scope = super::cel_direct::Scope::default();
