@@ -244,8 +244,9 @@ fn check_only(pairs: &[(std::path::PathBuf, std::path::PathBuf)], secs: u64) {
     let sets = parsed(pairs);
     let kube = Config::default().kube_version;
     let start = Instant::now();
-    let mut rounds = 0;
+    let mut rounds = Vec::new();
     while start.elapsed() < Duration::from_secs(secs) {
+        let round = Instant::now();
         for (old, new) in &sets {
             for n in &new.crds {
                 let o = old.get(&n.crd.name).map(|o| &o.crd.manifest);
@@ -256,7 +257,14 @@ fn check_only(pairs: &[(std::path::PathBuf, std::path::PathBuf)], secs: u64) {
                 ));
             }
         }
-        rounds += 1;
+        rounds.push(ms(round.elapsed()));
     }
-    println!("{rounds} rounds in {secs} s");
+    let (n, best) = (
+        rounds.len(),
+        rounds.iter().copied().fold(f64::MAX, f64::min),
+    );
+    println!(
+        "{n} rounds in {secs} s: median {:.1} ms, best {best:.1} ms",
+        median(rounds)
+    );
 }

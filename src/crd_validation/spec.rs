@@ -205,8 +205,9 @@ pub fn validate_spec(spec: &Obj, old: Option<&OldCrdFacts>, kube: KubeVersion) -
             }
         }
     }
-    let has_defaults = super::spec_has(spec, &|s| s.get("default").is_some_and(|d| !d.is_null()));
-    if has_defaults && preserve {
+    // Only a CRD with spec.preserveUnknownFields (rare since v1) needs the
+    // walk over every schema node that looks for a default.
+    if preserve && super::spec_has(spec, &|s| s.get("default").is_some_and(|d| !d.is_null())) {
         errs.push(FieldError::invalid(
             path.child("preserveUnknownFields"),
             Value::Bool(true),
