@@ -16,7 +16,9 @@
 //!
 //! `cargo bench --bench check_cost` (about a minute on 2 cores);
 //! `ROUNDS=N` changes the number of rounds (default 5); `CHECK_ONLY=SECS`
-//! runs nothing but the check for that long (to profile it).
+//! runs nothing but the check for that long (to profile it), then lists
+//! the costliest CRDs; `CHECK_FILTER=TEXT` keeps the CRDs whose file path
+//! contains TEXT.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -241,7 +243,14 @@ fn one_core(pairs: &[(std::path::PathBuf, std::path::PathBuf)]) {
 
 /// Runs the check alone over every pair for `secs` seconds (to profile it).
 fn check_only(pairs: &[(std::path::PathBuf, std::path::PathBuf)], secs: u64) {
-    let sets = parsed(pairs);
+    let mut sets = parsed(pairs);
+    // `CHECK_FILTER=TEXT`: only the CRDs whose file path contains TEXT.
+    if let Ok(filter) = std::env::var("CHECK_FILTER") {
+        for (_, new) in &mut sets {
+            new.crds
+                .retain(|c| c.location.to_string().contains(filter.as_str()));
+        }
+    }
     let kube = Config::default().kube_version;
     let start = Instant::now();
     let mut rounds = Vec::new();
@@ -259,6 +268,31 @@ fn check_only(pairs: &[(std::path::PathBuf, std::path::PathBuf)], secs: u64) {
         }
         rounds.push(ms(round.elapsed()));
     }
+    // The costliest CRDs, from one more round.
+    let mut each: Vec<(f64, String)> = Vec::new();
+    for (old, new) in &sets {
+        for n in &new.crds {
+            let o = old.get(&n.crd.name).map(|o| &o.crd.manifest);
+            let t = Instant::now();
+            std::hint::black_box(crd_safety::crd_validation::validate_crd(
+                &n.crd.manifest,
+                o,
+                kube,
+            ));
+            each.push((ms(t.elapsed()), n.location.to_string()));
+        }
+    }
+    each.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let total: f64 = each.iter().map(|e| e.0).sum();
+    for (t, at) in each.iter().take(15) {
+        println!("  {t:7.2} ms  {at}");
+    }
+    let top: f64 = each.iter().take(100).map(|e| e.0).sum();
+    println!(
+        "  the costliest 100 of {} CRDs: {:.0}% of {total:.0} ms",
+        each.len(),
+        100.0 * top / total
+    );
     let (n, best) = (
         rounds.len(),
         rounds.iter().copied().fold(f64::MAX, f64::min),

@@ -4,7 +4,9 @@
 //! lives apart from it and the dependency runs one way.
 
 use kube::core::cel::{CompilationResult, compile_schema};
-use std::sync::OnceLock;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::{Value, json};
 
@@ -29,7 +31,14 @@ pub(crate) struct CelRule {
 pub(crate) struct Rules {
     raw: Option<Value>,
     len: usize,
-    compiled: OnceLock<Vec<CelRule>>,
+    compiled: OnceLock<Arc<[CelRule]>>,
+}
+
+thread_local! {
+    /// Rule lists this thread has compiled, by their JSON: the versions of a
+    /// CRD usually share their schema, and a scan's threads see the same
+    /// lists page after page.
+    static COMPILED: RefCell<HashMap<String, Arc<[CelRule]>>> = RefCell::new(HashMap::new());
 }
 
 impl Rules {
@@ -50,8 +59,16 @@ impl Rules {
 
     /// The rules, compiled on the first call.
     pub(crate) fn get(&self) -> &[CelRule] {
-        self.compiled
-            .get_or_init(|| compile_rules(self.raw.as_ref()))
+        self.compiled.get_or_init(|| {
+            let raw = self.raw.as_ref();
+            let key = raw.map(Value::to_string).unwrap_or_default();
+            if let Some(hit) = COMPILED.with(|c| c.borrow().get(&key).cloned()) {
+                return hit;
+            }
+            let rules: Arc<[CelRule]> = compile_rules(raw).into();
+            COMPILED.with(|c| c.borrow_mut().insert(key, Arc::clone(&rules)));
+            rules
+        })
     }
 
     pub(crate) fn clear(&mut self) {
