@@ -170,6 +170,88 @@ pub fn entries(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compare::Check;
+
+    /// A CRD of `fields` string properties under spec; `extra` is added to
+    /// the schema of the first one.
+    fn crd(name: &str, fields: usize, extra: &str) -> String {
+        let mut props = String::new();
+        for i in 0..fields {
+            props.push_str(&format!(
+                "                f{i}:\n                  type: string\n"
+            ));
+            if i == 0 {
+                props.push_str(extra);
+            }
+        }
+        format!(
+            "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: {name}.example.com
+spec:
+  group: example.com
+  names: {{plural: {name}, singular: {name}s, kind: K{name}, listKind: K{name}List}}
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec:
+              type: object
+              properties:
+{props}"
+        )
+    }
+
+    /// Large CRDs are validated and compared on different threads; the
+    /// report is the same as for small ones: each CRD in the order of NEW,
+    /// the server's refusal first, then what the comparison found.
+    #[test]
+    fn large_crds_checked_on_threads_report_in_order() {
+        for fields in [3, 400] {
+            let mut old = ManifestSet::default();
+            let mut new = ManifestSet::default();
+            let bad_default =
+                "                  maxLength: 2\n                  default: toolong\n";
+            let tighter = "                  maxLength: 3\n                  default: ok\n";
+            for (name, o, n) in [("alphas", "", bad_default), ("betas", "", tighter)] {
+                crate::manifest::load_text(&crd(name, fields, o), "old.yaml", false, &mut old)
+                    .unwrap();
+                crate::manifest::load_text(&crd(name, fields, n), "new.yaml", false, &mut new)
+                    .unwrap();
+            }
+            if fields == 400 {
+                assert!(new.crds[0].crd.schema_nodes() > PARALLEL_CHECK_NODES);
+            }
+            let crds = entries(
+                &old,
+                &new,
+                &StoredVersionsArg::default(),
+                &Config::default(),
+            );
+            let names: Vec<&str> = crds.iter().map(|c| c.name.as_str()).collect();
+            assert_eq!(names, ["alphas.example.com", "betas.example.com"]);
+            let checks =
+                |i: usize| -> Vec<Check> { crds[i].findings.iter().map(|f| f.check).collect() };
+            let alphas = checks(0);
+            assert_eq!(
+                alphas.first(),
+                Some(&Check::InvalidCrd),
+                "{fields}: {alphas:?}"
+            );
+            assert!(
+                alphas.len() > 1,
+                "{fields}: the comparison's findings follow: {alphas:?}"
+            );
+            assert!(!checks(1).contains(&Check::InvalidCrd), "{fields}");
+            assert!(!checks(1).is_empty(), "{fields}: maxLength lowered");
+        }
+    }
 
     #[test]
     fn stored_versions_values_parse_globally_and_per_crd() {
