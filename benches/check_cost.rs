@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use crd_safety::config::Config;
 use crd_safety::diff::{StoredVersionsArg, diff};
-use crd_safety::manifest::{self, Source, SourceOptions};
+use crd_safety::manifest::{self, LoadedCrd, Source, SourceOptions};
 use nix::sys::resource::{UsageWho, getrusage};
 
 #[path = "support/mod.rs"]
@@ -180,10 +180,29 @@ fn main() {
     one_core(&all);
 }
 
+/// `invalidCrd` on every new-side CRD of `sets`, one after the other;
+/// `each` gets each CRD with the time its check took.
+fn check_each(sets: &[Sets], each: &mut impl FnMut(&LoadedCrd, Duration)) {
+    let kube = Config::default().kube_version;
+    for (old, new) in sets {
+        for n in &new.crds {
+            let o = old.get(&n.crd.name).map(|o| &o.crd.manifest);
+            let t = Instant::now();
+            std::hint::black_box(crd_safety::crd_validation::validate_crd(
+                &n.crd.manifest,
+                o,
+                kube,
+            ));
+            each(n, t.elapsed());
+        }
+    }
+}
+
+/// One pair's sides, parsed.
+type Sets = (manifest::ManifestSet, manifest::ManifestSet);
+
 /// Each new side's CRDs, and the old side, parsed once.
-fn parsed(
-    pairs: &[(std::path::PathBuf, std::path::PathBuf)],
-) -> Vec<(manifest::ManifestSet, manifest::ManifestSet)> {
+fn parsed(pairs: &[(std::path::PathBuf, std::path::PathBuf)]) -> Vec<Sets> {
     pairs
         .iter()
         .filter_map(|(o, n)| {
@@ -206,16 +225,7 @@ fn one_core(pairs: &[(std::path::PathBuf, std::path::PathBuf)]) {
     let (mut check, mut compare) = (Vec::new(), Vec::new());
     for _ in 0..5 {
         let t = Instant::now();
-        for (old, new) in &sets {
-            for n in &new.crds {
-                let o = old.get(&n.crd.name).map(|o| &o.crd.manifest);
-                std::hint::black_box(crd_safety::crd_validation::validate_crd(
-                    &n.crd.manifest,
-                    o,
-                    config.kube_version,
-                ));
-            }
-        }
+        check_each(&sets, &mut |_, _| {});
         check.push(ms(t.elapsed()));
         let t = Instant::now();
         for (old, new) in &sets {
@@ -251,37 +261,18 @@ fn check_only(pairs: &[(std::path::PathBuf, std::path::PathBuf)], secs: u64) {
                 .retain(|c| c.location.to_string().contains(filter.as_str()));
         }
     }
-    let kube = Config::default().kube_version;
     let start = Instant::now();
     let mut rounds = Vec::new();
     while start.elapsed() < Duration::from_secs(secs) {
         let round = Instant::now();
-        for (old, new) in &sets {
-            for n in &new.crds {
-                let o = old.get(&n.crd.name).map(|o| &o.crd.manifest);
-                std::hint::black_box(crd_safety::crd_validation::validate_crd(
-                    &n.crd.manifest,
-                    o,
-                    kube,
-                ));
-            }
-        }
+        check_each(&sets, &mut |_, _| {});
         rounds.push(ms(round.elapsed()));
     }
     // The costliest CRDs, from one more round.
     let mut each: Vec<(f64, String)> = Vec::new();
-    for (old, new) in &sets {
-        for n in &new.crds {
-            let o = old.get(&n.crd.name).map(|o| &o.crd.manifest);
-            let t = Instant::now();
-            std::hint::black_box(crd_safety::crd_validation::validate_crd(
-                &n.crd.manifest,
-                o,
-                kube,
-            ));
-            each.push((ms(t.elapsed()), n.location.to_string()));
-        }
-    }
+    check_each(&sets, &mut |n, t| {
+        each.push((ms(t), n.location.to_string()))
+    });
     each.sort_by(|a, b| b.0.total_cmp(&a.0));
     let total: f64 = each.iter().map(|e| e.0).sum();
     for (t, at) in each.iter().take(15) {
