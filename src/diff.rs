@@ -75,8 +75,8 @@ pub fn diff(
     report
 }
 
-/// Below this many schema nodes in `new` (a CRD of about 200 KiB of
-/// YAML), everything runs on the calling thread: threads would cost more
+/// Below this many schema nodes in `new` (weighed as in [`entries`]),
+/// everything runs on the calling thread: starting threads would cost more
 /// than they save.
 const PARALLEL_CHECK_NODES: usize = 300;
 
@@ -118,23 +118,27 @@ pub fn entries(
         let n = &new.crds[i];
         let old_crd = old.get(&n.crd.name);
         match task {
-            Task::Validate => crd_validation::findings(
-                &n.crd.manifest,
-                old_crd.map(|o| &o.crd.manifest),
-                config.kube_version,
+            Task::Validate => (
+                crd_validation::findings(
+                    &n.crd.manifest,
+                    old_crd.map(|o| &o.crd.manifest),
+                    config.kube_version,
+                ),
+                None,
             ),
             Task::Compare => match old_crd {
                 Some(o) => {
                     let sv = StoredVersions::resolve(&o.crd, stored.for_crd(&n.crd.name));
-                    compare::compare_crds(&o.crd, &n.crd, &sv, &config.options)
+                    let findings = compare::compare_crds(&o.crd, &n.crd, &sv, &config.options);
+                    (findings, Some(sv))
                 }
-                None => compare::check_new_crd(&n.crd, &config.options),
+                None => (compare::check_new_crd(&n.crd, &config.options), None),
             },
         }
     });
     let mut crds = Vec::with_capacity(new.crds.len());
     let mut raw = Vec::new();
-    for ((i, task), findings) in jobs.iter().zip(done) {
+    for ((i, task), (findings, stored_versions)) in jobs.iter().zip(done) {
         // The server's own verdict on the new CRD comes first: a CRD it
         // refuses is never applied, whatever the comparison says.
         raw.extend(findings);
@@ -148,7 +152,7 @@ pub fn entries(
             Some(o) => {
                 let mut e = CrdReport::new(name.clone(), CrdStatus::Safe, findings, excepted);
                 e.old_source = Some(o.location.to_string());
-                e.stored_versions = Some(StoredVersions::resolve(&o.crd, stored.for_crd(name)));
+                e.stored_versions = stored_versions;
                 e
             }
             None => CrdReport::new(name.clone(), CrdStatus::New, findings, excepted),

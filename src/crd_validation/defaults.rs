@@ -41,22 +41,19 @@ fn walk(
     let kws = Keywords::of(s);
     let embedded = resource_root || kws.bool(Kw::EmbeddedResource);
     let inside_meta = inside_meta && !embedded;
-    let mut own = None;
-    if let Some(default) = kws.get(Kw::Default).filter(|d| !d.is_null()) {
-        if compiled.is_none() {
-            // The node alone, compiled like a version schema; its own
-            // default does not matter for a value that is present. A schema
-            // the validator cannot compile has its own error elsewhere (a
-            // pattern that does not compile).
-            own = Schema::from_object(s)
-                .ok()
-                .and_then(|node| Validator::new(&node, opts.kube.minor).ok());
-        }
-        if let Some(node) = compiled.or(own.as_ref().map(Validator::root)) {
-            check_default(node, default, path, inside_meta, opts, errs);
-        }
-    }
+    let default = kws.get(Kw::Default).filter(|d| !d.is_null());
+    // The node alone, compiled like a version schema (its own default does
+    // not matter for a value that is present), unless a default above
+    // already compiled it. A schema the validator cannot compile has its own
+    // error elsewhere (a pattern that does not compile).
+    let own = (default.is_some() && compiled.is_none())
+        .then(|| Schema::from_object(s).ok())
+        .flatten()
+        .and_then(|node| Validator::new(&node, opts.kube.minor).ok());
     let compiled = compiled.or(own.as_ref().map(Validator::root));
+    if let (Some(default), Some(node)) = (default, compiled) {
+        check_default(node, default, path, inside_meta, opts, errs);
+    }
     if let Some(i) = kws.items() {
         walk(
             i,

@@ -29,8 +29,8 @@ pub(crate) struct CelRule {
 /// each rule from its first object on, so it pays the same as before.
 #[derive(Debug, Default)]
 pub(crate) struct Rules {
+    /// The list as written; `None` when it is absent or empty.
     raw: Option<Value>,
-    len: usize,
     compiled: OnceLock<Arc<[CelRule]>>,
 }
 
@@ -45,7 +45,6 @@ impl Rules {
     pub(crate) fn new(raw: Option<&Value>) -> Rules {
         match raw {
             Some(Value::Array(a)) if !a.is_empty() => Rules {
-                len: a.len(),
                 raw: raw.cloned(),
                 compiled: OnceLock::new(),
             },
@@ -54,7 +53,7 @@ impl Rules {
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.len == 0
+        self.raw.is_none()
     }
 
     /// The rules, compiled on the first call.
