@@ -46,8 +46,24 @@ fn cpu() -> Duration {
     }
 }
 
-/// Wall and CPU time of one `diff` of `old` and `new` (read from disk).
+/// Runs `f` on a thread of its own. The check caches compiled rules and
+/// patterns per thread; a `kubectl crd-safety` process starts with none, so
+/// each measured run starts on a fresh thread, its caches empty, rather than
+/// reusing what earlier rounds compiled.
+fn fresh<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    std::thread::scope(|s| match s.spawn(f).join() {
+        Ok(r) => r,
+        Err(p) => std::panic::resume_unwind(p),
+    })
+}
+
+/// Wall and CPU time of one `diff` of `old` and `new` (read from disk), on a
+/// fresh thread.
 fn one(old: &Path, new: &Path, config: &Config) -> (Duration, Duration) {
+    fresh(|| one_here(old, new, config))
+}
+
+fn one_here(old: &Path, new: &Path, config: &Config) -> (Duration, Duration) {
     let opts = SourceOptions::default();
     let (wall, cpu_start) = (Instant::now(), cpu());
     let (o, n) = manifest::load_both(
@@ -182,19 +198,22 @@ fn main() {
 
 /// `invalidCrd` on every new-side CRD of `sets`, one after the other;
 /// `each` gets each CRD with the time its check took.
-fn check_each(sets: &[Sets], each: &mut impl FnMut(&LoadedCrd, Duration)) {
+/// Each pair runs on a fresh thread, as a `diff` of it alone would.
+fn check_each(sets: &[Sets], each: &mut (impl FnMut(&LoadedCrd, Duration) + Send)) {
     let kube = Config::default().kube_version;
     for (old, new) in sets {
-        for n in &new.crds {
-            let o = old.get(&n.crd.name).map(|o| &o.crd.manifest);
-            let t = Instant::now();
-            std::hint::black_box(crd_safety::crd_validation::validate_crd(
-                &n.crd.manifest,
-                o,
-                kube,
-            ));
-            each(n, t.elapsed());
-        }
+        fresh(|| {
+            for n in &new.crds {
+                let o = old.get(&n.crd.name).map(|o| &o.crd.manifest);
+                let t = Instant::now();
+                std::hint::black_box(crd_safety::crd_validation::validate_crd(
+                    &n.crd.manifest,
+                    o,
+                    kube,
+                ));
+                each(n, t.elapsed());
+            }
+        });
     }
 }
 
@@ -229,17 +248,19 @@ fn one_core(pairs: &[(std::path::PathBuf, std::path::PathBuf)]) {
         check.push(ms(t.elapsed()));
         let t = Instant::now();
         for (old, new) in &sets {
-            for n in &new.crds {
-                if let Some(o) = old.get(&n.crd.name) {
-                    let sv = crd_safety::compare::StoredVersions::resolve(&o.crd, None);
-                    std::hint::black_box(crd_safety::compare::compare_crds(
-                        &o.crd,
-                        &n.crd,
-                        &sv,
-                        &config.options,
-                    ));
+            fresh(|| {
+                for n in &new.crds {
+                    if let Some(o) = old.get(&n.crd.name) {
+                        let sv = crd_safety::compare::StoredVersions::resolve(&o.crd, None);
+                        std::hint::black_box(crd_safety::compare::compare_crds(
+                            &o.crd,
+                            &n.crd,
+                            &sv,
+                            &config.options,
+                        ));
+                    }
                 }
-            }
+            });
         }
         compare.push(ms(t.elapsed()));
     }

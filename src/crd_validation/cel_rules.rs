@@ -425,7 +425,9 @@ type Parsed = std::rc::Rc<Result<IdedExpr, String>>;
 /// the versions of a CRD and across CRDs of a release (a namespaced store and
 /// its cluster-scoped twin), and parsing is the costliest step of checking a
 /// rule. Like the pattern cache, it is cleared when it grows large; worker
-/// threads start with it empty.
+/// threads start with it empty. The fast path ([`super::cel_parse`]) reads
+/// nearly every real rule; the `cel` crate's parser reads the rest and words
+/// the errors.
 fn parse(src: &str) -> Parsed {
     thread_local! {
         static SEEN: std::cell::RefCell<std::collections::HashMap<String, Parsed>> =
@@ -435,12 +437,13 @@ fn parse(src: &str) -> Parsed {
         if let Some(p) = seen.borrow().get(src) {
             return p.clone();
         }
-        let parsed = std::rc::Rc::new(
-            Parser::new()
+        let parsed = std::rc::Rc::new(match super::cel_parse::parse(src) {
+            Some(e) => Ok(e),
+            None => Parser::new()
                 .enable_optional_syntax(true)
                 .parse(src)
                 .map_err(|e| first_line(&e.to_string())),
-        );
+        });
         let mut seen = seen.borrow_mut();
         if seen.len() > 4096 {
             seen.clear();

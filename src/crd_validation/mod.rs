@@ -18,6 +18,7 @@
 mod cel_check;
 mod cel_cost;
 mod cel_decl;
+mod cel_parse;
 mod cel_rules;
 mod cel_types;
 mod columns;
