@@ -15,7 +15,7 @@
 //! lose their pseudo-target, and the two-variable comprehension macros of
 //! Kubernetes 1.32+ (`all(k, v, p)`, `transformList`, ...) are expanded.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 use kube::core::cel::cel::common::ast::{
     CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, ListExpr, LiteralValue, MapExpr,
@@ -326,8 +326,8 @@ fn expand_two_var(
 /// Type-checks `e` with `self` (and `oldSelf`) of type `self_ty`.
 pub fn check<'a>(e: &IdedExpr, self_ty: Ty<'a>, old_self_optional: bool) -> Checked<'a> {
     let mut c = Checked {
-        types: HashMap::new(),
-        overloads: HashMap::new(),
+        types: HashMap::default(),
+        overloads: HashMap::default(),
         no_overload: Vec::new(),
     };
     let mut env: Vec<(String, Ty<'a>)> = vec![("self".into(), self_ty.clone())];

@@ -9,7 +9,7 @@
 //! included (a comprehension over a literal list sizes its variable by the
 //! rule's own node, as the server's path-based size estimator does).
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 use kube::core::cel::cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 
@@ -148,10 +148,10 @@ pub fn estimate<'a>(expr: &IdedExpr, checked: &Checked<'a>, root: Decl<'a>) -> E
         unbounded: Default::default(),
         checked,
         root,
-        paths: HashMap::new(),
-        locals: HashMap::new(),
-        sizes: HashMap::new(),
-        entries: HashMap::new(),
+        paths: HashMap::default(),
+        locals: HashMap::default(),
+        sizes: HashMap::default(),
+        entries: HashMap::default(),
     };
     let cost = c.cost(expr);
     Estimate {

@@ -425,19 +425,19 @@ type Parsed = std::rc::Rc<Result<IdedExpr, String>>;
 /// the versions of a CRD and across CRDs of a release (a namespaced store and
 /// its cluster-scoped twin), and parsing is the costliest step of checking a
 /// rule. Like the pattern cache, it is cleared when it grows large; worker
-/// threads start with it empty. The fast path ([`super::cel_parse`]) reads
+/// threads start with it empty. The fast path ([`crate::validate::cel_parse`]) reads
 /// nearly every real rule; the `cel` crate's parser reads the rest and words
 /// the errors.
 fn parse(src: &str) -> Parsed {
     thread_local! {
-        static SEEN: std::cell::RefCell<std::collections::HashMap<String, Parsed>> =
+        static SEEN: std::cell::RefCell<foldhash::HashMap<String, Parsed>> =
             Default::default();
     }
     SEEN.with(|seen| {
         if let Some(p) = seen.borrow().get(src) {
             return p.clone();
         }
-        let parsed = std::rc::Rc::new(match super::cel_parse::parse(src) {
+        let parsed = std::rc::Rc::new(match crate::validate::cel_parse::parse(src) {
             Some(e) => Ok(e),
             None => Parser::new()
                 .enable_optional_syntax(true)

@@ -16,7 +16,7 @@
 //! CRD environment of Kubernetes 1.34 does not declare. Everything else is
 //! left to the server.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 use kube::core::cel::cel::common::ast::{CallExpr, EntryExpr, Expr, IdedExpr, LiteralValue};
 use serde_json::Value;
@@ -126,7 +126,7 @@ pub fn compile_problems(
     resource_root: bool,
     kube: KubeVersion,
 ) -> Vec<String> {
-    let mut env: HashMap<String, Ty<'_>> = HashMap::new();
+    let mut env: HashMap<String, Ty<'_>> = HashMap::default();
     let self_ty = ty_of(node, resource_root);
     env.insert("self".into(), self_ty);
     env.insert("oldSelf".into(), self_ty);

@@ -18,7 +18,6 @@
 mod cel_check;
 mod cel_cost;
 mod cel_decl;
-mod cel_parse;
 mod cel_rules;
 mod cel_types;
 mod columns;
@@ -253,7 +252,9 @@ impl OldCrdFacts {
 impl OldCrdFacts {
     /// Whether version `name` had exactly this `schema` in the stored CRD.
     fn schema_unchanged(&self, name: &str, schema: &Value) -> bool {
-        self.schemas.iter().any(|(n, s)| n == name && s == schema)
+        self.schemas
+            .iter()
+            .any(|(n, s)| n == name && crate::json::json_eq(s, schema))
     }
 }
 

@@ -43,12 +43,17 @@ fn non_null<'a>(v: &'a Obj, key: &str) -> Option<&'a Value> {
 }
 
 /// Whether every version has the same `key` (Go's semantic equality: for
-/// lists, missing and empty are the same).
+/// lists, missing and empty are the same; `1` and `1.0` are the same
+/// number).
 fn all_same<'a>(versions: &[&'a Obj], key: &str, list: bool) -> bool {
     let get = |v: &'a Obj| -> Option<&'a Value> {
         non_null(v, key).filter(|x| !list || x.as_array().is_some_and(|a| !a.is_empty()))
     };
-    !versions.is_empty() && versions.windows(2).all(|w| get(w[0]) == get(w[1]))
+    !versions.is_empty()
+        && versions.windows(2).all(|w| match (get(w[0]), get(w[1])) {
+            (Some(a), Some(b)) => crate::json::json_eq(a, b),
+            (a, b) => a.is_none() && b.is_none(),
+        })
 }
 
 impl<'a> Internal<'a> {

@@ -30,7 +30,7 @@ use kube::core::cel::cel::{
 use kube::core::cel::{CompilationResult, KubeCelExt};
 use serde_json::Value;
 
-use super::cel_rule::escape;
+use super::cel_rule::{CelRule, escape};
 use super::formats::{Format, decode_base64, parse_go_duration, parse_timestamp};
 use super::node::{Additional, CompiledNode};
 use super::trail::Trail;
@@ -309,14 +309,14 @@ impl<'b> Eval<'b, '_> {
         let mut ctx: Option<Context<'b>> = None;
         let mut scope = super::cel_direct::Scope::default();
         for rule in node.rules.get() {
-            let cr = match &rule.compiled {
-                Ok(cr) => cr,
+            let transition = match rule.is_transition() {
+                Ok(t) => t,
                 Err(e) => {
                     self.not_evaluated(trail, &rule.source, format!("does not compile: {e}"));
                     continue;
                 }
             };
-            if cr.is_transition_rule && cr.rule.optional_old_self != Some(true) {
+            if transition && rule.optional_old_self != Some(true) {
                 // Transition rules do not run on create.
                 continue;
             }
@@ -325,16 +325,23 @@ impl<'b> Eval<'b, '_> {
             {
                 match super::cel_direct::evaluate(program, node, v, is_root, &mut scope) {
                     Some(true) => continue,
-                    Some(false) if cr.message_program.is_none() => {
-                        let message = fixed_message(cr);
+                    Some(false) if !rule.has_message_expression => {
+                        let message = fixed_message(rule);
                         self.out
                             .violations
-                            .push(violation(cr, trail, message, true));
+                            .push(violation(rule, trail, message, true));
                         continue;
                     }
                     _ => {}
                 }
             }
+            let cr = match rule.compiled() {
+                Ok(cr) => cr,
+                Err(e) => {
+                    self.not_evaluated(trail, &rule.source, format!("does not compile: {e}"));
+                    continue;
+                }
+            };
             let ctx = match &mut ctx {
                 Some(ctx) => ctx,
                 None => {
@@ -356,28 +363,35 @@ impl<'b> Eval<'b, '_> {
                     ctx.insert(scope)
                 }
             };
-            if cr.is_transition_rule {
+            if transition {
                 let mut inner = ctx.new_inner_scope();
                 inner.add_variable_from_value(
                     "oldSelf",
                     CelValue::Opaque(Arc::new(OptionalValue::none())),
                 );
-                self.run(cr, &inner, trail, false);
+                self.run(rule, cr, &inner, trail, false);
             } else {
-                self.run(cr, ctx, trail, true);
+                self.run(rule, cr, ctx, trail, true);
             }
         }
         converted
     }
 
-    fn run(&mut self, cr: &CompilationResult, ctx: &Context, trail: &Trail, ratchetable: bool) {
+    fn run(
+        &mut self,
+        rule: &CelRule,
+        cr: &CompilationResult,
+        ctx: &Context,
+        trail: &Trail,
+        ratchetable: bool,
+    ) {
         match cr.program.execute(ctx) {
             Ok(CelValue::Bool(true)) => {}
             Ok(CelValue::Bool(false)) => {
-                let message = message(cr, ctx);
+                let message = message(rule, cr, ctx);
                 self.out
                     .violations
-                    .push(violation(cr, trail, message, ratchetable));
+                    .push(violation(rule, trail, message, ratchetable));
             }
             Ok(other) => {
                 let reason = format!("evaluated to {:?} instead of a bool", other.type_of());
@@ -387,7 +401,7 @@ impl<'b> Eval<'b, '_> {
                 let message = format!("no such key: {k}");
                 self.out
                     .violations
-                    .push(violation(cr, trail, message, ratchetable));
+                    .push(violation(rule, trail, message, ratchetable));
             }
             Err(ExecutionError::UndeclaredReference(name)) => {
                 let reason = format!("uses `{name}`, which kube-cel does not support");
@@ -401,14 +415,9 @@ impl<'b> Eval<'b, '_> {
 }
 
 /// A failed rule's violation, at its node or its `fieldPath`.
-fn violation(
-    cr: &CompilationResult,
-    trail: &Trail,
-    message: String,
-    ratchetable: bool,
-) -> Violation {
+fn violation(rule: &CelRule, trail: &Trail, message: String, ratchetable: bool) -> Violation {
     let mut path = trail.concrete();
-    if let Some(fp) = cr.rule.field_path.as_deref() {
+    if let Some(fp) = rule.field_path.as_deref() {
         if path.is_empty() {
             path.push_str(fp.trim_start_matches('.'));
         } else {
@@ -426,21 +435,21 @@ fn violation(
 
 /// The rule's message: `messageExpression` when it yields a non-empty
 /// string, else `message`, else the server's default.
-fn message(cr: &CompilationResult, ctx: &Context) -> String {
+fn message(rule: &CelRule, cr: &CompilationResult, ctx: &Context) -> String {
     if let Some(p) = &cr.message_program
         && let Ok(CelValue::String(s)) = p.execute(ctx)
         && !s.trim().is_empty()
     {
         return s.to_string();
     }
-    fixed_message(cr)
+    fixed_message(rule)
 }
 
 /// `message`, else the server's default.
-fn fixed_message(cr: &CompilationResult) -> String {
-    match &cr.rule.message {
+fn fixed_message(rule: &CelRule) -> String {
+    match &rule.message {
         Some(m) if !m.is_empty() => m.clone(),
-        _ => format!("failed rule: {}", cr.rule.rule),
+        _ => format!("failed rule: {}", rule.source),
     }
 }
 

@@ -3,24 +3,74 @@
 //! schema. The evaluator ([`super::cel`]) reads compiled nodes, so this part
 //! lives apart from it and the dependency runs one way.
 
+use foldhash::HashMap;
+use kube::core::cel::cel::common::ast::IdedExpr;
 use kube::core::cel::{CompilationResult, compile_schema};
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use serde_json::{Value, json};
 
 use super::cel_program::{Program, compile};
 
-/// One rule as compiled.
+/// One rule, ready to evaluate.
+///
+/// The `cel` crate's program ([`CelRule::compiled`]) is built only when a
+/// value reaches it that [`super::cel_direct`] cannot decide: most rules are
+/// read by the fast parser and decided directly, and building the program
+/// means parsing the rule again with the slower parser.
 #[derive(Debug)]
 pub(crate) struct CelRule {
     /// The CEL expression as written.
     pub source: String,
-    pub compiled: Result<CompilationResult, String>,
+    /// `message`, `fieldPath` and `optionalOldSelf` as written.
+    pub message: Option<String>,
+    pub field_path: Option<String>,
+    pub optional_old_self: Option<bool>,
+    pub has_message_expression: bool,
+    /// Whether the rule reads `oldSelf`, when known without the program:
+    /// the fast parser read the rule, and nothing else can make the
+    /// program fail to build (no `messageExpression`, fields of the right
+    /// types, no optional syntax, which the `cel` crate's compile leaves off).
+    known_transition: Option<bool>,
     /// The rule resolved for [`super::cel_direct`], when it is written only
     /// with what that evaluates, so worth trying there first.
     pub direct: Option<Program>,
+    raw: Value,
+    compiled: OnceLock<Result<CompilationResult, String>>,
+}
+
+impl CelRule {
+    /// The `cel` crate's program, built on the first call.
+    pub(crate) fn compiled(&self) -> &Result<CompilationResult, String> {
+        self.compiled.get_or_init(|| {
+            let mut compiled = compile_schema(&json!({ "x-kubernetes-validations": [&self.raw] }));
+            match compiled.validations.pop() {
+                Some(Ok(cr)) => Ok(cr),
+                Some(Err(e)) => Err(e.to_string()),
+                None => Err("rule not found".to_string()),
+            }
+        })
+    }
+
+    /// The program, if it has been built (for tests).
+    #[cfg(test)]
+    pub(crate) fn compiled_yet(&self) -> Option<&Result<CompilationResult, String>> {
+        self.compiled.get()
+    }
+
+    /// Whether the rule reads `oldSelf` (a transition rule), or why its
+    /// program does not build.
+    pub(crate) fn is_transition(&self) -> Result<bool, &str> {
+        match self.known_transition {
+            Some(t) => Ok(t),
+            None => self
+                .compiled()
+                .as_ref()
+                .map(|cr| cr.is_transition_rule)
+                .map_err(String::as_str),
+        }
+    }
 }
 
 /// A node's `x-kubernetes-validations`, compiled when first evaluated.
@@ -38,7 +88,7 @@ thread_local! {
     /// Rule lists this thread has compiled, by their JSON: the versions of a
     /// CRD usually share their schema, and a scan's threads see the same
     /// lists page after page.
-    static COMPILED: RefCell<HashMap<String, Arc<[CelRule]>>> = RefCell::new(HashMap::new());
+    static COMPILED: RefCell<HashMap<String, Arc<[CelRule]>>> = RefCell::new(HashMap::default());
 }
 
 impl Rules {
@@ -75,37 +125,94 @@ impl Rules {
     }
 }
 
-/// Compiles a node's `x-kubernetes-validations` list.
+/// Reads a node's `x-kubernetes-validations` list.
 pub(crate) fn compile_rules(raw: Option<&Value>) -> Vec<CelRule> {
     let Some(Value::Array(rules)) = raw else {
         return Vec::new();
     };
-    rules
-        .iter()
-        .map(|r| {
-            let source = r
-                .get("rule")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
-            let mut compiled = compile_schema(&json!({ "x-kubernetes-validations": [r] }));
-            let compiled = match compiled.validations.pop() {
-                Some(Ok(cr)) => Ok(cr),
-                Some(Err(e)) => Err(e.to_string()),
-                None => Err("rule not found".to_string()),
-            };
-            let direct = compiled
+    rules.iter().map(read_rule).collect()
+}
+
+fn read_rule(r: &Value) -> CelRule {
+    let field = |k: &str| r.get(k).filter(|v| !v.is_null());
+    let string = |k: &str| field(k).and_then(Value::as_str).map(String::from);
+    let source = string("rule").unwrap_or_default();
+    // What kube-cel's `Rule` decodes: a wrong type fails its compile.
+    let decodes = field("rule").is_some_and(Value::is_string)
+        && ["message", "messageExpression", "reason", "fieldPath"]
+            .iter()
+            .all(|k| field(k).is_none_or(Value::is_string))
+        && field("optionalOldSelf").is_none_or(Value::is_boolean);
+    let has_message_expression = field("messageExpression").is_some();
+    let parsed = super::cel_parse::parse(&source).filter(|e| !uses_optional_syntax(e));
+    let mut rule = CelRule {
+        message: string("message"),
+        field_path: string("fieldPath"),
+        optional_old_self: field("optionalOldSelf").and_then(Value::as_bool),
+        has_message_expression,
+        known_transition: None,
+        direct: None,
+        raw: r.clone(),
+        compiled: OnceLock::new(),
+        source,
+    };
+    match parsed {
+        Some(e) => {
+            let transition = e.references().has_variable("oldSelf");
+            if decodes && !has_message_expression {
+                rule.known_transition = Some(transition);
+            }
+            if !transition {
+                rule.direct = compile(&e);
+            }
+        }
+        None => {
+            rule.direct = rule
+                .compiled()
                 .as_ref()
                 .ok()
                 .filter(|cr| !cr.is_transition_rule)
                 .and_then(|cr| compile(cr.program.expression()));
-            CelRule {
-                source,
-                compiled,
-                direct,
+        }
+    }
+    rule
+}
+
+/// Whether `e` uses `.?` or `[?` (the `cel` crate's compile, unlike the
+/// server, leaves optional syntax off).
+fn uses_optional_syntax(e: &IdedExpr) -> bool {
+    use kube::core::cel::cel::common::ast::{EntryExpr, Expr};
+    match &e.expr {
+        Expr::Call(c) => {
+            matches!(c.func_name.as_str(), "_?._" | "_[?_]")
+                || c.target.as_deref().is_some_and(uses_optional_syntax)
+                || c.args.iter().any(uses_optional_syntax)
+        }
+        Expr::Comprehension(c) => [
+            &c.iter_range,
+            &c.accu_init,
+            &c.loop_cond,
+            &c.loop_step,
+            &c.result,
+        ]
+        .into_iter()
+        .any(uses_optional_syntax),
+        Expr::List(l) => {
+            !l.optional_indices.is_empty() || l.elements.iter().any(uses_optional_syntax)
+        }
+        Expr::Map(m) => m.entries.iter().any(|en| match &en.expr {
+            EntryExpr::MapEntry(me) => {
+                me.optional || uses_optional_syntax(&me.key) || uses_optional_syntax(&me.value)
             }
-        })
-        .collect()
+            EntryExpr::StructField(f) => f.optional || uses_optional_syntax(&f.value),
+        }),
+        Expr::Select(sel) => uses_optional_syntax(&sel.operand),
+        Expr::Struct(st) => st.entries.iter().any(|en| match &en.expr {
+            EntryExpr::StructField(f) => f.optional || uses_optional_syntax(&f.value),
+            EntryExpr::MapEntry(me) => uses_optional_syntax(&me.value),
+        }),
+        _ => false,
+    }
 }
 
 const RESERVED: &[&str] = &[

@@ -32,6 +32,7 @@
 
 mod cel;
 mod cel_direct;
+pub(crate) mod cel_parse;
 mod cel_program;
 mod cel_regex;
 mod cel_rule;

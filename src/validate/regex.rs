@@ -387,11 +387,34 @@ impl LazyPattern {
     /// built here (Go accepts it, but it is over our size budget).
     pub fn is_match(&self, s: &str) -> Result<bool, &str> {
         self.compiled
-            .get_or_init(|| compile_go(&self.source).map_err(|e| e.to_string()))
+            .get_or_init(|| compile_go_cached(&self.source))
             .as_ref()
             .map(|re| re.is_match(s))
             .map_err(String::as_str)
     }
+}
+
+/// [`compile_go`], remembered per thread by the pattern's text. Checking a
+/// CRD builds one validator per `default`, each over the node's subtree, and
+/// those subtrees share their patterns (and versions share whole schemas): a
+/// `Regex` is cheap to clone and costly to build.
+fn compile_go_cached(pattern: &str) -> Result<Regex, String> {
+    type Built = foldhash::HashMap<String, Result<Regex, String>>;
+    thread_local! {
+        static BUILT: std::cell::RefCell<Built> = Default::default();
+    }
+    if let Some(hit) = BUILT.with(|b| b.borrow().get(pattern).cloned()) {
+        return hit;
+    }
+    let built = compile_go(pattern).map_err(|e| e.to_string());
+    BUILT.with(|b| {
+        let mut b = b.borrow_mut();
+        if b.len() > 1024 {
+            b.clear();
+        }
+        b.insert(pattern.to_string(), built.clone());
+    });
+    built
 }
 
 /// [`check_go`], with the patterns that passed remembered per thread: the
@@ -399,7 +422,7 @@ impl LazyPattern {
 /// validators built for `default` values check them again and again.
 pub fn check_go_cached(pattern: &str) -> Result<(), PatternError> {
     thread_local! {
-        static GOOD: std::cell::RefCell<std::collections::HashSet<String>> =
+        static GOOD: std::cell::RefCell<foldhash::HashSet<String>> =
             Default::default();
     }
     if GOOD.with(|g| g.borrow().contains(pattern)) {

@@ -553,6 +553,32 @@ fn transition_rules_are_skipped_on_create_unless_old_self_is_optional() {
     assert!(!v.ratchetable);
 }
 
+/// The `cel` crate's program is built only for a rule the direct evaluator
+/// cannot decide; a rule whose program would not build is still reported,
+/// whatever the direct evaluator could have said.
+#[test]
+fn the_cel_crate_program_is_built_only_when_needed() {
+    let v = validator(cel_schema(json!([
+        {"rule": "self.min > 0", "message": "positive"},
+        {"rule": "self.min > 0", "messageExpression": "'bad' +"},
+        {"rule": "self.min > 0", "fieldPath": 5},
+        {"rule": "self.?min.orValue(1) > 0"},
+        {"rule": "self.min > 2", "messageExpression": "'min is ' + string(self.min)"}
+    ])));
+    let o = v.validate(&json!({"spec": {"min": 1}}));
+    let skipped: Vec<&str> = o.not_evaluated.iter().map(|n| n.reason.as_str()).collect();
+    assert_eq!(skipped.len(), 3, "{skipped:?}");
+    assert!(skipped.iter().all(|r| r.starts_with("does not compile")));
+    assert_eq!(one(&o).message, "min is 1");
+    let rules = v.root.properties["spec"].rules.get();
+    assert!(rules[0].direct.is_some());
+    assert!(rules[0].compiled_yet().is_none(), "decided directly");
+    assert!(
+        rules[4].compiled_yet().is_some(),
+        "its message needed the program"
+    );
+}
+
 #[test]
 fn rules_that_cannot_be_evaluated_are_reported_not_passed() {
     let s = cel_schema(json!([
