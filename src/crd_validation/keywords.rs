@@ -204,3 +204,18 @@ impl<'a> Keywords<'a> {
         AdditionalProperties::of(self.get(Kw::AdditionalProperties))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keywords_are_found_by_their_exact_name_only() {
+        assert_eq!(Kw::of("type"), Some(Kw::Type));
+        assert_eq!(Kw::of("x-kubernetes-validations"), Some(Kw::Validations));
+        assert_eq!(Kw::of("exclusiveMinimum"), Some(Kw::ExclusiveMinimum));
+        for other in ["", "types", "Type", "minimu", "rule", "metadata", "$refs"] {
+            assert_eq!(Kw::of(other), None, "{other}");
+        }
+    }
+}

@@ -341,21 +341,27 @@ pub fn new_structural_error(s: &Obj) -> Option<String> {
     let (mut items, mut props, mut additional, mut not) = (None, None, None, None);
     let mut junctors: [&[Value]; 3] = [&[], &[], &[]];
     for (key, v) in s {
-        match key.as_str() {
-            "id" | "$schema" | "$ref" | "patternProperties" | "dependencies"
-            | "additionalItems" | "definitions" => refused |= !is_zero(v),
-            "x-kubernetes-preserve-unknown-fields" => refused |= *v == Value::Bool(false),
-            "items" => match v {
+        let Some(kw) = Kw::of(key) else { continue };
+        match kw {
+            Kw::Id
+            | Kw::Schema
+            | Kw::Ref
+            | Kw::PatternProperties
+            | Kw::Dependencies
+            | Kw::AdditionalItems
+            | Kw::Definitions => refused |= !is_zero(v),
+            Kw::PreserveUnknownFields => refused |= *v == Value::Bool(false),
+            Kw::Items => match v {
                 Value::Array(_) => refused = true,
                 Value::Object(o) => items = Some(o),
                 _ => {}
             },
-            "properties" => props = v.as_object(),
-            "additionalProperties" => additional = v.as_object(),
-            "not" => not = v.as_object(),
-            "allOf" => junctors[0] = v.as_array().map_or(&[], Vec::as_slice),
-            "anyOf" => junctors[1] = v.as_array().map_or(&[], Vec::as_slice),
-            "oneOf" => junctors[2] = v.as_array().map_or(&[], Vec::as_slice),
+            Kw::Properties => props = v.as_object(),
+            Kw::AdditionalProperties => additional = v.as_object(),
+            Kw::Not => not = v.as_object(),
+            Kw::AllOf => junctors[0] = v.as_array().map_or(&[], Vec::as_slice),
+            Kw::AnyOf => junctors[1] = v.as_array().map_or(&[], Vec::as_slice),
+            Kw::OneOf => junctors[2] = v.as_array().map_or(&[], Vec::as_slice),
             _ => {}
         }
     }
