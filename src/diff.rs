@@ -77,8 +77,10 @@ pub fn diff(
 
 /// Below this many schema nodes in `new` (weighed as in [`entries`]),
 /// everything runs on the calling thread: starting threads would cost more
-/// than they save.
-const PARALLEL_CHECK_NODES: usize = 300;
+/// than they save. Measured on the corpus pairs (`cargo bench --bench
+/// check_cost`, alternating builds): 60 beats 300 (the check of a mid-sized
+/// CRD then overlaps its comparison) and is no worse than 10.
+const PARALLEL_CHECK_NODES: usize = 60;
 
 /// The two independent halves of checking one new CRD.
 #[derive(Clone, Copy)]
