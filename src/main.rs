@@ -59,6 +59,7 @@ impl Failure {
 }
 
 fn main() -> ExitCode {
+    tune_allocator();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Diff(args) => run_diff(args),
@@ -74,6 +75,22 @@ fn main() -> ExitCode {
             eprintln!("error: {}", f.message());
             ExitCode::from(f.exit_code())
         }
+    }
+}
+
+/// Asks glibc's allocator to grow its heaps 8 MiB at a time (`M_TOP_PAD`;
+/// the default is 128 KiB). A `diff` builds its whole working set in a few
+/// milliseconds on two threads; growing the heap in small steps cost it a
+/// quarter of its page faults and a fifth of its CPU time (prometheuses
+/// pair: 3,100-3,500 faults and 25 ms of CPU before, 2,570 and 20 ms after,
+/// peak RSS 1 MB higher). Pages of the padding are never touched unless
+/// used, so memory in use does not grow.
+fn tune_allocator() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `mallopt` only sets a parameter of the allocator; it is called
+    // before any other thread exists.
+    unsafe {
+        libc::mallopt(libc::M_TOP_PAD, 8 << 20);
     }
 }
 
