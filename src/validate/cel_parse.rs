@@ -509,56 +509,53 @@ impl Parser {
         }
     }
 
-    /// `[a, b,]` after the `[`: a trailing comma is allowed, and so is `[,]`.
+    /// `[a, b,]` after the `[`.
     fn list(&mut self) -> Option<Vec<IdedExpr>> {
-        let mut elements = Vec::new();
-        if self.empty("]") {
-            return Some(elements);
-        }
-        loop {
-            if self.is("?") {
-                return None;
-            }
-            elements.push(self.expr()?);
-            if self.eat("]").is_some() {
-                return Some(elements);
-            }
-            self.eat(",")?;
-            if self.eat("]").is_some() {
-                return Some(elements);
-            }
-        }
+        self.items("]", Parser::expr)
     }
 
     /// `{k: v, …}` after the `{`; each entry's id is taken at its `:`,
     /// before its key.
     fn map(&mut self) -> Option<Vec<IdedEntryExpr>> {
-        let mut entries = Vec::new();
-        if self.empty("}") {
-            return Some(entries);
-        }
-        loop {
-            if self.is("?") {
-                return None;
-            }
-            let id = self.id();
-            let key = self.expr()?;
-            self.eat(":")?;
-            let value = self.expr()?;
-            entries.push(IdedEntryExpr {
+        self.items("}", |p| {
+            let id = p.id();
+            let key = p.expr()?;
+            p.eat(":")?;
+            let value = p.expr()?;
+            Some(IdedEntryExpr {
                 id,
                 expr: EntryExpr::MapEntry(MapEntryExpr {
                     key,
                     value,
                     optional: false,
                 }),
-            });
-            if self.eat("}").is_some() {
-                return Some(entries);
+            })
+        })
+    }
+
+    /// The entries of a list or map literal up to `close`: a trailing comma
+    /// is allowed, and so is a lone one (`[,]`); an optional entry (`?`) is
+    /// left to the full parser.
+    fn items<T>(
+        &mut self,
+        close: &str,
+        mut item: impl FnMut(&mut Parser) -> Option<T>,
+    ) -> Option<Vec<T>> {
+        let mut items = Vec::new();
+        if self.empty(close) {
+            return Some(items);
+        }
+        loop {
+            if self.is("?") {
+                return None;
+            }
+            items.push(item(self)?);
+            if self.eat(close).is_some() {
+                return Some(items);
             }
             self.eat(",")?;
-            if self.eat("}").is_some() {
-                return Some(entries);
+            if self.eat(close).is_some() {
+                return Some(items);
             }
         }
     }
