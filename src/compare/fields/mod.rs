@@ -23,7 +23,8 @@ use serde_json::Value;
 
 use super::{Check, CheckOption, CheckOptions, Finding, Severity};
 use crate::json::{json_eq, show};
-use crate::schema::{FieldPath, Schema};
+use crate::schema::path::Segment;
+use crate::schema::{AdditionalProperties, FieldPath, Schema};
 
 pub(super) use docs::DOC_KEYWORDS;
 
@@ -45,20 +46,105 @@ pub(super) struct Context<'a> {
 
 /// Compares two schemas from the root.
 pub(super) fn walk(ctx: &Context<'_>, old: &Schema, new: &Schema, out: &mut Vec<Finding>) {
-    walk_at(ctx, &FieldPath::root(), old, new, out);
+    walk_at(ctx, &Trail::ROOT, old, new, out);
 }
 
+/// Where the walk is, as borrowed steps up to the root. A [`FieldPath`]
+/// (one string per step) is built only for nodes that differ: most of a
+/// large schema is unchanged between releases.
+struct Trail<'a> {
+    up: Option<&'a Trail<'a>>,
+    step: Step<'a>,
+}
+
+#[derive(Clone, Copy)]
+enum Step<'a> {
+    Root,
+    Property(&'a str),
+    Items,
+    MapValues,
+}
+
+impl<'a> Trail<'a> {
+    const ROOT: Trail<'static> = Trail {
+        up: None,
+        step: Step::Root,
+    };
+
+    fn down(&'a self, step: Step<'a>) -> Trail<'a> {
+        Trail {
+            up: Some(self),
+            step,
+        }
+    }
+
+    fn path(&self) -> FieldPath {
+        let mut steps = Vec::new();
+        let mut at = Some(self);
+        while let Some(t) = at {
+            steps.push(t.step);
+            at = t.up;
+        }
+        steps
+            .into_iter()
+            .rev()
+            .filter_map(|s| match s {
+                Step::Root => None,
+                Step::Property(name) => Some(Segment::Property(name.to_string())),
+                Step::Items => Some(Segment::Items),
+                Step::MapValues => Some(Segment::MapValues),
+            })
+            .collect()
+    }
+}
+
+/// Compares one pair of nodes, children first, and returns whether the two
+/// subtrees are equal (nothing is reported for those). Deciding equality
+/// bottom up looks at every node once; asking `old == new` on the way down
+/// compared each subtree again at every level above it, which was most of
+/// the comparison of a large CRD. A node's own findings still come before
+/// its children's.
 fn walk_at(
     ctx: &Context<'_>,
-    path: &FieldPath,
+    trail: &Trail<'_>,
     old: &Schema,
     new: &Schema,
     out: &mut Vec<Finding>,
-) {
-    // Most of a large schema is unchanged between releases: skip equal
-    // subtrees without looking at their keywords.
-    if old == new {
-        return;
+) -> bool {
+    let start = out.len();
+    let mut same = old.properties.len() == new.properties.len();
+    // Both sides are sorted by name: one merge finds the common children.
+    let mut news = new.properties.iter().peekable();
+    for (name, old_child) in &old.properties {
+        while news.next_if(|(n, _)| n.as_str() < name.as_str()).is_some() {
+            same = false;
+        }
+        match news.next_if(|(n, _)| *n == name) {
+            Some((_, new_child)) => {
+                same &= walk_at(
+                    ctx,
+                    &trail.down(Step::Property(name)),
+                    old_child,
+                    new_child,
+                    out,
+                );
+            }
+            None => same = false,
+        }
+    }
+    match (&old.items, &new.items) {
+        (Some(o), Some(n)) => same &= walk_at(ctx, &trail.down(Step::Items), o, n, out),
+        (None, None) => {}
+        _ => same = false,
+    }
+    match (&old.additional_properties, &new.additional_properties) {
+        (Some(AdditionalProperties::Schema(o)), Some(AdditionalProperties::Schema(n))) => {
+            same &= walk_at(ctx, &trail.down(Step::MapValues), o, n, out);
+        }
+        (o, n) => same &= o == n,
+    }
+    if same && old.keywords == new.keywords {
+        return true;
     }
     // Value constraints written in allOf are compared as if written on the
     // node, so moving them between the two is not a change.
@@ -66,29 +152,24 @@ fn walk_at(
         restructured::fold_all_of(old),
         restructured::fold_all_of(new),
     );
+    let path = trail.path();
+    let mut mine = Vec::new();
     let mut node = Node {
         ctx,
         path: path.to_string(),
-        field_path: path,
+        field_path: &path,
         old: folded_old.as_ref().unwrap_or(old),
         new: folded_new.as_ref().unwrap_or(new),
-        out,
+        out: &mut mine,
     };
     node.run_checks();
     if !ctx.cross_version {
         node.all_of_restructured(old, new);
     }
-    for (name, old_child) in &old.properties {
-        if let Some(new_child) = new.properties.get(name) {
-            walk_at(ctx, &path.property(name), old_child, new_child, out);
-        }
+    if !mine.is_empty() {
+        out.splice(start..start, mine);
     }
-    if let (Some(o), Some(n)) = (&old.items, &new.items) {
-        walk_at(ctx, &path.items(), o, n, out);
-    }
-    if let (Some(o), Some(n)) = (old.map_values(), new.map_values()) {
-        walk_at(ctx, &path.map_values(), o, n, out);
-    }
+    false
 }
 
 struct Node<'a, 'o> {
