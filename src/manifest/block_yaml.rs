@@ -856,7 +856,7 @@ mod tests {
             let Ok(text) = std::fs::read_to_string(file) else {
                 continue;
             };
-            for piece in crate::manifest::split::pieces(&text) {
+            for piece in crate::manifest::split::pieces(&std::sync::Arc::new(text.clone())) {
                 total += piece.text.len();
                 let mut tree = Tree::default();
                 let (value, stop) = read(&piece.text, &resolve_scalar, Some(&mut tree));

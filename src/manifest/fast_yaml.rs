@@ -338,7 +338,7 @@ pub(super) mod tests {
             let Ok(text) = std::fs::read_to_string(file) else {
                 continue;
             };
-            for piece in crate::manifest::split::pieces(&text) {
+            for piece in crate::manifest::split::pieces(&std::sync::Arc::new(text.clone())) {
                 total += 1;
                 if let Some(value) = parse(&piece.text, &saphyr) {
                     fast += 1;
@@ -386,19 +386,18 @@ pub(super) mod tests {
     #[test]
     fn recorded_positions_match_the_second_pass() {
         use super::super::positions::DocumentText;
-        use std::sync::Arc;
         let mut checked = 0usize;
         for file in corpus_files().iter().step_by(5) {
             let Ok(text) = std::fs::read_to_string(file) else {
                 continue;
             };
-            for piece in crate::manifest::split::pieces(&text) {
+            for piece in crate::manifest::split::pieces(&std::sync::Arc::new(text.clone())) {
                 let mut tree = Tree::default();
                 let Some(value) = parse_recording(&piece.text, &saphyr, Some(&mut tree)) else {
                     continue;
                 };
-                let recorded = DocumentText::new(Arc::clone(&piece.text), 3).with_tree(tree);
-                let reparsed = DocumentText::new(Arc::clone(&piece.text), 3);
+                let recorded = DocumentText::new(piece.text.clone(), 3).with_tree(tree);
+                let reparsed = DocumentText::new(piece.text.clone(), 3);
                 let mut all = Vec::new();
                 paths(&value, &mut Vec::new(), &mut all);
                 for p in &all {

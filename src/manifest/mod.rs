@@ -19,6 +19,7 @@ mod git;
 mod kustomize;
 mod normalize;
 mod positions;
+mod shared_text;
 mod split;
 
 use std::fmt;
@@ -36,6 +37,7 @@ pub use git::{GitError, GitSpec};
 pub use kustomize::KustomizeError;
 pub use normalize::normalize_to_v1;
 pub use positions::{DocumentText, Position};
+pub use shared_text::SharedText;
 pub(crate) use split::yaml_error;
 
 /// Where a document came from.
@@ -395,7 +397,7 @@ pub fn load_text(
 
 /// One document to parse, with the label of the text it came from.
 enum Job<'a> {
-    Json(Arc<str>, &'a str),
+    Json(SharedText, &'a str),
     /// A YAML document, and whether to record its positions.
     Yaml(split::Piece, &'a str, Positions),
 }
@@ -412,11 +414,7 @@ impl Job<'_> {
         match self {
             Job::Json(text, file) => {
                 let (value, location) = parse_json(text, file)?;
-                Ok(Some((
-                    value,
-                    location,
-                    DocumentText::new(Arc::clone(text), 1),
-                )))
+                Ok(Some((value, location, DocumentText::new(text.clone(), 1))))
             }
             Job::Yaml(piece, file, positions) => {
                 split::parse(piece, file, *positions == Positions::Recorded)
@@ -441,10 +439,10 @@ fn load_texts(
     for (text, label) in texts.into_iter().zip(&labels) {
         let before = jobs.len();
         if text.is_json {
-            jobs.push(Job::Json(Arc::from(text.text), label));
+            jobs.push(Job::Json(SharedText::whole(text.text), label));
         } else {
             jobs.extend(
-                split::pieces(&text.text)
+                split::pieces(&Arc::new(text.text))
                     .into_iter()
                     .map(|p| Job::Yaml(p, label, positions)),
             );

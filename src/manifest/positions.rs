@@ -19,6 +19,8 @@ use std::sync::{Arc, OnceLock};
 use granit_parser::{Event, Parser};
 use serde::Serialize;
 
+use super::SharedText;
+
 /// A node's place in a file: what `-o sarif` and `-o github` point at.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Position {
@@ -34,7 +36,7 @@ pub struct Position {
 /// The text of one document and where it sits in its file.
 #[derive(Debug)]
 pub struct DocumentText {
-    text: Arc<str>,
+    text: SharedText,
     /// The file line of the text's first line.
     first_line: usize,
     /// Path segments leading to this object inside the document (a `List`
@@ -164,7 +166,7 @@ fn key_of<S: AsRef<str>>(segments: &[S]) -> String {
 
 impl DocumentText {
     /// A document whose text starts at `first_line` of its file.
-    pub fn new(text: Arc<str>, first_line: usize) -> DocumentText {
+    pub fn new(text: SharedText, first_line: usize) -> DocumentText {
         DocumentText {
             text,
             first_line,
@@ -183,7 +185,7 @@ impl DocumentText {
             let _ = index.set(Some(Index::Tree(Arc::clone(tree))));
         }
         DocumentText {
-            text: Arc::clone(&self.text),
+            text: self.text.clone(),
             first_line: self.first_line,
             prefix,
             index,
@@ -203,7 +205,7 @@ impl DocumentText {
         let index = OnceLock::new();
         let _ = index.set(Some(Index::Tree(Arc::new(tree))));
         DocumentText {
-            text: Arc::from(""),
+            text: SharedText::default(),
             index,
             ..self
         }
@@ -335,7 +337,7 @@ mod tests {
     use super::*;
 
     fn doc(text: &str, first_line: usize) -> DocumentText {
-        DocumentText::new(Arc::from(text), first_line)
+        DocumentText::new(text.into(), first_line)
     }
 
     #[test]

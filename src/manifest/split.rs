@@ -10,6 +10,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::positions::{DocumentText, Tree};
+use super::shared_text::SharedText;
 use super::{Location, ManifestError};
 use super::{block_yaml, fast_yaml};
 
@@ -29,49 +30,56 @@ fn is_blank(text: &str) -> bool {
 }
 
 /// One document's text and the file line it starts at, before parsing.
-/// Shared with the parsed document's [`DocumentText`] rather than copied:
-/// manifests are large, and each copy is one more at peak memory.
+/// A range of the file's text when its lines need no rewriting (the usual
+/// case), shared with the parsed document's [`DocumentText`]: manifests
+/// are large, and each copy is one more at peak memory.
 pub(super) struct Piece {
-    pub text: Arc<str>,
+    pub text: SharedText,
     pub start_line: usize,
 }
 
-/// Cuts `text` into its non-blank documents. Cheap next to parsing, so the
+/// Cuts `file` into its non-blank documents. Cheap next to parsing, so the
 /// pieces of every file can then be parsed in parallel.
 ///
 /// Each piece is its lines, each ended by `\n` (a `\r\n` ending read as
 /// `\n`), the marker line that opens it reduced to what follows the marker.
-/// A piece whose lines need no rewriting (the usual case) is copied out of
-/// `text` in one slice, at its exact size: manifests are megabytes, and a
-/// line-by-line copy into a growing buffer was a tenth of a `diff`.
-pub(super) fn pieces(text: &str) -> Vec<Piece> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+/// That is a range of `file` itself unless a line must be rewritten.
+pub(super) fn pieces(file: &Arc<String>) -> Vec<Piece> {
+    let base = if file.starts_with('\u{feff}') { 3 } else { 0 };
+    let text = &file[base..];
     let mut out = Vec::new();
     let mut open = Open {
         start_line: 1,
         head: None,
         body_start: 0,
         clean: true,
+        shared_start: Some(0),
     };
     let mut offset = 0;
     for (i, raw) in text.split_inclusive('\n').enumerate() {
         let line_no = i + 1;
         let line = line_of(raw);
+        let lf_only = line.len() + 1 == raw.len();
         if is_marker(line, "---") || is_marker(line, "...") {
-            open.flush(text, offset, &mut out);
+            open.flush(file, base, offset, &mut out);
+            let head = line.strip_prefix("---").unwrap_or("");
+            // The piece starts right after the three marker characters when
+            // what follows them on the line is the head, ended by `\n`.
+            let after_marker = &line[3..];
             open = Open {
                 start_line: line_no,
-                head: Some(line.strip_prefix("---").unwrap_or("")),
+                head: Some(head),
                 body_start: offset + raw.len(),
                 clean: true,
+                shared_start: (lf_only && after_marker == head).then_some(offset + 3),
             };
-        } else if line.len() + 1 != raw.len() && line.len() != raw.len() {
+        } else if !lf_only && line.len() != raw.len() {
             // A `\r\n` ending: this piece is rebuilt line by line.
             open.clean = false;
         }
         offset += raw.len();
     }
-    open.flush(text, offset, &mut out);
+    open.flush(file, base, offset, &mut out);
     out
 }
 
@@ -90,33 +98,48 @@ struct Open<'a> {
     head: Option<&'a str>,
     /// Where the lines after the marker start.
     body_start: usize,
-    /// No line needs rewriting: the body is one slice of the text.
+    /// No line needs rewriting.
     clean: bool,
+    /// Where the piece starts in the text when the marker line needs no
+    /// rewriting either.
+    shared_start: Option<usize>,
 }
 
 impl Open<'_> {
-    fn flush(&self, text: &str, body_end: usize, out: &mut Vec<Piece>) {
+    /// Adds the piece ending at `body_end` (offsets in the text after a
+    /// byte-order mark of `base` bytes).
+    fn flush(&self, file: &Arc<String>, base: usize, body_end: usize, out: &mut Vec<Piece>) {
+        let text = &file[base..];
         let body = &text[self.body_start..body_end];
-        let head = self.head.map_or(0, |h| h.len() + 1);
-        let mut piece = String::with_capacity(head + body.len() + 1);
-        if let Some(h) = self.head {
-            piece.push_str(h);
-            piece.push('\n');
-        }
-        if self.clean {
-            piece.push_str(body);
-            if !body.is_empty() && !body.ends_with('\n') {
+        let shared = match self.shared_start {
+            Some(start) if self.clean && (body.is_empty() || body.ends_with('\n')) => {
+                SharedText::slice(file, base + start..base + body_end)
+            }
+            _ => None,
+        };
+        let piece = shared.unwrap_or_else(|| {
+            let head = self.head.map_or(0, |h| h.len() + 1);
+            let mut piece = String::with_capacity(head + body.len() + 1);
+            if let Some(h) = self.head {
+                piece.push_str(h);
                 piece.push('\n');
             }
-        } else {
-            for line in body.lines() {
-                piece.push_str(line);
-                piece.push('\n');
+            if self.clean {
+                piece.push_str(body);
+                if !body.is_empty() && !body.ends_with('\n') {
+                    piece.push('\n');
+                }
+            } else {
+                for line in body.lines() {
+                    piece.push_str(line);
+                    piece.push('\n');
+                }
             }
-        }
+            SharedText::whole(piece)
+        });
         if !is_blank(&piece) {
             out.push(Piece {
-                text: Arc::from(piece),
+                text: piece,
                 start_line: self.start_line,
             });
         }
@@ -127,7 +150,7 @@ impl Open<'_> {
 #[cfg(test)]
 fn documents(text: &str, file: &str) -> Result<Vec<Document>, ManifestError> {
     let mut docs = Vec::new();
-    for piece in pieces(text) {
+    for piece in pieces(&Arc::new(text.to_string())) {
         docs.extend(parse(&piece, file, false)?);
     }
     Ok(docs)
@@ -174,8 +197,8 @@ pub(super) fn parse(
                     line: start_line + offset,
                 },
                 match tree {
-                    Some(tree) => DocumentText::new(Arc::clone(text), start_line).with_tree(tree),
-                    None => DocumentText::new(Arc::clone(text), start_line),
+                    Some(tree) => DocumentText::new(text.clone(), start_line).with_tree(tree),
+                    None => DocumentText::new(text.clone(), start_line),
                 },
             )))
         }
@@ -242,9 +265,12 @@ mod tests {
             "k: v\r",
             "# only a comment\n---\n   \n---\nz: 1\n",
             "----\na: 1\n---\tb\n",
+            "\u{feff}a: 1\n--- # c\nb: 2\n",
+            "a: 1\n... # end\nb: 2\n...\nc: 3\n---",
+            "a: 1\n---\r\nb: 2\n--- x\nc: 3",
         ];
         for case in cases {
-            let ours: Vec<_> = pieces(case)
+            let ours: Vec<_> = pieces(&Arc::new(case.to_string()))
                 .into_iter()
                 .map(|p| (p.text.to_string(), p.start_line))
                 .collect();
@@ -254,6 +280,18 @@ mod tests {
                 .collect();
             assert_eq!(ours, reference, "{case:?}");
         }
+    }
+
+    /// Documents whose lines need no rewriting are ranges of the file's
+    /// own buffer, not copies of it.
+    #[test]
+    fn clean_pieces_share_the_file_text() {
+        let file = Arc::new("a: 1\n--- # c\nb: 2\n---\r\nc: 3\n".to_string());
+        let shared: Vec<bool> = pieces(&file)
+            .iter()
+            .map(|p| p.text.is_range_of(&file))
+            .collect();
+        assert_eq!(shared, [true, true, false]);
     }
 
     /// The straightforward definition [`pieces`] must agree with.
@@ -266,7 +304,7 @@ mod tests {
             let piece = std::mem::take(current);
             if !is_blank(&piece) {
                 out.push(Piece {
-                    text: Arc::from(piece),
+                    text: piece.into(),
                     start_line,
                 });
             }
