@@ -10,24 +10,51 @@ use serde_json::Value;
 
 use crate::compare::{Check, Finding};
 use crate::manifest::{LoadedCrd, ManifestSet, Position};
-use crate::report::Report;
+use crate::report::{CrdReport, Report};
 
 /// Fills in `location` on every finding (reported and excepted) of `report`
 /// that has none yet.
 pub fn locate(report: &mut Report, old: &ManifestSet, new: &ManifestSet) {
     prepare(report, old, new);
+    // Findings are placed independently of each other, and a large CRD can
+    // have hundreds (a description change on every field): they are
+    // placed on all cores, then written back in the same order.
+    let mut unplaced = Vec::new();
+    for crd in &report.crds {
+        let sides = (old.get(&crd.name), new.get(&crd.name));
+        for f in crd_findings(crd) {
+            if f.location.is_none() {
+                unplaced.push((f, sides));
+            }
+        }
+    }
+    let positions = crate::parallel::map(
+        &unplaced,
+        |_| 1,
+        PARALLEL_FINDINGS,
+        |(f, (o, n))| position(f, *o, *n),
+    );
+    drop(unplaced);
+    let mut positions = positions.into_iter();
     for crd in &mut report.crds {
-        let (o, n) = (old.get(&crd.name), new.get(&crd.name));
         let findings = crd
             .findings
             .iter_mut()
             .chain(crd.excepted.iter_mut().map(|e| &mut e.finding));
-        for f in findings {
-            if f.location.is_none() {
-                f.location = position(f, o, n);
-            }
+        for f in findings.filter(|f| f.location.is_none()) {
+            f.location = positions.next().flatten();
         }
     }
+}
+
+/// Below this many findings to place, one thread places them all.
+const PARALLEL_FINDINGS: usize = 64;
+
+/// A CRD's reported and excepted findings, in report order.
+fn crd_findings(crd: &CrdReport) -> impl Iterator<Item = &Finding> {
+    crd.findings
+        .iter()
+        .chain(crd.excepted.iter().map(|e| &e.finding))
 }
 
 /// Indexes, in parallel, the documents that findings will be looked up in:
@@ -36,11 +63,7 @@ pub fn locate(report: &mut Report, old: &ManifestSet, new: &ManifestSet) {
 fn prepare(report: &Report, old: &ManifestSet, new: &ManifestSet) {
     let mut texts = Vec::new();
     for crd in &report.crds {
-        let unplaced = crd
-            .findings
-            .iter()
-            .chain(crd.excepted.iter().map(|e| &e.finding))
-            .any(|f| f.location.is_none());
+        let unplaced = crd_findings(crd).any(|f| f.location.is_none());
         if unplaced {
             for side in [new.get(&crd.name), old.get(&crd.name)]
                 .into_iter()
