@@ -143,7 +143,15 @@ pub fn validate_validation(
         uncorrelatable: None,
         cardinality: Some(1),
     };
-    let (schema_errs, cel_errs) = walker.walk(root, &mut root_path.clone(), &state, true);
+    let (mut schema_errs, mut cel_errs) = (Vec::new(), Vec::new());
+    walker.walk(
+        root,
+        &mut root_path.clone(),
+        &state,
+        true,
+        &mut schema_errs,
+        &mut cel_errs,
+    );
     errs.extend(schema_errs);
     errs.extend(cel_errs);
     if errs.is_empty() {
@@ -847,7 +855,8 @@ fn completeness_of_nested(
 #[derive(Clone)]
 struct State {
     allow_defaults: bool,
-    disallow_reason: Option<String>,
+    /// Shared: every node below carries it.
+    disallow_reason: Option<std::rc::Rc<str>>,
     inside_resource_meta: bool,
     /// The first ancestor whose values cannot be correlated between two
     /// revisions of an object (oldSelf is meaningless below it); shared,
@@ -861,7 +870,7 @@ impl State {
     fn forbid_defaults(&self, reason: String) -> State {
         State {
             allow_defaults: false,
-            disallow_reason: Some(reason),
+            disallow_reason: Some(reason.into()),
             ..self.clone()
         }
     }
@@ -888,18 +897,21 @@ struct Walker<'a> {
 }
 
 impl Walker<'_> {
-    /// Returns (schema errors, CEL errors), as the server keeps them apart.
+    /// Adds the subtree's schema errors to `errs` and its CEL errors to
+    /// `cel`, as the server keeps them apart (one pair of lists for the
+    /// whole walk, not a pair per node).
     fn walk(
         &self,
         s: &Obj,
         path: &mut FieldPath,
         st: &State,
         is_root: bool,
-    ) -> (Vec<FieldError>, Vec<FieldError>) {
+        errs: &mut Vec<FieldError>,
+        cel: &mut Vec<FieldError>,
+    ) {
         let kws = Keywords::of(s);
-        let mut errs = Vec::new();
-        let mut cel = Vec::new();
-        self.standard(&kws, path, st, &mut errs);
+        let errs_before = errs.len();
+        self.standard(&kws, path, st, errs);
         // The children's state: each value of this node holds up to
         // max_elements of them.
         let child_card = st
@@ -942,8 +954,8 @@ impl Walker<'_> {
                     o,
                     &mut path.push().child("additionalProperties"),
                     &sub,
-                    &mut errs,
-                    &mut cel,
+                    errs,
+                    cel,
                 );
             }
         }
@@ -966,8 +978,8 @@ impl Walker<'_> {
                 p,
                 &mut path.push().child("properties").key(name),
                 &sub,
-                &mut errs,
-                &mut cel,
+                errs,
+                cel,
             );
         }
         // Value validations: no CEL context below them.
@@ -976,7 +988,7 @@ impl Walker<'_> {
             ..*self
         };
         if let Some(n) = kws.obj(Kw::Not) {
-            value_walker.walk_into(n, &mut path.push().child("not"), st, &mut errs, &mut cel);
+            value_walker.walk_into(n, &mut path.push().child("not"), st, errs, cel);
         }
         for (kw, key) in [
             (Kw::AllOf, "allOf"),
@@ -985,13 +997,7 @@ impl Walker<'_> {
         ] {
             for (i, b) in kws.arr(kw).iter().enumerate() {
                 if let Some(b) = b.as_object() {
-                    value_walker.walk_into(
-                        b,
-                        &mut path.push().child(key).index(i),
-                        st,
-                        &mut errs,
-                        &mut cel,
-                    );
+                    value_walker.walk_into(b, &mut path.push().child(key).index(i), st, errs, cel);
                 }
             }
         }
@@ -1002,8 +1008,8 @@ impl Walker<'_> {
                         d,
                         &mut path.push().child("definitions").key(k),
                         st,
-                        &mut errs,
-                        &mut cel,
+                        errs,
+                        cel,
                     );
                 }
             }
@@ -1017,13 +1023,7 @@ impl Walker<'_> {
             };
             match kws.get(Kw::Items) {
                 Some(Value::Object(o)) => {
-                    self.walk_into(
-                        o,
-                        &mut path.push().child("items"),
-                        &sub,
-                        &mut errs,
-                        &mut cel,
-                    );
+                    self.walk_into(o, &mut path.push().child("items"), &sub, errs, cel);
                 }
                 Some(Value::Array(a)) => {
                     for (i, x) in a.iter().enumerate() {
@@ -1032,8 +1032,8 @@ impl Walker<'_> {
                                 o,
                                 &mut path.push().child("items").index(i),
                                 &sub,
-                                &mut errs,
-                                &mut cel,
+                                errs,
+                                cel,
                             );
                         }
                     }
@@ -1048,8 +1048,8 @@ impl Walker<'_> {
                         d,
                         &mut path.push().child("dependencies").key(k),
                         st,
-                        &mut errs,
-                        &mut cel,
+                        errs,
+                        cel,
                     );
                 }
             }
@@ -1061,11 +1061,11 @@ impl Walker<'_> {
                 "must be true or undefined",
             ));
         }
-        self.map_and_list_types(&kws, path, &mut errs);
+        self.map_and_list_types(&kws, path, errs);
         if !kws.arr(Kw::Validations).is_empty() {
             let rule_errs = cel_rules::rule_field_errors(s, path, self.structural_ok);
             errs.extend(rule_errs);
-            if errs.is_empty() && self.cel_allowed {
+            if errs.len() == errs_before && self.cel_allowed {
                 let scope = cel_rules::CostScope {
                     cardinality: st.cardinality,
                     suppress_per_expression: self.opts.suppress_per_expression_cost,
@@ -1081,7 +1081,6 @@ impl Walker<'_> {
                 ));
             }
         }
-        (errs, cel)
     }
 
     /// [`Walker::walk`] of a child that is not a resource root, adding its
@@ -1094,9 +1093,7 @@ impl Walker<'_> {
         errs: &mut Vec<FieldError>,
         cel: &mut Vec<FieldError>,
     ) {
-        let (e, c) = self.walk(s, path, st, false);
-        errs.extend(e);
-        cel.extend(c);
+        self.walk(s, path, st, false, errs, cel);
     }
 
     /// `specStandardValidatorV3.validate`.
