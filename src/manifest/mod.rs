@@ -738,6 +738,51 @@ spec:
         assert_eq!(set.crds[0].crd.spec.scope, "Namespaced");
     }
 
+    /// Enough CRDs (each padded with a long description) that the parse
+    /// jobs, which also read each CRD into the model, run on all cores.
+    fn many_crds(count: usize) -> Vec<String> {
+        let pad = "x".repeat(4096);
+        (0..count)
+            .map(|i| {
+                CRD.replace("widgets", &format!("widgets{i}")).replace(
+                    "{type: object}",
+                    &format!("{{type: object, description: {pad}}}"),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn crds_read_in_parallel_keep_their_order_and_lines() {
+        let docs = many_crds(64);
+        let text = docs.join("---\n");
+        assert!(text.len() > PARALLEL_PARSE_BYTES);
+        let set = load_str(&text).unwrap();
+        let names: Vec<&str> = set.crds.iter().map(|c| c.crd.name.as_str()).collect();
+        let want: Vec<String> = (0..64).map(|i| format!("widgets{i}.example.com")).collect();
+        assert_eq!(names, want);
+        let lines = CRD.lines().count() + 1;
+        for (i, c) in set.crds.iter().enumerate() {
+            assert_eq!(c.location.line, 1 + i * lines, "{}", c.crd.name);
+        }
+    }
+
+    #[test]
+    fn the_first_bad_document_in_reading_order_is_the_error_reported() {
+        // Document 10 is a CRD the model refuses, document 40 is not YAML
+        // and the largest, so its job runs first: both fail in parallel
+        // jobs, and the error is the one a sequential read would stop at.
+        let mut docs = many_crds(64);
+        docs[10] = docs[10].replace("  name: widgets10.example.com\n", "  labels: {}\n");
+        docs[40] = format!("# {}\nkind: [oops\n", "y".repeat(16384));
+        let err = load_str(&docs.join("---\n")).unwrap_err();
+        let line = 1 + 10 * (CRD.lines().count() + 1);
+        assert_eq!(
+            err.to_string(),
+            format!("crds.yaml:{line}: CRD has no metadata.name")
+        );
+    }
+
     #[test]
     fn a_scalar_document_is_an_error() {
         let err = load_str("just some text\n").unwrap_err();
