@@ -143,16 +143,16 @@ pub fn validate_validation(
         uncorrelatable: None,
         cardinality: Some(1),
     };
-    let (mut schema_errs, mut cel_errs) = (Vec::new(), Vec::new());
+    // Schema errors go straight after the ones above, CEL errors after all.
+    let mut cel_errs = Vec::new();
     walker.walk(
         root,
         &mut root_path.clone(),
         &state,
         true,
-        &mut schema_errs,
+        &mut errs,
         &mut cel_errs,
     );
-    errs.extend(schema_errs);
     errs.extend(cel_errs);
     if errs.is_empty() {
         errs.extend(structural_init_errs);
