@@ -19,7 +19,7 @@
 //! 3. analysis, pure: [`validate`], [`compare`], [`crd_validation`], [`config`]
 //! 4. results the commands produce and the report renders: [`outcome`]
 //! 5. rendering: [`report`]
-//! 6. offline runs over a report: [`diff`], [`locate`], [`baseline`]
+//! 6. offline runs over a report: [`diff`], [`locate`], [`batches`], [`baseline`]
 //! 7. the API server, the only network code: [`cluster`]
 //! 8. commands: [`scan`], [`live`], [`change`]
 //!
@@ -29,6 +29,7 @@
 //! the code that runs them.
 
 pub mod baseline;
+pub mod batches;
 pub mod change;
 pub mod cluster;
 pub mod compare;

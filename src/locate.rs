@@ -6,6 +6,8 @@
 //! Runs once over a finished report, so the checks never deal with
 //! positions, and only documents with findings are indexed.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use crate::compare::{Check, Finding};
@@ -15,12 +17,19 @@ use crate::report::{CrdReport, Report};
 /// Fills in `location` on every finding (reported and excepted) of `report`
 /// that has none yet.
 pub fn locate(report: &mut Report, old: &ManifestSet, new: &ManifestSet) {
-    prepare(report, old, new);
+    locate_crds(&mut report.crds, old, new);
+}
+
+/// [`locate`] for some of a report's entries, with the sets they were
+/// read from (a `diff` of large directories places each batch of CRDs
+/// while its documents are still parsed).
+pub fn locate_crds(crds: &mut [CrdReport], old: &ManifestSet, new: &ManifestSet) {
+    prepare(crds, old, new);
     // Findings are placed independently of each other, and a large CRD can
     // have hundreds (a description change on every field): they are
     // placed on all cores, then written back in the same order.
     let mut unplaced = Vec::new();
-    for crd in &report.crds {
+    for crd in crds.iter() {
         let sides = (old.get(&crd.name), new.get(&crd.name));
         for f in crd_findings(crd) {
             if f.location.is_none() {
@@ -36,13 +45,25 @@ pub fn locate(report: &mut Report, old: &ManifestSet, new: &ManifestSet) {
     );
     drop(unplaced);
     let mut positions = positions.into_iter();
-    for crd in &mut report.crds {
+    for crd in crds {
+        // One shared file name per side: a CRD can have thousands of
+        // findings, and a path per finding was a tenth of a large report.
+        let files = [old, new].map(|set| {
+            set.get(&crd.name)
+                .map(|c| Arc::<str>::from(c.location.file.as_str()))
+        });
         let findings = crd
             .findings
             .iter_mut()
             .chain(crd.excepted.iter_mut().map(|e| &mut e.finding));
         for f in findings.filter(|f| f.location.is_none()) {
-            f.location = positions.next().flatten();
+            f.location = positions.next().flatten().and_then(|spot| {
+                Some(Position {
+                    file: files[usize::from(spot.in_new)].clone()?,
+                    line: spot.line,
+                    column: spot.column,
+                })
+            });
         }
     }
 }
@@ -60,9 +81,9 @@ fn crd_findings(crd: &CrdReport) -> impl Iterator<Item = &Finding> {
 /// Indexes, in parallel, the documents that findings will be looked up in:
 /// an index is one pass of the YAML parser over a whole document, as long
 /// as the `diff` itself on a large CRD with findings on both sides.
-fn prepare(report: &Report, old: &ManifestSet, new: &ManifestSet) {
+fn prepare(crds: &[CrdReport], old: &ManifestSet, new: &ManifestSet) {
     let mut texts = Vec::new();
-    for crd in &report.crds {
+    for crd in crds {
         let unplaced = crd_findings(crd).any(|f| f.location.is_none());
         if unplaced {
             for side in [new.get(&crd.name), old.get(&crd.name)]
@@ -76,48 +97,55 @@ fn prepare(report: &Report, old: &ManifestSet, new: &ManifestSet) {
     crate::parallel::map(&texts, |t| t.size(), 0, |t| t.prepare());
 }
 
+/// A place in one side's document of a CRD.
+struct Spot {
+    in_new: bool,
+    line: usize,
+    column: usize,
+}
+
 /// The finding's node: the exact node in NEW, else in OLD, else the
 /// deepest ancestor NEW has, else the document's start.
-fn position(f: &Finding, old: Option<&LoadedCrd>, new: Option<&LoadedCrd>) -> Option<Position> {
-    let sides = [new, old];
-    for side in sides.into_iter().flatten() {
+fn position(f: &Finding, old: Option<&LoadedCrd>, new: Option<&LoadedCrd>) -> Option<Spot> {
+    let sides = || {
+        [(true, new), (false, old)]
+            .into_iter()
+            .filter_map(|(in_new, side)| Some((in_new, side?)))
+    };
+    let spot = |in_new, (line, column)| Spot {
+        in_new,
+        line,
+        column,
+    };
+    for (in_new, side) in sides() {
         let path = node_path(f, side);
         if !path.has_version {
             continue;
         }
         for candidate in [&path.with_keyword, &path.node] {
             if let Some(p) = find(side, candidate) {
-                return Some(p);
+                return Some(spot(in_new, p));
             }
         }
     }
-    for side in sides.into_iter().flatten() {
+    for (in_new, side) in sides() {
         let path = node_path(f, side).node;
         for len in (0..path.len()).rev() {
             if let Some(p) = find(side, &path[..len]) {
-                return Some(p);
+                return Some(spot(in_new, p));
             }
         }
         if side.location.line > 0 {
-            return Some(Position {
-                file: side.location.file.clone(),
-                line: side.location.line,
-                column: 1,
-            });
+            return Some(spot(in_new, (side.location.line, 1)));
         }
     }
     None
 }
 
-fn find(side: &LoadedCrd, path: &[String]) -> Option<Position> {
+fn find(side: &LoadedCrd, path: &[String]) -> Option<(usize, usize)> {
     let text = side.text.as_ref()?;
     let segments: Vec<&str> = path.iter().map(String::as_str).collect();
-    let (line, column) = text.find(&segments)?;
-    Some(Position {
-        file: side.location.file.clone(),
-        line,
-        column,
-    })
+    text.find(&segments)
 }
 
 /// A finding's node as manifest path segments, and the same followed by

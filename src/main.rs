@@ -18,6 +18,7 @@ use cli::{
     LintArgs, MigrateArgs, ModeArg, OutputFormat, ReportArgs, SourceArgs,
 };
 use crd_safety::baseline::Baseline;
+use crd_safety::batches;
 use crd_safety::change::apply::{self, ApplyOptions};
 use crd_safety::change::migrate::{self, PlanOptions, RunOptions};
 use crd_safety::change::{Answer, Confirm, Decision, Proposal, Question, decide, decide_dry_run};
@@ -243,10 +244,26 @@ fn run_diff(args: DiffArgs) -> Result<u8, Failure> {
     let opts = source_options(&args.sources, &args.report);
     let old_source = parse_sources([args.old.as_str()])?;
     let new_source = parse_sources([args.new.as_str()])?;
-    let (old, new) = manifest::load_both(&old_source, &new_source, &opts);
-    let old = old.map_err(|e| Failure::Input(e.to_string()))?;
-    let new = new.map_err(|e| Failure::Input(e.to_string()))?;
-    let mut report = diff(&old, &new, &stored, &config);
+    // Large directories are compared a few CRDs at a time, which holds a
+    // fraction of the memory; anything else is read whole.
+    let batched = batches::diff(
+        &old_source,
+        &new_source,
+        opts.positions,
+        &stored,
+        &config,
+        batches::LIMITS,
+    );
+    let (mut report, old, new) = match batched {
+        Some(report) => (report, Default::default(), Default::default()),
+        None => {
+            let (old, new) = manifest::load_both(&old_source, &new_source, &opts);
+            let old = old.map_err(|e| Failure::Input(e.to_string()))?;
+            let new = new.map_err(|e| Failure::Input(e.to_string()))?;
+            let report = diff(&old, &new, &stored, &config);
+            (report, old, new)
+        }
+    };
     finish(&mut report, &old, &new, &args.report)?;
     show(&report, &args.report)?;
     // The process ends now: freeing every node of two parsed manifests one by

@@ -26,7 +26,7 @@ use super::SharedText;
 pub struct Position {
     /// The file as the location names it (`config/crd/widgets.yaml`,
     /// `<stdin>`, `git:REF:path`).
-    pub file: String,
+    pub file: Arc<str>,
     /// 1-based line.
     pub line: usize,
     /// 1-based column (in characters).

@@ -1,0 +1,177 @@
+//! `diff` of large directories a few CRDs at a time.
+//!
+//! Parsed, a CRD takes several times the memory of its text, and two
+//! releases of an operator's CRDs are tens of megabytes of text. Reading
+//! both directories whole and then comparing them held everything at once
+//! (57 MB for prometheus-operator's ten CRDs). Here the CRDs are first
+//! paired by the names an outline reads from their top-level lines; then
+//! each batch of pairs is parsed, compared, checked and placed on its lines,
+//! and let go before the next. Peak memory is that of the largest batch.
+//!
+//! It is only a way of scheduling the same work: the report is the one
+//! [`crate::diff::diff`] makes from the whole sets. Whenever this path is
+//! unsure (a source that is not a plain file or directory of YAML, a
+//! document the outline cannot read, a name defined twice, a parse error,
+//! a file changed meanwhile), it returns `None` and the caller reads the
+//! sources whole, which also reports any error exactly as before.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use crate::config::Config;
+use crate::diff::{StoredVersionsArg, entries};
+use crate::locate::locate_crds;
+use crate::manifest::{self, DocRef, Outline, Positions, Source};
+use crate::report::{CrdReport, Report, SkippedDocument};
+
+/// When batches are worth it, and how large they are.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Below this many bytes of YAML on both sides together, the sources
+    /// are read whole: there is little memory to save, and a batch cannot
+    /// share the cores as well as one pass over everything.
+    pub min_total: u64,
+    /// A batch closes once its documents reach this many bytes (a pair
+    /// larger than that is a batch of its own).
+    pub batch_bytes: usize,
+}
+
+/// Measured on prometheus-operator's and eck's CRD directories (8-10 MB
+/// of YAML per pair of releases, `scripts/bench-crdify-dirs.sh`): batches
+/// of 1 MB hold one large pair of files each, and a `diff` peaks at about
+/// the memory of a `diff` of its largest pair (23 MB instead of 57 on
+/// prometheus-operator). 2 MB batches peaked at 30 MB; dropping a batch on
+/// another thread while the next one parses saved a tenth of the time but
+/// put 3-5 MB back on the peak.
+pub const LIMITS: Limits = Limits {
+    min_total: 4 << 20,
+    batch_bytes: 1 << 20,
+};
+
+/// The report of `diff OLD NEW`, batch by batch; `None` when the sources
+/// must be read whole (see the module's comment).
+pub fn diff(
+    old: &[Source],
+    new: &[Source],
+    positions: Positions,
+    stored: &StoredVersionsArg,
+    config: &Config,
+    limits: Limits,
+) -> Option<Report> {
+    let old_paths = plain_paths(old)?;
+    let new_paths = plain_paths(new)?;
+    let total = manifest::plain_bytes(&old_paths)? + manifest::plain_bytes(&new_paths)?;
+    if total < limits.min_total {
+        return None;
+    }
+    let (old_outline, new_outline) = std::thread::scope(|scope| {
+        let old = scope.spawn(|| manifest::outline(&old_paths));
+        let new = manifest::outline(&new_paths);
+        let old = old.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (old, new)
+    });
+    let (old_outline, new_outline) = (old_outline?, new_outline?);
+    let outlines = [&old_outline, &new_outline];
+    let mut crds = Vec::new();
+    let mut skipped: Vec<(usize, DocRef, SkippedDocument)> = Vec::new();
+    for batch in plan(&old_outline, &new_outline, limits.batch_bytes)? {
+        let [old_set, new_set] = manifest::load_documents(
+            [(outlines[0], &batch[0]), (outlines[1], &batch[1])],
+            positions,
+        )?;
+        let mut done: Vec<CrdReport> = entries(&old_set, &new_set, stored, config);
+        if positions != Positions::Never {
+            locate_crds(&mut done, &old_set, &new_set);
+        }
+        crds.extend(done);
+        for (side, set) in [&old_set, &new_set].into_iter().enumerate() {
+            let others = batch[side]
+                .iter()
+                .filter(|r| outlines[side].head(**r).is_some_and(|h| h.crd.is_none()));
+            // Each document of another kind is one skipped entry.
+            if others.clone().count() != set.skipped.len() {
+                return None;
+            }
+            skipped.extend(
+                others
+                    .zip(&set.skipped)
+                    .map(|(r, s)| (side, *r, SkippedDocument::from(s))),
+            );
+        }
+        // Let go of this batch before the next one parses: that is the point.
+        drop((old_set, new_set));
+    }
+    // Old side first, each in reading order, as a whole read lists them.
+    skipped.sort_by_key(|(side, r, _)| (*side, *r));
+    let skipped = skipped.into_iter().map(|(.., s)| s).collect();
+    let mut report = Report::new(crds, skipped, config.mode, config.fail_mode);
+    report.kube_version = Some(config.kube_version.to_string());
+    Some(report)
+}
+
+/// The paths of sources that are all paths.
+fn plain_paths(sources: &[Source]) -> Option<Vec<&Path>> {
+    sources
+        .iter()
+        .map(|s| match s {
+            Source::Path(p) => Some(p.as_path()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The batches, each `[old documents, new documents]`: every document of
+/// NEW in reading order with the CRD of OLD it is compared with, then
+/// what is left of OLD (CRDs NEW no longer has, other kinds). The report
+/// lists CRDs in that order too. `None` when a side names a CRD twice or
+/// has no CRD at all (errors a whole read reports).
+fn plan(old: &Outline, new: &Outline, batch_bytes: usize) -> Option<Vec<[Vec<DocRef>; 2]>> {
+    let mut old_crds: HashMap<&str, (DocRef, usize)> = HashMap::new();
+    for (r, head) in old.documents() {
+        if let Some(name) = &head.crd
+            && old_crds.insert(name, (r, head.bytes)).is_some()
+        {
+            return None;
+        }
+    }
+    let mut new_names = HashMap::new();
+    let mut batches = Vec::new();
+    let mut current: [Vec<DocRef>; 2] = Default::default();
+    let mut bytes = 0;
+    let mut close = |current: &mut [Vec<DocRef>; 2], bytes: &mut usize, at_least: usize| {
+        if *bytes >= at_least && !(current[0].is_empty() && current[1].is_empty()) {
+            batches.push(std::mem::take(current));
+            *bytes = 0;
+        }
+    };
+    let mut paired = Vec::new();
+    for (r, head) in new.documents() {
+        if let Some(name) = &head.crd {
+            if new_names.insert(name.as_str(), ()).is_some() {
+                return None;
+            }
+            if let Some(&(o, o_bytes)) = old_crds.get(name.as_str()) {
+                current[0].push(o);
+                paired.push(o);
+                bytes += o_bytes;
+            }
+        }
+        current[1].push(r);
+        bytes += head.bytes;
+        close(&mut current, &mut bytes, batch_bytes);
+    }
+    if new_names.is_empty() || old_crds.is_empty() {
+        return None;
+    }
+    close(&mut current, &mut bytes, 0);
+    paired.sort_unstable();
+    for (r, head) in old.documents() {
+        if paired.binary_search(&r).is_err() {
+            current[0].push(r);
+            bytes += head.bytes;
+            close(&mut current, &mut bytes, batch_bytes);
+        }
+    }
+    close(&mut current, &mut bytes, 0);
+    Some(batches)
+}
