@@ -98,7 +98,10 @@ pub fn diff(
                     .map(|(r, s)| (side, *r, SkippedDocument::from(s))),
             );
         }
-        // Let go of this batch before the next one parses: that is the point.
+        // Let go of this batch before the next one parses: that is the
+        // point. (Freeing it on two threads took 0.92 of the time but put
+        // 3-4 MB back on the peak, as the freed memory spread over more of
+        // the allocator's arenas.)
         drop((old_set, new_set));
     }
     // Old side first, each in reading order, as a whole read lists them.

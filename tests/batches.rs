@@ -293,3 +293,56 @@ fn small_inputs_and_other_sources_are_read_whole() {
         .is_none()
     );
 }
+
+/// From the outside: a large directory with a document that does not
+/// parse gets the whole read's one-line error and exit 2, and a healthy
+/// one the same report as the library's whole read.
+#[test]
+fn the_binary_batches_large_directories_and_keeps_its_errors() {
+    let Some(corpus) = corpus_dir() else { return };
+    let old = corpus.join("prometheus-operator/kube-prometheus-v0.16.0_po-v0.85.0");
+    let new = corpus.join("prometheus-operator/kube-prometheus-v0.18.0_po-v0.92.0");
+    let r = support::run::run(
+        &[
+            "diff",
+            &old.display().to_string(),
+            &new.display().to_string(),
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let shown = r.json();
+    let expected = whole(&old, &new);
+    assert_eq!(shown["crds"], expected["crds"]);
+    assert_eq!(shown["skippedDocuments"], expected["skippedDocuments"]);
+
+    let copy = tempfile::tempdir().expect("a temp dir");
+    for entry in std::fs::read_dir(&new).expect("the corpus directory lists") {
+        let path = entry.expect("an entry").path();
+        let name = path.file_name().expect("a file name");
+        std::fs::copy(&path, copy.path().join(name)).expect("a copy");
+    }
+    write(
+        copy.path(),
+        "zz.yaml",
+        &format!("{}---\nkind: [oops\n", crd("pear", 1)),
+    );
+    let r = support::run::run(
+        &[
+            "diff",
+            &old.display().to_string(),
+            &copy.path().display().to_string(),
+        ],
+        None,
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stdout.is_empty());
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("zz.yaml:22: invalid YAML"),
+        "{}",
+        r.stderr
+    );
+}
