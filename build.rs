@@ -13,4 +13,18 @@ fn main() {
     if os == "linux" && env == "gnu" {
         println!("cargo:rustc-link-arg-bin=kubectl-crd_safety=-no-pie");
     }
+    // The functions a `diff` runs, laid out together (see link/README.md):
+    // rust-lld, the default linker of x86_64-unknown-linux-gnu, takes an
+    // ordering file; GNU ld, the default elsewhere, does not.
+    let arch = std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
+    let order = std::path::Path::new(&std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default())
+        .join("link/code-order.txt");
+    println!("cargo:rerun-if-changed=link/code-order.txt");
+    if os == "linux" && env == "gnu" && arch == "x86_64" && order.is_file() {
+        println!(
+            "cargo:rustc-link-arg-bin=kubectl-crd_safety=-Wl,--symbol-ordering-file={}",
+            order.display()
+        );
+        println!("cargo:rustc-link-arg-bin=kubectl-crd_safety=-Wl,--no-warn-symbol-ordering");
+    }
 }

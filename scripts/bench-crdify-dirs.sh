@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Whole-directory upgrades: one `crd-safety diff OLD_DIR NEW_DIR` against
-# crdify run once per CRD file present on both sides (crdify compares one
-# CRD per file), as a CI job would loop it. Not part of the test suite; run
+# crdify run once per CRD present on both sides, as a CI job would loop it.
+# crdify compares one CRD per file, so each side's documents are first
+# written one CRD per file (named after the CRD) into a temporary directory;
+# crd-safety reads the directories as they are (istio ships one file of
+# fifteen CRDs). Not part of the test suite; run
 # it by hand after scripts/bench-crdify.sh has built crdify:
 #
 #   RUNS=5 scripts/bench-crdify-dirs.sh
@@ -28,17 +31,43 @@ die() { printf 'bench-crdify-dirs: error: %s\n' "$*" >&2; exit 1; }
 PAIRS=(
     "prometheus-operator prometheus-operator/kube-prometheus-v0.16.0_po-v0.85.0 prometheus-operator/kube-prometheus-v0.18.0_po-v0.92.0"
     "eck-full-bases      eck-full-bases/v3.0.0 eck-full-bases/v3.5.0"
+    "istio               istio/1.28.0 istio/1.30.0"
 )
+
+SPLIT="$(mktemp -d)"
+trap 'rm -rf "$SPLIT"' EXIT
+
+# split DIR OUT: each CustomResourceDefinition document of DIR's YAML files
+# as OUT/<metadata.name>.yaml.
+split() {
+    mkdir -p "$2"
+    for f in "$1"/*.yaml; do
+        awk -v out="$2" '
+            function flush() {
+                if (crd && name != "") { f = out "/" name ".yaml"; printf "%s", doc > f; close(f) }
+                doc = ""; name = ""; meta = 0; crd = 0
+            }
+            /^---/ { flush(); next }
+            { doc = doc $0 "\n" }
+            /^kind: *CustomResourceDefinition/ { crd = 1 }
+            /^metadata:/ { meta = 1; next }
+            /^[^ #]/ { meta = 0 }
+            meta && name == "" && /^  name:/ { name = $2 }
+            END { flush() }' "$f"
+    done
+}
 
 now_ms() { date +%s%3N; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-printf '%-20s %6s | %12s %12s %7s | %10s %10s\n' pair files "crd-safety" "crdify loop" ratio "RSS ours" "RSS crdify"
+printf '%-20s %6s | %12s %12s %7s | %10s %10s\n' pair CRDs "crd-safety" "crdify loop" ratio "RSS ours" "RSS crdify"
 for line in "${PAIRS[@]}"; do
     read -r name old new <<<"$line"
+    split "$CORPUS/$old" "$SPLIT/$name/old"
+    split "$CORPUS/$new" "$SPLIT/$name/new"
     files=()
-    for f in "$CORPUS/$old"/*.yaml; do
-        [[ -f "$CORPUS/$new/$(basename "$f")" ]] && files+=("$(basename "$f")")
+    for f in "$SPLIT/$name/old"/*.yaml; do
+        [[ -f "$SPLIT/$name/new/$(basename "$f")" ]] && files+=("$(basename "$f")")
     done
     ours=() theirs=() rss_ours=0 rss_theirs=0
     for _ in $(seq "$RUNS"); do
@@ -49,7 +78,7 @@ for line in "${PAIRS[@]}"; do
         r=$(tail -1 /tmp/bench-dirs-rss); ((r > rss_ours)) && rss_ours=$r
         t0=$(now_ms)
         for f in "${files[@]}"; do
-            /usr/bin/time -f '%M' -o /tmp/bench-dirs-rss "$CRDIFY" "file://$CORPUS/$old/$f" "file://$CORPUS/$new/$f" -o json >/dev/null 2>&1 || true
+            /usr/bin/time -f '%M' -o /tmp/bench-dirs-rss "$CRDIFY" "file://$SPLIT/$name/old/$f" "file://$SPLIT/$name/new/$f" -o json >/dev/null 2>&1 || true
             r=$(tail -1 /tmp/bench-dirs-rss); ((r > rss_theirs)) && rss_theirs=$r
         done
         t1=$(now_ms)

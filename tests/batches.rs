@@ -100,6 +100,8 @@ fn the_large_directories_of_the_benchmark_are_batched() {
             "prometheus-operator/kube-prometheus-v0.18.0_po-v0.92.0",
         ),
         ("eck-full-bases/v3.0.0", "eck-full-bases/v3.5.0"),
+        // One file of fifteen CRDs on each side.
+        ("istio/1.28.0", "istio/1.30.0"),
     ] {
         let (old, new) = (corpus.join(old), corpus.join(new));
         let report = batches::diff(
@@ -261,6 +263,29 @@ fn what_the_outline_is_not_sure_of_is_left_to_the_whole_read() {
         write(&new, "z.yaml", &text);
         assert_eq!(batched(&old, &new, 1), None, "{what}");
     }
+}
+
+#[test]
+fn two_files_are_one_pair_and_read_whole() {
+    let Some(corpus) = corpus_dir() else { return };
+    let file = "0prometheusCustomResourceDefinition.yaml";
+    let old = corpus
+        .join("prometheus-operator/kube-prometheus-v0.16.0_po-v0.85.0")
+        .join(file);
+    let new = corpus
+        .join("prometheus-operator/kube-prometheus-v0.18.0_po-v0.92.0")
+        .join(file);
+    // 1.6 MB together, above the limit, but a single pair has nothing to
+    // schedule.
+    let report = batches::diff(
+        &[Source::Path(old)],
+        &[Source::Path(new)],
+        Positions::Recorded,
+        &StoredVersionsArg::default(),
+        &Config::default(),
+        batches::LIMITS,
+    );
+    assert!(report.is_none());
 }
 
 #[test]

@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::SharedText;
 use super::split::{self, Piece};
 use super::{ManifestSet, Parsed, Positions, add_crd, add_object, collect_files, is_manifest};
 use crate::manifest::{Job, chart};
@@ -142,7 +143,15 @@ pub fn load_documents(
                 }
                 current = Some((r.file, split.into_iter().map(Some).collect()));
             }
-            let piece = current.as_mut()?.1.get_mut(r.doc)?.take()?;
+            let (_, split) = current.as_mut()?;
+            let whole_file = split.len() == 1;
+            let mut piece = split.get_mut(r.doc)?.take()?;
+            if !whole_file {
+                // A range would keep the whole file's text alive with the
+                // batch (istio's fifteen CRDs are one file): a copy of the
+                // document lets the file go now.
+                piece.text = SharedText::whole(piece.text.to_string());
+            }
             pieces.insert(r, piece);
         }
         for r in refs.iter() {
