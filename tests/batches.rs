@@ -33,20 +33,27 @@ fn whole(old: &Path, new: &Path) -> Value {
     serde_json::to_value(&report).expect("a report serializes")
 }
 
-/// The batched report, or `None` where the batched path gave up.
+/// `batches::diff` of one source a side, with the defaults of a plain
+/// `diff`.
+fn run(old: Source, new: Source, limits: Limits) -> Option<crd_safety::report::Report> {
+    batches::diff(
+        &[old],
+        &[new],
+        Positions::Recorded,
+        &StoredVersionsArg::default(),
+        &Config::default(),
+        limits,
+    )
+}
+
+/// The batched report as `-o json` shows it, or `None` where the batched
+/// path gave up (any size of input is batched).
 fn batched(old: &Path, new: &Path, batch_bytes: usize) -> Option<Value> {
     let limits = Limits {
         min_total: 0,
         batch_bytes,
     };
-    let report = batches::diff(
-        &[Source::Path(old.into())],
-        &[Source::Path(new.into())],
-        Positions::Recorded,
-        &StoredVersionsArg::default(),
-        &Config::default(),
-        limits,
-    )?;
+    let report = run(Source::Path(old.into()), Source::Path(new.into()), limits)?;
     Some(serde_json::to_value(&report).expect("a report serializes"))
 }
 
@@ -104,12 +111,9 @@ fn the_large_directories_of_the_benchmark_are_batched() {
         ("istio/1.28.0", "istio/1.30.0"),
     ] {
         let (old, new) = (corpus.join(old), corpus.join(new));
-        let report = batches::diff(
-            &[Source::Path(old.clone())],
-            &[Source::Path(new.clone())],
-            Positions::Recorded,
-            &StoredVersionsArg::default(),
-            &Config::default(),
+        let report = run(
+            Source::Path(old.clone()),
+            Source::Path(new.clone()),
             batches::LIMITS,
         );
         let report = report.expect("these directories are above the limit and outline plainly");
@@ -277,14 +281,7 @@ fn two_files_are_one_pair_and_read_whole() {
         .join(file);
     // 1.6 MB together, above the limit, but a single pair has nothing to
     // schedule.
-    let report = batches::diff(
-        &[Source::Path(old)],
-        &[Source::Path(new)],
-        Positions::Recorded,
-        &StoredVersionsArg::default(),
-        &Config::default(),
-        batches::LIMITS,
-    );
+    let report = run(Source::Path(old), Source::Path(new), batches::LIMITS);
     assert!(report.is_none());
 }
 
@@ -292,31 +289,19 @@ fn two_files_are_one_pair_and_read_whole() {
 fn small_inputs_and_other_sources_are_read_whole() {
     let root = releases();
     let (old, new) = (root.path().join("old"), root.path().join("new"));
-    let run = |old: Source, new: Source| {
-        batches::diff(
-            &[old],
-            &[new],
-            Positions::Recorded,
-            &StoredVersionsArg::default(),
-            &Config::default(),
-            batches::LIMITS,
-        )
-    };
-    assert!(run(Source::Path(old.clone()), Source::Path(new.clone())).is_none());
     assert!(
-        batches::diff(
-            &[Source::Stdin],
-            &[Source::Path(new)],
-            Positions::Recorded,
-            &StoredVersionsArg::default(),
-            &Config::default(),
-            Limits {
-                min_total: 0,
-                batch_bytes: 1
-            },
+        run(
+            Source::Path(old),
+            Source::Path(new.clone()),
+            batches::LIMITS
         )
         .is_none()
     );
+    let everything = Limits {
+        min_total: 0,
+        batch_bytes: 1,
+    };
+    assert!(run(Source::Stdin, Source::Path(new), everything).is_none());
 }
 
 /// From the outside: a large directory with a document that does not
