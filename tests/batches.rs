@@ -126,35 +126,12 @@ fn the_large_directories_of_the_benchmark_are_batched() {
     }
 }
 
-const CRD: &str = "apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: NAME.example.com
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {kind: KIND, plural: NAME, singular: SINGULAR, listKind: KINDList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              size: {type: integer, maximum: MAX}
-";
-
+/// `<name>s.example.com` whose `spec.size` is at most `max`.
 fn crd(name: &str, max: u32) -> String {
-    let kind = format!("{}{}", name[..1].to_uppercase(), &name[1..]);
-    CRD.replace("NAME", &format!("{name}s"))
-        .replace("SINGULAR", name)
-        .replace("KINDList", &format!("{kind}List"))
-        .replace("KIND", &kind)
-        .replace("MAX", &max.to_string())
+    support::fixtures::crd_yaml(
+        &format!("{name}s"),
+        &[format!("size: {{type: integer, maximum: {max}}}")],
+    )
 }
 
 fn write(dir: &Path, file: &str, text: &str) {

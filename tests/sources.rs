@@ -15,29 +15,12 @@ use support::live::{admin, install};
 
 /// A CRD `widgets.example.com` whose `spec.color` accepts `colors`.
 fn widgets(colors: &[&str]) -> String {
-    format!(
-        "apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.example.com
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {{kind: Widget, plural: widgets}}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              color: {{type: string, enum: [{}]}}
-",
-        colors.join(", ")
+    support::fixtures::crd_yaml(
+        "widgets",
+        &[format!(
+            "color: {{type: string, enum: [{}]}}",
+            colors.join(", ")
+        )],
     )
 }
 

@@ -42,3 +42,38 @@ pub fn version(name: &str, served: bool, storage: bool, root: Value) -> Value {
 pub fn single(plural: &str, root: Value) -> Value {
     crd(plural, vec![version("v1", true, true, root)])
 }
+
+/// The same CRD as block YAML, as generators write it (for tests of
+/// reading files): one version `v1` whose `spec` has the properties
+/// `spec_properties`, each a line of flow YAML (`size: {type: integer}`).
+pub fn crd_yaml(plural: &str, spec_properties: &[String]) -> String {
+    let mut text = format!(
+        "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: {plural}.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {{kind: {kind}, plural: {plural}}}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+",
+        kind = kind_of(plural)
+    );
+    for p in spec_properties {
+        text.push_str("              ");
+        text.push_str(p);
+        text.push('\n');
+    }
+    text
+}
