@@ -66,7 +66,31 @@ pub fn diff(
     config: &Config,
     limits: Limits,
 ) -> Option<Report> {
-    let old_paths = plain_paths(old)?;
+    run(Some(old), new, positions, stored, config, limits)
+}
+
+/// The report of `lint NEW...` (the new side alone, as if nothing were
+/// installed), batch by batch; `None` as for [`diff`].
+pub fn lint(
+    new: &[Source],
+    positions: Positions,
+    config: &Config,
+    limits: Limits,
+) -> Option<Report> {
+    let stored = StoredVersionsArg::default();
+    run(None, new, positions, &stored, config, limits)
+}
+
+/// `old` is `None` for `lint`, which has no old side (and needs none).
+fn run(
+    old: Option<&[Source]>,
+    new: &[Source],
+    positions: Positions,
+    stored: &StoredVersionsArg,
+    config: &Config,
+    limits: Limits,
+) -> Option<Report> {
+    let old_paths = plain_paths(old.unwrap_or_default())?;
     let new_paths = plain_paths(new)?;
     // Two files are one pair at most: nothing to schedule (the single
     // large CRDs of `scripts/bench-crdify.sh` stay on the fastest path).
@@ -85,7 +109,12 @@ pub fn diff(
     let outlines = [&old_outline, &new_outline];
     let mut crds = Vec::new();
     let mut skipped: Vec<(usize, DocRef, SkippedDocument)> = Vec::new();
-    for batch in plan(&old_outline, &new_outline, limits.batch_bytes)? {
+    for batch in plan(
+        &old_outline,
+        &new_outline,
+        limits.batch_bytes,
+        old.is_some(),
+    )? {
         let [old_set, new_set] = manifest::load_documents(
             [(outlines[0], &batch[0]), (outlines[1], &batch[1])],
             positions,
@@ -138,8 +167,13 @@ fn plain_paths(sources: &[Source]) -> Option<Vec<&Path>> {
 /// NEW in reading order with the CRD of OLD it is compared with, then
 /// what is left of OLD (CRDs NEW no longer has, other kinds). The report
 /// lists CRDs in that order too. `None` when a side names a CRD twice or
-/// has no CRD at all (errors a whole read reports).
-fn plan(old: &Outline, new: &Outline, batch_bytes: usize) -> Option<Vec<[Vec<DocRef>; 2]>> {
+/// has no CRD at all (errors a whole read reports; `lint` has no old side).
+fn plan(
+    old: &Outline,
+    new: &Outline,
+    batch_bytes: usize,
+    needs_old: bool,
+) -> Option<Vec<[Vec<DocRef>; 2]>> {
     let mut old_crds: HashMap<&str, (DocRef, usize)> = HashMap::new();
     for (r, head) in old.documents() {
         if let Some(name) = &head.crd
@@ -174,7 +208,7 @@ fn plan(old: &Outline, new: &Outline, batch_bytes: usize) -> Option<Vec<[Vec<Doc
         bytes += head.bytes;
         close(&mut current, &mut bytes, batch_bytes);
     }
-    if new_names.is_empty() || old_crds.is_empty() {
+    if new_names.is_empty() || (needs_old && old_crds.is_empty()) {
         return None;
     }
     close(&mut current, &mut bytes, 0);

@@ -313,10 +313,19 @@ fn run_lint(args: LintArgs) -> Result<u8, Failure> {
         config.kube_version = v;
     }
     let sources = parse_sources(args.paths.iter().map(String::as_str))?;
-    let new = manifest::load_with(&sources, &source_options(&args.sources, &args.report))
-        .map_err(|e| Failure::Input(e.to_string()))?;
+    let opts = source_options(&args.sources, &args.report);
     let none = manifest::ManifestSet::default();
-    let mut report = diff(&none, &new, &StoredVersionsArg::default(), &config);
+    // As for `diff`: large directories a few CRDs at a time.
+    let (mut report, new) = match batches::lint(&sources, opts.positions, &config, batches::LIMITS)
+    {
+        Some(report) => (report, manifest::ManifestSet::default()),
+        None => {
+            let new =
+                manifest::load_with(&sources, &opts).map_err(|e| Failure::Input(e.to_string()))?;
+            let report = diff(&none, &new, &StoredVersionsArg::default(), &config);
+            (report, new)
+        }
+    };
     finish(&mut report, &none, &new, &args.report)?;
     show(&report, &args.report)?;
     Ok(report.exit_code())

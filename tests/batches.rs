@@ -333,3 +333,42 @@ fn the_binary_batches_large_directories_and_keeps_its_errors() {
         r.stderr
     );
 }
+
+/// `lint` of a large directory (no old side) is batched too, with the
+/// report of the whole read.
+#[test]
+fn lint_of_large_directories_gets_the_report_of_the_whole_read() {
+    let Some(corpus) = corpus_dir() else { return };
+    for dir in [
+        "prometheus-operator/kube-prometheus-v0.18.0_po-v0.92.0",
+        "eck-full-bases/v3.5.0",
+    ] {
+        let dir = corpus.join(dir);
+        let batched = batches::lint(
+            &[Source::Path(dir.clone())],
+            Positions::Recorded,
+            &Config::default(),
+            batches::LIMITS,
+        )
+        .expect("a large directory of plain YAML is batched");
+        let opts = SourceOptions {
+            positions: Positions::Recorded,
+            ..SourceOptions::default()
+        };
+        let new = manifest::load_with(&[Source::Path(dir.clone())], &opts).expect("reads");
+        let none = manifest::ManifestSet::default();
+        let mut whole = diff(
+            &none,
+            &new,
+            &StoredVersionsArg::default(),
+            &Config::default(),
+        );
+        locate(&mut whole, &none, &new);
+        assert_eq!(
+            serde_json::to_value(&batched).expect("serializes"),
+            serde_json::to_value(&whole).expect("serializes"),
+            "{}",
+            dir.display()
+        );
+    }
+}
