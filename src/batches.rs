@@ -15,11 +15,11 @@
 //! a file changed meanwhile), it returns `None` and the caller reads the
 //! sources whole, which also reports any error exactly as before.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use crate::config::Config;
-use crate::diff::{StoredVersionsArg, entries};
+use crate::diff::{StoredVersionsArg, entries, report};
 use crate::locate::locate_crds;
 use crate::manifest::{self, DocRef, Outline, Positions, Source};
 use crate::report::{CrdReport, Report, SkippedDocument};
@@ -95,13 +95,21 @@ fn run(
     // Two files are one pair at most: nothing to schedule (the single
     // large CRDs of `scripts/bench-crdify.sh` stay on the fastest path).
     let any_dir = old_paths.iter().chain(&new_paths).any(|p| p.is_dir());
-    let total = manifest::plain_bytes(&old_paths)? + manifest::plain_bytes(&new_paths)?;
-    if !any_dir || total < limits.min_total {
+    if !any_dir {
+        return None;
+    }
+    let old_files = manifest::plain_files(&old_paths)?;
+    let new_files = manifest::plain_files(&new_paths)?;
+    let mut total = 0;
+    for file in old_files.iter().chain(&new_files) {
+        total += std::fs::metadata(file).ok()?.len();
+    }
+    if total < limits.min_total {
         return None;
     }
     let (old_outline, new_outline) = std::thread::scope(|scope| {
-        let old = scope.spawn(|| manifest::outline(&old_paths));
-        let new = manifest::outline(&new_paths);
+        let old = scope.spawn(|| manifest::outline(old_files));
+        let new = manifest::outline(new_files);
         let old = old.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
         (old, new)
     });
@@ -147,9 +155,7 @@ fn run(
     // Old side first, each in reading order, as a whole read lists them.
     skipped.sort_by_key(|(side, r, _)| (*side, *r));
     let skipped = skipped.into_iter().map(|(.., s)| s).collect();
-    let mut report = Report::new(crds, skipped, config.mode, config.fail_mode);
-    report.kube_version = Some(config.kube_version.to_string());
-    Some(report)
+    Some(report(crds, skipped, Vec::new(), config))
 }
 
 /// The paths of sources that are all paths.
@@ -182,7 +188,7 @@ fn plan(
             return None;
         }
     }
-    let mut new_names = HashMap::new();
+    let mut new_names = HashSet::new();
     let mut batches = Vec::new();
     let mut current: [Vec<DocRef>; 2] = Default::default();
     let mut bytes = 0;
@@ -195,7 +201,7 @@ fn plan(
     let mut paired = Vec::new();
     for (r, head) in new.documents() {
         if let Some(name) = &head.crd {
-            if new_names.insert(name.as_str(), ()).is_some() {
+            if !new_names.insert(name.as_str()) {
                 return None;
             }
             if let Some(&(o, o_bytes)) = old_crds.get(name.as_str()) {

@@ -69,9 +69,21 @@ pub fn diff(
         .chain(&new.skipped)
         .map(SkippedDocument::from)
         .collect();
+    let notices = old.notices.iter().chain(&new.notices).cloned().collect();
+    report(crds, skipped, notices, config)
+}
+
+/// The report of an offline comparison, from its entries (in order), the
+/// skipped documents (old side first) and the notices of reading.
+pub fn report(
+    crds: Vec<CrdReport>,
+    skipped: Vec<SkippedDocument>,
+    notices: Vec<String>,
+    config: &Config,
+) -> Report {
     let mut report = Report::new(crds, skipped, config.mode, config.fail_mode);
     report.kube_version = Some(config.kube_version.to_string());
-    report.notices = old.notices.iter().chain(&new.notices).cloned().collect();
+    report.notices = notices;
     report
 }
 

@@ -37,7 +37,7 @@ pub use chart::{ChartError, HelmOptions};
 pub use git::{GitError, GitSpec};
 pub use kustomize::KustomizeError;
 pub use normalize::normalize_to_v1;
-pub use outline::{DocRef, Head, Outline, load_documents, outline, plain_bytes};
+pub use outline::{DocRef, Head, Outline, load_documents, outline, plain_files};
 pub use positions::{DocumentText, Position};
 pub use shared_text::SharedText;
 pub(crate) use split::yaml_error;

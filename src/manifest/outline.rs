@@ -69,11 +69,11 @@ impl Outline {
     }
 }
 
-/// The bytes of the manifest files under `paths`, from their metadata,
-/// or `None` when one is not a plain file or directory of YAML files
-/// (stdin, git, a chart, a JSON file).
-pub fn plain_bytes(paths: &[&Path]) -> Option<u64> {
-    let mut total = 0;
+/// The manifest files under `paths`, in reading order, or `None` when one
+/// is not a plain file or directory of YAML files (a chart, a JSON file):
+/// listed once, for both the size check and the outline.
+pub fn plain_files(paths: &[&Path]) -> Option<Vec<PathBuf>> {
+    let mut files = Vec::new();
     for path in paths {
         if chart::is_chart(path) {
             return None;
@@ -82,36 +82,28 @@ pub fn plain_bytes(paths: &[&Path]) -> Option<u64> {
             if !is_manifest(&file) || file.extension().is_some_and(|e| e == "json") {
                 return None;
             }
-            total += std::fs::metadata(&file).ok()?.len();
+            files.push(file);
         }
     }
-    Some(total)
+    Some(files)
 }
 
-/// Outlines the YAML files under `paths` (files or directories, as
-/// [`super::Source::Path`] reads them), one file in memory at a time.
-/// `None` when a file cannot be read or a document cannot be outlined.
-pub fn outline(paths: &[&Path]) -> Option<Outline> {
+/// Outlines `files` (as [`plain_files`] lists them), one file in memory at
+/// a time. `None` when a file cannot be read or a document cannot be
+/// outlined.
+pub fn outline(files: Vec<PathBuf>) -> Option<Outline> {
     let mut out = Outline::default();
-    for path in paths {
-        if chart::is_chart(path) {
-            return None;
-        }
-        for file in collect_files(path).ok()? {
-            if file.extension().is_some_and(|e| e == "json") {
-                return None;
-            }
-            let text = Arc::new(std::fs::read_to_string(&file).ok()?);
-            let docs = split::pieces(&text)
-                .iter()
-                .map(|p| head(&p.text))
-                .collect::<Option<Vec<_>>>()?;
-            out.files.push(OutlinedFile {
-                path: file,
-                len: text.len(),
-                docs,
-            });
-        }
+    for file in files {
+        let text = Arc::new(std::fs::read_to_string(&file).ok()?);
+        let docs = split::pieces(&text)
+            .iter()
+            .map(|p| head(&p.text))
+            .collect::<Option<Vec<_>>>()?;
+        out.files.push(OutlinedFile {
+            path: file,
+            len: text.len(),
+            docs,
+        });
     }
     Some(out)
 }
