@@ -18,7 +18,9 @@
 //! `ROUNDS=N` changes the number of rounds (default 5); `CHECK_ONLY=SECS`
 //! runs nothing but the check for that long (to profile it), then lists
 //! the costliest CRDs; `CHECK_FILTER=TEXT` keeps the CRDs whose file path
-//! contains TEXT.
+//! contains TEXT; with `CHECK_ONLY`, `CHECK_DUMP=FILE` first writes every
+//! error the check finds on the corpus to FILE, so that two builds of a
+//! change to the check can be shown to agree (`cmp` the files).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -273,6 +275,27 @@ fn one_core(pairs: &[(std::path::PathBuf, std::path::PathBuf)]) {
 }
 
 /// Runs the check alone over every pair for `secs` seconds (to profile it).
+/// `CHECK_DUMP=FILE`: every error of every new-side CRD, judged as an
+/// update of the old side's and as a create, one per line: what a change
+/// to the check's code must leave as it was (compare two builds' files).
+fn dump(sets: &[Sets], file: &str) {
+    let kube = Config::default().kube_version;
+    let mut out = String::new();
+    for (old, new) in sets {
+        for n in &new.crds {
+            let o = old.get(&n.crd.name).map(|o| &o.crd.manifest);
+            for (how, old) in [("update", o), ("create", None)] {
+                for e in crd_safety::crd_validation::validate_crd(&n.crd.manifest, old, kube) {
+                    out.push_str(&format!("{} {how}: {}: {}\n", n.location, e.path, e.body()));
+                }
+            }
+        }
+    }
+    if let Err(e) = std::fs::write(file, out) {
+        eprintln!("CHECK_DUMP: cannot write {file}: {e}");
+    }
+}
+
 fn check_only(pairs: &[(std::path::PathBuf, std::path::PathBuf)], secs: u64) {
     let mut sets = parsed(pairs);
     // `CHECK_FILTER=TEXT`: only the CRDs whose file path contains TEXT.
@@ -281,6 +304,9 @@ fn check_only(pairs: &[(std::path::PathBuf, std::path::PathBuf)], secs: u64) {
             new.crds
                 .retain(|c| c.location.to_string().contains(filter.as_str()));
         }
+    }
+    if let Ok(file) = std::env::var("CHECK_DUMP") {
+        dump(&sets, &file);
     }
     let start = Instant::now();
     let mut rounds = Vec::new();

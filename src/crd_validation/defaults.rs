@@ -26,6 +26,128 @@ pub fn validate_defaults(root: &Obj, path: &FieldPath, opts: &SchemaOptions) -> 
     errs
 }
 
+/// One step on the defaults walk's path from the root: into `items`, or
+/// into the property of that name (with its place among the properties,
+/// which orders the errors as this module's walk would).
+#[derive(Clone, Copy)]
+pub(super) enum Step<'s> {
+    Items,
+    Property(&'s str, usize),
+}
+
+impl Step<'_> {
+    /// The walk's order: a node's `items` before its properties, the
+    /// properties as written.
+    fn rank(self) -> usize {
+        match self {
+            Step::Items => 0,
+            Step::Property(_, i) => i + 1,
+        }
+    }
+}
+
+/// A node holding a `default`, found by a walk over the whole schema
+/// (`schema_rules`' single walk): what [`walk`] would check there.
+pub(super) struct Site<'s> {
+    pub node: &'s Obj,
+    pub default: &'s Value,
+    pub path: FieldPath,
+    pub inside_meta: bool,
+    /// From the root to `node`.
+    pub steps: Vec<Step<'s>>,
+}
+
+/// The defaults of `sites` (parents before their descendants, as a walk
+/// from the root finds them), checked as [`validate_defaults`] checks them:
+/// a default's node is compiled once, and the defaults below it are
+/// checked against that compiled subtree. The errors come in the order
+/// [`validate_defaults`] gives.
+pub(super) fn validate_sites(sites: &[Site], opts: &SchemaOptions) -> Vec<FieldError> {
+    // The sites form a tree: each hangs under the nearest site whose steps
+    // begin its own.
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); sites.len()];
+    let mut roots = Vec::new();
+    let mut open: Vec<usize> = Vec::new();
+    for (i, site) in sites.iter().enumerate() {
+        while let Some(&top) = open.last() {
+            if is_below(&sites[top].steps, &site.steps) {
+                break;
+            }
+            open.pop();
+        }
+        match open.last() {
+            Some(&parent) => children[parent].push(i),
+            None => roots.push(i),
+        }
+        open.push(i);
+    }
+    let mut errs: Vec<(usize, FieldError)> = Vec::new();
+    for r in roots {
+        check_site(sites, &children, r, None, opts, &mut errs);
+    }
+    // Stable: a site's own errors keep their order.
+    errs.sort_by(|a, b| {
+        let ka = sites[a.0].steps.iter().map(|s| s.rank());
+        let kb = sites[b.0].steps.iter().map(|s| s.rank());
+        ka.cmp(kb)
+    });
+    errs.into_iter().map(|(_, e)| e).collect()
+}
+
+/// Whether `below` lies strictly under the node `above` leads to.
+fn is_below(above: &[Step], below: &[Step]) -> bool {
+    below.len() > above.len()
+        && above.iter().zip(below).all(|(a, b)| match (a, b) {
+            (Step::Items, Step::Items) => true,
+            (Step::Property(x, _), Step::Property(y, _)) => x == y,
+            _ => false,
+        })
+}
+
+/// Checks site `i` against `compiled` (its node as a default above it
+/// compiled it) or against its own node compiled alone, then the sites
+/// below it, as [`walk`] does.
+fn check_site(
+    sites: &[Site],
+    children: &[Vec<usize>],
+    i: usize,
+    compiled: Option<&CompiledNode>,
+    opts: &SchemaOptions,
+    errs: &mut Vec<(usize, FieldError)>,
+) {
+    let site = &sites[i];
+    let own = compiled
+        .is_none()
+        .then(|| Schema::from_object(site.node).ok())
+        .flatten()
+        .and_then(|node| Validator::new(&node, opts.kube.minor).ok());
+    let compiled = compiled.or(own.as_ref().map(Validator::root));
+    if let Some(node) = compiled {
+        let mut mine = Vec::new();
+        check_default(
+            node,
+            site.default,
+            &site.path,
+            site.inside_meta,
+            opts,
+            &mut mine,
+        );
+        errs.extend(mine.into_iter().map(|e| (i, e)));
+    }
+    for &c in &children[i] {
+        let below = compiled.and_then(|mut n| {
+            for step in &sites[c].steps[site.steps.len()..] {
+                n = match step {
+                    Step::Items => n.items.as_deref()?,
+                    Step::Property(name, _) => n.properties.get(*name)?,
+                };
+            }
+            Some(n)
+        });
+        check_site(sites, children, c, below, opts, errs);
+    }
+}
+
 /// `compiled` is `s` as a default above it already compiled it (with its
 /// whole subtree): nested defaults reuse that instead of compiling their
 /// subtree, and its CEL rules, once more per level.

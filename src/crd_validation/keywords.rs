@@ -126,6 +126,26 @@ impl<'a> Keywords<'a> {
         Keywords { slots }
     }
 
+    /// [`Keywords::of`], also telling whether Go decodes the node's
+    /// keywords as they are and whether `NewStructural` accepts them: the
+    /// same questions `schema_rules::decode_errors` answers with a walk of
+    /// its own, asked here of the keys a walk reads anyway. Child schemas
+    /// are only checked to be objects: the walk asks again when it gets
+    /// there. `ok` turns false on anything undecodable or refused; the
+    /// caller then takes the careful road, which finds and words it.
+    pub fn of_checked(node: &'a Obj, ok: &mut bool) -> Keywords<'a> {
+        let mut slots = [None; COUNT];
+        for (key, value) in node {
+            if let Some(kw) = Kw::of(key) {
+                slots[kw as usize] = Some(value);
+                if !value.is_null() && !decodes(kw, value) {
+                    *ok = false;
+                }
+            }
+        }
+        Keywords { slots }
+    }
+
     /// The keyword's value, `null` included.
     #[inline]
     pub fn get(&self, kw: Kw) -> Option<&'a Value> {
@@ -202,6 +222,81 @@ impl<'a> Keywords<'a> {
     /// `additionalProperties` as Go decodes it.
     pub fn additional_properties(&self) -> AdditionalProperties<'a> {
         AdditionalProperties::of(self.get(Kw::AdditionalProperties))
+    }
+}
+
+/// Whether Go decodes `v` (not null) as keyword `kw`'s value, and
+/// `NewStructural` takes it: schema-valued keywords must hold objects
+/// (or lists and maps of them) and nothing a structural schema refuses.
+fn decodes(kw: Kw, v: &Value) -> bool {
+    let schemas = |a: &[Value]| a.iter().all(|x| x.is_object() || x.is_null());
+    match kw {
+        // Refused by NewStructural unless empty (Go's zero value).
+        Kw::Id
+        | Kw::Schema
+        | Kw::Ref
+        | Kw::PatternProperties
+        | Kw::Dependencies
+        | Kw::AdditionalItems
+        | Kw::Definitions => is_zero(v) && kw.decodes_type(v),
+        Kw::PreserveUnknownFields => v.as_bool() == Some(true),
+        Kw::Items => v.is_object(),
+        Kw::Validations => v.as_array().is_some_and(|rules| {
+            rules.iter().all(|r| match r {
+                Value::Null => true,
+                Value::Object(r) => r.iter().all(|(k, x)| match k.as_str() {
+                    "rule" | "message" | "messageExpression" | "reason" | "fieldPath" => {
+                        x.is_string() || x.is_null()
+                    }
+                    "optionalOldSelf" => x.is_boolean() || x.is_null(),
+                    _ => true,
+                }),
+                _ => false,
+            })
+        }),
+        _ => match kw.expect() {
+            Expect::Str => v.is_string(),
+            Expect::Num => v.is_number(),
+            Expect::Int => v.is_i64() || v.is_u64(),
+            Expect::Bool => v.is_boolean(),
+            Expect::StrList => v
+                .as_array()
+                .is_some_and(|a| a.iter().all(|x| x.is_string() || x.is_null())),
+            Expect::Array => v.is_array(),
+            Expect::Object | Expect::Schema => v.is_object(),
+            Expect::SchemaList => v.as_array().is_some_and(|a| schemas(a)),
+            Expect::SchemaMap => v
+                .as_object()
+                .is_some_and(|m| m.values().all(|x| x.is_object() || x.is_null())),
+            Expect::SchemaOrBool => v.is_boolean() || v.is_object(),
+            Expect::SchemaOrSchemaList => v.is_object(),
+            Expect::Dependencies | Expect::Rules | Expect::Any => true,
+        },
+    }
+}
+
+impl Kw {
+    /// For keywords refused unless empty: an empty value of a type Go
+    /// decodes (`""`, `{}`, `false` where a schema or bool may stand).
+    fn decodes_type(self, v: &Value) -> bool {
+        match self.expect() {
+            Expect::Str => v.is_string(),
+            Expect::SchemaMap | Expect::Dependencies => v.is_object(),
+            Expect::SchemaOrBool => v.is_boolean() || v.is_object(),
+            _ => false,
+        }
+    }
+}
+
+/// Go's zero value: what `reflect.DeepEqual(value, zero)` skips.
+pub(super) fn is_zero(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+        Value::Number(_) => false,
     }
 }
 

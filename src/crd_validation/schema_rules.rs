@@ -16,7 +16,7 @@ use super::json::{
     AdditionalProperties, Obj, arr_of, bool_of, get, has, items, obj_of, properties, property,
     str_of, strings_of,
 };
-use super::keywords::{Expect, Keywords, Kw};
+use super::keywords::{Expect, Keywords, Kw, is_zero};
 
 const OPENAPI_TYPES: &[&str] = &["array", "boolean", "integer", "number", "object", "string"];
 
@@ -68,11 +68,35 @@ pub fn validate_validation(
         ));
         return errs;
     };
-    decode_errors(root, &mut root_path.clone(), &mut errs);
-    if !errs.is_empty() {
-        // The server fails to decode the request and validates nothing.
-        return errs;
-    }
+    // One walk over the tree does the OpenAPI checks, the structural
+    // invariants and finds the defaults and CEL rules; the server's gates
+    // (decoding, conversion to a structural schema, its invariants, then
+    // defaults, then CEL) are applied afterwards to what it found. A walk
+    // over a large schema costs mostly the first touch of every key, so
+    // the work is done on one touch instead of four. The walk assumes that
+    // everything decodes and converts, and says if it found otherwise; then
+    // the schema is decoded and converted on its own first, as the server
+    // does, and walked again knowing the outcome.
+    let (conversion_error, found, walk_errs) = match walk_schema(root, &root_path, opts, true) {
+        (found, walk_errs, true) => (None, found, walk_errs),
+        (_, _, false) => {
+            let mut decoded = Decoded::default();
+            decode_errors(root, &mut root_path.clone(), &mut decoded);
+            if !decoded.errs.is_empty() {
+                // The server fails to decode the request and validates nothing.
+                return decoded.errs;
+            }
+            let conversion_error = if decoded.refused {
+                new_structural_error(root)
+            } else {
+                None
+            };
+            // When the root converts, every subtree does.
+            let (found, walk_errs, _) =
+                walk_schema(root, &root_path, opts, conversion_error.is_none());
+            (conversion_error, found, walk_errs)
+        }
+    };
 
     if status_enabled {
         for (key, value) in root {
@@ -109,16 +133,25 @@ pub fn validate_validation(
 
     let mut structural_init_errs = Vec::new();
     let mut cel_allowed = false;
-    let conversion_error = new_structural_error(root);
+    let total = std::cell::RefCell::new(cel_rules::TotalCost::default());
     if opts.require_structural {
         if let Some(msg) = conversion_error.clone() {
             structural_init_errs.push(FieldError::invalid(root_path.clone(), Value::from(""), msg));
         } else {
-            let structural = validate_structural(root, &root_path);
+            let mut structural = found.structural;
+            completeness_of_value_validation(
+                root,
+                Some(root),
+                &root_path,
+                &root_path,
+                &mut structural,
+            );
+            // Formatted once per error: a non-structural schema has thousands.
+            structural.sort_by_cached_key(ToString::to_string);
             if !structural.is_empty() {
                 errs.extend(structural);
             } else {
-                let defaults = defaults::validate_defaults(root, &root_path, opts);
+                let defaults = defaults::validate_sites(&found.defaults, opts);
                 if !defaults.is_empty() {
                     errs.extend(defaults);
                 } else {
@@ -127,33 +160,25 @@ pub fn validate_validation(
             }
         }
     }
-
-    let total = std::cell::RefCell::new(cel_rules::TotalCost::default());
-    let walker = Walker {
-        opts,
-        total: &total,
-        cel_allowed,
-        // When the root converts, every subtree does.
-        structural_ok: conversion_error.is_none(),
-    };
-    let state = State {
-        allow_defaults: true,
-        disallow_reason: None,
-        inside_resource_meta: false,
-        uncorrelatable: None,
-        cardinality: Some(1),
-    };
     // Schema errors go straight after the ones above, CEL errors after all.
-    let mut cel_errs = Vec::new();
-    walker.walk(
-        root,
-        &mut root_path.clone(),
-        &state,
-        true,
-        &mut errs,
-        &mut cel_errs,
-    );
-    errs.extend(cel_errs);
+    errs.extend(walk_errs);
+    if cel_allowed {
+        for site in &found.cel {
+            let scope = cel_rules::CostScope {
+                cardinality: site.cardinality,
+                suppress_per_expression: opts.suppress_per_expression_cost,
+                total: &total,
+                kube: opts.kube,
+            };
+            errs.extend(cel_rules::compile_errors(
+                site.node,
+                &site.path,
+                site.uncorrelatable.as_deref(),
+                site.is_root,
+                &scope,
+            ));
+        }
+    }
     if errs.is_empty() {
         errs.extend(structural_init_errs);
     }
@@ -180,16 +205,53 @@ pub fn validate_validation(
     errs
 }
 
-/// Go's zero value: what `reflect.DeepEqual(value, zero)` skips.
-fn is_zero(v: &Value) -> bool {
-    match v {
-        Value::Null => true,
-        Value::Bool(b) => !b,
-        Value::String(s) => s.is_empty(),
-        Value::Array(a) => a.is_empty(),
-        Value::Object(o) => o.is_empty(),
-        Value::Number(_) => false,
-    }
+/// The single walk of [`validate_validation`] over `root`: its OpenAPI
+/// errors and what it found for the later checks, and whether every node
+/// it read decodes and converts to a structural schema (with
+/// `structural_ok` the caller says whether the schema converts, so far as
+/// it knows).
+fn walk_schema<'s>(
+    root: &'s Obj,
+    root_path: &FieldPath,
+    opts: &SchemaOptions,
+    structural_ok: bool,
+) -> (Found<'s>, Vec<FieldError>, bool) {
+    let check_structural = opts.require_structural && structural_ok;
+    let walker = Walker {
+        opts,
+        cel_here: true,
+        structural_ok,
+    };
+    let state = State {
+        allow_defaults: true,
+        disallow_reason: None,
+        inside_resource_meta: false,
+        uncorrelatable: None,
+        cardinality: Some(1),
+    };
+    let along = Along {
+        level: check_structural.then_some(Level::Root),
+        defaults: check_structural.then_some(DefaultsAt {
+            resource_root: true,
+            inside_meta: false,
+        }),
+    };
+    let mut found = Found {
+        decodes: true,
+        ..Found::default()
+    };
+    let mut walk_errs = Vec::new();
+    walker.walk(
+        root,
+        &mut root_path.clone(),
+        &state,
+        true,
+        along,
+        &mut walk_errs,
+        &mut found,
+    );
+    let decodes = found.decodes;
+    (found, walk_errs, decodes)
 }
 
 // ---------------------------------------------------------------------------
@@ -203,16 +265,44 @@ fn undecodable(p: &FieldPath, v: &Value, what: &str, out: &mut Vec<FieldError>) 
     )
 }
 
+/// What the decoding walk found: the keyword values of the wrong JSON type,
+/// and whether any node holds a keyword [`new_structural_error`] refuses.
+/// The walk reads every key anyway; noting refusals on the way spares a
+/// second walk over the whole tree for the (usual) schema that has none.
+#[derive(Default)]
+struct Decoded {
+    errs: Vec<FieldError>,
+    refused: bool,
+}
+
 /// Keyword values of the wrong JSON type, in the whole schema. `path` is
 /// extended in place (and restored) as the walk descends.
-fn decode_errors(s: &Obj, path: &mut FieldPath, out: &mut Vec<FieldError>) {
+///
+/// The walk reaches every node `new_structural_error` reaches, and more:
+/// the others sit under `definitions`, `patternProperties`, `dependencies`,
+/// `additionalItems` or an `items` list, which that function refuses where
+/// they are. So `refused` stays false exactly when it returns `None`.
+fn decode_errors(s: &Obj, path: &mut FieldPath, out: &mut Decoded) {
     for (key, v) in s {
         if v.is_null() {
             continue;
         }
-        let exp = match Kw::of(key).map(Kw::expect) {
-            None | Some(Expect::Any) => continue,
-            Some(exp) => exp,
+        let Some(kw) = Kw::of(key) else { continue };
+        match kw {
+            Kw::Id
+            | Kw::Schema
+            | Kw::Ref
+            | Kw::PatternProperties
+            | Kw::Dependencies
+            | Kw::AdditionalItems
+            | Kw::Definitions => out.refused |= !is_zero(v),
+            Kw::PreserveUnknownFields => out.refused |= *v == Value::Bool(false),
+            Kw::Items => out.refused |= v.is_array(),
+            _ => {}
+        }
+        let exp = match kw.expect() {
+            Expect::Any => continue,
+            exp => exp,
         };
         // Most keywords are scalars of the right type: only a value that
         // fails, or a schema to descend into, needs its path built.
@@ -230,7 +320,7 @@ fn decode_errors(s: &Obj, path: &mut FieldPath, out: &mut Vec<FieldError>) {
         }
         let mut p = path.push().child(key);
         let bad =
-            |p: &FieldPath, what: &str, out: &mut Vec<FieldError>| undecodable(p, v, what, out);
+            |p: &FieldPath, what: &str, out: &mut Decoded| undecodable(p, v, what, &mut out.errs);
         match exp {
             Expect::Str if !v.is_string() => bad(&p, "a string", out),
             Expect::Num if !v.is_number() => bad(&p, "a number", out),
@@ -321,7 +411,7 @@ fn decode_errors(s: &Obj, path: &mut FieldPath, out: &mut Vec<FieldError>) {
                                 _ => true,
                             };
                             if !ok {
-                                out.push(FieldError::invalid(
+                                out.errs.push(FieldError::invalid(
                                     FieldPath::index(&p, i).child(rk),
                                     rv.clone(),
                                     "cannot be decoded: wrong value type",
@@ -456,15 +546,13 @@ fn is_int_or_string_any_of(branches: &[Value]) -> bool {
     branches.len() == 2 && only_type(&branches[0], "integer") && only_type(&branches[1], "string")
 }
 
+/// The invariants of the structural subtree `s`: [`invariants_node`] on
+/// every node reached through `items`, `properties` and
+/// `additionalProperties`. [`Walker::walk`] visits the same nodes and checks
+/// them on its way; this walk serves the stored CRD's facts.
 fn invariants(s: &Obj, lvl: Level, path: &mut FieldPath, errs: &mut Vec<FieldError>) {
     let kws = Keywords::of(s);
-    let ty = kws.ty();
-    if ty == "array" && kws.items().is_none() {
-        errs.push(FieldError::required(
-            path.child("items"),
-            "must be specified",
-        ));
-    }
+    invariants_node(&kws, lvl, path, errs);
     if let Some(i) = kws.items() {
         invariants(i, Level::Item, &mut path.push().child("items"), errs);
     }
@@ -476,22 +564,33 @@ fn invariants(s: &Obj, lvl: Level, path: &mut FieldPath, errs: &mut Vec<FieldErr
             errs,
         );
     }
+    if let AdditionalProperties::Schema(o) = kws.additional_properties() {
+        invariants(
+            o,
+            Level::Field,
+            &mut path.push().child("additionalProperties"),
+            errs,
+        );
+    }
+}
+
+/// One node's structural invariants (its children are checked by the
+/// caller's walk). The errors are sorted in the end, so the order in which
+/// nodes are visited does not matter.
+fn invariants_node(kws: &Keywords, lvl: Level, path: &mut FieldPath, errs: &mut Vec<FieldError>) {
+    let ty = kws.ty();
+    if ty == "array" && kws.items().is_none() {
+        errs.push(FieldError::required(
+            path.child("items"),
+            "must be specified",
+        ));
+    }
     let ap = kws.additional_properties();
-    if !matches!(ap, AdditionalProperties::Absent) {
-        if lvl == Level::Root {
-            errs.push(FieldError::forbidden(
-                path.child("additionalProperties"),
-                "must not be used at the root",
-            ));
-        }
-        if let AdditionalProperties::Schema(o) = ap {
-            invariants(
-                o,
-                Level::Field,
-                &mut path.push().child("additionalProperties"),
-                errs,
-            );
-        }
+    if lvl == Level::Root && !matches!(ap, AdditionalProperties::Absent) {
+        errs.push(FieldError::forbidden(
+            path.child("additionalProperties"),
+            "must not be used at the root",
+        ));
     }
     let int_or_string = kws.bool(Kw::IntOrString);
     let preserve = kws.bool(Kw::PreserveUnknownFields);
@@ -516,7 +615,7 @@ fn invariants(s: &Obj, lvl: Level, path: &mut FieldPath, errs: &mut Vec<FieldErr
         .first()
         .and_then(Value::as_object)
         .is_some_and(|a| is_int_or_string_any_of(arr_of(a, "anyOf")));
-    value_validation(&kws, skip_any_of, skip_first_all_of_any_of, lvl, path, errs);
+    value_validation(kws, skip_any_of, skip_first_all_of_any_of, lvl, path, errs);
 
     let check_metadata = lvl == Level::Root || embedded;
     if embedded && ty != "object" {
@@ -886,30 +985,104 @@ impl State {
     }
 }
 
+/// Where a node sits, for the checks [`Walker::walk`] does besides its
+/// own: its level in the structural tree (`None` off the structural part,
+/// or when the invariants are not checked), and its place on the path the
+/// defaults walk follows (`properties` and `items` from the root).
+#[derive(Clone, Copy)]
+struct Along {
+    level: Option<Level>,
+    defaults: Option<DefaultsAt>,
+}
+
+impl Along {
+    /// Under a value validation, `definitions`, `dependencies` or a tuple
+    /// `items`: none of the structural walks go there.
+    const OFF: Along = Along {
+        level: None,
+        defaults: None,
+    };
+}
+
+/// A node on the defaults walk's path: whether it is a resource root (an
+/// embedded resource, or the root) and whether it lies inside a resource's
+/// `metadata`, `apiVersion` or `kind` (defaults there are not pruned).
+#[derive(Clone, Copy)]
+struct DefaultsAt {
+    resource_root: bool,
+    inside_meta: bool,
+}
+
+/// What one walk found for the checks that run after it.
+#[derive(Default)]
+struct Found<'s> {
+    /// The structural invariants broken (unsorted).
+    structural: Vec<FieldError>,
+    /// Every `default` on the defaults walk's path, in the walk's order.
+    defaults: Vec<defaults::Site<'s>>,
+    /// The steps from the root to the node being walked, while it is on
+    /// the defaults walk's path.
+    steps: Vec<defaults::Step<'s>>,
+    /// Rules whose fields are valid, to compile once CEL is allowed.
+    cel: Vec<CelSite<'s>>,
+    /// Every node walked decodes and converts ([`Keywords::of_checked`]).
+    decodes: bool,
+}
+
+/// A node whose `x-kubernetes-validations` are compiled if the schema
+/// passes the structural and defaults checks.
+struct CelSite<'s> {
+    node: &'s Obj,
+    path: FieldPath,
+    uncorrelatable: Option<std::rc::Rc<FieldPath>>,
+    is_root: bool,
+    cardinality: Option<u64>,
+}
+
 struct Walker<'a> {
     opts: &'a SchemaOptions,
-    /// The schema's rule costs so far.
-    total: &'a std::cell::RefCell<cel_rules::TotalCost>,
-    /// Structural checks and defaults passed: CEL rules are compiled.
-    cel_allowed: bool,
+    /// Rules here are compiled (not under a value validation), if the
+    /// schema's structural checks and defaults pass.
+    cel_here: bool,
     /// The schema converts to a structural one (`fieldPath`s can be resolved).
     structural_ok: bool,
 }
 
 impl Walker<'_> {
-    /// Adds the subtree's schema errors to `errs` and its CEL errors to
-    /// `cel`, as the server keeps them apart (one pair of lists for the
-    /// whole walk, not a pair per node).
-    fn walk(
+    /// Adds the subtree's schema errors to `errs`, and its structural
+    /// errors, defaults and CEL rules to `found` (one set of lists for the
+    /// whole walk, not a set per node).
+    #[allow(clippy::too_many_arguments)]
+    fn walk<'s>(
         &self,
-        s: &Obj,
+        s: &'s Obj,
         path: &mut FieldPath,
         st: &State,
         is_root: bool,
+        along: Along,
         errs: &mut Vec<FieldError>,
-        cel: &mut Vec<FieldError>,
+        found: &mut Found<'s>,
     ) {
-        let kws = Keywords::of(s);
+        let kws = Keywords::of_checked(s, &mut found.decodes);
+        if let Some(level) = along.level {
+            invariants_node(&kws, level, path, &mut found.structural);
+        }
+        // The defaults walk's view of this node and of its children.
+        let defaults_here = along.defaults.map(|at| {
+            let embedded = at.resource_root || kws.bool(Kw::EmbeddedResource);
+            (embedded, at.inside_meta && !embedded)
+        });
+        if let Some((_, inside_meta)) = defaults_here
+            && let Some(default) = kws.get(Kw::Default).filter(|d| !d.is_null())
+        {
+            found.defaults.push(defaults::Site {
+                node: s,
+                default,
+                path: path.clone(),
+                inside_meta,
+                steps: found.steps.clone(),
+            });
+        }
         let errs_before = errs.len();
         self.standard(&kws, path, st, errs);
         // The children's state: each value of this node holds up to
@@ -950,18 +1123,23 @@ impl Walker<'_> {
                 } else {
                     child.clone()
                 };
+                let along = Along {
+                    level: along.level.map(|_| Level::Field),
+                    defaults: None,
+                };
                 self.walk_into(
                     o,
                     &mut path.push().child("additionalProperties"),
                     &sub,
+                    along,
                     errs,
-                    cel,
+                    found,
                 );
             }
         }
         let embedded = kws.bool(Kw::EmbeddedResource);
         let map_type = kws.opt_str(Kw::MapType);
-        for (name, p) in kws.properties() {
+        for (i, (name, p)) in kws.properties().enumerate() {
             let mut sub = child.clone();
             // Granular and atomic maps correlate their fields; anything else not.
             if map_type.is_some_and(|m| m != "granular" && m != "atomic") {
@@ -974,21 +1152,44 @@ impl Walker<'_> {
                     sub = sub.forbid_defaults(format!("in top-level {name}"));
                 }
             }
+            let at = defaults_here.map(|(embedded, inside_meta)| DefaultsAt {
+                resource_root: false,
+                inside_meta: inside_meta
+                    || (embedded && matches!(name.as_str(), "metadata" | "apiVersion" | "kind")),
+            });
+            let along = Along {
+                level: along.level.map(|_| Level::Field),
+                defaults: at,
+            };
+            if at.is_some() {
+                found.steps.push(defaults::Step::Property(name, i));
+            }
             self.walk_into(
                 p,
                 &mut path.push().child("properties").key(name),
                 &sub,
+                along,
                 errs,
-                cel,
+                found,
             );
+            if at.is_some() {
+                found.steps.pop();
+            }
         }
         // Value validations: no CEL context below them.
         let value_walker = Walker {
-            cel_allowed: false,
+            cel_here: false,
             ..*self
         };
         if let Some(n) = kws.obj(Kw::Not) {
-            value_walker.walk_into(n, &mut path.push().child("not"), st, errs, cel);
+            value_walker.walk_into(
+                n,
+                &mut path.push().child("not"),
+                st,
+                Along::OFF,
+                errs,
+                found,
+            );
         }
         for (kw, key) in [
             (Kw::AllOf, "allOf"),
@@ -997,7 +1198,14 @@ impl Walker<'_> {
         ] {
             for (i, b) in kws.arr(kw).iter().enumerate() {
                 if let Some(b) = b.as_object() {
-                    value_walker.walk_into(b, &mut path.push().child(key).index(i), st, errs, cel);
+                    value_walker.walk_into(
+                        b,
+                        &mut path.push().child(key).index(i),
+                        st,
+                        Along::OFF,
+                        errs,
+                        found,
+                    );
                 }
             }
         }
@@ -1008,8 +1216,9 @@ impl Walker<'_> {
                         d,
                         &mut path.push().child("definitions").key(k),
                         st,
+                        Along::OFF,
                         errs,
-                        cel,
+                        found,
                     );
                 }
             }
@@ -1023,7 +1232,21 @@ impl Walker<'_> {
             };
             match kws.get(Kw::Items) {
                 Some(Value::Object(o)) => {
-                    self.walk_into(o, &mut path.push().child("items"), &sub, errs, cel);
+                    let at = defaults_here.map(|(_, inside_meta)| DefaultsAt {
+                        resource_root: false,
+                        inside_meta,
+                    });
+                    let along = Along {
+                        level: along.level.map(|_| Level::Item),
+                        defaults: at,
+                    };
+                    if at.is_some() {
+                        found.steps.push(defaults::Step::Items);
+                    }
+                    self.walk_into(o, &mut path.push().child("items"), &sub, along, errs, found);
+                    if at.is_some() {
+                        found.steps.pop();
+                    }
                 }
                 Some(Value::Array(a)) => {
                     for (i, x) in a.iter().enumerate() {
@@ -1032,8 +1255,9 @@ impl Walker<'_> {
                                 o,
                                 &mut path.push().child("items").index(i),
                                 &sub,
+                                Along::OFF,
                                 errs,
-                                cel,
+                                found,
                             );
                         }
                     }
@@ -1048,8 +1272,9 @@ impl Walker<'_> {
                         d,
                         &mut path.push().child("dependencies").key(k),
                         st,
+                        Along::OFF,
                         errs,
-                        cel,
+                        found,
                     );
                 }
             }
@@ -1065,35 +1290,30 @@ impl Walker<'_> {
         if !kws.arr(Kw::Validations).is_empty() {
             let rule_errs = cel_rules::rule_field_errors(s, path, self.structural_ok);
             errs.extend(rule_errs);
-            if errs.len() == errs_before && self.cel_allowed {
-                let scope = cel_rules::CostScope {
-                    cardinality: st.cardinality,
-                    suppress_per_expression: self.opts.suppress_per_expression_cost,
-                    total: self.total,
-                    kube: self.opts.kube,
-                };
-                cel.extend(cel_rules::compile_errors(
-                    s,
-                    path,
-                    st.uncorrelatable.as_deref(),
+            if errs.len() == errs_before && self.cel_here {
+                found.cel.push(CelSite {
+                    node: s,
+                    path: path.clone(),
+                    uncorrelatable: st.uncorrelatable.clone(),
                     is_root,
-                    &scope,
-                ));
+                    cardinality: st.cardinality,
+                });
             }
         }
     }
 
     /// [`Walker::walk`] of a child that is not a resource root, adding its
     /// errors to the parent's.
-    fn walk_into(
+    fn walk_into<'s>(
         &self,
-        s: &Obj,
+        s: &'s Obj,
         path: &mut FieldPath,
         st: &State,
+        along: Along,
         errs: &mut Vec<FieldError>,
-        cel: &mut Vec<FieldError>,
+        found: &mut Found<'s>,
     ) {
-        self.walk(s, path, st, false, errs, cel);
+        self.walk(s, path, st, false, along, errs, found);
     }
 
     /// `specStandardValidatorV3.validate`.

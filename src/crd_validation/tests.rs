@@ -242,3 +242,89 @@ fn a_node_with_many_keywords_is_validated() {
     assert_eq!(errs.len(), 1, "{errs:?}");
     assert!(errs[0].contains("properties[size].default"), "{errs:?}");
 }
+
+/// The schema is walked once on the assumption that it decodes and
+/// converts to a structural schema; a problem found deep in the tree sends
+/// it the careful way (decode, convert, walk again), which words it as the
+/// server does.
+#[test]
+fn problems_deep_in_the_tree_are_found_and_worded_by_the_servers_order() {
+    let deep = |leaf: Value| {
+        crd(
+            json!({"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {"list": {"type": "array", "items": {"type": "object",
+                "properties": {"leaf": leaf}}}}}}}),
+        )
+    };
+    let at =
+        "spec.validation.openAPIV3Schema.properties[spec].properties[list].items.properties[leaf]";
+    // Undecodable: only the decoding error, nothing else is validated.
+    let errs = errors(&deep(json!({"type": "string", "uniqueItems": true,
+        "allOf": [{"maxLength": "5"}]})));
+    assert_eq!(
+        errs,
+        vec![format!(
+            "{at}.allOf[0].maxLength: Invalid value: \"5\": cannot be decoded: must be an integer"
+        )]
+    );
+    // Refused by NewStructural: the OpenAPI errors, and the conversion's
+    // own error only when there are none.
+    let errs = errors(&deep(json!({"type": "string", "$ref": "#/definitions/x"})));
+    assert_eq!(
+        errs,
+        vec![format!("{at}.$ref: Forbidden: $ref is not supported")]
+    );
+    let errs = errors(&deep(
+        json!({"type": "object", "properties": {"x": {"type": "string"}},
+        "x-kubernetes-preserve-unknown-fields": false}),
+    ));
+    assert_eq!(
+        errs,
+        vec![format!(
+            "{at}.x-kubernetes-preserve-unknown-fields: Invalid value: false: must be true or undefined"
+        )]
+    );
+    let errs = errors(&deep(json!({"type": "array", "items": []})));
+    assert_eq!(
+        errs,
+        vec!["spec.validation.openAPIV3Schema: Invalid value: \"\": OpenAPIV3Schema 'items' must be a schema, but is an array".to_string()]
+    );
+    // Empty values of keywords NewStructural refuses are Go's zero values:
+    // accepted (`$ref` and `additionalItems` are pointers in Go, refused
+    // when present at all).
+    let errs = errors(&deep(json!({"type": "string", "id": "", "definitions": {},
+        "patternProperties": {}})));
+    assert_eq!(errs, Vec::<String>::new());
+}
+
+/// Defaults are found by the single walk and checked afterwards: each
+/// against its own node compiled alone, nested ones against what the
+/// default above them compiled, reported in the order of a walk that
+/// takes a node's `items` before its properties, the properties as written.
+#[test]
+fn defaults_are_reported_in_walk_order_with_nested_ones_checked() {
+    let m = crd(
+        json!({"type": "object", "properties": {"spec": {"type": "object",
+        "properties": {
+            "zeta": {"type": "string", "default": 5},
+            "outer": {"type": "object", "default": {"inner": "x"},
+                "properties": {"inner": {"type": "string", "default": "toolong", "maxLength": 3}}},
+            "alpha": {"type": "array", "default": ["ok"],
+                "items": {"type": "string", "default": 7}}
+        }}}}),
+    );
+    let errs = errors(&m);
+    let paths: Vec<&str> = errs
+        .iter()
+        .map(|e| e.split(": ").next().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        paths,
+        vec![
+            "spec.validation.openAPIV3Schema.properties[spec].properties[zeta].default",
+            "spec.validation.openAPIV3Schema.properties[spec].properties[outer].properties[inner].default",
+            "spec.validation.openAPIV3Schema.properties[spec].properties[alpha].items.default",
+        ],
+        "{errs:#?}"
+    );
+}

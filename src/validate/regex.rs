@@ -30,6 +30,8 @@
 //! levels of nesting) are approximated by a nesting check and a larger Rust
 //! size limit.
 
+use std::sync::Arc;
+
 use regex::{Regex, RegexBuilder};
 use thiserror::Error;
 
@@ -364,7 +366,7 @@ pub fn check_go(pattern: &str) -> Result<(), PatternError> {
 #[derive(Debug)]
 pub struct LazyPattern {
     source: String,
-    compiled: std::sync::OnceLock<Result<Regex, String>>,
+    compiled: std::sync::OnceLock<Result<Arc<Regex>, String>>,
 }
 
 impl LazyPattern {
@@ -396,17 +398,19 @@ impl LazyPattern {
 
 /// [`compile_go`], remembered per thread by the pattern's text. Checking a
 /// CRD builds one validator per `default`, each over the node's subtree, and
-/// those subtrees share their patterns (and versions share whole schemas): a
-/// `Regex` is cheap to clone and costly to build.
-fn compile_go_cached(pattern: &str) -> Result<Regex, String> {
-    type Built = foldhash::HashMap<String, Result<Regex, String>>;
+/// those subtrees share their patterns (and versions share whole schemas).
+/// The matcher itself is shared, not cloned: a clone of a `Regex` starts
+/// with an empty cache, and a first match (the lazy DFA's tables, its first
+/// states) costs many times what later matches do.
+fn compile_go_cached(pattern: &str) -> Result<Arc<Regex>, String> {
+    type Built = foldhash::HashMap<String, Result<Arc<Regex>, String>>;
     thread_local! {
         static BUILT: std::cell::RefCell<Built> = Default::default();
     }
     if let Some(hit) = BUILT.with(|b| b.borrow().get(pattern).cloned()) {
         return hit;
     }
-    let built = compile_go(pattern).map_err(|e| e.to_string());
+    let built = compile_go(pattern).map(Arc::new).map_err(|e| e.to_string());
     BUILT.with(|b| {
         let mut b = b.borrow_mut();
         if b.len() > 1024 {
@@ -1002,6 +1006,26 @@ impl Translator<'_> {
 #[cfg(test)]
 mod tests {
     use super::{PatternError, check_go, compile_go, translate_go};
+
+    /// The validators built for defaults each hold their own `LazyPattern`;
+    /// those of one pattern share one matcher, so its cache (the lazy DFA's
+    /// states) is built once per thread, not once per validator.
+    #[test]
+    fn lazy_patterns_of_one_text_share_their_matcher() {
+        let (a, b) = match (
+            super::LazyPattern::new("^[a-z]+$"),
+            super::LazyPattern::new("^[a-z]+$"),
+        ) {
+            (Ok(a), Ok(b)) => (a, b),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(a.is_match("abc"), Ok(true));
+        assert_eq!(b.is_match("ab1"), Ok(false));
+        match (a.compiled.get(), b.compiled.get()) {
+            (Some(Ok(x)), Some(Ok(y))) => assert!(std::sync::Arc::ptr_eq(x, y)),
+            other => panic!("{other:?}"),
+        }
+    }
 
     fn go_matches(pattern: &str, s: &str) -> bool {
         compile_go(pattern)
