@@ -131,7 +131,7 @@ impl FromStr for KubeVersion {
 /// these rules on an update ("don't tighten validation on existing
 /// persisted data").
 #[derive(Debug, Clone)]
-pub struct OldCrdFacts {
+pub struct OldCrdFacts<'a> {
     non_structural: bool,
     unpruned_defaults: bool,
     non_atomic_set: bool,
@@ -141,10 +141,10 @@ pub struct OldCrdFacts {
     recognized_review_versions: bool,
     /// Each stored version's `schema`, by version name: a version whose
     /// schema is unchanged is not held to the per-rule cost limit again.
-    schemas: Vec<(String, Value)>,
+    schemas: Vec<(&'a str, &'a Value)>,
 }
 
-impl Default for OldCrdFacts {
+impl Default for OldCrdFacts<'_> {
     /// A create: nothing is relaxed.
     fn default() -> Self {
         OldCrdFacts {
@@ -160,8 +160,8 @@ impl Default for OldCrdFacts {
     }
 }
 
-impl OldCrdFacts {
-    fn of(old: &Value) -> OldCrdFacts {
+impl<'a> OldCrdFacts<'a> {
+    fn of(old: &'a Value) -> OldCrdFacts<'a> {
         let Some(spec) = old.get("spec").and_then(Value::as_object) else {
             return OldCrdFacts::default();
         };
@@ -176,43 +176,52 @@ impl OldCrdFacts {
             kube: KubeVersion::NEWEST,
             suppress_per_expression_cost: false,
         };
-        let non_structural = schemas.iter().any(|s| {
-            schema_rules::new_structural_error(s).is_some()
-                || !schema_rules::validate_structural(s, &root).is_empty()
+        // Each schema converted and checked once, for both questions.
+        let structural: Vec<bool> = schemas
+            .iter()
+            .map(|s| {
+                schema_rules::new_structural_error(s).is_none()
+                    && schema_rules::validate_structural(s, &root).is_empty()
+            })
+            .collect();
+        let non_structural = structural.iter().any(|ok| !ok);
+        let unpruned_defaults = schemas.iter().zip(&structural).any(|(s, ok)| {
+            *ok && defaults::validate_defaults(s, &root, &opts)
+                .iter()
+                .any(|e| e.detail == "must not have unknown fields")
         });
-        let unpruned_defaults = schemas.iter().any(|s| {
-            schema_rules::new_structural_error(s).is_none()
-                && schema_rules::validate_structural(s, &root).is_empty()
-                && defaults::validate_defaults(s, &root, &opts)
-                    .iter()
-                    .any(|e| e.detail == "must not have unknown fields")
-        });
-        let non_atomic_set = spec_has(spec, &|s| {
-            if s.get("x-kubernetes-list-type").and_then(Value::as_str) != Some("set") {
-                return false;
+        // Three questions about single nodes, asked in one walk that stops
+        // once all three are answered yes.
+        let (non_atomic_set, invalid_map_list_keys, invalid_types) = (
+            std::cell::Cell::new(false),
+            std::cell::Cell::new(false),
+            std::cell::Cell::new(false),
+        );
+        spec_has(spec, &|s| {
+            if !non_atomic_set.get() && is_non_atomic_set(s) {
+                non_atomic_set.set(true);
             }
-            let Some(is) = json::items(s) else {
-                return false;
-            };
-            match json::str_of(is, "type") {
-                "array" => is
-                    .get("x-kubernetes-list-type")
-                    .and_then(Value::as_str)
-                    .is_some_and(|t| t != "atomic"),
-                "object" => {
-                    is.get("x-kubernetes-map-type").and_then(Value::as_str) != Some("atomic")
+            if !invalid_map_list_keys.get()
+                && !schema_rules::map_list_keys_map_set(&keywords::Keywords::of(s), &root)
+                    .is_empty()
+            {
+                invalid_map_list_keys.set(true);
+            }
+            if !invalid_types.get() {
+                let t = json::str_of(s, "type");
+                if !t.is_empty()
+                    && !["array", "boolean", "integer", "number", "object", "string"].contains(&t)
+                {
+                    invalid_types.set(true);
                 }
-                _ => false,
             }
+            non_atomic_set.get() && invalid_map_list_keys.get() && invalid_types.get()
         });
-        let invalid_map_list_keys = spec_has(spec, &|s| {
-            !schema_rules::map_list_keys_map_set(&keywords::Keywords::of(s), &root).is_empty()
-        });
-        let invalid_types = spec_has(spec, &|s| {
-            let t = json::str_of(s, "type");
-            !t.is_empty()
-                && !["array", "boolean", "integer", "number", "object", "string"].contains(&t)
-        });
+        let (non_atomic_set, invalid_map_list_keys, invalid_types) = (
+            non_atomic_set.get(),
+            invalid_map_list_keys.get(),
+            invalid_types.get(),
+        );
         let missing_schemas = json::arr_of(spec, "versions").iter().any(|v| {
             v.get("schema")
                 .and_then(|s| s.get("openAPIV3Schema"))
@@ -233,7 +242,7 @@ impl OldCrdFacts {
             .filter_map(|v| {
                 let name = v.get("name")?.as_str()?;
                 let schema = v.get("schema").filter(|s| !s.is_null())?;
-                Some((name.to_string(), schema.clone()))
+                Some((name, schema))
             })
             .collect();
         OldCrdFacts {
@@ -249,12 +258,30 @@ impl OldCrdFacts {
     }
 }
 
-impl OldCrdFacts {
+impl OldCrdFacts<'_> {
     /// Whether version `name` had exactly this `schema` in the stored CRD.
     fn schema_unchanged(&self, name: &str, schema: &Value) -> bool {
         self.schemas
             .iter()
-            .any(|(n, s)| n == name && crate::json::json_eq(s, schema))
+            .any(|(n, s)| *n == name && crate::json::json_eq(s, schema))
+    }
+}
+
+/// A `set` list whose items are neither scalars nor atomic.
+fn is_non_atomic_set(s: &Obj) -> bool {
+    if s.get("x-kubernetes-list-type").and_then(Value::as_str) != Some("set") {
+        return false;
+    }
+    let Some(is) = json::items(s) else {
+        return false;
+    };
+    match json::str_of(is, "type") {
+        "array" => is
+            .get("x-kubernetes-list-type")
+            .and_then(Value::as_str)
+            .is_some_and(|t| t != "atomic"),
+        "object" => is.get("x-kubernetes-map-type").and_then(Value::as_str) != Some("atomic"),
+        _ => false,
     }
 }
 

@@ -171,7 +171,8 @@ pub fn validate_spec(spec: &Obj, old: Option<&OldCrdFacts>, kube: KubeVersion) -
         )),
     }
     let preserve = bool_of(spec, "preserveUnknownFields");
-    let facts = old.cloned().unwrap_or_default();
+    let none = OldCrdFacts::default();
+    let facts = old.unwrap_or(&none);
     let opts = SchemaOptions {
         // Pruning (preserveUnknownFields false, always so in v1) requires
         // structural schemas whatever the stored CRD had.
