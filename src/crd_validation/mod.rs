@@ -259,6 +259,19 @@ impl<'a> OldCrdFacts<'a> {
 }
 
 impl OldCrdFacts<'_> {
+    /// Whether the stored CRD broke none of the rules an update relaxes
+    /// (judging against these facts is then judging strictly, per-rule
+    /// costs aside).
+    fn relaxes_nothing(&self) -> bool {
+        !(self.non_structural
+            || self.unpruned_defaults
+            || self.non_atomic_set
+            || self.invalid_map_list_keys
+            || self.invalid_types
+            || self.missing_schemas)
+            && self.recognized_review_versions
+    }
+
     /// Whether version `name` had exactly this `schema` in the stored CRD.
     fn schema_unchanged(&self, name: &str, schema: &Value) -> bool {
         self.schemas
@@ -329,7 +342,18 @@ pub fn validate_crd(manifest: &Value, old: Option<&Value>, kube: KubeVersion) ->
     if !spec_errs.is_empty()
         && let Some(old) = old
     {
-        spec_errs = spec::validate_spec(spec, Some(&OldCrdFacts::of(old)), kube);
+        let facts = OldCrdFacts::of(old);
+        // A stored CRD that breaks none of the relaxed rules leaves the
+        // strict verdict as it is, but for the cost limit of single rules,
+        // which a version with an unchanged schema is not held to again.
+        let rule_cost = spec_errs.iter().any(|e| {
+            e.detail.starts_with("estimated rule cost exceeds")
+                || e.detail
+                    .starts_with("estimated messageExpression cost exceeds")
+        });
+        if rule_cost || !facts.relaxes_nothing() {
+            spec_errs = spec::validate_spec(spec, Some(&facts), kube);
+        }
     }
     errs.extend(spec_errs);
     let old_preserved = old

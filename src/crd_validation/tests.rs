@@ -328,3 +328,45 @@ fn defaults_are_reported_in_walk_order_with_nested_ones_checked() {
         "{errs:#?}"
     );
 }
+
+/// On an update, the stored CRD's facts only matter where it broke a rule
+/// an update relaxes, or for the cost limit of single rules, which a
+/// version whose schema is unchanged is not held to again.
+#[test]
+fn an_update_keeps_the_strict_verdict_unless_the_stored_crd_relaxes_it() {
+    let costly = json!({"type": "object", "properties": {"l": {"type": "array",
+        "items": {"type": "string"},
+        "x-kubernetes-validations": [{"rule": "self.all(x, self.all(y, x == y))"}]}}});
+    let m = crd(costly);
+    let created = errors(&m);
+    assert!(
+        created
+            .iter()
+            .any(|e| e.contains("estimated rule cost exceeds budget")),
+        "{created:?}"
+    );
+    // The same schema stored already: its rule's own cost is not judged again.
+    let same = validate_crd(&m, Some(&m), KubeVersion::NEWEST);
+    assert!(
+        !same
+            .iter()
+            .any(|e| e.detail.starts_with("estimated rule cost exceeds")),
+        "{same:?}"
+    );
+    // A stored CRD that broke nothing: the new one's errors stand as on a create.
+    let bad_set = crd(
+        json!({"type": "object", "properties": {"l": {"type": "array",
+        "x-kubernetes-list-type": "set", "items": {"type": "object",
+            "properties": {"a": {"type": "string"}}}}}}),
+    );
+    let fine = crd(
+        json!({"type": "object", "properties": {"l": {"type": "array",
+        "items": {"type": "string"}}}}),
+    );
+    let updated: Vec<String> = validate_crd(&bad_set, Some(&fine), KubeVersion::NEWEST)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(updated, errors(&bad_set));
+    assert_eq!(updated.len(), 1);
+}
