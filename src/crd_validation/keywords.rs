@@ -229,18 +229,13 @@ impl<'a> Keywords<'a> {
 /// `NewStructural` takes it: schema-valued keywords must hold objects
 /// (or lists and maps of them) and nothing a structural schema refuses.
 fn decodes(kw: Kw, v: &Value) -> bool {
+    if kw.refused(v) {
+        return false;
+    }
     let schemas = |a: &[Value]| a.iter().all(|x| x.is_object() || x.is_null());
     match kw {
-        // Refused by NewStructural unless empty (Go's zero value).
-        Kw::Id
-        | Kw::Schema
-        | Kw::Ref
-        | Kw::PatternProperties
-        | Kw::Dependencies
-        | Kw::AdditionalItems
-        | Kw::Definitions => is_zero(v) && kw.decodes_type(v),
-        Kw::PreserveUnknownFields => v.as_bool() == Some(true),
-        Kw::Items => v.is_object(),
+        // Refused unless empty, and then still a map.
+        Kw::Dependencies => v.is_object(),
         Kw::Validations => v.as_array().is_some_and(|rules| {
             rules.iter().all(|r| match r {
                 Value::Null => true,
@@ -276,13 +271,21 @@ fn decodes(kw: Kw, v: &Value) -> bool {
 }
 
 impl Kw {
-    /// For keywords refused unless empty: an empty value of a type Go
-    /// decodes (`""`, `{}`, `false` where a schema or bool may stand).
-    fn decodes_type(self, v: &Value) -> bool {
-        match self.expect() {
-            Expect::Str => v.is_string(),
-            Expect::SchemaMap | Expect::Dependencies => v.is_object(),
-            Expect::SchemaOrBool => v.is_boolean() || v.is_object(),
+    /// Whether `NewStructural` refuses the keyword with value `v`: the
+    /// keywords a structural schema cannot hold unless empty (Go's zero
+    /// value), `x-kubernetes-preserve-unknown-fields: false`, and a list of
+    /// `items`.
+    pub fn refused(self, v: &Value) -> bool {
+        match self {
+            Kw::Id
+            | Kw::Schema
+            | Kw::Ref
+            | Kw::PatternProperties
+            | Kw::Dependencies
+            | Kw::AdditionalItems
+            | Kw::Definitions => !is_zero(v),
+            Kw::PreserveUnknownFields => *v == Value::Bool(false),
+            Kw::Items => v.is_array(),
             _ => false,
         }
     }

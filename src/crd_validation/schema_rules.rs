@@ -288,18 +288,7 @@ fn decode_errors(s: &Obj, path: &mut FieldPath, out: &mut Decoded) {
             continue;
         }
         let Some(kw) = Kw::of(key) else { continue };
-        match kw {
-            Kw::Id
-            | Kw::Schema
-            | Kw::Ref
-            | Kw::PatternProperties
-            | Kw::Dependencies
-            | Kw::AdditionalItems
-            | Kw::Definitions => out.refused |= !is_zero(v),
-            Kw::PreserveUnknownFields => out.refused |= *v == Value::Bool(false),
-            Kw::Items => out.refused |= v.is_array(),
-            _ => {}
-        }
+        out.refused |= kw.refused(v);
         let exp = match kw.expect() {
             Expect::Any => continue,
             exp => exp,
@@ -440,20 +429,9 @@ pub fn new_structural_error(s: &Obj) -> Option<String> {
     let mut junctors: [&[Value]; 3] = [&[], &[], &[]];
     for (key, v) in s {
         let Some(kw) = Kw::of(key) else { continue };
+        refused |= kw.refused(v);
         match kw {
-            Kw::Id
-            | Kw::Schema
-            | Kw::Ref
-            | Kw::PatternProperties
-            | Kw::Dependencies
-            | Kw::AdditionalItems
-            | Kw::Definitions => refused |= !is_zero(v),
-            Kw::PreserveUnknownFields => refused |= *v == Value::Bool(false),
-            Kw::Items => match v {
-                Value::Array(_) => refused = true,
-                Value::Object(o) => items = Some(o),
-                _ => {}
-            },
+            Kw::Items => items = v.as_object(),
             Kw::Properties => props = v.as_object(),
             Kw::AdditionalProperties => additional = v.as_object(),
             Kw::Not => not = v.as_object(),
