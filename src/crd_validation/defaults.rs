@@ -4,31 +4,24 @@
 //! ([`crate::validate`]) does the validating, so defaults are judged by the
 //! same code that judges stored objects.
 //!
-//! Like the server, the walk follows `properties` and `items` only (defaults
-//! under `additionalProperties` are not validated), and treats the root as
-//! an embedded resource: `apiVersion`, `kind` and `metadata` are "inside
-//! metadata", where defaults are validated but never pruned.
+//! Like the server, only defaults reached through `properties` and `items`
+//! are checked (those under `additionalProperties` are not), and the root
+//! is an embedded resource: `apiVersion`, `kind` and `metadata` are "inside
+//! metadata", where defaults are validated but never pruned. The schema's
+//! single walk (`schema_rules`) finds them; this module checks them.
 
 use serde_json::Value;
 
 use super::SchemaOptions;
 use super::field::{FieldError, FieldPath};
 use super::json::Obj;
-use super::keywords::{Keywords, Kw};
 use crate::schema::Schema;
 use crate::validate::node::CompiledNode;
 use crate::validate::{PrunedKind, Validator, validate_at};
 
-/// Every default of the structural schema `root`, checked.
-pub fn validate_defaults(root: &Obj, path: &FieldPath, opts: &SchemaOptions) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    walk(root, None, &mut path.clone(), true, false, opts, &mut errs);
-    errs
-}
-
 /// One step on the defaults walk's path from the root: into `items`, or
 /// into the property of that name (with its place among the properties,
-/// which orders the errors as this module's walk would).
+/// which orders the errors as the server's walk does).
 #[derive(Clone, Copy)]
 pub(super) enum Step<'s> {
     Items,
@@ -46,8 +39,8 @@ impl Step<'_> {
     }
 }
 
-/// A node holding a `default`, found by a walk over the whole schema
-/// (`schema_rules`' single walk): what [`walk`] would check there.
+/// A node holding a `default`, found by `schema_rules`' walk over the
+/// whole schema, on the path the server's defaults walk follows.
 pub(super) struct Site<'s> {
     pub node: &'s Obj,
     pub default: &'s Value,
@@ -58,10 +51,10 @@ pub(super) struct Site<'s> {
 }
 
 /// The defaults of `sites` (parents before their descendants, as a walk
-/// from the root finds them), checked as [`validate_defaults`] checks them:
-/// a default's node is compiled once, and the defaults below it are
-/// checked against that compiled subtree. The errors come in the order
-/// [`validate_defaults`] gives.
+/// from the root finds them), checked: a default's node is compiled once
+/// (with its subtree), and the defaults below it are checked against that
+/// compiled subtree rather than compiling theirs again. The errors come in
+/// the order of a walk that takes a node's `items` before its properties.
 pub(super) fn validate_sites(sites: &[Site], opts: &SchemaOptions) -> Vec<FieldError> {
     // The sites form a tree: each hangs under the nearest site whose steps
     // begin its own.
@@ -106,7 +99,7 @@ fn is_below(above: &[Step], below: &[Step]) -> bool {
 
 /// Checks site `i` against `compiled` (its node as a default above it
 /// compiled it) or against its own node compiled alone, then the sites
-/// below it, as [`walk`] does.
+/// below it.
 fn check_site(
     sites: &[Site],
     children: &[Vec<usize>],
@@ -145,60 +138,6 @@ fn check_site(
             Some(n)
         });
         check_site(sites, children, c, below, opts, errs);
-    }
-}
-
-/// `compiled` is `s` as a default above it already compiled it (with its
-/// whole subtree): nested defaults reuse that instead of compiling their
-/// subtree, and its CEL rules, once more per level.
-fn walk(
-    s: &Obj,
-    compiled: Option<&CompiledNode>,
-    path: &mut FieldPath,
-    resource_root: bool,
-    inside_meta: bool,
-    opts: &SchemaOptions,
-    errs: &mut Vec<FieldError>,
-) {
-    let kws = Keywords::of(s);
-    let embedded = resource_root || kws.bool(Kw::EmbeddedResource);
-    let inside_meta = inside_meta && !embedded;
-    let default = kws.get(Kw::Default).filter(|d| !d.is_null());
-    // The node alone, compiled like a version schema (its own default does
-    // not matter for a value that is present), unless a default above
-    // already compiled it. A schema the validator cannot compile has its own
-    // error elsewhere (a pattern that does not compile).
-    let own = (default.is_some() && compiled.is_none())
-        .then(|| Schema::from_object(s).ok())
-        .flatten()
-        .and_then(|node| Validator::new(&node, opts.kube.minor).ok());
-    let compiled = compiled.or(own.as_ref().map(Validator::root));
-    if let (Some(default), Some(node)) = (default, compiled) {
-        check_default(node, default, path, inside_meta, opts, errs);
-    }
-    if let Some(i) = kws.items() {
-        walk(
-            i,
-            compiled.and_then(|c| c.items.as_deref()),
-            &mut path.push().child("items"),
-            false,
-            inside_meta,
-            opts,
-            errs,
-        );
-    }
-    for (name, p) in kws.properties() {
-        let sub_meta = inside_meta
-            || (embedded && matches!(name.as_str(), "metadata" | "apiVersion" | "kind"));
-        walk(
-            p,
-            compiled.and_then(|c| c.properties.get(name.as_str())),
-            &mut path.push().child("properties").key(name),
-            false,
-            sub_meta,
-            opts,
-            errs,
-        );
     }
 }
 

@@ -177,18 +177,19 @@ impl<'a> OldCrdFacts<'a> {
             suppress_per_expression_cost: false,
         };
         // Each schema converted and checked once, for both questions.
-        let structural: Vec<bool> = schemas
+        let checked: Vec<Option<Result<Vec<FieldError>, Vec<FieldError>>>> = schemas
             .iter()
             .map(|s| {
-                schema_rules::new_structural_error(s).is_none()
-                    && schema_rules::validate_structural(s, &root).is_empty()
+                schema_rules::new_structural_error(s)
+                    .is_none()
+                    .then(|| schema_rules::structural_then_defaults(s, &root, &opts))
             })
             .collect();
-        let non_structural = structural.iter().any(|ok| !ok);
-        let unpruned_defaults = schemas.iter().zip(&structural).any(|(s, ok)| {
-            *ok && defaults::validate_defaults(s, &root, &opts)
+        let non_structural = checked.iter().any(|c| !matches!(c, Some(Ok(_))));
+        let unpruned_defaults = checked.iter().any(|c| {
+            matches!(c, Some(Ok(defaults)) if defaults
                 .iter()
-                .any(|e| e.detail == "must not have unknown fields")
+                .any(|e| e.detail == "must not have unknown fields"))
         });
         // Three questions about single nodes, asked in one walk that stops
         // once all three are answered yes.

@@ -138,16 +138,7 @@ pub fn validate_validation(
         if let Some(msg) = conversion_error.clone() {
             structural_init_errs.push(FieldError::invalid(root_path.clone(), Value::from(""), msg));
         } else {
-            let mut structural = found.structural;
-            completeness_of_value_validation(
-                root,
-                Some(root),
-                &root_path,
-                &root_path,
-                &mut structural,
-            );
-            // Formatted once per error: a non-structural schema has thousands.
-            structural.sort_by_cached_key(ToString::to_string);
+            let structural = structural_errors(root, &root_path, found.structural);
             if !structural.is_empty() {
                 errs.extend(structural);
             } else {
@@ -495,15 +486,40 @@ enum Level {
     Field,
 }
 
-/// `structuralschema.ValidateStructural` for a root schema whose
-/// [`new_structural_error`] is `None`. Sorted like the server's list.
-pub fn validate_structural(root: &Obj, path: &FieldPath) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    invariants(root, Level::Root, &mut path.clone(), &mut errs);
-    completeness_of_value_validation(root, Some(root), path, path, &mut errs);
+/// `structuralschema.ValidateStructural`'s list for `root`, from the
+/// invariants the walk found: with the completeness of the root's value
+/// validations, sorted like the server's list.
+fn structural_errors(
+    root: &Obj,
+    path: &FieldPath,
+    mut invariants: Vec<FieldError>,
+) -> Vec<FieldError> {
+    completeness_of_value_validation(root, Some(root), path, path, &mut invariants);
     // Formatted once per error: a non-structural schema has thousands.
-    errs.sort_by_cached_key(ToString::to_string);
-    errs
+    invariants.sort_by_cached_key(ToString::to_string);
+    invariants
+}
+
+/// For a root schema whose [`new_structural_error`] is `None`: the errors
+/// of `structuralschema.ValidateStructural` (`Err`), or when there are none
+/// those of its defaults, as [`validate_validation`] judges them. What the
+/// server's update rules ask of the stored CRD.
+pub fn structural_then_defaults(
+    root: &Obj,
+    path: &FieldPath,
+    opts: &SchemaOptions,
+) -> Result<Vec<FieldError>, Vec<FieldError>> {
+    let opts = SchemaOptions {
+        require_structural: true,
+        ..*opts
+    };
+    let (found, _, _) = walk_schema(root, path, &opts, true);
+    let structural = structural_errors(root, path, found.structural);
+    if structural.is_empty() {
+        Ok(defaults::validate_sites(&found.defaults, &opts))
+    } else {
+        Err(structural)
+    }
 }
 
 fn type_of(s: &Obj) -> &str {
@@ -524,36 +540,8 @@ fn is_int_or_string_any_of(branches: &[Value]) -> bool {
     branches.len() == 2 && only_type(&branches[0], "integer") && only_type(&branches[1], "string")
 }
 
-/// The invariants of the structural subtree `s`: [`invariants_node`] on
-/// every node reached through `items`, `properties` and
-/// `additionalProperties`. [`Walker::walk`] visits the same nodes and checks
-/// them on its way; this walk serves the stored CRD's facts.
-fn invariants(s: &Obj, lvl: Level, path: &mut FieldPath, errs: &mut Vec<FieldError>) {
-    let kws = Keywords::of(s);
-    invariants_node(&kws, lvl, path, errs);
-    if let Some(i) = kws.items() {
-        invariants(i, Level::Item, &mut path.push().child("items"), errs);
-    }
-    for (k, p) in kws.properties() {
-        invariants(
-            p,
-            Level::Field,
-            &mut path.push().child("properties").key(k),
-            errs,
-        );
-    }
-    if let AdditionalProperties::Schema(o) = kws.additional_properties() {
-        invariants(
-            o,
-            Level::Field,
-            &mut path.push().child("additionalProperties"),
-            errs,
-        );
-    }
-}
-
-/// One node's structural invariants (its children are checked by the
-/// caller's walk). The errors are sorted in the end, so the order in which
+/// One node's structural invariants (its children are checked by
+/// [`Walker::walk`] on its way down). The errors are sorted in the end, so the order in which
 /// nodes are visited does not matter.
 fn invariants_node(kws: &Keywords, lvl: Level, path: &mut FieldPath, errs: &mut Vec<FieldError>) {
     let ty = kws.ty();
