@@ -19,7 +19,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use crate::config::Config;
-use crate::diff::{StoredVersionsArg, entries, report};
+use crate::diff::{StoredVersionsArg, Verdicts, entries_judged, judging, report};
 use crate::locate::locate_crds;
 use crate::manifest::{self, DocRef, Outline, Positions, Source};
 use crate::report::{CrdReport, Report, SkippedDocument};
@@ -123,11 +123,17 @@ fn run(
         limits.batch_bytes,
         old.is_some(),
     )? {
-        let [old_set, new_set] = manifest::load_documents(
-            [(outlines[0], &batch[0]), (outlines[1], &batch[1])],
-            positions,
-        )?;
-        let mut done: Vec<CrdReport> = entries(&old_set, &new_set, stored, config);
+        let [old_side, new_side] = judging(config, |judge| {
+            manifest::load_documents(
+                [(outlines[0], &batch[0]), (outlines[1], &batch[1])],
+                positions,
+                judge,
+            )
+        })?;
+        let old_set = old_side.set;
+        let (new_set, verdicts) = Verdicts::of(new_side, config);
+        let mut done: Vec<CrdReport> =
+            entries_judged(&old_set, &new_set, &verdicts, stored, config);
         if positions != Positions::Never {
             locate_crds(&mut done, &old_set, &new_set);
         }

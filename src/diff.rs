@@ -3,10 +3,13 @@
 
 use std::collections::BTreeMap;
 
-use crate::compare::{self, StoredVersions};
+use crate::compare::{self, Finding, StoredVersions};
 use crate::config::Config;
-use crate::crd_validation;
-use crate::manifest::ManifestSet;
+use crate::crd::Crd;
+use crate::crd_validation::{self, KubeVersion};
+use crate::manifest::{
+    self, Inspect, Inspected, ManifestError, ManifestSet, Source, SourceOptions,
+};
 use crate::report::{CrdReport, CrdStatus, Report, SkippedDocument};
 
 /// What `--stored-versions` said: a list for every CRD, and lists for
@@ -55,6 +58,86 @@ impl StoredVersionsArg {
     }
 }
 
+/// `invalidCrd`'s findings on the CRDs of a new side, each judged as a
+/// create while the side was read (see [`load`]): `each[i]` is for
+/// `new.crds[i]`, `None` for a CRD that was not judged then.
+///
+/// A CRD is judged alone, on the thread that parsed it, while its tree is
+/// still in the cache and while the old side is still being read. The old
+/// CRD only matters when the new one is refused (`validate_crd` relaxes
+/// rules only then, and the API-approval and `preserveUnknownFields` rules
+/// only ever drop an error for what the stored CRD already had): a verdict
+/// with no finding is final; one with findings is judged again with the old
+/// CRD when there is one.
+#[derive(Debug, Clone, Default)]
+pub struct Verdicts {
+    kube: Option<KubeVersion>,
+    each: Vec<Option<Vec<Finding>>>,
+}
+
+impl Verdicts {
+    /// What was read with [`judging`], as verdicts on its CRDs.
+    pub(crate) fn of(
+        inspected: Inspected<Vec<Finding>>,
+        config: &Config,
+    ) -> (ManifestSet, Verdicts) {
+        let verdicts = Verdicts {
+            kube: Some(config.kube_version),
+            each: inspected.results,
+        };
+        (inspected.set, verdicts)
+    }
+
+    /// The findings on `new.crds[i]` that stand as they are, for the
+    /// version `config` judges against; `None` when the CRD must be judged
+    /// (again).
+    fn standing(&self, i: usize, has_old: bool, config: &Config) -> Option<&[Finding]> {
+        if self.kube != Some(config.kube_version) || config.skip_crd_validation {
+            return None;
+        }
+        let found = self.each.get(i)?.as_deref()?;
+        (found.is_empty() || !has_old).then_some(found)
+    }
+}
+
+/// Runs `read` with what judges each new CRD as it is read (nothing when
+/// `config` turns the check off).
+pub(crate) fn judging<R>(config: &Config, read: impl FnOnce(Inspect<Vec<Finding>>) -> R) -> R {
+    let kube = config.kube_version;
+    let judge = move |crd: &Crd| crd_validation::findings(&crd.manifest, None, kube);
+    read((!config.skip_crd_validation).then_some(&judge))
+}
+
+/// Reads both sides of a `diff` at once, the new side's CRDs judged as
+/// they are read ([`Verdicts`]).
+pub fn load(
+    old: &[Source],
+    new: &[Source],
+    opts: &SourceOptions,
+    config: &Config,
+) -> (
+    Result<ManifestSet, ManifestError>,
+    Result<(ManifestSet, Verdicts), ManifestError>,
+) {
+    let (old, new) = judging(config, |judge| {
+        manifest::load_both_inspecting(old, new, opts, judge)
+    });
+    (old, new.map(|n| Verdicts::of(n, config)))
+}
+
+/// Reads the sources of `lint` (a new side alone), judging its CRDs as
+/// they are read.
+pub fn load_new(
+    sources: &[Source],
+    opts: &SourceOptions,
+    config: &Config,
+) -> Result<(ManifestSet, Verdicts), ManifestError> {
+    judging(config, |judge| {
+        manifest::load_with_inspecting(sources, opts, judge)
+    })
+    .map(|n| Verdicts::of(n, config))
+}
+
 /// Compares every CRD of `new` with its namesake in `old`.
 pub fn diff(
     old: &ManifestSet,
@@ -62,7 +145,18 @@ pub fn diff(
     stored: &StoredVersionsArg,
     config: &Config,
 ) -> Report {
-    let crds = entries(old, new, stored, config);
+    diff_judged(old, new, &Verdicts::default(), stored, config)
+}
+
+/// [`diff`], with the verdicts [`load`] made on the CRDs of `new`.
+pub fn diff_judged(
+    old: &ManifestSet,
+    new: &ManifestSet,
+    verdicts: &Verdicts,
+    stored: &StoredVersionsArg,
+    config: &Config,
+) -> Report {
+    let crds = entries_judged(old, new, verdicts, stored, config);
     let skipped: Vec<SkippedDocument> = old
         .skipped
         .iter()
@@ -111,14 +205,30 @@ pub fn entries(
     stored: &StoredVersionsArg,
     config: &Config,
 ) -> Vec<CrdReport> {
+    entries_judged(old, new, &Verdicts::default(), stored, config)
+}
+
+/// [`entries`], with the verdicts made on the CRDs of `new` as they were
+/// read: only the CRDs without a standing one are judged here.
+pub fn entries_judged(
+    old: &ManifestSet,
+    new: &ManifestSet,
+    verdicts: &Verdicts,
+    stored: &StoredVersionsArg,
+    config: &Config,
+) -> Vec<CrdReport> {
     let policy = config.policy();
+    let standing = |i: usize| {
+        let has_old = old.get(&new.crds[i].crd.name).is_some();
+        verdicts.standing(i, has_old, config)
+    };
     // Validating a CRD and comparing it do not depend on each other, nor do
     // different CRDs: all of them are spread over the cores, so a single
     // large CRD is validated on one core while it is compared on another.
     let weights: Vec<usize> = new.crds.iter().map(|n| n.crd.schema_nodes()).collect();
     let mut jobs = Vec::with_capacity(2 * new.crds.len());
     for i in 0..new.crds.len() {
-        if !config.skip_crd_validation {
+        if !config.skip_crd_validation && standing(i).is_none() {
             jobs.push((i, Task::Validate));
         }
         jobs.push((i, Task::Compare));
@@ -155,6 +265,11 @@ pub fn entries(
     for ((i, task), (findings, stored_versions)) in jobs.iter().zip(done) {
         // The server's own verdict on the new CRD comes first: a CRD it
         // refuses is never applied, whatever the comparison says.
+        if let Task::Compare = task
+            && let Some(judged) = standing(*i)
+        {
+            raw.extend_from_slice(judged);
+        }
         raw.extend(findings);
         if let Task::Validate = task {
             continue;
@@ -269,6 +384,102 @@ spec:
             assert!(!checks(1).contains(&Check::InvalidCrd), "{fields}");
             assert!(!checks(1).is_empty(), "{fields}: maxLength lowered");
         }
+    }
+
+    /// A CRD whose one rule is over the cost limit for a single rule.
+    fn costly(name: &str) -> String {
+        format!(
+            "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: {name}.example.com
+spec:
+  group: example.com
+  names: {{plural: {name}, singular: {name}s, kind: K{name}, listKind: K{name}List}}
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            l:
+              type: array
+              items: {{type: string}}
+              x-kubernetes-validations:
+                - rule: self.all(x, self.all(y, x == y))
+"
+        )
+    }
+
+    /// The new side's CRDs judged as they are read give the report of
+    /// judging them during the comparison: a refused CRD with an old
+    /// namesake is judged again with it (the cost of a single rule is not
+    /// held against a schema the cluster already stores), one without
+    /// keeps its verdict, and verdicts made for another Kubernetes version
+    /// are not used.
+    #[test]
+    fn verdicts_made_while_reading_give_the_report_of_judging_later() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let old_file = dir.path().join("old.yaml");
+        let new_file = dir.path().join("new.yaml");
+        std::fs::write(&old_file, costly("alphas")).expect("old.yaml written");
+        std::fs::write(
+            &new_file,
+            format!("{}---\n{}", costly("alphas"), costly("betas")),
+        )
+        .expect("new.yaml written");
+        let config = Config::default();
+        let (old, new) = load(
+            &[Source::Path(old_file)],
+            &[Source::Path(new_file)],
+            &SourceOptions::default(),
+            &config,
+        );
+        let (old, (new, verdicts)) = (old.expect("old reads"), new.expect("new reads"));
+        let refused = |f: &Option<Vec<Finding>>| {
+            f.as_ref()
+                .is_some_and(|f| f.iter().any(|f| f.message.contains("estimated rule cost")))
+        };
+        assert_eq!(verdicts.each.len(), 2);
+        assert!(verdicts.each.iter().all(refused), "{:?}", verdicts.each);
+        let stored = StoredVersionsArg::default();
+        let as_json = |r: &Report| serde_json::to_value(r).expect("a report serializes");
+        let judged = diff_judged(&old, &new, &verdicts, &stored, &config);
+        assert_eq!(
+            as_json(&judged),
+            as_json(&diff(&old, &new, &stored, &config))
+        );
+        // The stored CRD spares `alphas` the single rule's limit, not the
+        // whole schema's.
+        let rule_cost = |i: usize| {
+            judged.crds[i].findings.iter().any(|f| {
+                f.message
+                    .contains("refuses this CRD: Forbidden: estimated rule cost")
+            })
+        };
+        assert_eq!((rule_cost(0), rule_cost(1)), (false, true));
+        let other = Config {
+            kube_version: KubeVersion { minor: 30 },
+            ..Config::default()
+        };
+        assert_eq!(
+            as_json(&diff_judged(&old, &new, &verdicts, &stored, &other)),
+            as_json(&diff(&old, &new, &stored, &other))
+        );
+        let off = Config {
+            skip_crd_validation: true,
+            ..Config::default()
+        };
+        let unchecked = diff_judged(&old, &new, &verdicts, &stored, &off);
+        assert!(
+            unchecked
+                .crds
+                .iter()
+                .all(|c| c.findings.iter().all(|f| f.check != Check::InvalidCrd))
+        );
     }
 
     #[test]

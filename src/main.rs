@@ -25,7 +25,8 @@ use crd_safety::change::{Answer, Confirm, Decision, Proposal, Question, decide, 
 use crd_safety::cluster::{self, KubeFlags};
 use crd_safety::compare::Check;
 use crd_safety::config::{Config, FailMode, Mode};
-use crd_safety::diff::{StoredVersionsArg, diff};
+use crd_safety::diff;
+use crd_safety::diff::{StoredVersionsArg, diff_judged};
 use crd_safety::live::LiveCheck;
 use crd_safety::locate::locate;
 use crd_safety::manifest::{self, HelmOptions, Positions, Source, SourceOptions};
@@ -257,10 +258,10 @@ fn run_diff(args: DiffArgs) -> Result<u8, Failure> {
     let (mut report, old, new) = match batched {
         Some(report) => (report, Default::default(), Default::default()),
         None => {
-            let (old, new) = manifest::load_both(&old_source, &new_source, &opts);
+            let (old, new) = diff::load(&old_source, &new_source, &opts, &config);
             let old = old.map_err(|e| Failure::Input(e.to_string()))?;
-            let new = new.map_err(|e| Failure::Input(e.to_string()))?;
-            let report = diff(&old, &new, &stored, &config);
+            let (new, verdicts) = new.map_err(|e| Failure::Input(e.to_string()))?;
+            let report = diff_judged(&old, &new, &verdicts, &stored, &config);
             (report, old, new)
         }
     };
@@ -320,9 +321,15 @@ fn run_lint(args: LintArgs) -> Result<u8, Failure> {
     {
         Some(report) => (report, manifest::ManifestSet::default()),
         None => {
-            let new =
-                manifest::load_with(&sources, &opts).map_err(|e| Failure::Input(e.to_string()))?;
-            let report = diff(&none, &new, &StoredVersionsArg::default(), &config);
+            let (new, verdicts) = diff::load_new(&sources, &opts, &config)
+                .map_err(|e| Failure::Input(e.to_string()))?;
+            let report = diff_judged(
+                &none,
+                &new,
+                &verdicts,
+                &StoredVersionsArg::default(),
+                &config,
+            );
             (report, new)
         }
     };

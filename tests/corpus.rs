@@ -4,7 +4,9 @@
 //! reasons, except the few [`NOT_BREAKING`] lists, checked by hand, which
 //! must not be. Stored versions come from the project's history in the corpus,
 //! as PAIRS.md computes them: every version that was the storage version in
-//! a release up to the old one.
+//! a release up to the old one. Each pair is read as `diff` reads it, the
+//! new CRDs judged by `invalidCrd` while they are parsed, and the report
+//! must be the one judging them during the comparison gives.
 //!
 //! Outside CI a missing corpus skips the test with a notice; with CI=true it
 //! fails.
@@ -17,8 +19,8 @@ use support::corpus::corpus_dir;
 
 use crd_safety::compare::{Check, Severity};
 use crd_safety::config::Config;
-use crd_safety::diff::{StoredVersionsArg, diff};
-use crd_safety::manifest::{self, Source};
+use crd_safety::diff::{StoredVersionsArg, diff, diff_judged, load};
+use crd_safety::manifest::{Source, SourceOptions};
 use serde_json::Value;
 
 fn read_json(path: &Path) -> Value {
@@ -146,14 +148,20 @@ fn every_corpus_pair_compares_and_unsafe_pairs_are_flagged_with_the_right_checks
         let old_dir = pair["old_dir"].as_str().unwrap_or_default();
         let new_dir = pair["new_dir"].as_str().unwrap_or_default();
         let label = format!("{old_dir} -> {new_dir}");
-        let old = match manifest::load(&[Source::Path(dir.join(old_dir))]) {
+        let (old, new) = load(
+            &[Source::Path(dir.join(old_dir))],
+            &[Source::Path(dir.join(new_dir))],
+            &SourceOptions::default(),
+            &config,
+        );
+        let old = match old {
             Ok(s) => s,
             Err(e) => {
                 problems.push(format!("{label}: tool error on old side: {e}"));
                 continue;
             }
         };
-        let new = match manifest::load(&[Source::Path(dir.join(new_dir))]) {
+        let (new, verdicts) = match new {
             Ok(s) => s,
             Err(e) => {
                 problems.push(format!("{label}: tool error on new side: {e}"));
@@ -164,7 +172,13 @@ fn every_corpus_pair_compares_and_unsafe_pairs_are_flagged_with_the_right_checks
             history.get(project).map(Vec::as_slice).unwrap_or_default(),
             pair["old"].as_str().unwrap_or_default(),
         );
-        let report = diff(&old, &new, &stored, &config);
+        let report = diff_judged(&old, &new, &verdicts, &stored, &config);
+        let as_json = |r| serde_json::to_value(r).expect("a report serializes");
+        if as_json(&report) != as_json(&diff(&old, &new, &stored, &config)) {
+            problems.push(format!(
+                "{label}: the CRDs judged while read give another report"
+            ));
+        }
         compared += 1;
         if pair["verdict"] != "UNSAFE" {
             continue;

@@ -286,9 +286,48 @@ pub fn load_both(
     Result<ManifestSet, ManifestError>,
     Result<ManifestSet, ManifestError>,
 ) {
+    let (old, new) = load_both_inspecting::<()>(old, new, opts, None);
+    (old, new.map(|i| i.set))
+}
+
+/// Work done on each CRD of a side right where it was parsed: on the
+/// parsing thread, while the CRD's tree is still in the cache, and
+/// alongside the parsing of everything else. `diff` judges each new CRD
+/// this way (`invalidCrd`), which spares it a second trip through memory
+/// for the whole tree and lets the judging overlap the old side's parsing.
+pub type Inspect<'a, T> = Option<&'a (dyn Fn(&Crd) -> T + Sync)>;
+
+/// A side read with an [`Inspect`]: `results[i]` is what it returned for
+/// `set.crds[i]`; `None` for a CRD it did not see (one inside a `List`,
+/// read out after the parsing), which the caller inspects itself.
+#[derive(Debug, Clone)]
+pub struct Inspected<T> {
+    pub set: ManifestSet,
+    pub results: Vec<Option<T>>,
+}
+
+impl<T> Default for Inspected<T> {
+    fn default() -> Self {
+        Inspected {
+            set: ManifestSet::default(),
+            results: Vec::new(),
+        }
+    }
+}
+
+/// [`load_both`], with `inspect` run on each CRD of `new`.
+pub fn load_both_inspecting<T: Send>(
+    old: &[Source],
+    new: &[Source],
+    opts: &SourceOptions,
+    inspect: Inspect<T>,
+) -> (
+    Result<ManifestSet, ManifestError>,
+    Result<Inspected<T>, ManifestError>,
+) {
     std::thread::scope(|scope| {
         let old = scope.spawn(|| load_with(old, opts));
-        let new = load_with(new, opts);
+        let new = load_with_inspecting(new, opts, inspect);
         // A panic while reading is a bug: raised here as it would be on
         // this thread.
         let old = old.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
@@ -299,21 +338,33 @@ pub fn load_both(
 /// Reads every source into one set. An empty result is an error: a
 /// comparison against nothing would pass silently.
 pub fn load_with(sources: &[Source], opts: &SourceOptions) -> Result<ManifestSet, ManifestError> {
-    let mut set = ManifestSet::default();
+    load_with_inspecting::<()>(sources, opts, None).map(|i| i.set)
+}
+
+/// [`load_with`], with `inspect` run on each CRD.
+pub fn load_with_inspecting<T: Send>(
+    sources: &[Source],
+    opts: &SourceOptions,
+    inspect: Inspect<T>,
+) -> Result<Inspected<T>, ManifestError> {
+    let mut out = Inspected {
+        set: ManifestSet::default(),
+        results: Vec::new(),
+    };
     let mut documents = 0usize;
     for source in sources {
-        let texts = read_texts(source, opts, &mut set.notices)?;
-        documents += load_texts(texts, opts.positions, &mut set)?;
+        let texts = read_texts(source, opts, &mut out.set.notices)?;
+        documents += load_texts(texts, opts.positions, &mut out, inspect)?;
     }
-    if set.crds.is_empty() {
+    if out.set.crds.is_empty() {
         let names: Vec<String> = sources.iter().map(ToString::to_string).collect();
         return Err(ManifestError::NoCrds {
             input: names.join(", "),
             documents,
-            skipped: set.skipped.len(),
+            skipped: out.set.skipped.len(),
         });
     }
-    Ok(set)
+    Ok(out)
 }
 
 /// The labelled texts one source holds, in reading order, before any
@@ -394,7 +445,13 @@ pub fn load_text(
         is_json,
         text: text.to_string(),
     };
-    load_texts(vec![text], Positions::OnDemand, set)
+    let mut out = Inspected::<()> {
+        set: std::mem::take(set),
+        results: Vec::new(),
+    };
+    let read = load_texts(vec![text], Positions::OnDemand, &mut out, None);
+    *set = out.set;
+    read
 }
 
 /// One document to parse, with the label of the text it came from.
@@ -414,7 +471,8 @@ impl Job<'_> {
 
     /// The document parsed and, when it is a CRD, read into the model: that
     /// is a fifth of the work on a document, and it too runs in parallel.
-    fn parse(&self) -> Result<Option<(Parsed, Location, DocumentText)>, ManifestError> {
+    /// A CRD read into the model is then inspected, if asked.
+    fn parse<T>(&self, inspect: Inspect<T>) -> Result<Option<Document<T>>, ManifestError> {
         let document = match self {
             Job::Json(text, file) => {
                 let (value, location) = parse_json(text, file)?;
@@ -424,7 +482,45 @@ impl Job<'_> {
                 split::parse(piece, file, *positions == Positions::Recorded)?
             }
         };
-        Ok(document.map(|(value, location, text)| (Parsed::of(value), location, text)))
+        Ok(document.map(|(value, location, text)| {
+            let parsed = Parsed::of(value);
+            let inspected = match (&parsed, inspect) {
+                (Parsed::Crd(crd), Some(inspect)) => crd.as_ref().as_ref().ok().map(inspect),
+                _ => None,
+            };
+            Document {
+                parsed,
+                location,
+                text,
+                inspected,
+            }
+        }))
+    }
+}
+
+/// One parsed document, and what an [`Inspect`] made of it.
+struct Document<T> {
+    parsed: Parsed,
+    location: Location,
+    text: DocumentText,
+    inspected: Option<T>,
+}
+
+impl<T> Document<T> {
+    /// Adds the document to `out`: CRDs to the set with their inspection
+    /// (none for those a `List` holds), anything else to the skipped.
+    fn add(self, positions: Positions, out: &mut Inspected<T>) -> Result<(), ManifestError> {
+        let text = (positions != Positions::Never).then(|| Arc::new(self.text));
+        let before = out.set.crds.len();
+        match self.parsed {
+            Parsed::Crd(crd) => add_crd(*crd, self.location, text, &mut out.set)?,
+            Parsed::Other(value) => add_object(value, self.location, text, &mut out.set)?,
+        }
+        let mut inspected = self.inspected;
+        for _ in before..out.set.crds.len() {
+            out.results.push(inspected.take());
+        }
+        Ok(())
     }
 }
 
@@ -459,10 +555,11 @@ fn is_crd(value: &Value) -> bool {
 /// the one a sequential read would stop at. Returns the documents read.
 /// Each text is let go once cut into documents, so a file is never held
 /// twice while the documents parse.
-fn load_texts(
+fn load_texts<T: Send>(
     texts: Vec<Text>,
     positions: Positions,
-    set: &mut ManifestSet,
+    out: &mut Inspected<T>,
+    inspect: Inspect<T>,
 ) -> Result<usize, ManifestError> {
     let labels: Vec<String> = texts.iter().map(|t| t.label.clone()).collect();
     let mut jobs = Vec::new();
@@ -483,20 +580,17 @@ fn load_texts(
     // YAML parsing is most of a `diff`'s time, and documents parse
     // independently.
     let mut results =
-        crate::parallel::map(&jobs, Job::size, PARALLEL_PARSE_BYTES, Job::parse).into_iter();
+        crate::parallel::map(&jobs, Job::size, PARALLEL_PARSE_BYTES, |j| j.parse(inspect))
+            .into_iter();
     let mut documents = 0;
     for count in per_text {
         for result in results.by_ref().take(count) {
-            if let Some((parsed, location, text)) = result? {
+            if let Some(document) = result? {
                 documents += 1;
-                let text = (positions != Positions::Never).then(|| Arc::new(text));
-                match parsed {
-                    Parsed::Crd(crd) => add_crd(*crd, location, text, set)?,
-                    Parsed::Other(value) => add_object(value, location, text, set)?,
-                }
+                document.add(positions, out)?;
             }
         }
-        set.files += 1;
+        out.set.files += 1;
     }
     Ok(documents)
 }
@@ -702,6 +796,49 @@ spec:
         assert_eq!(set.crds[0].location.line, 5);
         assert_eq!(set.skipped.len(), 1);
         assert_eq!(set.skipped[0].kind, "v1 Namespace");
+    }
+
+    /// What an inspection returns lines up with the set's CRDs: one per CRD
+    /// parsed as a document, none for a CRD read out of a `List` afterwards
+    /// or for a document of another kind.
+    #[test]
+    fn inspections_line_up_with_the_crds_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let indented: String = CRD.lines().map(|l| format!("  {l}\n")).collect();
+        let listed = format!("apiVersion: v1\nkind: List\nitems:\n-\n{indented}")
+            .replace("widgets", "gadgets");
+        let other = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n";
+        std::fs::write(
+            dir.path().join("a.yaml"),
+            format!("{CRD}---\n{other}---\n{listed}"),
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("b.yaml"), CRD.replace("widgets", "things")).unwrap();
+        let names = |crd: &Crd| crd.name.clone();
+        let read = load_with_inspecting(
+            &[Source::Path(dir.path().to_path_buf())],
+            &SourceOptions::default(),
+            Some(&names),
+        )
+        .unwrap();
+        let crds: Vec<&str> = read.set.crds.iter().map(|c| c.crd.name.as_str()).collect();
+        assert_eq!(
+            crds,
+            [
+                "widgets.example.com",
+                "gadgets.example.com",
+                "things.example.com"
+            ]
+        );
+        assert_eq!(
+            read.results,
+            [
+                Some("widgets.example.com".to_string()),
+                None,
+                Some("things.example.com".to_string())
+            ]
+        );
+        assert_eq!(read.set.skipped.len(), 1);
     }
 
     #[test]

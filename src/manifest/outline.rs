@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use super::SharedText;
 use super::split::{self, Piece};
-use super::{ManifestSet, Parsed, Positions, add_crd, add_object, collect_files, is_manifest};
+use super::{Inspect, Inspected, Positions, collect_files, is_manifest};
 use crate::manifest::{Job, chart};
 
 /// The documents of one side, file by file in reading order.
@@ -111,11 +111,13 @@ pub fn outline(files: Vec<PathBuf>) -> Option<Outline> {
 /// Parses the documents `refs` of `outline` (read again from their files)
 /// into a set, in the order given. `None` when a file changed since it was
 /// outlined, a document does not parse, or a parse disagrees with its
-/// outline: the caller then reads the sources the ordinary way.
-pub fn load_documents(
+/// outline: the caller then reads the sources the ordinary way. The CRDs of
+/// the second side (the new one) are inspected with `inspect_new`.
+pub fn load_documents<T: Send>(
     sides: [(&Outline, &[DocRef]); 2],
     positions: Positions,
-) -> Option<[ManifestSet; 2]> {
+    inspect_new: Inspect<T>,
+) -> Option<[Inspected<T>; 2]> {
     let mut labels = Vec::new();
     let mut jobs = Vec::new();
     let mut heads = Vec::new();
@@ -153,32 +155,32 @@ pub fn load_documents(
             jobs.push(pieces.remove(r)?);
         }
     }
-    let jobs: Vec<Job> = jobs
+    let jobs: Vec<(Job, usize)> = jobs
         .into_iter()
         .zip(&labels)
-        .map(|(piece, label)| Job::Yaml(piece, label, positions))
+        .zip(&heads)
+        .map(|((piece, label), (side, _))| (Job::Yaml(piece, label, positions), *side))
         .collect();
-    let parsed = crate::parallel::map(&jobs, Job::size, super::PARALLEL_PARSE_BYTES, Job::parse);
-    let mut sets = [ManifestSet::default(), ManifestSet::default()];
+    let parsed = crate::parallel::map(
+        &jobs,
+        |(job, _)| job.size(),
+        super::PARALLEL_PARSE_BYTES,
+        |(job, side)| job.parse(if *side == 1 { inspect_new } else { None }),
+    );
+    let mut sets = [Inspected::default(), Inspected::default()];
     for (result, (side, crd)) in parsed.into_iter().zip(heads) {
-        let (parsed, location, text) = result.ok()??;
-        let set = &mut sets[side];
-        let text = (positions != Positions::Never).then(|| Arc::new(text));
-        let before = set.crds.len();
-        match (parsed, crd) {
-            (Parsed::Crd(crd), Some(name)) => {
-                add_crd(*crd, location, text, set).ok()?;
-                if set.crds.last()?.crd.name != name {
-                    return None;
-                }
-            }
-            (Parsed::Other(value), None) => {
-                add_object(value, location, text, set).ok()?;
-                if set.crds.len() != before {
-                    return None;
-                }
-            }
-            _ => return None,
+        let document = result.ok()??;
+        let out = &mut sets[side];
+        let before = out.set.crds.len();
+        document.add(positions, out).ok()?;
+        // The parse must agree with the outline: one CRD of that name, or
+        // nothing but a skipped document.
+        let agrees = match crd {
+            Some(name) => out.set.crds.len() == before + 1 && out.set.crds.last()?.crd.name == name,
+            None => out.set.crds.len() == before,
+        };
+        if !agrees {
+            return None;
         }
     }
     Some(sets)
