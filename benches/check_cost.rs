@@ -48,11 +48,13 @@ fn cpu() -> Duration {
     }
 }
 
-/// Runs `f` on a thread of its own. The check caches compiled rules and
-/// patterns per thread; a `kubectl crd-safety` process starts with none, so
-/// each measured run starts on a fresh thread, its caches empty, rather than
-/// reusing what earlier rounds compiled.
+/// Runs `f` on a thread of its own. The check caches compiled rules per
+/// thread, and patterns for the whole process; a `kubectl crd-safety`
+/// process starts with none, so each measured run starts on a fresh thread
+/// with the pattern caches emptied, rather than reusing what earlier rounds
+/// compiled.
 fn fresh<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    crd_safety::validate::regex::forget_patterns();
     std::thread::scope(|s| match s.spawn(f).join() {
         Ok(r) => r,
         Err(p) => std::panic::resume_unwind(p),

@@ -30,7 +30,7 @@
 //! levels of nesting) are approximated by a nesting check and a larger Rust
 //! size limit.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, Mutex};
 
 use regex::{Regex, RegexBuilder};
 use thiserror::Error;
@@ -408,51 +408,59 @@ impl LazyPattern {
     }
 }
 
-/// [`compile_go`], remembered per thread by the pattern's text. Checking a
-/// CRD builds one validator per `default`, each over the node's subtree, and
-/// those subtrees share their patterns (and versions share whole schemas).
-/// The matcher itself is shared, not cloned: a clone of a `Regex` starts
-/// with an empty cache, and a first match (the lazy DFA's tables, its first
-/// states) costs many times what later matches do.
+/// [`compile_go`], remembered by the pattern's text for the whole process.
+/// Checking a CRD builds one validator per `default`, each over the node's
+/// subtree, and those subtrees share their patterns (and versions share
+/// whole schemas). The matcher itself is shared, not cloned: a clone of a
+/// `Regex` starts with an empty cache, and a first match (the lazy DFA's
+/// tables, its first states) costs many times what later matches do.
 fn compile_go_cached(pattern: &str) -> Result<Arc<Regex>, String> {
-    type Built = foldhash::HashMap<String, Result<Arc<Regex>, String>>;
-    thread_local! {
-        static BUILT: std::cell::RefCell<Built> = Default::default();
-    }
-    if let Some(hit) = BUILT.with(|b| b.borrow().get(pattern).cloned()) {
+    if let Some(hit) = locked(&BUILT).get(pattern).cloned() {
         return hit;
     }
+    // Built outside the lock: two threads may build the same pattern once
+    // each, but none waits for another's build.
     let built = compile_go(pattern).map(Arc::new).map_err(|e| e.to_string());
-    BUILT.with(|b| {
-        let mut b = b.borrow_mut();
-        if b.len() > 1024 {
-            b.clear();
-        }
-        b.insert(pattern.to_string(), built.clone());
-    });
+    let mut b = locked(&BUILT);
+    if b.len() > 1024 {
+        b.clear();
+    }
+    b.insert(pattern.to_string(), built.clone());
     built
 }
 
-/// [`check_go`], with the patterns that passed remembered per thread: the
-/// same patterns recur across the versions and CRDs of a release, and the
-/// validators built for `default` values check them again and again.
+/// [`check_go`], with the patterns that passed remembered for the whole
+/// process: the same patterns recur across the versions and CRDs of a
+/// release (whichever thread checks them), and the validators built for
+/// `default` values check them again and again.
 pub fn check_go_cached(pattern: &str) -> Result<(), PatternError> {
-    thread_local! {
-        static GOOD: std::cell::RefCell<foldhash::HashSet<String>> =
-            Default::default();
-    }
-    if GOOD.with(|g| g.borrow().contains(pattern)) {
+    if locked(&GOOD).contains(pattern) {
         return Ok(());
     }
     check_go(pattern)?;
-    GOOD.with(|g| {
-        let mut g = g.borrow_mut();
-        if g.len() > 4096 {
-            g.clear();
-        }
-        g.insert(pattern.to_string());
-    });
+    let mut g = locked(&GOOD);
+    if g.len() > 4096 {
+        g.clear();
+    }
+    g.insert(pattern.to_string());
     Ok(())
+}
+
+type Built = foldhash::HashMap<String, Result<Arc<Regex>, String>>;
+static BUILT: LazyLock<Mutex<Built>> = LazyLock::new(Default::default);
+static GOOD: LazyLock<Mutex<foldhash::HashSet<String>>> = LazyLock::new(Default::default);
+
+/// Empties the process's caches of checked and built patterns, so that a
+/// benchmark can measure each run as a fresh process would make it.
+pub fn forget_patterns() {
+    locked(&BUILT).clear();
+    locked(&GOOD).clear();
+}
+
+/// A cache's lock. A thread that panicked while holding it left the cache
+/// whole (entries are inserted in one call), so a poisoned lock is used.
+fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn first_line(s: &str) -> String {
