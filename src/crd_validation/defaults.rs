@@ -17,6 +17,7 @@ use super::field::{FieldError, FieldPath};
 use super::json::Obj;
 use crate::schema::Schema;
 use crate::validate::node::CompiledNode;
+use crate::validate::scalar;
 use crate::validate::{PrunedKind, Validator, validate_at};
 
 /// One step on the defaults walk's path from the root: into `items`, or
@@ -109,6 +110,11 @@ fn check_site(
     errs: &mut Vec<(usize, FieldError)>,
 ) {
     let site = &sites[i];
+    // Most defaults are a scalar on a leaf declaring little: settled from
+    // the node as written, without building a validator for it.
+    if children[i].is_empty() && scalar::surely_valid(site.node, site.default) {
+        return;
+    }
     let own = compiled
         .is_none()
         .then(|| Schema::from_object(site.node).ok())

@@ -41,6 +41,7 @@ pub(crate) mod formats;
 mod list_type;
 pub(crate) mod node;
 pub mod regex;
+pub(crate) mod scalar;
 mod trail;
 mod walk;
 
