@@ -317,6 +317,17 @@ mod tests {
                 props.push_str(extra);
             }
         }
+        with_properties(
+            name,
+            &format!(
+                "            spec:\n              type: object\n              properties:\n{props}"
+            ),
+        )
+    }
+
+    /// The CRD `name`.example.com (one version, namespaced) whose root
+    /// schema declares `properties` (YAML indented by 12 spaces).
+    fn with_properties(name: &str, properties: &str) -> String {
         format!(
             "apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
@@ -334,10 +345,7 @@ spec:
         openAPIV3Schema:
           type: object
           properties:
-            spec:
-              type: object
-              properties:
-{props}"
+{properties}"
         )
     }
 
@@ -388,29 +396,14 @@ spec:
 
     /// A CRD whose one rule is over the cost limit for a single rule.
     fn costly(name: &str) -> String {
-        format!(
-            "apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: {name}.example.com
-spec:
-  group: example.com
-  names: {{plural: {name}, singular: {name}s, kind: K{name}, listKind: K{name}List}}
-  scope: Namespaced
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema:
-        openAPIV3Schema:
-          type: object
-          properties:
-            l:
+        with_properties(
+            name,
+            "            l:
               type: array
-              items: {{type: string}}
+              items: {type: string}
               x-kubernetes-validations:
                 - rule: self.all(x, self.all(y, x == y))
-"
+",
         )
     }
 
