@@ -117,7 +117,7 @@ fn check_site(
     }
     let own = compiled
         .is_none()
-        .then(|| Schema::from_object(site.node).ok())
+        .then(|| Schema::for_validation(site.node).ok())
         .flatten()
         .and_then(|node| Validator::new(&node, opts.kube.minor).ok());
     let compiled = compiled.or(own.as_ref().map(Validator::root));

@@ -59,13 +59,25 @@ pub struct Schema {
 
 use crate::text::value_kind as kind_of;
 
+/// Whether a model keeps the keywords written for people.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Docs {
+    Keep,
+    Drop,
+}
+
 impl Schema {
     /// Reads a schema from its JSON form.
     pub fn from_value(value: &Value) -> Result<Schema, SchemaError> {
-        Self::build(value, &FieldPath::root(), 0)
+        Self::build(value, &FieldPath::root(), 0, Docs::Keep)
     }
 
-    fn build(value: &Value, path: &FieldPath, depth: usize) -> Result<Schema, SchemaError> {
+    fn build(
+        value: &Value,
+        path: &FieldPath,
+        depth: usize,
+        docs: Docs,
+    ) -> Result<Schema, SchemaError> {
         if depth > MAX_DEPTH {
             return Err(SchemaError::TooDeep {
                 path: path.to_string(),
@@ -77,19 +89,23 @@ impl Schema {
                 found: kind_of(value),
             });
         };
-        Self::build_object(map, path, depth)
+        Self::build_object(map, path, depth, docs)
     }
 
-    /// Reads a schema node held in a larger document without copying it
-    /// out first (the offline CRD validation compiles one per default).
-    pub fn from_object(map: &serde_json::Map<String, Value>) -> Result<Schema, SchemaError> {
-        Self::build_object(map, &FieldPath::root(), 0)
+    /// Reads a schema node held in a larger document, to validate values
+    /// against it: without copying it out first, and without the keywords
+    /// only people read (`description`, `title`, `example`, `externalDocs`),
+    /// which are most of a CRD's text and which no validation reads. The
+    /// offline CRD validation builds one per `default` it checks.
+    pub fn for_validation(map: &serde_json::Map<String, Value>) -> Result<Schema, SchemaError> {
+        Self::build_object(map, &FieldPath::root(), 0, Docs::Drop)
     }
 
     fn build_object(
         map: &serde_json::Map<String, Value>,
         path: &FieldPath,
         depth: usize,
+        docs: Docs,
     ) -> Result<Schema, SchemaError> {
         let mut node = Schema::default();
         // Gathered in document order, sorted once at the end.
@@ -107,13 +123,13 @@ impl Schema {
                         .map(|(name, child)| {
                             Ok((
                                 name.clone(),
-                                Self::build(child, &path.property(name), depth + 1)?,
+                                Self::build(child, &path.property(name), depth + 1, docs)?,
                             ))
                         })
                         .collect::<Result<_, SchemaError>>()?;
                 }
                 "items" if v.is_object() => {
-                    node.items = Some(Box::new(Self::build(v, &path.items(), depth + 1)?));
+                    node.items = Some(Box::new(Self::build(v, &path.items(), depth + 1, docs)?));
                 }
                 "additionalProperties" => match v {
                     Value::Bool(b) => {
@@ -121,7 +137,7 @@ impl Schema {
                     }
                     Value::Object(_) => {
                         node.additional_properties = Some(AdditionalProperties::Schema(Box::new(
-                            Self::build(v, &path.map_values(), depth + 1)?,
+                            Self::build(v, &path.map_values(), depth + 1, docs)?,
                         )))
                     }
                     other => {
@@ -131,6 +147,7 @@ impl Schema {
                         });
                     }
                 },
+                "description" | "title" | "example" | "externalDocs" if docs == Docs::Drop => {}
                 _ => {
                     keywords.push((key.clone(), v.clone()));
                 }
@@ -327,6 +344,38 @@ mod tests {
             s.to_value()["properties"]["spec"]["properties"]["labels"]["additionalProperties"],
             json!({"type": "string"})
         );
+    }
+
+    #[test]
+    fn the_model_for_validation_drops_only_what_people_read() {
+        let written = json!({
+            "type": "object",
+            "description": "root",
+            "properties": {"spec": {
+                "type": "object",
+                "title": "Spec",
+                "externalDocs": {"url": "https://example.com"},
+                "properties": {"size": {
+                    "type": "integer", "minimum": 1, "example": 3,
+                    "description": "how many", "x-kubernetes-validations": [{"rule": "self < 9"}]
+                }}
+            }}
+        });
+        let Value::Object(map) = &written else {
+            unreachable!("the literal is an object")
+        };
+        let lean = Schema::for_validation(map).unwrap();
+        let mut expected = written.clone();
+        expected.as_object_mut().unwrap().remove("description");
+        let spec = &mut expected["properties"]["spec"];
+        spec.as_object_mut().unwrap().remove("title");
+        spec.as_object_mut().unwrap().remove("externalDocs");
+        let size = spec["properties"]["size"].as_object_mut().unwrap();
+        size.remove("example");
+        size.remove("description");
+        assert_eq!(lean.to_value(), expected);
+        // The full model keeps them all.
+        assert_eq!(Schema::from_value(&written).unwrap().to_value(), written);
     }
 
     #[test]
