@@ -2,7 +2,7 @@
 //! server: CRDs with one edit each, covering every rule family of the
 //! server's CRD validation (metadata, names, versions, conversion,
 //! structural schemas, defaults, list and map types, JSONPaths, selectable
-//! fields, CEL rule fields and syntax), accepted and refused, are created
+//! fields, CEL rule fields, syntax, types and cost), accepted and refused, are created
 //! with `dryRun=All` and also judged offline. The verdicts must agree, and
 //! every path we report must appear in the server's message. Disagreements
 //! we know of are listed in `KNOWN_LIMITATIONS` with the reason; the
@@ -77,6 +77,231 @@ fn second_version(m: &mut Value, schema: Value) {
         a.push(v);
     }
 }
+
+/// Rules on the `spec` of [`base`] (size: integer, name: string, tags: list
+/// of strings, labels: map of strings), by label.
+const CEL_TYPE_CASES: &[(&str, &str)] = &[
+    ("cel_type_string_plus_int_literal", "self.name + 1 == 'a'"),
+    ("cel_type_int_plus_string_literal", "self.size + 'a' == 1"),
+    ("cel_type_list_element_plus_int", "self.tags[0] + 1 > 0"),
+    (
+        "cel_type_map_value_ordered_against_int",
+        "self.labels['a'] > 1",
+    ),
+    (
+        "cel_type_comprehension_var_ordered_against_int",
+        "self.tags.all(t, t > 1)",
+    ),
+    ("cel_type_int_equals_string", "self.size == 'a'"),
+    ("cel_type_matches_int_argument", "self.name.matches(1)"),
+    (
+        "cel_type_exists_predicate_not_bool",
+        "self.tags.exists(t, t.size())",
+    ),
+    (
+        "cel_type_map_result_wrong_method",
+        "self.tags.map(t, t.size()).all(x, x.startsWith('a'))",
+    ),
+    ("cel_type_int_of_string_ok", "int(self.name) > 0"),
+    ("cel_type_in_an_int", "self.name in self.size"),
+    ("cel_type_map_key_plus_int", "self.labels.all(k, k + 1 > 0)"),
+    ("cel_type_not_of_int", "!self.size"),
+    ("cel_type_and_of_int", "self.size && true"),
+    ("cel_type_condition_int", "self.size ? true : false"),
+    ("cel_type_duration_against_int", "duration(self.name) > 1"),
+    (
+        "cel_type_timestamp_against_duration",
+        "timestamp(self.name) < duration('1s')",
+    ),
+    (
+        "cel_type_method_extra_argument",
+        "self.name.lowerAscii().upperAscii(1) == ''",
+    ),
+    (
+        "cel_type_quantity_add_string",
+        "quantity(self.name).add(self.name).isInteger()",
+    ),
+    ("cel_type_sum_of_strings", "self.tags.sum() == ''"),
+    (
+        "cel_type_min_of_strings_ok",
+        "self.tags.size() == 0 || self.tags.min() != ''",
+    ),
+    ("cel_type_has_on_int", "has(self.size.x)"),
+    ("cel_type_type_of_ok", "type(self.size) == int"),
+    (
+        "cel_type_size_equals_string",
+        "self.labels.size() == self.name",
+    ),
+    ("cel_type_string_indexed", "self.name[0] == 'a'"),
+    ("cel_type_list_indexed_by_string", "self.tags['a'] == 'b'"),
+    ("cel_type_map_indexed_by_int", "self.labels[1] == 'b'"),
+    (
+        "cel_type_split_index_ok",
+        "self.name.split(',')[0].size() > 0",
+    ),
+    ("cel_type_int_divided_by_double", "self.size / 2.0 > 1.0"),
+    ("cel_type_double_of_int_ok", "double(self.size) / 2.0 > 1.0"),
+    ("cel_type_int_equals_uint_ok", "self.size == 1u"),
+    ("cel_type_int_equals_double_ok", "self.size == 1.0"),
+    (
+        "cel_type_exists_one_predicate_int",
+        "self.tags.exists_one(t, 1)",
+    ),
+    (
+        "cel_type_filter_predicate_string",
+        "self.tags.filter(t, t).size() > 0",
+    ),
+    ("cel_type_global_matches_int", "matches(self.name, 1)"),
+    ("cel_type_char_at_string", "self.name.charAt('a') == ''"),
+    ("cel_type_index_of_int", "self.name.indexOf(1) > 0"),
+    (
+        "cel_type_substring_string",
+        "self.name.substring('a') == ''",
+    ),
+    ("cel_type_trim_argument", "self.name.trim(1) == ''"),
+    ("cel_type_join_on_string", "self.name.join(',') == ''"),
+    ("cel_type_url_of_int", "url(self.size).getHost() == ''"),
+    (
+        "cel_type_ip_family_against_string",
+        "ip(self.name).family() == 'a'",
+    ),
+    (
+        "cel_type_cidr_contains_int",
+        "cidr(self.name).containsIP(1)",
+    ),
+    ("cel_type_is_url_of_int", "isURL(self.size)"),
+    (
+        "cel_type_map_lookup_against_int",
+        "self.labels.exists(k, self.labels[k] > 0)",
+    ),
+    (
+        "cel_type_sets_contains_element",
+        "sets.contains(self.tags, 'a')",
+    ),
+    (
+        "cel_type_sets_contains_ok",
+        "sets.contains(self.tags, ['a'])",
+    ),
+    ("cel_type_list_index_of_int", "self.tags.indexOf(1) >= 0"),
+    (
+        "cel_type_slice_string_bounds",
+        "self.tags.slice('a', 2).size() > 0",
+    ),
+    ("cel_type_dyn_method_ok", "dyn(self.size).startsWith('a')"),
+    (
+        "cel_type_or_value_other_type",
+        "self.?size.orValue('') == ''",
+    ),
+    ("cel_type_list_plus_string", "self.tags + 'a' == self.tags"),
+    (
+        "cel_type_list_plus_list_ok",
+        "self.tags + ['a'] == self.tags",
+    ),
+    (
+        "cel_type_map_plus_map",
+        "self.labels + self.labels == self.labels",
+    ),
+    ("cel_type_int_in_string_list", "1 in self.tags"),
+    ("cel_type_int_in_string_map", "self.size in self.labels"),
+    ("cel_type_negated_string", "-self.name == ''"),
+    ("cel_type_int_modulo_double", "self.size % 2.0 == 0"),
+    ("cel_type_string_of_list", "string(self.tags) == ''"),
+    ("cel_type_bool_of_int", "bool(self.size)"),
+    (
+        "cel_type_nested_comprehension_against_int",
+        "self.tags.all(t, self.tags.exists(u, u == 1))",
+    ),
+    (
+        "cel_type_optional_value_plus_string",
+        "optional.of(self.size).value() + 'a' == ''",
+    ),
+    (
+        "cel_type_last_index_of_two_strings",
+        "self.name.lastIndexOf('a', 'b') > 0",
+    ),
+    ("cel_type_replace_int", "self.name.replace('a', 1) == ''"),
+    ("cel_type_split_int", "self.name.split(1).size() > 0"),
+    (
+        "cel_type_lower_ascii_on_int",
+        "self.size.lowerAscii() == ''",
+    ),
+    ("cel_type_has_on_index", "has(self.tags[0])"),
+    (
+        "cel_type_map_filter_not_bool",
+        "self.tags.map(t, t, t).size() > 0",
+    ),
+    (
+        "cel_type_bool_plus_int",
+        "self.tags.all(t, t.size() > 0) + 1 == 2",
+    ),
+    ("cel_type_int_plus_uint", "int(self.size) + uint(1) > 0"),
+    ("cel_type_int_ordered_against_string", "self.size < 'a'"),
+    ("cel_type_mixed_list_ok", "[1, 'a'].size() == 2"),
+    ("cel_type_mixed_map_ok", "{'a': 1, 'b': 'x'}.size() == 2"),
+    (
+        "cel_type_int_keyed_map_by_string",
+        "{1: 'a'}[self.name] == 'a'",
+    ),
+    ("cel_type_is_sorted_on_string", "self.name.isSorted()"),
+    (
+        "cel_type_first_value_ok",
+        "self.tags.size() == 0 || self.tags.distinct().first().value().size() > 0",
+    ),
+    (
+        "cel_type_strings_quote_int",
+        "strings.quote(self.size) == ''",
+    ),
+    (
+        "cel_type_format_validate_int",
+        "format.dns1123Label().validate(self.size).hasValue()",
+    ),
+    ("cel_type_matches_on_int", "self.size.matches('a')"),
+    (
+        "cel_type_get_hours_against_string",
+        "timestamp(self.name).getHours('UTC') > 'a'",
+    ),
+    (
+        "cel_type_semver_major_against_string",
+        "semver(self.name).major() == 'a'",
+    ),
+    (
+        "cel_type_map_field_select_ok",
+        "!has(self.labels.a) || self.labels.a != ''",
+    ),
+    (
+        "cel_type_optional_chain_on_map_ok",
+        "self.?labels.?a.orValue('') == ''",
+    ),
+    (
+        "cel_type_in_map_keys_ok",
+        "self.labels.all(k, k in self.labels && self.labels[k] != '')",
+    ),
+    (
+        "cel_type_conditional_mixed_branches",
+        "(self.size > 1 ? 1 : 'a') == 1",
+    ),
+    (
+        "cel_type_list_of_list_element_method",
+        "[self.tags].all(l, l.startsWith('a'))",
+    ),
+    (
+        "cel_type_map_comprehension_value_wrong",
+        "self.labels.all(k, v, v > 1)",
+    ),
+    (
+        "cel_type_transform_list_ok",
+        "self.tags.transformList(i, t, t + 'x').size() >= 0",
+    ),
+    (
+        "cel_type_quantity_compare_int",
+        "quantity(self.name).compareTo(1) > 0",
+    ),
+    ("cel_type_string_times_int", "self.name * 2 == ''"),
+    ("cel_type_unary_minus_uint", "-1u == 1u"),
+    ("cel_type_size_method_on_int", "self.size.size() > 0"),
+    ("cel_type_ends_with_list", "self.name.endsWith(self.tags)"),
+    ("cel_type_contains_on_map", "self.labels.contains('a')"),
+];
 
 fn cases() -> Vec<(&'static str, Value)> {
     let mut out: Vec<(&'static str, Value)> = Vec::new();
@@ -800,6 +1025,13 @@ fn cases() -> Vec<(&'static str, Value)> {
         root(m)["properties"]["spec"]["x-kubernetes-validations"] =
             json!([{"rule": "self.tags.all(i, t, t != '' && i >= 0)"}])
     });
+    // CEL type checking: rules on `spec` the server refuses for their types,
+    // and near misses it accepts.
+    for (label, rule) in CEL_TYPE_CASES {
+        case(label, &|m| {
+            root(m)["properties"]["spec"]["x-kubernetes-validations"] = json!([{"rule": rule}])
+        });
+    }
     // one schema per version, and errors per version
     case("second_version_non_structural", &|m| {
         second_version(

@@ -117,8 +117,9 @@ impl<'a> Ty<'a> {
 pub struct Checked<'a> {
     pub types: HashMap<u64, Ty<'a>>,
     pub overloads: HashMap<u64, Vec<&'static str>>,
-    /// Calls no overload accepts, in cel-go's words; only where every
-    /// argument's type is certain.
+    /// Type errors in cel-go's words (a call no overload accepts, a
+    /// literal mixing types, a field of a value without fields); only where
+    /// the types involved are certain ([`super::cel_sigs`]).
     pub no_overload: Vec<String>,
 }
 
@@ -375,6 +376,9 @@ fn walk<'a>(e: &IdedExpr, env: &mut Vec<(String, Ty<'a>)>, c: &mut Checked<'a>) 
         }),
         Expr::Select(s) => {
             let operand = walk(&s.operand, env, c);
+            if let Some(why) = super::cel_sigs::no_fields(&operand) {
+                c.no_overload.push(why);
+            }
             if s.test {
                 Ty::Bool
             } else {
@@ -384,7 +388,8 @@ fn walk<'a>(e: &IdedExpr, env: &mut Vec<(String, Ty<'a>)>, c: &mut Checked<'a>) 
         Expr::Call(call) => {
             let target = call.target.as_ref().map(|t| walk(t, env, c));
             let args: Vec<Ty<'a>> = call.args.iter().map(|a| walk(a, env, c)).collect();
-            if let Some(why) = mismatch(&call.func_name, target.as_ref(), &args) {
+            if let Some(why) = super::cel_sigs::no_overload(&call.func_name, target.as_ref(), &args)
+            {
                 c.no_overload.push(why);
             }
             let (ids, result) = resolve(&call.func_name, target.as_ref(), &args, &call.args);
@@ -393,12 +398,22 @@ fn walk<'a>(e: &IdedExpr, env: &mut Vec<(String, Ty<'a>)>, c: &mut Checked<'a>) 
         }
         Expr::List(l) => {
             let mut elem: Option<Ty<'a>> = None;
+            let mut first: Option<Ty<'a>> = None;
             for (i, x) in l.elements.iter().enumerate() {
                 let mut t = walk(x, env, c);
                 if l.optional_indices.contains(&i)
                     && let Ty::Opt(inner) = t
                 {
                     t = *inner;
+                }
+                if let Some(why) = first
+                    .as_ref()
+                    .and_then(|f| super::cel_sigs::mixed_literal(f, &t))
+                {
+                    c.no_overload.push(why);
+                }
+                if first.is_none() {
+                    first = Some(t.clone());
                 }
                 elem = Some(match elem {
                     None => t,
@@ -409,6 +424,7 @@ fn walk<'a>(e: &IdedExpr, env: &mut Vec<(String, Ty<'a>)>, c: &mut Checked<'a>) 
         }
         Expr::Map(m) => {
             let mut kv: Option<(Ty<'a>, Ty<'a>)> = None;
+            let mut first: Option<(Ty<'a>, Ty<'a>)> = None;
             for entry in &m.entries {
                 if let EntryExpr::MapEntry(me) = &entry.expr {
                     let k = walk(&me.key, env, c);
@@ -417,6 +433,13 @@ fn walk<'a>(e: &IdedExpr, env: &mut Vec<(String, Ty<'a>)>, c: &mut Checked<'a>) 
                         && let Ty::Opt(inner) = v
                     {
                         v = *inner;
+                    }
+                    if let Some((fk, fv)) = &first {
+                        let why = super::cel_sigs::mixed_literal(fk, &k)
+                            .or_else(|| super::cel_sigs::mixed_literal(fv, &v));
+                        c.no_overload.extend(why);
+                    } else {
+                        first = Some((k.clone(), v.clone()));
                     }
                     kv = Some(match kv {
                         None => (k, v),
@@ -459,7 +482,14 @@ fn walk<'a>(e: &IdedExpr, env: &mut Vec<(String, Ty<'a>)>, c: &mut Checked<'a>) 
                     env.push((comp.iter_var.clone(), single));
                 }
             }
-            env.push((comp.accu_var.clone(), accu.clone()));
+            // An accumulator that starts as `[]` has the element type of
+            // what the step appends (cel-go's free type variable); until the
+            // step is typed it is unknown.
+            let accu_in_step = match &comp.accu_init.expr {
+                Expr::List(l) if l.elements.is_empty() => Ty::List(Box::new(Ty::Unknown)),
+                _ => accu.clone(),
+            };
+            env.push((comp.accu_var.clone(), accu_in_step));
             walk(&comp.loop_cond, env, c);
             let step = walk(&comp.loop_step, env, c);
             env.truncate(depth);
@@ -478,65 +508,6 @@ fn walk<'a>(e: &IdedExpr, env: &mut Vec<(String, Ty<'a>)>, c: &mut Checked<'a>) 
     };
     c.types.insert(e.id, t.clone());
     t
-}
-
-/// cel-go's name for a type, as its errors print it.
-fn type_name(t: &Ty<'_>) -> Option<&'static str> {
-    Some(match t {
-        Ty::Bool => "bool",
-        Ty::Int => "int",
-        Ty::Uint => "uint",
-        Ty::Double => "double",
-        Ty::String => "string",
-        Ty::Bytes => "bytes",
-        Ty::Duration => "google.protobuf.Duration",
-        Ty::Timestamp => "google.protobuf.Timestamp",
-        _ => return None,
-    })
-}
-
-/// A call that no overload accepts, decided only for scalar argument
-/// types the checker is certain of (a schema's declared scalar, a literal,
-/// a known function's result): string functions on a non-string, `size`
-/// of a number, arithmetic and ordering across unrelated types.
-fn mismatch(name: &str, target: Option<&Ty<'_>>, args: &[Ty<'_>]) -> Option<String> {
-    let names: Option<Vec<&str>> = args.iter().map(type_name).collect();
-    let names = names?;
-    let applied = match target {
-        Some(t) => format!("{}.({})", type_name(t)?, names.join(", ")),
-        None => format!("({})", names.join(", ")),
-    };
-    let numeric = |t: &Ty| matches!(t, Ty::Int | Ty::Uint | Ty::Double);
-    let refused = match (name, target) {
-        (
-            "startsWith" | "endsWith" | "contains" | "matches" | "lowerAscii" | "upperAscii"
-            | "trim" | "charAt" | "substring" | "replace" | "split" | "find" | "findAll",
-            Some(t),
-        ) => !matches!(t, Ty::String),
-        ("size", Some(t)) => !matches!(t, Ty::String | Ty::Bytes),
-        ("size", None) => !matches!(args.first(), Some(Ty::String | Ty::Bytes)),
-        ("_<_" | "_<=_" | "_>_" | "_>=_", None) if args.len() == 2 => {
-            let (a, b) = (&args[0], &args[1]);
-            !(numeric(a) && numeric(b) || type_name(a) == type_name(b))
-        }
-        ("_+_", None) if args.len() == 2 => {
-            let (a, b) = (&args[0], &args[1]);
-            let ok = matches!(
-                (a, b),
-                (Ty::Int, Ty::Int)
-                    | (Ty::Uint, Ty::Uint)
-                    | (Ty::Double, Ty::Double)
-                    | (Ty::String, Ty::String)
-                    | (Ty::Bytes, Ty::Bytes)
-                    | (Ty::Duration, Ty::Duration)
-                    | (Ty::Timestamp, Ty::Duration)
-                    | (Ty::Duration, Ty::Timestamp)
-            );
-            !ok
-        }
-        _ => false,
-    };
-    refused.then(|| format!("found no matching overload for '{name}' applied to '{applied}'"))
 }
 
 fn lib(name: &'static str) -> Ty<'static> {
@@ -587,6 +558,10 @@ fn resolve<'a>(
         ("_+_", false) => match (&a0, &a1) {
             (Ty::String, _) | (_, Ty::String) => (vec!["add_string"], Ty::String),
             (Ty::Bytes, _) | (_, Ty::Bytes) => (vec!["add_bytes"], Ty::Bytes),
+            // An accumulator that starts as `[]` takes what is appended.
+            (Ty::List(x), Ty::List(y)) if matches!(**x, Ty::Unknown) => {
+                (vec!["add_list"], Ty::List(y.clone()))
+            }
             (Ty::List(x), Ty::List(y)) => (vec!["add_list"], Ty::List(Box::new(Ty::join(x, y)))),
             (Ty::List(x), _) | (_, Ty::List(x)) => (vec!["add_list"], Ty::List(x.clone())),
             (Ty::Timestamp, _) | (_, Ty::Timestamp) => other(Ty::Timestamp),

@@ -145,8 +145,22 @@ pub struct CostScope<'t> {
     /// limits are not enforced (`suppressPerExpressionCost`).
     pub suppress_per_expression: bool,
     pub total: &'t std::cell::RefCell<TotalCost>,
-    /// Whose CEL libraries the rules may use.
+    /// The server version judged against.
     pub kube: super::KubeVersion,
+    /// The stored CRD's rules and message expressions, if an update.
+    pub stored_expressions: Option<&'t foldhash::HashSet<&'t str>>,
+}
+
+impl CostScope<'_> {
+    /// Whose CEL libraries `text` may use: the server's own for a rule the
+    /// stored CRD already has, its compatibility version's for a new one.
+    fn libraries_for(&self, text: &str) -> super::KubeVersion {
+        if self.stored_expressions.is_some_and(|s| s.contains(text)) {
+            self.kube
+        } else {
+            self.kube.for_new_expressions()
+        }
+    }
 }
 
 /// `getCostErrorMessage`.
@@ -269,8 +283,13 @@ pub fn compile_errors(
         let parsed = parse(src);
         let uses_old_self = match parsed.as_ref() {
             Ok(expr) => {
-                if let Some(why) =
-                    super::cel_types::compile_problems(expr, s, resource_root, scope.kube).first()
+                if let Some(why) = super::cel_types::compile_problems(
+                    expr,
+                    s,
+                    resource_root,
+                    scope.libraries_for(src),
+                )
+                .first()
                 {
                     errs.push(
                         FieldError::invalid(
@@ -294,7 +313,7 @@ pub fn compile_errors(
                                 rule.clone(),
                                 format!("compilation failed: ERROR: <input>: {why}"),
                             )
-                            .with_fix("call the function on a value of the type it takes (string functions on strings, size() on strings, bytes, lists and maps)"),
+                            .with_fix("give each function and operator values of the types it takes (the message names the types the server sees; dyn(x) makes a value dynamic)"),
                         );
                         continue;
                     }
@@ -339,9 +358,14 @@ pub fn compile_errors(
             let parsed_me = parse(me);
             let why = match parsed_me.as_ref() {
                 Err(e) => Some(e.clone()),
-                Ok(expr) => super::cel_types::compile_problems(expr, s, resource_root, scope.kube)
-                    .into_iter()
-                    .next(),
+                Ok(expr) => super::cel_types::compile_problems(
+                    expr,
+                    s,
+                    resource_root,
+                    scope.libraries_for(me),
+                )
+                .into_iter()
+                .next(),
             };
             if let Some(why) = why {
                 errs.push(FieldError::invalid(

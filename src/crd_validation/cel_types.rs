@@ -13,8 +13,9 @@
 //! comprehension variable); a constant regular expression given to
 //! `matches`, `find` or `findAll` that Go's RE2 refuses (the server compiles
 //! constant patterns when it compiles the rule); and `cel.bind`, which the
-//! CRD environment of Kubernetes 1.34 does not declare. Everything else is
-//! left to the server.
+//! CRD environment of Kubernetes 1.34 does not declare; and functions of
+//! libraries newer than the expression may use. Calls against their
+//! overloads are checked in [`super::cel_check`] ([`super::cel_sigs`]).
 
 use foldhash::HashMap;
 
@@ -23,6 +24,10 @@ use serde_json::Value;
 
 use super::KubeVersion;
 use super::json::{AdditionalProperties, Obj, additional_properties, items, obj_of, str_of};
+
+/// The words that mark a function newer than the libraries a rule may
+/// use; an update lets rules the stored CRD has use them.
+pub const NEW_LIBRARY: &str = "not available to new CRD rules before Kubernetes";
 
 /// The Kubernetes minor version whose CRD environment first declares the
 /// function `call` names (`environment/base.go`); `None` for what every
@@ -119,7 +124,8 @@ fn field_of<'a>(schema: &'a Obj, root: bool, field: &str) -> Option<Ty<'a>> {
 }
 
 /// What the server's CEL compiler would refuse in `expr`, where `self`
-/// (and `oldSelf`) has the type of `node`: server-style messages.
+/// (and `oldSelf`) has the type of `node` and `kube` is the version whose
+/// libraries the expression may use: server-style messages.
 pub fn compile_problems(
     expr: &IdedExpr,
     node: &Obj,
@@ -174,8 +180,9 @@ fn walk<'a>(
                 && kube.minor < since
             {
                 out.push(format!(
-                    "undeclared reference to '{}' (not available to CRD rules before Kubernetes 1.{since})",
-                    call.func_name
+                    "undeclared reference to '{}' ({NEW_LIBRARY} 1.{}: the function comes with Kubernetes 1.{since}, and a server takes in new rules only what the version before it has)",
+                    call.func_name,
+                    since + 1
                 ));
             }
             if matches!(call.func_name.as_str(), "matches" | "find" | "findAll") {

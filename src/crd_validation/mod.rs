@@ -19,6 +19,7 @@ mod cel_check;
 mod cel_cost;
 mod cel_decl;
 mod cel_rules;
+mod cel_sigs;
 mod cel_types;
 mod columns;
 mod conversion;
@@ -61,6 +62,17 @@ impl KubeVersion {
         }
     }
 
+    /// The version whose CEL libraries new rules may use: the server's
+    /// compatibility version, one minor below its own
+    /// (`DefaultCompatibilityVersion`), so that a rollback by one version
+    /// still compiles every rule it accepted. Rules the stored CRD already
+    /// has are compiled with the server's own libraries.
+    pub fn for_new_expressions(self) -> KubeVersion {
+        KubeVersion {
+            minor: self.minor.saturating_sub(1),
+        }
+    }
+
     /// Selectable fields exist from 1.31 (beta, on by default); before, the
     /// server drops the field instead of validating it.
     pub fn has_selectable_fields(self) -> bool {
@@ -72,7 +84,7 @@ impl KubeVersion {
 /// when the stored CRD already broke them ("don't tighten validation on
 /// existing persisted data").
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct SchemaOptions {
+pub(crate) struct SchemaOptions<'a> {
     pub require_structural: bool,
     pub require_pruned_defaults: bool,
     pub require_atomic_set_type: bool,
@@ -82,6 +94,9 @@ pub(crate) struct SchemaOptions {
     /// The version's schema equals the stored CRD's: rule costs count
     /// toward the schema total only.
     pub suppress_per_expression_cost: bool,
+    /// The rules and message expressions of the stored CRD, which compile
+    /// with the server's own CEL libraries; `None` on a create.
+    pub stored_expressions: Option<&'a foldhash::HashSet<&'a str>>,
 }
 
 impl Default for KubeVersion {
@@ -142,6 +157,8 @@ pub struct OldCrdFacts<'a> {
     /// Each stored version's `schema`, by version name: a version whose
     /// schema is unchanged is not held to the per-rule cost limit again.
     schemas: Vec<(&'a str, &'a Value)>,
+    /// Every `rule` and `messageExpression` the stored CRD has.
+    expressions: foldhash::HashSet<&'a str>,
 }
 
 impl Default for OldCrdFacts<'_> {
@@ -156,6 +173,7 @@ impl Default for OldCrdFacts<'_> {
             missing_schemas: false,
             recognized_review_versions: true,
             schemas: Vec::new(),
+            expressions: foldhash::HashSet::default(),
         }
     }
 }
@@ -175,6 +193,7 @@ impl<'a> OldCrdFacts<'a> {
             require_valid_property_type: true,
             kube: KubeVersion::NEWEST,
             suppress_per_expression_cost: false,
+            stored_expressions: None,
         };
         // Each schema converted and checked once, for both questions.
         let checked: Vec<Option<Result<Vec<FieldError>, Vec<FieldError>>>> = schemas
@@ -246,8 +265,11 @@ impl<'a> OldCrdFacts<'a> {
                 Some((name, schema))
             })
             .collect();
+        let mut expressions = foldhash::HashSet::default();
+        collect_expressions(old, &mut expressions);
         OldCrdFacts {
             schemas,
+            expressions,
             non_structural,
             unpruned_defaults,
             non_atomic_set,
@@ -278,6 +300,26 @@ impl OldCrdFacts<'_> {
         self.schemas
             .iter()
             .any(|(n, s)| *n == name && crate::json::json_eq(s, schema))
+    }
+}
+
+/// Every `rule` and `messageExpression` under `v`.
+fn collect_expressions<'a>(v: &'a Value, out: &mut foldhash::HashSet<&'a str>) {
+    match v {
+        Value::Object(m) => {
+            for rule in json::arr_of(m, "x-kubernetes-validations") {
+                for key in ["rule", "messageExpression"] {
+                    if let Some(text) = rule.get(key).and_then(Value::as_str) {
+                        out.insert(text);
+                    }
+                }
+            }
+            for child in m.values() {
+                collect_expressions(child, out);
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| collect_expressions(x, out)),
+        _ => {}
     }
 }
 
@@ -352,7 +394,12 @@ pub fn validate_crd(manifest: &Value, old: Option<&Value>, kube: KubeVersion) ->
                 || e.detail
                     .starts_with("estimated messageExpression cost exceeds")
         });
-        if rule_cost || !facts.relaxes_nothing() {
+        // Nor are the rules it already has held to the libraries of new
+        // rules.
+        let new_library = spec_errs
+            .iter()
+            .any(|e| e.detail.contains(cel_types::NEW_LIBRARY));
+        if rule_cost || new_library || !facts.relaxes_nothing() {
             spec_errs = spec::validate_spec(spec, Some(&facts), kube);
         }
     }

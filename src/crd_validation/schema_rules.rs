@@ -160,6 +160,7 @@ pub fn validate_validation(
                 suppress_per_expression: opts.suppress_per_expression_cost,
                 total: &total,
                 kube: opts.kube,
+                stored_expressions: opts.stored_expressions,
             };
             errs.extend(cel_rules::compile_errors(
                 site.node,
@@ -1006,7 +1007,7 @@ struct CelSite<'s> {
 }
 
 struct Walker<'a> {
-    opts: &'a SchemaOptions,
+    opts: &'a SchemaOptions<'a>,
     /// Rules here are compiled (not under a value validation), if the
     /// schema's structural checks and defaults pass.
     cel_here: bool,

@@ -183,6 +183,7 @@ pub fn validate_spec(spec: &Obj, old: Option<&OldCrdFacts>, kube: KubeVersion) -
         require_valid_property_type: !facts.invalid_types,
         kube,
         suppress_per_expression_cost: false,
+        stored_expressions: old.map(|f| &f.expressions),
     };
     let opts_for = |version: &str, schema: &Value| SchemaOptions {
         suppress_per_expression_cost: facts.schema_unchanged(version, schema),

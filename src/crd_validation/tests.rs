@@ -370,3 +370,83 @@ fn an_update_keeps_the_strict_verdict_unless_the_stored_crd_relaxes_it() {
     assert_eq!(updated, errors(&bad_set));
     assert_eq!(updated.len(), 1);
 }
+
+#[test]
+fn new_rules_get_the_libraries_of_the_version_before_the_servers() {
+    let with_rule = |rule: &str| {
+        crd(
+            json!({"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {"tags": {"type": "array", "maxItems": 4,
+                "items": {"type": "string", "maxLength": 8}}},
+            "x-kubernetes-validations": [{"rule": rule}]}}}),
+        )
+    };
+    // `distinct` comes with the lists library of 1.34: a 1.34 server
+    // refuses it in a new rule, a 1.35 server would take it.
+    let new = with_rule("self.tags.distinct().size() == self.tags.size()");
+    let refused = errors(&new);
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(
+        refused[0].contains("undeclared reference to 'distinct'")
+            && refused[0].contains(cel_types::NEW_LIBRARY),
+        "{refused:?}"
+    );
+    // Semver came with 1.33, so a 1.34 server takes it.
+    let semver = with_rule("self.tags.all(t, !isSemver(t) || semver(t).major() < 9)");
+    assert_eq!(errors(&semver), Vec::<String>::new());
+    // A rule the stored CRD already has compiles with the server's own
+    // libraries, even where the schema around it changed.
+    let mut stored = new.clone();
+    stored["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        ["tags"]["maxItems"] = json!(8);
+    assert!(validate_crd(&new, Some(&stored), KubeVersion::NEWEST).is_empty());
+}
+
+#[test]
+fn type_errors_the_checker_is_sure_of_are_refused() {
+    let with_rule = |rule: &str| {
+        crd(
+            json!({"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {"size": {"type": "integer"}, "name": {"type": "string", "maxLength": 8},
+                "labels": {"type": "object", "maxProperties": 4,
+                    "additionalProperties": {"type": "string", "maxLength": 8}}},
+            "x-kubernetes-validations": [{"rule": rule}]}}}),
+        )
+    };
+    for (rule, why) in [
+        ("self.size == 1u", "'_==_' applied to '(int, uint)'"),
+        (
+            "[1, 'a'].size() == 2",
+            "expected type 'int' but found 'string'",
+        ),
+        (
+            "has(self.size.x)",
+            "type 'int' does not support field selection",
+        ),
+        (
+            "self.labels.exists(k, self.labels[k] > 0)",
+            "'_>_' applied to '(string, int)'",
+        ),
+        (
+            "self.name.split(1).size() > 0",
+            "'split' applied to 'string.(int)'",
+        ),
+        (
+            "self.labels.contains('a')",
+            "'contains' applied to 'map(string, string).(string)'",
+        ),
+    ] {
+        let errs = errors(&with_rule(rule));
+        assert!(errs.len() == 1 && errs[0].contains(why), "{rule}: {errs:?}");
+    }
+    for rule in [
+        "self.size < 2.5 && self.size == 1",
+        "!has(self.labels.a) || self.labels.a != ''",
+        "self.labels.all(k, k in self.labels && self.labels[k] != '')",
+        "type(self.size) == int",
+        "dyn(self.size).startsWith('a')",
+        "self.labels.map(k, self.labels[k].size()).all(n, n < 9)",
+    ] {
+        assert_eq!(errors(&with_rule(rule)), Vec::<String>::new(), "{rule}");
+    }
+}
