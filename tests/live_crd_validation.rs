@@ -303,6 +303,203 @@ const CEL_TYPE_CASES: &[(&str, &str)] = &[
     ("cel_type_contains_on_map", "self.labels.contains('a')"),
 ];
 
+/// Rules on a `spec` with formats, an int-or-string, objects, a list of
+/// objects, a number and a preserved object ([`rich_spec`]), by label.
+const CEL_RICH_TYPE_CASES: &[(&str, &str)] = &[
+    (
+        "cel_rich_timestamp_ordering_ok",
+        "self.when < timestamp('2024-01-01T00:00:00Z')",
+    ),
+    (
+        "cel_rich_timestamp_against_duration_field",
+        "self.when < self.ttl",
+    ),
+    (
+        "cel_rich_timestamp_plus_duration_ok",
+        "self.when + self.ttl > self.when",
+    ),
+    ("cel_rich_duration_getter_ok", "self.ttl.getHours() > 1"),
+    (
+        "cel_rich_timestamp_getter_ok",
+        "self.when.getHours('UTC') > 1",
+    ),
+    ("cel_rich_bytes_size_ok", "self.blob.size() > 0"),
+    ("cel_rich_bytes_starts_with", "self.blob.startsWith('a')"),
+    (
+        "cel_rich_int_or_string_ok",
+        "self.port == 80 || self.port == 'http'",
+    ),
+    ("cel_rich_object_equality_ok", "self.obj == self.obj"),
+    ("cel_rich_object_field_ok", "self.obj.a.size() > 0"),
+    ("cel_rich_object_size", "self.obj.size() > 0"),
+    ("cel_rich_object_global_size", "size(self.obj) > 0"),
+    (
+        "cel_rich_object_list_field_ok",
+        "self.items.all(i, i.a != '')",
+    ),
+    (
+        "cel_rich_object_against_string",
+        "self.items.exists(i, i == 'x')",
+    ),
+    (
+        "cel_rich_object_against_map_literal",
+        "self.obj == {'a': 'x'}",
+    ),
+    ("cel_rich_object_against_null", "self.obj != null"),
+    ("cel_rich_string_against_null", "self.items[0].a == null"),
+    ("cel_rich_number_ordered_against_int_ok", "self.ratio > 1"),
+    ("cel_rich_number_equals_int", "self.ratio == 1"),
+    ("cel_rich_number_modulo", "self.ratio % 2.0 == 0.0"),
+    ("cel_rich_preserved_field_ok", "self.free.anything == 1"),
+    ("cel_rich_object_list_index_ok", "self.items[0].a == 'x'"),
+    (
+        "cel_rich_mapped_field_against_int",
+        "self.items.map(i, i.a).exists(a, a == 1)",
+    ),
+    (
+        "cel_rich_conversions_ok",
+        "int(self.ratio) > 1 && string(self.ratio) != ''",
+    ),
+    (
+        "cel_rich_year_against_string",
+        "self.when.getFullYear() == '2024'",
+    ),
+    (
+        "cel_rich_duration_sum_ok",
+        "duration('1h') + duration('1m') > self.ttl",
+    ),
+    (
+        "cel_rich_optional_field_or_value_wrong",
+        "self.obj.?a.orValue(1) == 1",
+    ),
+    (
+        "cel_rich_optional_none_ok",
+        "optional.none().orValue(1) == 1",
+    ),
+    (
+        "cel_rich_optional_chain_ok",
+        "self.?obj.?a.orValue('') == ''",
+    ),
+    (
+        "cel_rich_message_concat_ok",
+        "self.obj.a + string(self.ratio) != ''",
+    ),
+    (
+        "cel_rich_exists_one_ok",
+        "self.items.exists_one(i, i.a == 'a')",
+    ),
+    (
+        "cel_rich_transform_list_sum_ok",
+        "self.items.transformList(i, x, i).sum() >= 0",
+    ),
+    (
+        "cel_rich_transform_list_sum_strings",
+        "self.items.transformList(i, x, x.a).sum() >= 0",
+    ),
+    ("cel_rich_math_greatest", "math.greatest(1, 2) == 2"),
+    ("cel_rich_base64", "base64.encode(b'a') != ''"),
+    ("cel_rich_string_reverse", "self.obj.a.reverse() == ''"),
+    ("cel_rich_list_reverse", "self.items.reverse().size() > 0"),
+    ("cel_rich_format_ok", "'%s'.format([self.obj.a]) != ''"),
+    ("cel_rich_join_ok", "self.items.map(i, i.a).join() != ''"),
+    (
+        "cel_rich_url_query_ok",
+        "url('https://' + self.obj.a).getQuery().size() >= 0",
+    ),
+    (
+        "cel_rich_cidr_contains_ip_ok",
+        "cidr('10.0.0.0/8').containsIP(ip('10.1.2.3'))",
+    ),
+    (
+        "cel_rich_ip_equality_ok",
+        "ip('10.1.2.3') == ip('10.1.2.3') && ip('10.1.2.3').family() == 4",
+    ),
+    (
+        "cel_rich_quantity_add_int_ok",
+        "quantity('1Gi').add(1).isInteger()",
+    ),
+    (
+        "cel_rich_quantity_member_sign",
+        "quantity('1Gi').sign() == 1",
+    ),
+    (
+        "cel_rich_quantity_global_sign",
+        "sign(quantity('1Gi')) == 1",
+    ),
+    ("cel_rich_quantity_against_int", "quantity('1Gi') == 1"),
+    (
+        "cel_rich_list_equals_empty_ok",
+        "self.items == [] || self.items.size() > 0",
+    ),
+    ("cel_rich_map_equals_empty_ok", "self.free == {} || true"),
+    (
+        "cel_rich_bool_equals_true_ok",
+        "self.items.all(i, i.a.size() > 0) == true",
+    ),
+    ("cel_rich_type_of_string_ok", "type(self.obj.a) == string"),
+    (
+        "cel_rich_int_ordered_against_uint_ok",
+        "self.items.size() > 0u",
+    ),
+    (
+        "cel_rich_filter_map_sum_ok",
+        "self.items.filter(i, i.a != '').map(i, i.a.size()).sum() < 100",
+    ),
+    (
+        "cel_rich_map_plus_int",
+        "self.items.map(i, i.a + 1).size() > 0",
+    ),
+    (
+        "cel_rich_filter_then_wrong_method",
+        "self.items.filter(i, i.a != '').all(i, i.startsWith('a'))",
+    ),
+    (
+        "cel_rich_int_or_string_method_ok",
+        "type(self.port) == string ? self.port.startsWith('h') : self.port > 0",
+    ),
+    (
+        "cel_rich_ternary_null_branch_ok",
+        "(self.ratio > 1.0 ? null : self.obj) == null",
+    ),
+    (
+        "cel_rich_list_literal_objects_ok",
+        "[self.obj, self.obj].size() == 2",
+    ),
+    (
+        "cel_rich_list_literal_object_and_map",
+        "[self.obj, {'a': 'x'}].size() == 2",
+    ),
+    (
+        "cel_rich_timestamp_minus_timestamp_ok",
+        "self.when - self.when == duration('0s')",
+    ),
+    ("cel_rich_unknown_function", "self.obj.a.startswith('a')"),
+    (
+        "cel_rich_optional_first_last_ok",
+        "self.items.map(i, i.a).first().orValue('') != 'x' && !self.items.last().hasValue() || true",
+    ),
+    (
+        "cel_rich_optional_unwrap_ok",
+        "optional.unwrap([optional.of(1)]).size() == 1 && [optional.of(1)].unwrapOpt().size() == 1",
+    ),
+    ("cel_rich_undeclared_variable", "other.size() > 1"),
+];
+
+/// A spec with one field of each kind the rich cases need.
+fn rich_spec(m: &mut Value) {
+    let props = spec_props(m);
+    props["when"] = json!({"type": "string", "format": "date-time"});
+    props["ttl"] = json!({"type": "string", "format": "duration"});
+    props["blob"] = json!({"type": "string", "format": "byte"});
+    props["port"] = json!({"x-kubernetes-int-or-string": true});
+    props["obj"] =
+        json!({"type": "object", "properties": {"a": {"type": "string", "maxLength": 8}}});
+    props["items"] = json!({"type": "array", "maxItems": 8,
+        "items": {"type": "object", "properties": {"a": {"type": "string", "maxLength": 8}}}});
+    props["ratio"] = json!({"type": "number"});
+    props["free"] = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+}
+
 fn cases() -> Vec<(&'static str, Value)> {
     let mut out: Vec<(&'static str, Value)> = Vec::new();
     let mut case = |label: &'static str, edit: &dyn Fn(&mut Value)| {
@@ -1029,6 +1226,12 @@ fn cases() -> Vec<(&'static str, Value)> {
     // and near misses it accepts.
     for (label, rule) in CEL_TYPE_CASES {
         case(label, &|m| {
+            root(m)["properties"]["spec"]["x-kubernetes-validations"] = json!([{"rule": rule}])
+        });
+    }
+    for (label, rule) in CEL_RICH_TYPE_CASES {
+        case(label, &|m| {
+            rich_spec(m);
             root(m)["properties"]["spec"]["x-kubernetes-validations"] = json!([{"rule": rule}])
         });
     }

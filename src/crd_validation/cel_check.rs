@@ -21,97 +21,7 @@ use kube::core::cel::cel::common::ast::{
     CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, ListExpr, LiteralValue, MapExpr,
 };
 
-use super::cel_decl::{Decl, Shape};
-
-/// A CEL type.
-#[derive(Debug, Clone)]
-pub enum Ty<'a> {
-    Bool,
-    Int,
-    Uint,
-    Double,
-    String,
-    Bytes,
-    Null,
-    Duration,
-    Timestamp,
-    List(Box<Ty<'a>>),
-    Map(Box<Ty<'a>>, Box<Ty<'a>>),
-    /// A schema object (cel-go's struct kind).
-    Object(Decl<'a>),
-    Opt(Box<Ty<'a>>),
-    /// A Kubernetes library type (`quantity`, `ip`, `cidr`, `url`,
-    /// `semver`, `format`).
-    Lib(&'static str),
-    /// A type value (`string`, `int`, `type(x)`).
-    Type,
-    Dyn,
-    /// Not typed here.
-    Unknown,
-}
-
-impl<'a> Ty<'a> {
-    /// The CEL type the server declares for a schema node.
-    pub fn of(d: Decl<'a>) -> Ty<'a> {
-        match d.shape() {
-            Shape::Bool => Ty::Bool,
-            Shape::Int => Ty::Int,
-            Shape::Double => Ty::Double,
-            Shape::String => Ty::String,
-            Shape::Bytes => Ty::Bytes,
-            Shape::Duration => Ty::Duration,
-            Shape::Timestamp => Ty::Timestamp,
-            Shape::Dyn => Ty::Dyn,
-            Shape::List(e) => Ty::List(Box::new(Ty::of(e))),
-            Shape::Map(v) => Ty::Map(Box::new(Ty::String), Box::new(Ty::of(v))),
-            Shape::Object => Ty::Object(d),
-        }
-    }
-
-    /// Scalars have a size of 1 (`isScalar`).
-    pub fn is_scalar(&self) -> bool {
-        match self {
-            Ty::Bool | Ty::Int | Ty::Uint | Ty::Double | Ty::Duration | Ty::Timestamp => true,
-            Ty::Opt(t) => t.is_scalar(),
-            _ => false,
-        }
-    }
-
-    fn is_dynamic(&self) -> bool {
-        matches!(self, Ty::Dyn | Ty::Unknown)
-    }
-
-    fn elem(&self) -> Ty<'a> {
-        match self {
-            Ty::List(e) => (**e).clone(),
-            Ty::Dyn => Ty::Dyn,
-            _ => Ty::Unknown,
-        }
-    }
-
-    /// The most specific type both branches of a conditional share.
-    fn join(a: &Ty<'a>, b: &Ty<'a>) -> Ty<'a> {
-        if a.same(b) {
-            return a.clone();
-        }
-        match (a, b) {
-            (Ty::Null, t) | (t, Ty::Null) => t.clone(),
-            (Ty::Unknown, _) | (_, Ty::Unknown) => Ty::Unknown,
-            _ => Ty::Dyn,
-        }
-    }
-
-    /// Type equality, schema objects by identity.
-    pub fn same(&self, other: &Ty<'a>) -> bool {
-        match (self, other) {
-            (Ty::List(a), Ty::List(b)) | (Ty::Opt(a), Ty::Opt(b)) => a.same(b),
-            (Ty::Map(k1, v1), Ty::Map(k2, v2)) => k1.same(k2) && v1.same(v2),
-            (Ty::Object(a), Ty::Object(b)) => a.same(b),
-            (Ty::Lib(a), Ty::Lib(b)) => a == b,
-            _ => std::mem::discriminant(self) == std::mem::discriminant(other),
-        }
-    }
-}
+pub use super::cel_ty::Ty;
 
 /// The checked expression: types and overloads by expression id.
 pub struct Checked<'a> {
@@ -369,10 +279,15 @@ fn walk<'a>(e: &IdedExpr, env: &mut Vec<(String, Ty<'a>)>, c: &mut Checked<'a>) 
             LiteralValue::Bytes(_) => Ty::Bytes,
             LiteralValue::Null => Ty::Null,
         },
-        Expr::Ident(name) => lookup(env, name).unwrap_or(match name.as_str() {
+        Expr::Ident(name) => lookup(env, name).unwrap_or_else(|| match name.as_str() {
             "int" | "uint" | "double" | "string" | "bytes" | "bool" | "list" | "map"
-            | "null_type" | "type" => Ty::Type,
-            _ => Ty::Unknown,
+            | "null_type" | "type" | "dyn" | "optional_type" => Ty::Type,
+            _ => {
+                // CRD rules declare `self` and `oldSelf` only.
+                c.no_overload
+                    .push(format!("undeclared reference to '{name}'"));
+                Ty::Unknown
+            }
         }),
         Expr::Select(s) => {
             let operand = walk(&s.operand, env, c);
@@ -388,7 +303,11 @@ fn walk<'a>(e: &IdedExpr, env: &mut Vec<(String, Ty<'a>)>, c: &mut Checked<'a>) 
         Expr::Call(call) => {
             let target = call.target.as_ref().map(|t| walk(t, env, c));
             let args: Vec<Ty<'a>> = call.args.iter().map(|a| walk(a, env, c)).collect();
-            if let Some(why) = super::cel_sigs::no_overload(&call.func_name, target.as_ref(), &args)
+            if !super::cel_sigs::declared(&call.func_name) {
+                c.no_overload
+                    .push(format!("undeclared reference to '{}'", call.func_name));
+            } else if let Some(why) =
+                super::cel_sigs::no_overload(&call.func_name, target.as_ref(), &args)
             {
                 c.no_overload.push(why);
             }

@@ -16,7 +16,7 @@ use std::sync::LazyLock;
 
 use foldhash::HashMap;
 
-use super::cel_check::Ty;
+use super::cel_ty::Ty;
 
 /// A parameter or result type of an overload.
 #[derive(Debug, Clone)]
@@ -181,6 +181,7 @@ const DECLS: &[(&str, bool, &str)] = &[
     // Quantity and semver.
     ("quantity", false, "string"),
     ("isQuantity", false, "string"),
+    ("sign", false, "quantity"),
     ("isInteger", true, "quantity"),
     ("asInteger", true, "quantity"),
     ("asApproximateFloat", true, "quantity"),
@@ -341,20 +342,30 @@ fn parse_pat(s: &'static str) -> Pat {
 
 /// What the checker cannot be sure of matches anything.
 fn wildcard(t: &Ty<'_>) -> bool {
-    matches!(t, Ty::Dyn | Ty::Unknown | Ty::Null | Ty::Type)
+    matches!(t, Ty::Dyn | Ty::Unknown | Ty::Type)
+}
+
+/// The types `null` is not assignable to (the server refuses
+/// `self.name == null` but takes `self.obj != null`).
+fn never_null(t: &Ty<'_>) -> bool {
+    matches!(
+        t,
+        Ty::Bool | Ty::Int | Ty::Uint | Ty::Double | Ty::String | Ty::Bytes
+    )
 }
 
 /// Whether two argument types can be the same type. Objects of the schema
-/// are taken as alike each other and maps (cel-go names them by path and
-/// tells them from maps, which is not modelled here).
+/// are taken as alike each other (cel-go names them by path, which is not
+/// modelled here), never as maps.
 fn alike(a: &Ty<'_>, b: &Ty<'_>) -> bool {
     if wildcard(a) || wildcard(b) {
         return true;
     }
     match (a, b) {
+        (Ty::Null, t) | (t, Ty::Null) => !never_null(t),
         (Ty::List(x), Ty::List(y)) | (Ty::Opt(x), Ty::Opt(y)) => alike(x, y),
         (Ty::Map(k1, v1), Ty::Map(k2, v2)) => alike(k1, k2) && alike(v1, v2),
-        (Ty::Object(_), Ty::Object(_) | Ty::Map(..)) | (Ty::Map(..), Ty::Object(_)) => true,
+        (Ty::Object(_), Ty::Object(_)) => true,
         (Ty::Lib(x), Ty::Lib(y)) => x == y,
         _ => std::mem::discriminant(a) == std::mem::discriminant(b),
     }
@@ -388,7 +399,9 @@ fn unify<'a>(p: &Pat, t: &Ty<'a>, binds: &mut [Option<Ty<'a>>; 2]) -> bool {
         (Pat::Lib(a), Ty::Lib(b)) => a == b,
         (Pat::List(p), Ty::List(e)) | (Pat::Opt(p), Ty::Opt(e)) => unify(p, e, binds),
         (Pat::Map(pk, pv), Ty::Map(k, v)) => unify(pk, k, binds) && unify(pv, v, binds),
-        (Pat::Map(..), Ty::Object(_)) => true,
+        // `null` where a list, map, optional or library type is declared:
+        // not modelled, so not refused.
+        (Pat::List(_) | Pat::Map(..) | Pat::Opt(_) | Pat::Lib(_), Ty::Null) => true,
         _ => false,
     }
 }
@@ -421,6 +434,65 @@ pub fn display(t: &Ty<'_>) -> String {
         Ty::Type => "type".into(),
         Ty::Dyn | Ty::Unknown => "dyn".into(),
     }
+}
+
+/// Functions the CRD environment declares that the table above leaves
+/// unchecked: their calls get no overload verdict, but they exist. The
+/// macros are here too, for calls that do not expand (a wrong arity).
+const OTHER_NAMES: &[&str] = &[
+    "dyn",
+    "type",
+    "optional.none",
+    "optional.unwrap",
+    "unwrapOpt",
+    "optMap",
+    "optFlatMap",
+    "_?._",
+    "_[?_]",
+    "first",
+    "last",
+    "slice",
+    "flatten",
+    "distinct",
+    "sort",
+    "sortBy",
+    "reverse",
+    "@sortByAssociatedKeys",
+    "lists.range",
+    "cel.@mapInsert",
+    "@not_strictly_false",
+    "__not_strictly_false__",
+    "all",
+    "exists",
+    "exists_one",
+    "existsOne",
+    "map",
+    "filter",
+    "has",
+    "transformList",
+    "transformMap",
+    "transformMapEntry",
+    // The authorizer library, declared though CRD rules have no authorizer.
+    "path",
+    "group",
+    "serviceAccount",
+    "resource",
+    "subresource",
+    "namespace",
+    "name",
+    "check",
+    "allowed",
+    "reason",
+    "errored",
+    "error",
+    "fieldSelector",
+    "labelSelector",
+];
+
+/// Whether the CRD environment declares a function of this name (after
+/// [`super::cel_check::normalize`], so namespaced names are qualified).
+pub fn declared(name: &str) -> bool {
+    TABLE.contains_key(name) || OTHER_NAMES.contains(&name) || name.starts_with("format.")
 }
 
 /// The error for a call of `name` no overload accepts, if the checker is
@@ -519,7 +591,6 @@ mod tests {
         assert!(no_overload("_==_", None, &[Ty::Int, Ty::Uint]).is_some());
         assert_eq!(no_overload("_==_", None, &[Ty::Int, Ty::Dyn]), None);
         assert_eq!(no_overload("_==_", None, &[Ty::Unknown, Ty::String]), None);
-        assert_eq!(no_overload("_==_", None, &[Ty::String, Ty::Null]), None);
         assert!(no_overload("@in", None, &[Ty::Int, l(Ty::String)]).is_some());
         assert_eq!(no_overload("@in", None, &[Ty::String, l(Ty::Dyn)]), None);
         assert!(no_overload("_?_:_", None, &[Ty::Bool, Ty::Int, Ty::String]).is_some());
@@ -530,6 +601,18 @@ mod tests {
     #[test]
     fn names_not_declared_here_get_no_verdict() {
         assert_eq!(no_overload("sortBy", Some(&Ty::Int), &[]), None);
+        assert!(declared("sortBy") && declared("format.dns1123Label") && declared("_+_"));
+        assert!(!declared("startswith") && !declared("greatest"));
+    }
+
+    #[test]
+    fn null_is_no_scalar_and_objects_are_no_maps() {
+        let map = Ty::Map(Box::new(Ty::String), Box::new(Ty::String));
+        assert!(no_overload("_==_", None, &[Ty::String, Ty::Null]).is_some());
+        assert!(no_overload("size", None, &[Ty::Int]).is_some());
+        assert_eq!(no_overload("_==_", None, &[map.clone(), Ty::Null]), None);
+        assert!(mixed_literal(&Ty::Int, &Ty::Null).is_some());
+        assert!(mixed_literal(&map, &Ty::Unknown).is_none());
     }
 
     #[test]

@@ -41,7 +41,10 @@ fn introduced(call: &CallExpr, env: &HashMap<String, Ty<'_>>) -> Option<u32> {
     let n = call.args.len();
     Some(match (namespace, call.func_name.as_str(), member) {
         (None, "quantity" | "isQuantity", false) => 28,
-        (Some("optional"), _, _) | (None, "orValue" | "hasValue", true) => 28,
+        (Some("optional"), _, _) => 28,
+        (None, "orValue" | "hasValue" | "value" | "or" | "first" | "last" | "unwrapOpt", true) => {
+            28
+        }
         (Some("sets"), _, _) | (Some("strings"), "quote", _) => 29,
         (None, "format", true) => 29,
         (None, "ip" | "isIP" | "cidr" | "isCIDR", false) | (Some("ip"), "isCanonical", _) => 30,
@@ -50,7 +53,7 @@ fn introduced(call: &CallExpr, env: &HashMap<String, Ty<'_>>) -> Option<u32> {
         (None, "transformList" | "transformMap" | "transformMapEntry", true) => 32,
         (None, "semver" | "isSemver", false) => 33,
         (Some("lists"), "range", _) => 34,
-        (None, "slice" | "flatten" | "distinct" | "sort" | "sortBy" | "first" | "last", true) => 34,
+        (None, "slice" | "flatten" | "distinct" | "sort" | "sortBy" | "reverse", true) => 34,
         _ => return None,
     })
 }

@@ -20,6 +20,7 @@ mod cel_cost;
 mod cel_decl;
 mod cel_rules;
 mod cel_sigs;
+mod cel_ty;
 mod cel_types;
 mod columns;
 mod conversion;
