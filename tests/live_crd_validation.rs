@@ -500,6 +500,353 @@ fn rich_spec(m: &mut Value) {
     props["free"] = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
 }
 
+/// More rules on [`rich_spec`] and its neighbours: (label, where the rule
+/// sits, the rule, a messageExpression, optionalOldSelf).
+const CEL_DEEP_CASES: &[(&str, Site, &str, Option<&str>, bool)] = &[
+    (
+        "cel_deep_root_metadata_name_ok",
+        Site::Root,
+        "self.metadata.name.startsWith('a') || true",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_root_metadata_name_against_int",
+        Site::Root,
+        "self.metadata.name == 1",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_root_kind_ok",
+        Site::Root,
+        "self.kind == 'Widget' && self.apiVersion != ''",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_root_spec_size_ok",
+        Site::Root,
+        "!has(self.spec) || !has(self.spec.size) || self.spec.size > 0",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_root_spec_against_string",
+        Site::Root,
+        "self.spec == 'x'",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_message_expression_ok",
+        Site::Spec,
+        "true",
+        Some("'size is ' + string(self.size)"),
+        false,
+    ),
+    (
+        "cel_deep_message_expression_int_plus_string",
+        Site::Spec,
+        "true",
+        Some("self.size + 'x'"),
+        false,
+    ),
+    (
+        "cel_deep_message_expression_undeclared",
+        Site::Spec,
+        "true",
+        Some("'x' + other"),
+        false,
+    ),
+    (
+        "cel_deep_message_expression_object",
+        Site::Spec,
+        "true",
+        Some("self.obj"),
+        false,
+    ),
+    (
+        "cel_deep_optional_old_self_ok",
+        Site::Spec,
+        "!oldSelf.hasValue() || oldSelf.value().size == self.size",
+        None,
+        true,
+    ),
+    (
+        "cel_deep_optional_old_self_as_object",
+        Site::Spec,
+        "oldSelf.size == self.size",
+        None,
+        true,
+    ),
+    (
+        "cel_deep_old_self_ok",
+        Site::Spec,
+        "oldSelf.size == self.size",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_date_format_ok",
+        Site::Spec,
+        "!has(self.day) || self.day.size() > 0",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_date_against_timestamp",
+        Site::Spec,
+        "self.day < timestamp('2024-01-01T00:00:00Z')",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_nested_list_ok",
+        Site::Spec,
+        "self.grid.all(row, row.all(c, c >= 0))",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_nested_list_against_string",
+        Site::Spec,
+        "self.grid.all(row, row.all(c, c == 'x'))",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_map_of_lists_ok",
+        Site::Spec,
+        "self.groups.all(k, self.groups[k].size() < 5)",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_map_of_lists_element_method",
+        Site::Spec,
+        "self.groups.all(k, self.groups[k].startsWith('a'))",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_int_or_string_list_ok",
+        Site::Spec,
+        "self.ports.all(p, type(p) == int ? p > 0 : p.startsWith('h'))",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_enum_ok",
+        Site::Spec,
+        "self.mode in ['a', 'b']",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_enum_against_int",
+        Site::Spec,
+        "self.mode == 1",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_int32_ok",
+        Site::Spec,
+        "self.small + 1 > 0 && self.small < 2147483647",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_optional_select_ok",
+        Site::Spec,
+        "self.?obj.a.orValue('') == ''",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_optional_index_ok",
+        Site::Spec,
+        "self.items[?0].a.orValue('') == ''",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_optional_map_index_ok",
+        Site::Spec,
+        "self.groups[?'a'].orValue([]).size() == 0",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_has_on_index",
+        Site::Spec,
+        "has(self.groups['a'])",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_in_map_ok",
+        Site::Spec,
+        "'a' in self.groups",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_embedded_fields_ok",
+        Site::Spec,
+        "!has(self.template) || self.template.kind != '' && self.template.metadata.name != ''",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_embedded_undeclared_field",
+        Site::Spec,
+        "self.template.spec == 1",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_embedded_metadata_labels",
+        Site::Spec,
+        "self.template.metadata.labels.size() > 0",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_string_chain_ok",
+        Site::Spec,
+        "self.obj.a.lowerAscii().trim().split('.').all(p, p.size() > 0)",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_string_chain_wrong",
+        Site::Spec,
+        "self.obj.a.split('.').lowerAscii() == ''",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_ternary_objects_ok",
+        Site::Spec,
+        "(self.size > 0 ? self.obj : self.obj).a == ''",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_ternary_object_and_string",
+        Site::Spec,
+        "(self.size > 0 ? self.obj : 'x') == 'x'",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_exists_on_map_ok",
+        Site::Spec,
+        "self.groups.exists(k, k == 'a')",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_map_key_method_ok",
+        Site::Spec,
+        "self.groups.all(k, k.matches('^[a-z]+$'))",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_list_of_objects_equality_ok",
+        Site::Spec,
+        "self.items == self.items",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_list_of_objects_against_strings",
+        Site::Spec,
+        "self.items == ['a']",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_duration_literal_ok",
+        Site::Spec,
+        "self.ttl < duration('1h')",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_bad_duration_literal",
+        Site::Spec,
+        "self.ttl < duration('1 hour')",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_bad_timestamp_literal",
+        Site::Spec,
+        "self.when < timestamp('yesterday')",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_integer_division_double",
+        Site::Spec,
+        "self.ratio / 2 > 1.0",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_double_conversion_ok",
+        Site::Spec,
+        "self.ratio / double(2) > 1.0",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_uint_conversion_ok",
+        Site::Spec,
+        "uint(self.size) >= 0u",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_bytes_conversion_ok",
+        Site::Spec,
+        "bytes(self.obj.a).size() >= 0 && string(self.blob) != 'x'",
+        None,
+        false,
+    ),
+    (
+        "cel_deep_bool_conversion_ok",
+        Site::Spec,
+        "bool('true')",
+        None,
+        false,
+    ),
+];
+
+#[derive(Clone, Copy)]
+enum Site {
+    Root,
+    Spec,
+}
+
+/// The fields [`CEL_DEEP_CASES`] use on top of [`rich_spec`].
+fn deep_spec(m: &mut Value) {
+    rich_spec(m);
+    let props = spec_props(m);
+    props["day"] = json!({"type": "string", "format": "date"});
+    props["grid"] = json!({"type": "array", "maxItems": 4, "items": {"type": "array", "maxItems": 4, "items": {"type": "integer"}}});
+    props["groups"] = json!({"type": "object", "maxProperties": 4, "additionalProperties": {"type": "array", "maxItems": 4, "items": {"type": "string", "maxLength": 8}}});
+    props["ports"] =
+        json!({"type": "array", "maxItems": 4, "items": {"x-kubernetes-int-or-string": true}});
+    props["mode"] = json!({"type": "string", "enum": ["a", "b"]});
+    props["small"] = json!({"type": "integer", "format": "int32"});
+    props["template"] = json!({"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true});
+}
+
 fn cases() -> Vec<(&'static str, Value)> {
     let mut out: Vec<(&'static str, Value)> = Vec::new();
     let mut case = |label: &'static str, edit: &dyn Fn(&mut Value)| {
@@ -1233,6 +1580,23 @@ fn cases() -> Vec<(&'static str, Value)> {
         case(label, &|m| {
             rich_spec(m);
             root(m)["properties"]["spec"]["x-kubernetes-validations"] = json!([{"rule": rule}])
+        });
+    }
+    for (label, site, rule, message_expression, optional_old_self) in CEL_DEEP_CASES {
+        case(label, &|m| {
+            deep_spec(m);
+            let mut v = json!({"rule": rule});
+            if let Some(me) = message_expression {
+                v["messageExpression"] = json!(me);
+            }
+            if *optional_old_self {
+                v["optionalOldSelf"] = json!(true);
+            }
+            let node = match site {
+                Site::Root => root(m),
+                Site::Spec => &mut root(m)["properties"]["spec"],
+            };
+            node["x-kubernetes-validations"] = json!([v]);
         });
     }
     // one schema per version, and errors per version

@@ -264,6 +264,11 @@ fn field_ty<'a>(t: &Ty<'a>, field: &str) -> Ty<'a> {
         Ty::Object(d) => d.field(field).map_or(Ty::Unknown, Ty::of),
         Ty::Map(_, v) => (**v).clone(),
         Ty::Dyn => Ty::Dyn,
+        // Selecting from an optional gives an optional (`optionalOldSelf`).
+        Ty::Opt(inner) => match field_ty(inner, field) {
+            Ty::Unknown => Ty::Unknown,
+            t => Ty::Opt(Box::new(t)),
+        },
         _ => Ty::Unknown,
     }
 }
@@ -516,7 +521,12 @@ fn resolve<'a>(
                 Some(Expr::Literal(LiteralValue::String(s))) => s.to_string(),
                 _ => String::new(),
             };
-            other(Ty::Opt(Box::new(field_ty(&a0, &field))))
+            // On an optional, the result stays one optional.
+            let from = match &a0 {
+                Ty::Opt(inner) => inner,
+                t => t,
+            };
+            other(Ty::Opt(Box::new(field_ty(from, &field))))
         }
         ("@in", false) => match &a1 {
             Ty::List(_) => (vec!["in_list"], Ty::Bool),

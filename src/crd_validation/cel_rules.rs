@@ -297,7 +297,7 @@ pub fn compile_errors(
                             rule.clone(),
                             format!("compilation failed: {why}"),
                         )
-                        .with_fix("the rule may only select fields the schema declares at that node (names with - . / are escaped: foo-bar is foo__dash__bar)"),
+                        .with_fix("select only fields the schema declares at that node (names with - . / are escaped: foo-bar is foo__dash__bar), call only functions of the libraries new rules may use, and give constant patterns, durations and timestamps that parse"),
                     );
                 } else if let (Some(decl), Some(card)) = (&decl, cardinality) {
                     let Compiled {

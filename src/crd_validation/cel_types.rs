@@ -188,6 +188,23 @@ fn walk<'a>(
                     since + 1
                 ));
             }
+            // Constant durations and timestamps must parse (the literal
+            // validators of 1.29+).
+            if kube.minor >= 29
+                && call.target.is_none()
+                && let [arg] = call.args.as_slice()
+                && let Expr::Literal(LiteralValue::String(text)) = &arg.expr
+            {
+                use crate::validate::formats::{parse_go_duration, parse_timestamp};
+                let bad = match call.func_name.as_str() {
+                    "duration" => parse_go_duration(text.as_ref()).is_none(),
+                    "timestamp" => parse_timestamp(text.as_ref()).is_none(),
+                    _ => false,
+                };
+                if bad {
+                    out.push(format!("invalid {} argument", call.func_name));
+                }
+            }
             if matches!(call.func_name.as_str(), "matches" | "find" | "findAll") {
                 // The pattern is the argument after the string: the first
                 // for a member call, the second for a global one.

@@ -396,6 +396,17 @@ fn new_rules_get_the_libraries_of_the_version_before_the_servers() {
     assert_eq!(errors(&semver), Vec::<String>::new());
     // A rule the stored CRD already has compiles with the server's own
     // libraries, even where the schema around it changed.
+    // Selecting from an optional `oldSelf` gives an optional.
+    let mut transition = with_rule("oldSelf.tags == self.tags");
+    transition["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"]
+        [0]["optionalOldSelf"] = json!(true);
+    let refused = errors(&transition);
+    assert!(
+        refused
+            .iter()
+            .any(|e| e.contains("'_==_' applied to '(optional_type(list(string)), list(string))'")),
+        "{refused:?}"
+    );
     let mut stored = new.clone();
     stored["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
         ["tags"]["maxItems"] = json!(8);
@@ -435,6 +446,24 @@ fn type_errors_the_checker_is_sure_of_are_refused() {
             "self.labels.contains('a')",
             "'contains' applied to 'map(string, string).(string)'",
         ),
+        (
+            "self.name == null",
+            "'_==_' applied to '(string, null_type)'",
+        ),
+        ("size(self) > 0", "'size' applied to '(object)'"),
+        (
+            "self.name.startswith('a')",
+            "undeclared reference to 'startswith'",
+        ),
+        ("other.size() > 1", "undeclared reference to 'other'"),
+        (
+            "duration('1 hour') > duration('1h')",
+            "invalid duration argument",
+        ),
+        (
+            "timestamp('yesterday') < timestamp('2024-01-01T00:00:00Z')",
+            "invalid timestamp argument",
+        ),
     ] {
         let errs = errors(&with_rule(rule));
         assert!(errs.len() == 1 && errs[0].contains(why), "{rule}: {errs:?}");
@@ -446,6 +475,8 @@ fn type_errors_the_checker_is_sure_of_are_refused() {
         "type(self.size) == int",
         "dyn(self.size).startsWith('a')",
         "self.labels.map(k, self.labels[k].size()).all(n, n < 9)",
+        "self.?labels.?a.orValue('') == ''",
+        "self.labels.filter(k, k != '').all(k, k.startsWith('a'))",
     ] {
         assert_eq!(errors(&with_rule(rule)), Vec::<String>::new(), "{rule}");
     }
