@@ -394,8 +394,6 @@ fn new_rules_get_the_libraries_of_the_version_before_the_servers() {
     // Semver came with 1.33, so a 1.34 server takes it.
     let semver = with_rule("self.tags.all(t, !isSemver(t) || semver(t).major() < 9)");
     assert_eq!(errors(&semver), Vec::<String>::new());
-    // A rule the stored CRD already has compiles with the server's own
-    // libraries, even where the schema around it changed.
     // Selecting from an optional `oldSelf` gives an optional.
     let mut transition = with_rule("oldSelf.tags == self.tags");
     transition["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"]
@@ -407,6 +405,8 @@ fn new_rules_get_the_libraries_of_the_version_before_the_servers() {
             .any(|e| e.contains("'_==_' applied to '(optional_type(list(string)), list(string))'")),
         "{refused:?}"
     );
+    // A rule the stored CRD already has compiles with the server's own
+    // libraries, even where the schema around it changed.
     let mut stored = new.clone();
     stored["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
         ["tags"]["maxItems"] = json!(8);
