@@ -827,6 +827,81 @@ const CEL_DEEP_CASES: &[(&str, Site, &str, Option<&str>, bool)] = &[
     ),
 ];
 
+/// Rules on nodes of other kinds (in [`deep_spec`]): a list, a map, a
+/// string, an int-or-string, a preserved object, a number, formats, nested
+/// lists. (label, property, rule).
+const CEL_NODE_CASES: &[(&str, &str, &str)] = &[
+    (
+        "cel_node_list_ok",
+        "tags",
+        "self.all(t, t.size() < 5) && self.size() < 9",
+    ),
+    ("cel_node_list_select", "tags", "self.a == 'x'"),
+    ("cel_node_list_against_string", "tags", "self == 'x'"),
+    (
+        "cel_node_map_ok",
+        "labels",
+        "self.all(k, self[k] != k) && 'a' in self",
+    ),
+    ("cel_node_map_against_list", "labels", "self == ['a']"),
+    (
+        "cel_node_string_ok",
+        "name",
+        "self.startsWith('a') && self.size() < 9",
+    ),
+    ("cel_node_string_select", "name", "self.x == 'a'"),
+    (
+        "cel_node_int_or_string_ok",
+        "port",
+        "type(self) == string || self > 0",
+    ),
+    (
+        "cel_node_preserved_ok",
+        "free",
+        "has(self.x) ? self.x == 1 : true",
+    ),
+    ("cel_node_number_ok", "ratio", "self >= 0.0 && self < 10.5"),
+    ("cel_node_number_against_string", "ratio", "self > 'a'"),
+    (
+        "cel_node_timestamp_ok",
+        "when",
+        "self > timestamp('2020-01-01T00:00:00Z')",
+    ),
+    ("cel_node_duration_against_int", "ttl", "self > 5"),
+    (
+        "cel_node_bytes_ok",
+        "blob",
+        "self.size() < 100 && string(self) != ''",
+    ),
+    ("cel_node_enum_ok", "mode", "self == 'a' || self == 'b'"),
+    (
+        "cel_node_nested_list_ok",
+        "grid",
+        "self.all(r, r.size() <= 4)",
+    ),
+    (
+        "cel_node_nested_list_wrong",
+        "grid",
+        "self.all(r, r.startsWith('a'))",
+    ),
+    (
+        "cel_node_map_of_lists_ok",
+        "groups",
+        "self.all(k, self[k].all(v, v != k))",
+    ),
+    (
+        "cel_node_old_self_list_ok",
+        "tags",
+        "self.size() >= oldSelf.size()",
+    ),
+    (
+        "cel_node_old_self_string_wrong",
+        "name",
+        "self.size() >= oldSelf",
+    ),
+    ("cel_node_matches_dynamic_ok", "name", "self.matches(self)"),
+];
+
 #[derive(Clone, Copy)]
 enum Site {
     Root,
@@ -1597,6 +1672,12 @@ fn cases() -> Vec<(&'static str, Value)> {
                 Site::Spec => &mut root(m)["properties"]["spec"],
             };
             node["x-kubernetes-validations"] = json!([v]);
+        });
+    }
+    for (label, property, rule) in CEL_NODE_CASES {
+        case(label, &|m| {
+            deep_spec(m);
+            spec_props(m)[*property]["x-kubernetes-validations"] = json!([{"rule": rule}]);
         });
     }
     // one schema per version, and errors per version
