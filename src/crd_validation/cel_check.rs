@@ -308,11 +308,7 @@ fn walk<'a>(e: &IdedExpr, env: &mut Vec<(String, Ty<'a>)>, c: &mut Checked<'a>) 
         Expr::Call(call) => {
             let target = call.target.as_ref().map(|t| walk(t, env, c));
             let args: Vec<Ty<'a>> = call.args.iter().map(|a| walk(a, env, c)).collect();
-            if !super::cel_sigs::declared(&call.func_name) {
-                c.no_overload
-                    .push(format!("undeclared reference to '{}'", call.func_name));
-            } else if let Some(why) =
-                super::cel_sigs::no_overload(&call.func_name, target.as_ref(), &args)
+            if let Some(why) = super::cel_sigs::call_error(&call.func_name, target.as_ref(), &args)
             {
                 c.no_overload.push(why);
             }

@@ -1,16 +1,17 @@
 //! The overloads of the functions CRD rules may call, and the type errors
-//! cel-go's checker raises against them: a call no overload accepts, an
-//! aggregate literal mixing types (`cel.HomogeneousAggregateLiterals`), a
-//! field selected from a value that has no fields.
+//! cel-go's checker raises against them: a name the environment does not
+//! declare, a call no overload accepts, an aggregate literal mixing types
+//! (`cel.HomogeneousAggregateLiterals`), a field selected from a value that
+//! has no fields.
 //!
 //! The signatures are those of cel-go's standard library, `ext.Strings`
 //! v2, `ext.Sets`, the optional types and the Kubernetes libraries (lists,
 //! regex, URLs, quantity, IP, CIDR, format, semver), read from their
-//! declarations. A function missing here is never reported: the checker
-//! only speaks where it knows every overload of the name. What it does not
-//! know about a value (a dynamic value, an untyped call's result, `null`,
-//! an object of the schema) matches every parameter, so an error means the
-//! server has no overload for types the checker is sure of.
+//! declarations. A declared function missing from the table
+//! ([`OTHER_NAMES`]) gets no overload verdict. What the checker does not
+//! know about a value (a dynamic value, an untyped call's result, an object
+//! of the schema against another) matches every parameter, so an error means
+//! the server has no overload for types the checker is sure of.
 
 use std::sync::LazyLock;
 
@@ -18,25 +19,17 @@ use foldhash::HashMap;
 
 use super::cel_ty::Ty;
 
-/// A parameter or result type of an overload.
+/// A parameter type of an overload.
 #[derive(Debug, Clone)]
 enum Pat {
-    Bool,
-    Int,
-    Uint,
-    Double,
-    String,
-    Bytes,
-    Duration,
-    Timestamp,
+    /// Exactly this type: a scalar, or a Kubernetes library type.
+    Is(Ty<'static>),
     Dyn,
     /// A type parameter (`A`, `B`), bound by the first argument it meets.
     Param(usize),
     List(Box<Pat>),
     Map(Box<Pat>, Box<Pat>),
     Opt(Box<Pat>),
-    /// A Kubernetes library type, by [`Ty::Lib`] name.
-    Lib(&'static str),
 }
 
 struct Sig {
@@ -324,20 +317,20 @@ fn parse_pat(s: &'static str) -> Pat {
             Box::new(parse_pat(args.get(1).copied().unwrap_or("dyn"))),
         );
     }
-    match s {
-        "bool" => Pat::Bool,
-        "int" => Pat::Int,
-        "uint" => Pat::Uint,
-        "double" => Pat::Double,
-        "string" => Pat::String,
-        "bytes" => Pat::Bytes,
-        "duration" => Pat::Duration,
-        "timestamp" => Pat::Timestamp,
-        "A" => Pat::Param(0),
-        "B" => Pat::Param(1),
-        "dyn" => Pat::Dyn,
-        lib => Pat::Lib(lib),
-    }
+    Pat::Is(match s {
+        "A" => return Pat::Param(0),
+        "B" => return Pat::Param(1),
+        "dyn" => return Pat::Dyn,
+        "bool" => Ty::Bool,
+        "int" => Ty::Int,
+        "uint" => Ty::Uint,
+        "double" => Ty::Double,
+        "string" => Ty::String,
+        "bytes" => Ty::Bytes,
+        "duration" => Ty::Duration,
+        "timestamp" => Ty::Timestamp,
+        lib => Ty::Lib(lib),
+    })
 }
 
 /// What the checker cannot be sure of matches anything.
@@ -388,20 +381,14 @@ fn unify<'a>(p: &Pat, t: &Ty<'a>, binds: &mut [Option<Ty<'a>>; 2]) -> bool {
                 true
             }
         },
-        (Pat::Bool, Ty::Bool)
-        | (Pat::Int, Ty::Int)
-        | (Pat::Uint, Ty::Uint)
-        | (Pat::Double, Ty::Double)
-        | (Pat::String, Ty::String)
-        | (Pat::Bytes, Ty::Bytes)
-        | (Pat::Duration, Ty::Duration)
-        | (Pat::Timestamp, Ty::Timestamp) => true,
-        (Pat::Lib(a), Ty::Lib(b)) => a == b,
+        // `null` where a library type is declared: not modelled, so not
+        // refused.
+        (Pat::Is(Ty::Lib(_)), Ty::Null) => true,
+        (Pat::Is(want), _) => t.same(want),
         (Pat::List(p), Ty::List(e)) | (Pat::Opt(p), Ty::Opt(e)) => unify(p, e, binds),
         (Pat::Map(pk, pv), Ty::Map(k, v)) => unify(pk, k, binds) && unify(pv, v, binds),
-        // `null` where a list, map, optional or library type is declared:
-        // not modelled, so not refused.
-        (Pat::List(_) | Pat::Map(..) | Pat::Opt(_) | Pat::Lib(_), Ty::Null) => true,
+        // Nor where a list, map or optional is.
+        (Pat::List(_) | Pat::Map(..) | Pat::Opt(_), Ty::Null) => true,
         _ => false,
     }
 }
@@ -495,19 +482,20 @@ pub fn declared(name: &str) -> bool {
     TABLE.contains_key(name) || OTHER_NAMES.contains(&name) || name.starts_with("format.")
 }
 
-/// The error for a call of `name` no overload accepts, if the checker is
-/// sure of it.
-pub fn no_overload(name: &str, target: Option<&Ty<'_>>, args: &[Ty<'_>]) -> Option<String> {
-    let sigs = TABLE.get(name)?;
-    let mut all: Vec<&Ty<'_>> = Vec::with_capacity(args.len() + 1);
-    all.extend(target);
-    all.extend(args);
+/// The error for a call of `name` the server refuses, if the checker is
+/// sure of it: a name the environment does not declare, or a call no
+/// overload accepts.
+pub fn call_error(name: &str, target: Option<&Ty<'_>>, args: &[Ty<'_>]) -> Option<String> {
+    let Some(sigs) = TABLE.get(name) else {
+        return (!declared(name)).then(|| format!("undeclared reference to '{name}'"));
+    };
+    let arity = args.len() + usize::from(target.is_some());
     let accepted = sigs.iter().any(|sig| {
-        sig.member == target.is_some() && sig.params.len() == all.len() && {
+        sig.member == target.is_some() && sig.params.len() == arity && {
             let mut binds = [None, None];
             sig.params
                 .iter()
-                .zip(&all)
+                .zip(target.into_iter().chain(args))
                 .all(|(p, t)| unify(p, t, &mut binds))
         }
     });
@@ -566,41 +554,41 @@ mod tests {
 
     #[test]
     fn calls_are_matched_against_every_overload_of_the_name() {
-        assert_eq!(no_overload("_+_", None, &[Ty::Int, Ty::Int]), None);
+        assert_eq!(call_error("_+_", None, &[Ty::Int, Ty::Int]), None);
         assert_eq!(
-            no_overload("_+_", None, &[Ty::String, Ty::Int]).as_deref(),
+            call_error("_+_", None, &[Ty::String, Ty::Int]).as_deref(),
             Some("found no matching overload for '_+_' applied to '(string, int)'")
         );
         assert_eq!(
-            no_overload("indexOf", Some(&l(Ty::String)), &[Ty::String]),
+            call_error("indexOf", Some(&l(Ty::String)), &[Ty::String]),
             None
         );
-        assert!(no_overload("indexOf", Some(&l(Ty::String)), &[Ty::Int]).is_some());
+        assert!(call_error("indexOf", Some(&l(Ty::String)), &[Ty::Int]).is_some());
         assert_eq!(
-            no_overload("lastIndexOf", Some(&Ty::String), &[Ty::String, Ty::String]).as_deref(),
+            call_error("lastIndexOf", Some(&Ty::String), &[Ty::String, Ty::String]).as_deref(),
             Some(
                 "found no matching overload for 'lastIndexOf' applied to 'string.(string, string)'"
             )
         );
         // A member overload is not a global one.
-        assert!(no_overload("startsWith", None, &[Ty::String, Ty::String]).is_some());
+        assert!(call_error("startsWith", None, &[Ty::String, Ty::String]).is_some());
     }
 
     #[test]
     fn type_parameters_bind_once_and_unsure_types_match_anything() {
-        assert!(no_overload("_==_", None, &[Ty::Int, Ty::Uint]).is_some());
-        assert_eq!(no_overload("_==_", None, &[Ty::Int, Ty::Dyn]), None);
-        assert_eq!(no_overload("_==_", None, &[Ty::Unknown, Ty::String]), None);
-        assert!(no_overload("@in", None, &[Ty::Int, l(Ty::String)]).is_some());
-        assert_eq!(no_overload("@in", None, &[Ty::String, l(Ty::Dyn)]), None);
-        assert!(no_overload("_?_:_", None, &[Ty::Bool, Ty::Int, Ty::String]).is_some());
-        assert!(no_overload("_?_:_", None, &[Ty::Int, Ty::Int, Ty::Int]).is_some());
-        assert!(no_overload("orValue", Some(&Ty::Opt(Box::new(Ty::Int))), &[Ty::String]).is_some());
+        assert!(call_error("_==_", None, &[Ty::Int, Ty::Uint]).is_some());
+        assert_eq!(call_error("_==_", None, &[Ty::Int, Ty::Dyn]), None);
+        assert_eq!(call_error("_==_", None, &[Ty::Unknown, Ty::String]), None);
+        assert!(call_error("@in", None, &[Ty::Int, l(Ty::String)]).is_some());
+        assert_eq!(call_error("@in", None, &[Ty::String, l(Ty::Dyn)]), None);
+        assert!(call_error("_?_:_", None, &[Ty::Bool, Ty::Int, Ty::String]).is_some());
+        assert!(call_error("_?_:_", None, &[Ty::Int, Ty::Int, Ty::Int]).is_some());
+        assert!(call_error("orValue", Some(&Ty::Opt(Box::new(Ty::Int))), &[Ty::String]).is_some());
     }
 
     #[test]
     fn names_not_declared_here_get_no_verdict() {
-        assert_eq!(no_overload("sortBy", Some(&Ty::Int), &[]), None);
+        assert_eq!(call_error("sortBy", Some(&Ty::Int), &[]), None);
         assert!(declared("sortBy") && declared("format.dns1123Label") && declared("_+_"));
         assert!(!declared("startswith") && !declared("greatest"));
     }
@@ -608,9 +596,9 @@ mod tests {
     #[test]
     fn null_is_no_scalar_and_objects_are_no_maps() {
         let map = Ty::Map(Box::new(Ty::String), Box::new(Ty::String));
-        assert!(no_overload("_==_", None, &[Ty::String, Ty::Null]).is_some());
-        assert!(no_overload("size", None, &[Ty::Int]).is_some());
-        assert_eq!(no_overload("_==_", None, &[map.clone(), Ty::Null]), None);
+        assert!(call_error("_==_", None, &[Ty::String, Ty::Null]).is_some());
+        assert!(call_error("size", None, &[Ty::Int]).is_some());
+        assert_eq!(call_error("_==_", None, &[map.clone(), Ty::Null]), None);
         assert!(mixed_literal(&Ty::Int, &Ty::Null).is_some());
         assert!(mixed_literal(&map, &Ty::Unknown).is_none());
     }
