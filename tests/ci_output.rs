@@ -14,8 +14,8 @@ use support::run::run;
 const OLD: &str = "examples/widgets/old.yaml";
 const NEW: &str = "examples/widgets/new.yaml";
 
-/// The corpus pair used here: gateway-api v1.5 adds bounds and a pattern
-/// to BackendTLSPolicy's wellKnownCACertificates.
+/// The corpus pair used here: gateway-api v1.5 requires at least one rule
+/// in an HTTPRoute (`minItems: 1` on `spec.rules`).
 const CORPUS_OLD: &str = "../shared/corpus/gateway-api-standard/v1.4.1";
 const CORPUS_NEW: &str = "../shared/corpus/gateway-api-standard/v1.5.1";
 
@@ -203,20 +203,21 @@ fn a_corpus_pair_is_placed_on_its_lines_in_sarif_and_github_output() {
     let r = run(&["diff", CORPUS_OLD, CORPUS_NEW, "-o", "sarif"], None);
     assert_eq!(r.code, 1, "{}", r.stderr);
     let log = valid_sarif(&r.stdout);
-    let file = "../shared/corpus/gateway-api-standard/v1.5.1/gateway.networking.k8s.io_backendtlspolicies.yaml";
+    let file =
+        "../shared/corpus/gateway-api-standard/v1.5.1/gateway.networking.k8s.io_httproutes.yaml";
     let bounded = results(&log)
         .iter()
         .find(|r| {
-            r["ruleId"] == "minLength"
+            r["ruleId"] == "minItems"
                 && r["properties"]["version"] == "v1"
-                && r["properties"]["path"] == "^.spec.validation.wellKnownCACertificates"
+                && r["properties"]["path"] == "^.spec.rules"
         })
-        .expect("minLength added to wellKnownCACertificates");
-    assert_eq!(region(bounded), (file, 395, 21));
+        .expect("minItems added to HTTPRoute rules");
+    assert_eq!(region(bounded), (file, 3191, 17));
     let r = run(&["diff", CORPUS_OLD, CORPUS_NEW, "-o", "github"], None);
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stdout.contains(&format!(
-        "::error file={file},line=395,col=21,title=crd-safety minLength%3A backendtlspolicies.gateway.networking.k8s.io v1 ^.spec.validation.wellKnownCACertificates::minLength 1 added: "
+        "::error file={file},line=3191,col=17,title=crd-safety minItems%3A httproutes.gateway.networking.k8s.io v1 ^.spec.rules::minItems 1 added: "
     )));
     // Every annotation is one line: nothing in a message breaks the command.
     for line in r.stdout.lines() {

@@ -553,3 +553,160 @@ async fn pattern_syntax_is_accepted_and_rejected_as_the_api_server_does() {
         disagreements.join("\n")
     );
 }
+
+/// The rules a release adds on `spec` (or its list), by message: the
+/// `diff` verdict on each (`info`: cannot fail on an object valid under the
+/// old schema; `error`: can) is checked against the server, which
+/// validates copies of objects created under the old schema after the
+/// update.
+const NEW_RULES: &[(&str, &str, &str)] = &[
+    (
+        "rule-either",
+        "has(self.configMapRef) || has(self.secretRef)",
+        "info",
+    ),
+    (
+        "rule-not-both",
+        "!has(self.configMapRef) || !has(self.secretRef)",
+        "info",
+    ),
+    ("rule-new-kind", "self.kind != 'C'", "info"),
+    (
+        "rule-cors-only-for-c",
+        "!has(self.cors) || self.kind == 'C'",
+        "info",
+    ),
+    ("rule-old-kind", "self.kind == 'A'", "error"),
+    (
+        "rule-short-note",
+        "!has(self.note) || self.note.size() < 3",
+        "error",
+    ),
+];
+
+/// The rule on the list of `spec.items`.
+const LIST_RULE: (&str, &str, &str) = (
+    "rule-one-z",
+    "self.filter(f, f.type == 'Z').size() <= 1",
+    "info",
+);
+
+/// `spec` before and after the release: `kind` and `items[].type` gain an
+/// enum value, `configMapRef` and `cors` are new, and the rules above are
+/// added.
+fn rules_release(new: bool) -> Value {
+    let mut kinds = json!(["A", "B"]);
+    let mut types = json!(["X", "Y"]);
+    let mut props = json!({
+        "kind": {"type": "string"},
+        "secretRef": {"type": "object", "properties": {"name": {"type": "string"}}},
+        "note": {"type": "string", "maxLength": 64},
+        "items": {"type": "array", "maxItems": 10, "items": {"type": "object", "required": ["type"],
+            "properties": {"type": {"type": "string"}}}}
+    });
+    let mut spec = json!({"type": "object", "required": ["kind", "secretRef"]});
+    if new {
+        kinds = json!(["A", "B", "C"]);
+        types = json!(["X", "Y", "Z"]);
+        props["configMapRef"] =
+            json!({"type": "object", "properties": {"name": {"type": "string"}}});
+        props["cors"] = json!({"type": "object", "properties": {"origin": {"type": "string"}}});
+        spec["x-kubernetes-validations"] = NEW_RULES
+            .iter()
+            .map(|(message, rule, _)| json!({"rule": rule, "message": message}))
+            .collect();
+        props["items"]["x-kubernetes-validations"] =
+            json!([{"rule": LIST_RULE.1, "message": LIST_RULE.0}]);
+    }
+    props["kind"]["enum"] = kinds;
+    props["items"]["items"]["properties"]["type"]["enum"] = types;
+    spec["properties"] = props;
+    let root = json!({"type": "object", "properties": {"spec": spec}});
+    fixtures::single("rulereleases", root)
+}
+
+#[tokio::test]
+async fn a_rule_called_harmless_never_fails_on_the_server_and_one_called_an_error_does() {
+    let Some(plane) = control_plane() else { return };
+    let client: Client = admin(plane).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = support::live::write_manifest(dir.path(), "old.json", &rules_release(false));
+    let new = support::live::write_manifest(dir.path(), "new.json", &rules_release(true));
+
+    // Offline: the verdict on each added rule.
+    let r = support::run::run(&["diff", &old, &new, "-o", "json", "--show-info"], None);
+    let report = r.json();
+    let mut offline = BTreeMap::new();
+    for f in report["crds"][0]["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        if f["check"] == "xValidations" {
+            let message = f["new"]["message"].as_str().unwrap_or_default().to_string();
+            offline.insert(
+                message,
+                f["severity"].as_str().unwrap_or_default().to_string(),
+            );
+        }
+    }
+    let expected: BTreeMap<String, String> = NEW_RULES
+        .iter()
+        .chain(std::iter::once(&LIST_RULE))
+        .map(|(m, _, s)| (m.to_string(), s.to_string()))
+        .collect();
+    assert_eq!(offline, expected, "{}", r.stdout);
+
+    // Objects valid under the old schema, covering its enum values, the
+    // optional fields present and absent.
+    install(&client, &rules_release(false)).await;
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("example.com", "v1", "Rulerelease"),
+        "rulereleases",
+    );
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
+    let specs = [
+        json!({"kind": "A", "secretRef": {}, "items": [{"type": "X"}, {"type": "Y"}]}),
+        json!({"kind": "B", "secretRef": {"name": "s"}, "note": "a long note", "items": []}),
+        json!({"kind": "A", "secretRef": {"name": "t"}, "note": "ok",
+               "items": [{"type": "Y"}, {"type": "Y"}, {"type": "X"}]}),
+        json!({"kind": "B", "secretRef": {}}),
+    ];
+    let object = |name: String, spec: &Value| {
+        json!({"apiVersion": "example.com/v1", "kind": "Rulerelease",
+               "metadata": {"name": name, "namespace": "default"}, "spec": spec})
+    };
+    for (i, spec) in specs.iter().enumerate() {
+        let obj: DynamicObject =
+            serde_json::from_value(object(format!("old-{i}"), spec)).expect("object");
+        api.create(&PostParams::default(), &obj)
+            .await
+            .unwrap_or_else(|e| panic!("object {i} valid under the old schema: {e}"));
+    }
+
+    // After the update, copies of the stored objects are created again (a
+    // GitOps re-sync, a restore): which rules does the server apply?
+    install(&client, &rules_release(true)).await;
+    let mut failed = std::collections::BTreeSet::new();
+    for (i, spec) in specs.iter().enumerate() {
+        if let Some(message) = server_verdict(&api, &object(format!("copy-{i}"), spec))
+            .await
+            .unwrap_or_else(|e| panic!("copy {i}: the server did not answer: {e}"))
+        {
+            for (rule, _) in expected.iter() {
+                if message.contains(rule.as_str()) {
+                    failed.insert(rule.clone());
+                }
+            }
+        }
+    }
+    let errors: std::collections::BTreeSet<String> = expected
+        .iter()
+        .filter(|(_, s)| *s == "error")
+        .map(|(m, _)| m.clone())
+        .collect();
+    assert_eq!(
+        failed, errors,
+        "the rules the server fails on old objects are exactly those reported as errors"
+    );
+}

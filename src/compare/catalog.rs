@@ -102,10 +102,10 @@ catalog! {
     ExclusiveMaximum => "exclusiveMaximum", Error, "exclusiveMaximum turned on: the maximum itself is no longer allowed.";
     MultipleOf => "multipleOf", Error, "multipleOf added, or changed to a value the old one is not a multiple of.";
     UniqueItems => "uniqueItems", Error, "uniqueItems turned on (also forbidden in structural schemas).";
-    Pattern => "pattern", Error, "pattern added or changed (removal is safe, configurable).";
+    Pattern => "pattern", Error, "pattern added or changed (info when every value the old schema allows still matches; removal is safe, configurable).";
     Format => "format", Error, "format added or changed (info when the API server does not validate that format).";
     Nullable => "nullable", Error, "nullable removed: stored nulls are dropped and null writes rejected (added: info).";
-    XValidations => "xValidations", Error, "CEL rule (x-kubernetes-validations) added or changed; transition rules using oldSelf are never ratcheted. Message-only changes: info.";
+    XValidations => "xValidations", Error, "CEL rule (x-kubernetes-validations) added or changed; transition rules using oldSelf are never ratcheted. Info when no object valid under the old schema can fail it, and for message-only changes.";
     ListType => "listType", Error, "x-kubernetes-list-type or list-map-keys changed: uniqueness and server-side-apply merging change (never ratcheted).";
     MapType => "mapType", Warning, "x-kubernetes-map-type changed between granular and atomic: server-side-apply merging changes.";
     AdditionalProperties => "additionalProperties", Error, "additionalProperties narrowed or removed: map entries are pruned or rejected.";

@@ -58,7 +58,7 @@ pub(super) fn check(old: &Crd, new: &Crd, stored: &StoredVersions, out: &mut Vec
     storage_version(old, new, &mut out);
     names(old, new, &mut out);
     preserve_unknown_fields(old, new, &mut out);
-    conversion(old, new, &mut out);
+    conversion(old, new, stored, &mut out);
     for nv in &new.versions {
         if let Some(ov) = old.version(nv.name()) {
             subresources(ov, nv, &mut out);
@@ -95,6 +95,25 @@ fn stored_versions(old: &Crd, new: &Crd, stored: &StoredVersions, out: &mut Out<
     let assumed = stored.source == StoredVersionsSource::Assumed;
     for v in &stored.versions {
         if new.version(v).is_some() {
+            continue;
+        }
+        // The API server keeps status.storedVersions a subset of
+        // spec.versions, so a flag naming another version describes a
+        // cluster that cannot exist.
+        if stored.source == StoredVersionsSource::Flag && old.version(v).is_none() {
+            out.push(
+                Check::StoredVersionRemoval,
+                Severity::Warning,
+                Some(v),
+                format!(
+                    "--stored-versions names {v}, which the old CRD does not define: the API server never lists \
+such a version in status.storedVersions, so it is ignored; check the flag against `kubectl get crd {} -o \
+jsonpath='{{.status.storedVersions}}'`",
+                    old.name
+                ),
+                s(v),
+                None,
+            );
             continue;
         }
         let how = match stored.source {
@@ -296,10 +315,60 @@ fn schemas_differ(crd: &Crd) -> bool {
     served.windows(2).any(|w| w[0].schema != w[1].schema)
 }
 
-fn conversion(old: &Crd, new: &Crd, out: &mut Out<'_>) {
+/// The versions objects can be read, written or stored in once the new CRD
+/// is applied: its served versions, its storage version and the stored
+/// versions it keeps. An object is only ever converted between two of them.
+fn versions_in_use<'a>(new: &'a Crd, stored: &'a StoredVersions) -> Vec<&'a str> {
+    let mut names: Vec<&str> = new
+        .served_versions()
+        .map(CrdVersion::name)
+        .chain(std::iter::once(new.storage_version().name()))
+        .chain(
+            stored
+                .versions
+                .iter()
+                .map(String::as_str)
+                .filter(|v| new.version(v).is_some()),
+        )
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
+fn conversion(old: &Crd, new: &Crd, stored: &StoredVersions, out: &mut Out<'_>) {
     let (os, ns) = (old.conversion_strategy(), new.conversion_strategy());
     let conv_value = |c: &Crd| c.manifest.pointer("/spec/conversion").cloned();
     if os == "Webhook" && ns == "None" {
+        let in_use = versions_in_use(new, stored);
+        // An assumed list may miss a version objects are still stored in,
+        // unless the new CRD has only one version (the API server refuses
+        // it while status.storedVersions lists any other).
+        let known = new.versions.len() == 1 || stored.source != StoredVersionsSource::Assumed;
+        if let [only] = in_use.as_slice()
+            && known
+        {
+            out.push(
+                Check::Conversion,
+                Severity::Info,
+                None,
+                if new.versions.len() == 1 {
+                    format!(
+                        "conversion Webhook -> None: the new CRD has the single version {only}, so every object \
+is read, written and stored in it, nothing is ever converted and the webhook is no longer needed"
+                    )
+                } else {
+                    format!(
+                        "conversion Webhook -> None: {only} is the only version served or stored ({}), so every \
+object is read, written and stored in it, nothing is ever converted and the webhook is no longer needed",
+                        stored.source
+                    )
+                },
+                conv_value(old),
+                conv_value(new),
+            );
+            return;
+        }
         let served = new.served_versions().count();
         let severity = if served > 1 && schemas_differ(new) {
             Severity::Error

@@ -15,6 +15,7 @@ mod config;
 mod crd_level;
 mod cross_version;
 mod fields;
+mod old_objects;
 mod restructured;
 mod unserved;
 mod v1beta1;

@@ -4,6 +4,7 @@ use serde_json::Value;
 
 use super::{FieldCheck, Node};
 use crate::compare::Severity;
+use crate::compare::cel_partial::cannot_fail;
 use crate::compare::messages::{TIGHTENED, TIGHTENED_FIX};
 use crate::json::json_eq;
 
@@ -26,7 +27,30 @@ impl Node<'_, '_> {
         let pair = removed.len() == 1 && added.len() == 1;
         for rule in &added {
             let transition = rule.uses_old_self();
-            let kind = if transition {
+            // A rule no object valid under the old schema can fail cannot
+            // break a stored object or its re-apply.
+            let harmless = if self.ctx.cross_version {
+                None
+            } else {
+                cannot_fail(
+                    &rule.rule,
+                    self.old,
+                    self.new,
+                    self.field_path.segments().is_empty(),
+                )
+            };
+            let severity = if harmless.is_some() {
+                Severity::Info
+            } else {
+                Severity::Error
+            };
+            let kind = if let Some(why) = &harmless {
+                format!(
+                    "it cannot fail on any object valid under the old schema ({}), so stored objects and their \
+re-applies keep passing; only new writes that use what is new are checked",
+                    why.reason()
+                )
+            } else if transition {
                 "transition rule (uses oldSelf): it is never ratcheted, so every update of an object that \
 fails it is rejected"
                     .to_string()
@@ -47,10 +71,15 @@ fails it is rejected"
             } else {
                 None
             };
+            let fix = if harmless.is_some() {
+                String::new()
+            } else {
+                format!("; {TIGHTENED_FIX}")
+            };
             self.emit(
                 c.check,
-                Severity::Error,
-                format!("{what}: {kind}; {TIGHTENED_FIX}"),
+                severity,
+                format!("{what}: {kind}{fix}"),
                 old.as_ref(),
                 Some(&rule.raw),
             );

@@ -15,6 +15,27 @@ use crate::compare::{Check, Severity};
 use crate::schema::Schema;
 
 impl Node<'_, '_> {
+    /// The JSON types every value the old schema allows at this node has.
+    fn old_types(&self) -> Option<Vec<&'static str>> {
+        // A stored null fits no typed branch.
+        if self.old.flag("nullable") {
+            return None;
+        }
+        if self.old.flag("x-kubernetes-int-or-string") {
+            return Some(vec!["integer", "string"]);
+        }
+        let t = match self.old.type_name()? {
+            "string" => "string",
+            "integer" => "integer",
+            "number" => "number",
+            "boolean" => "boolean",
+            "object" => "object",
+            "array" => "array",
+            _ => return None,
+        };
+        Some(vec![t])
+    }
+
     pub(super) fn combinator(&mut self, c: &FieldCheck) {
         for &kw in c.keywords {
             self.combinator_on(c.check, kw);
@@ -44,10 +65,25 @@ impl Node<'_, '_> {
             }
             return;
         }
+        let old_types = self.old_types();
         let mut emit = |sev: Severity, what: String| {
             self.emit(check, sev, what, o.as_ref(), n.as_ref());
         };
         if o.is_none() {
+            if check == Check::AnyOf
+                && let Some(types) = old_types
+                && types.iter().all(|t| has_type_branch(n.as_ref(), t))
+            {
+                emit(
+                    Severity::Info,
+                    format!(
+                        "{kw} constraint added ({added} branch(es)): every value the old schema allows is {}, \
+which a branch accepts as it is, so no stored object can fail it",
+                        types.join(" or ")
+                    ),
+                );
+                return;
+            }
             emit(
                 Severity::Error,
                 format!(
@@ -251,4 +287,19 @@ pub(super) fn branches(v: Option<&Value>, docs: Docs, parent: &Schema) -> BTreeM
 /// requires is left out, as it accepts nothing more or less there.
 fn branch(b: &Value, docs: Docs, parent: &Schema) -> String {
     canonical(&without_implied_types(b, Some(parent)), docs)
+}
+
+/// Whether one of the branches accepts every value of JSON type `t`: it
+/// says nothing but `type: t` (documentation aside).
+fn has_type_branch(branches: Option<&Value>, t: &str) -> bool {
+    branches
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_object)
+        .any(|b| {
+            b.get("type").and_then(Value::as_str) == Some(t)
+                && b.keys()
+                    .all(|k| k == "type" || DOC_KEYWORDS.contains(&k.as_str()))
+        })
 }

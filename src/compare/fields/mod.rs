@@ -12,6 +12,7 @@ mod cel;
 mod combinators;
 mod docs;
 mod lists;
+mod pattern_inclusion;
 mod presence;
 mod restructured;
 mod shape;
@@ -55,6 +56,8 @@ pub(super) fn walk(ctx: &Context<'_>, old: &Schema, new: &Schema, out: &mut Vec<
 struct Trail<'a> {
     up: Option<&'a Trail<'a>>,
     step: Step<'a>,
+    /// For a property: the old schema of the object that holds it.
+    holder: Option<&'a Schema>,
 }
 
 #[derive(Clone, Copy)]
@@ -69,12 +72,31 @@ impl<'a> Trail<'a> {
     const ROOT: Trail<'static> = Trail {
         up: None,
         step: Step::Root,
+        holder: None,
     };
 
     fn down(&'a self, step: Step<'a>) -> Trail<'a> {
         Trail {
             up: Some(self),
             step,
+            holder: None,
+        }
+    }
+
+    fn property(&'a self, name: &'a str, holder: &'a Schema) -> Trail<'a> {
+        Trail {
+            up: Some(self),
+            step: Step::Property(name),
+            holder: Some(holder),
+        }
+    }
+
+    /// Whether the old schema required this property, so every stored
+    /// object has it.
+    fn required_in_old(&self) -> bool {
+        match (self.step, self.holder) {
+            (Step::Property(name), Some(holder)) => holder.required().contains(&name),
+            _ => false,
         }
     }
 
@@ -121,13 +143,7 @@ fn walk_at(
         }
         match news.next_if(|(n, _)| *n == name) {
             Some((_, new_child)) => {
-                same &= walk_at(
-                    ctx,
-                    &trail.down(Step::Property(name)),
-                    old_child,
-                    new_child,
-                    out,
-                );
+                same &= walk_at(ctx, &trail.property(name, old), old_child, new_child, out);
             }
             None => same = false,
         }
@@ -158,6 +174,7 @@ fn walk_at(
         ctx,
         path: path.to_string(),
         field_path: &path,
+        required_in_old: trail.required_in_old(),
         old: folded_old.as_ref().unwrap_or(old),
         new: folded_new.as_ref().unwrap_or(new),
         out: &mut mine,
@@ -176,6 +193,8 @@ struct Node<'a, 'o> {
     ctx: &'a Context<'a>,
     path: String,
     field_path: &'a FieldPath,
+    /// The old schema required this field: every stored object has it.
+    required_in_old: bool,
     old: &'a Schema,
     new: &'a Schema,
     out: &'o mut Vec<Finding>,

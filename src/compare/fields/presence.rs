@@ -112,6 +112,18 @@ optional with a default, or require it only in a new version",
         }
         let (o, n) = self.kw("default");
         let (o, n) = (o.cloned(), n.cloned());
+        if self.required_in_old {
+            // Defaults fill in only missing fields, and no stored object
+            // misses a field the old schema required.
+            let message = format!(
+                "default {} -> {} on a field the old schema required: every stored object has the field, so \
+no stored object reads the default; only new objects that omit it get it",
+                show(o.as_ref()),
+                show(n.as_ref())
+            );
+            self.emit(c.check, Severity::Info, message, o.as_ref(), n.as_ref());
+            return;
+        }
         let (severity, message) = match (&o, &n) {
             // The type's zero value: typed clients (Go's omitempty fields)
             // read absent and zero alike, so only untyped readers notice.

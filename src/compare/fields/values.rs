@@ -9,6 +9,9 @@ use crate::compare::Severity;
 use crate::compare::messages::{TIGHTENED, TIGHTENED_FIX, list};
 use crate::json::{json_eq, short, show};
 use crate::validate::formats::Format;
+use crate::validate::regex::compile_go;
+
+use super::pattern_inclusion;
 
 impl Node<'_, '_> {
     pub(super) fn enum_(&mut self, c: &FieldCheck) {
@@ -116,13 +119,72 @@ this field may meet values they do not know",
                 format!("{kw} lowered {} -> {}", show(o.as_ref()), show(n.as_ref()))
             }
         };
-        self.emit(
+        let limit = nf.unwrap_or_default();
+        let new = self.new;
+        let meets = |v: &Value| -> bool {
+            let measured = match kw {
+                "minLength" | "maxLength" => v.as_str().map(|s| s.chars().count() as f64),
+                "minimum" | "maximum" => v.as_f64(),
+                _ => None,
+            };
+            let exclusive = match kw {
+                "minimum" => new.flag("exclusiveMinimum"),
+                "maximum" => new.flag("exclusiveMaximum"),
+                _ => false,
+            };
+            measured.is_some_and(|m| match (lower, exclusive) {
+                (true, false) => m >= limit,
+                (true, true) => m > limit,
+                (false, false) => m <= limit,
+                (false, true) => m < limit,
+            })
+        };
+        self.tightened(
             check,
-            Severity::Error,
-            format!("{what}: objects outside the new bound {TIGHTENED}; {TIGHTENED_FIX}"),
+            what,
+            "objects outside the new bound",
             o.as_ref(),
             n.as_ref(),
+            meets,
         );
+    }
+
+    /// Reports a tightened constraint: an error, unless every value the old
+    /// schema allows at this node is one of a few (an enum) and each meets
+    /// the new constraint, so no stored object can fail it.
+    fn tightened(
+        &mut self,
+        check: Check,
+        what: String,
+        failing: &str,
+        old: Option<&Value>,
+        new: Option<&Value>,
+        meets: impl Fn(&Value) -> bool,
+    ) {
+        let (severity, message) = match self.old_values() {
+            Some(values) if values.iter().all(meets) => (
+                Severity::Info,
+                format!(
+                    "{what}: every value the old schema allows here ({}) meets it, so no stored object can fail it",
+                    list(&values.iter().collect::<Vec<_>>())
+                ),
+            ),
+            _ => (
+                Severity::Error,
+                format!("{what}: {failing} {TIGHTENED}; {TIGHTENED_FIX}"),
+            ),
+        };
+        self.emit(check, severity, message, old, new);
+    }
+
+    /// The values the old schema allows at this node, when it lists them
+    /// (`enum`, and `null` when it is also nullable).
+    fn old_values(&self) -> Option<Vec<Value>> {
+        let mut values = self.old.keyword("enum")?.as_array()?.clone();
+        if self.old.flag("nullable") {
+            values.push(Value::Null);
+        }
+        Some(values)
     }
 
     /// `bound` is the keyword the flag makes exclusive, named in the message.
@@ -133,16 +195,15 @@ this field may meet values they do not know",
             }
             let limit = self.new.keyword(bound).cloned();
             let limit_text = show(limit.as_ref());
-            self.emit(
-            c.check,
-            Severity::Error,
-            format!(
-                "{kw} turned on: the value {limit_text} itself is no longer allowed, so objects holding it \
-{TIGHTENED}"
-            ),
-            Some(&Value::Bool(false)),
-            Some(&Value::Bool(true)),
-        );
+            let limit = limit.as_ref().and_then(Value::as_f64);
+            self.tightened(
+                c.check,
+                format!("{kw} turned on: the value {limit_text} itself is no longer allowed"),
+                "objects holding it",
+                Some(&Value::Bool(false)),
+                Some(&Value::Bool(true)),
+                |v| v.as_f64().is_some_and(|x| Some(x) != limit),
+            );
         }
     }
 
@@ -162,17 +223,20 @@ this field may meet values they do not know",
         if safe {
             return;
         }
+        let divisor = n.and_then(Value::as_f64).unwrap_or_default();
         let (o, n) = (o.cloned(), n.cloned());
-        self.emit(
+        self.tightened(
             c.check,
-            Severity::Error,
-            format!(
-                "multipleOf {} -> {}: objects whose value is not a multiple of the new one {TIGHTENED}",
-                show(o.as_ref()),
-                show(n.as_ref())
-            ),
+            format!("multipleOf {} -> {}", show(o.as_ref()), show(n.as_ref())),
+            "objects whose value is not a multiple of the new one",
             o.as_ref(),
             n.as_ref(),
+            |v| {
+                v.as_f64().is_some_and(|x| {
+                    let q = x / divisor;
+                    divisor != 0.0 && (q - q.round()).abs() < 1e-9
+                })
+            },
         );
     }
 
@@ -182,27 +246,62 @@ this field may meet values they do not know",
         }
         let (o, n) = self.kw("pattern");
         let (o, n) = (o.cloned(), n.cloned());
-        let message = match (&o, &n) {
-            (None, Some(p)) => format!(
-                "pattern {} added: objects whose value does not match {TIGHTENED}; {TIGHTENED_FIX}",
-                short(p, 60)
+        let (what, failing) = match (&o, &n) {
+            (None, Some(p)) => (
+                format!("pattern {} added", short(p, 60)),
+                "objects whose value does not match",
             ),
             (Some(_), None) => {
-                if self.ctx.options.pattern_allow_removal {
-                    return;
+                if !self.ctx.options.pattern_allow_removal {
+                    self.emit(
+                        c.check,
+                        Severity::Error,
+                        format!(
+                            "pattern {} removed (pattern.allowRemoval is false)",
+                            show(o.as_ref())
+                        ),
+                        o.as_ref(),
+                        n.as_ref(),
+                    );
                 }
-                format!(
-                    "pattern {} removed (pattern.allowRemoval is false)",
-                    show(o.as_ref())
-                )
+                return;
             }
-            _ => format!(
-                "pattern changed {} -> {}: objects whose value matches only the old pattern {TIGHTENED}; {TIGHTENED_FIX}",
-                show(o.as_ref()),
-                show(n.as_ref())
+            _ => (
+                format!(
+                    "pattern changed {} -> {}",
+                    show(o.as_ref()),
+                    show(n.as_ref())
+                ),
+                "objects whose value matches only the old pattern",
             ),
         };
-        self.emit(c.check, Severity::Error, message, o.as_ref(), n.as_ref());
+        let new_pattern = n.as_ref().and_then(Value::as_str).unwrap_or_default();
+        // A new pattern that matches every string the old one matches
+        // (within the old length bounds) rejects nothing stored.
+        if let Some(old_pattern) = o.as_ref().and_then(Value::as_str)
+            && self.old_values().is_none()
+            && pattern_inclusion::includes(old_pattern, new_pattern) == Some(true)
+        {
+            self.emit(
+                c.check,
+                Severity::Info,
+                format!(
+                    "{what}: the new pattern matches every string the old one matches, so no stored object can fail it"
+                ),
+                o.as_ref(),
+                n.as_ref(),
+            );
+            return;
+        }
+        let matcher = compile_go(new_pattern).ok();
+        self.tightened(
+            c.check,
+            what,
+            failing,
+            o.as_ref(),
+            n.as_ref(),
+            |v| matches!((&matcher, v.as_str()), (Some(m), Some(s)) if m.is_match(s)),
+        );
     }
 
     pub(super) fn format(&mut self, c: &FieldCheck) {
@@ -224,15 +323,22 @@ this field may meet values they do not know",
         let (o, n) = (o.cloned(), n.cloned());
         let validated = Format::is_validated(new_format);
         let (severity, message) = if validated {
-            (
-                Severity::Error,
+            // Judged as the newest server validates it: a format only
+            // newer servers check makes a value fail there, not pass.
+            let format = Format::parse(new_format, u32::MAX);
+            self.tightened(
+                c.check,
                 format!(
-                    "format {} -> {}: the API server validates {new_format}, so objects whose value does not conform \
-{TIGHTENED}",
+                    "format {} -> {}: the API server validates {new_format}",
                     show(o.as_ref()),
                     show(n.as_ref())
                 ),
-            )
+                "objects whose value does not conform",
+                o.as_ref(),
+                n.as_ref(),
+                |v| matches!((format, v.as_str()), (Some(f), Some(s)) if f.is_valid(s)),
+            );
+            return;
         } else {
             (
                 Severity::Info,
