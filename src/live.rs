@@ -147,6 +147,10 @@ pub async fn apply_check(
             manifest: n.crd.manifest.clone(),
             conflict,
             take_over,
+            rejected: match &verdict {
+                DryRun::Rejected(message) => Some(message.clone()),
+                _ => None,
+            },
         });
         if let DryRun::Rejected(message) = verdict {
             let finding = Finding::new(

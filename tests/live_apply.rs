@@ -435,6 +435,8 @@ async fn a_failure_stops_the_run_and_the_outcome_says_what_was_applied() {
             "  seconds.example.com   created",
             "  finals.example.com    not applied",
             "1 applied (seconds.example.com), 2 not applied or not established.",
+            "To finish: fix the cause above and run the same apply again; the CRDs already applied \
+are unchanged and are skipped.",
         ],
         "{}",
         r.stdout
@@ -614,4 +616,124 @@ async fn fields_owned_by_helm_are_not_taken_and_helm_is_named() {
             .get("extra")
             .is_none()
     );
+}
+
+/// Installs `manifest` with a plain `kubectl VERB -f` (client-side), as
+/// most CRDs in the wild were installed.
+fn kubectl_installs(plane: &ControlPlane, verb: &str, manifest: &str, home: &std::path::Path) {
+    let kubectl = Command::new("kubectl")
+        .args([verb, "-f", manifest, "--kubeconfig"])
+        .arg(&plane.admin_kubeconfig)
+        .env_remove("KUBECONFIG")
+        .env("HOME", home)
+        .output()
+        .expect("kubectl runs");
+    assert!(
+        kubectl.status.success(),
+        "{}",
+        String::from_utf8_lossy(&kubectl.stderr)
+    );
+}
+
+#[tokio::test]
+async fn a_release_changing_annotations_and_schema_takes_over_kubectl_apply_and_create() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (verb, plural) in [("apply", "annotateds"), ("create", "createds")] {
+        let name = format!("{plural}.example.com");
+        let mut old = crd(plural, &[("v1", true, true)], json!({}));
+        old["metadata"]["annotations"] = json!({"example.com/release": "1.0"});
+        let old = write_manifest(dir.path(), &format!("{plural}-old.json"), &old);
+        kubectl_installs(plane, verb, &old, dir.path());
+        // What nearly every release does: a new annotation value and a new
+        // field, two conflicts with the client-side manager.
+        let mut new = crd(
+            plural,
+            &[("v1", true, true)],
+            json!({"extra": {"type": "string"}}),
+        );
+        new["metadata"]["annotations"] = json!({"example.com/release": "1.1"});
+        let new = write_manifest(dir.path(), &format!("{plural}-new.json"), &new);
+
+        let r = apply(plane, &[&new], &["--yes", "-o", "json"]);
+        assert_eq!(
+            r.code, 0,
+            "kubectl {verb}: taken over as kubectl apply --server-side does\n{}{}",
+            r.stdout, r.stderr
+        );
+        assert_eq!(results(&r.json()), [triple(&name, "update", "configured")]);
+        let live = live(&client, &name).await.expect("the CRD exists");
+        assert_eq!(
+            live["metadata"]["annotations"]["example.com/release"], "1.1",
+            "kubectl {verb}"
+        );
+        assert_eq!(
+            spec_fields(&client, &name).await["extra"],
+            json!({"type": "string"})
+        );
+        let after = managers(&client, &name).await;
+        assert!(after.contains(&(OURS.into(), "Apply".into())), "{after:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_bundle_the_server_refuses_in_part_is_not_applied_at_all_even_with_force() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    // storedVersions [v1alpha1, v1]: a manifest without v1alpha1 is refused
+    // by the API server until the objects are migrated.
+    install(
+        &client,
+        &crd("halfways", &[("v1alpha1", true, true)], json!({})),
+    )
+    .await;
+    install(
+        &client,
+        &crd(
+            "halfways",
+            &[("v1alpha1", true, false), ("v1", true, true)],
+            json!({}),
+        ),
+    )
+    .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The first CRD of the bundle is fine on its own.
+    write_manifest(
+        dir.path(),
+        "0-fines.json",
+        &crd("fines", &[("v1", true, true)], json!({})),
+    );
+    write_manifest(
+        dir.path(),
+        "1-halfways.json",
+        &crd("halfways", &[("v1", true, true)], json!({})),
+    );
+    let bundle = dir.path().display().to_string();
+
+    let r = apply(plane, &[&bundle], &["--force", "--yes"]);
+    assert_eq!(r.code, 1, "refused\n{}{}", r.stdout, r.stderr);
+    assert!(
+        live(&client, "fines.example.com").await.is_none(),
+        "no CRD of the bundle is applied"
+    );
+    let refusal = r
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("error: not applying"))
+        .unwrap_or_default();
+    assert!(
+        refusal.contains("not applying any of the 2 CRDs")
+            && refusal.contains("halfways.example.com: ")
+            && refusal.contains("storedVersions")
+            && refusal.contains("kubectl crd-safety migrate halfways.example.com"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !refusal.contains("--force"),
+        "no flag makes the server accept it: {refusal}"
+    );
+    let stored = live(&client, "halfways.example.com").await.expect("kept");
+    assert_eq!(stored["spec"]["versions"].as_array().map(Vec::len), Some(2));
 }

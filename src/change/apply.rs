@@ -37,7 +37,9 @@ pub fn proposal(
     let nothing_to_do = changes
         .is_empty()
         .then(|| "Nothing to apply: the cluster already has these CRDs as written.".to_string());
-    let refusal = if report.summary.errors > 0 && !force {
+    let refusal = if let Some(refused) = refused_by_server(&changes) {
+        Some(refused)
+    } else if report.summary.errors > 0 && !force {
         Some(format!(
             "not applying: {} (use --force to apply anyway)",
             plural(report.summary.errors, "error finding", "error findings")
@@ -81,6 +83,39 @@ pub fn proposal(
             ),
         },
     }
+}
+
+/// Why nothing is applied when the API server's dry run refuses any CRD of
+/// the bundle: applying the others would leave the operator half upgraded,
+/// and no flag makes the server accept what it refuses, so the message
+/// names the way out instead (`migrate` when stored versions are the cause).
+fn refused_by_server(changes: &[&Planned]) -> Option<String> {
+    let refused: Vec<&&Planned> = changes.iter().filter(|p| p.rejected.is_some()).collect();
+    if refused.is_empty() {
+        return None;
+    }
+    let reasons: Vec<String> = refused
+        .iter()
+        .map(|p| {
+            let reason = p.rejected.as_deref().unwrap_or_default();
+            let way_out = if reason.contains("storedVersions") {
+                format!(
+                    " (run `kubectl crd-safety migrate {}` first, then apply again)",
+                    p.name
+                )
+            } else {
+                String::new()
+            };
+            format!("{}: {reason}{way_out}", p.name)
+        })
+        .collect();
+    Some(format!(
+        "not applying any of the {}: the API server refuses {} of them (server-side dry run), and applying \
+the rest would leave the bundle half applied; {}",
+        plural(changes.len(), "CRD", "CRDs"),
+        refused.len(),
+        reasons.join("; ")
+    ))
 }
 
 /// The CRDs whose apply would conflict with another field manager, named

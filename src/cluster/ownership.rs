@@ -58,11 +58,14 @@ const KNOWN_OWNERS: &[(&str, &str)] = &[
     ("kubectl-patch", "a hand edit (kubectl patch)"),
 ];
 
-/// The managers named in a server-side apply conflict message (`conflict
-/// with "helm" using apiextensions.k8s.io/v1: .spec...`), in order, once each.
+/// The managers named in a server-side apply conflict message, in order,
+/// once each. The API server writes `conflict with "helm" using ...` for a
+/// single conflict and `conflicts with "helm" using ...:` followed by the
+/// fields for several.
 pub fn conflicting_managers(message: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for part in message.split("conflict with \"").skip(1) {
+    let normalized = message.replace("conflicts with \"", "conflict with \"");
+    for part in normalized.split("conflict with \"").skip(1) {
         if let Some(end) = part.find('"') {
             let name = &part[..end];
             if !out.iter().any(|m| m == name) {
@@ -245,6 +248,16 @@ mod tests {
             describe_owner("helm"),
             Some("Helm (the next helm upgrade reverts the change)")
         );
+    }
+
+    #[test]
+    fn managers_are_read_from_a_message_with_several_conflicts() {
+        // The wording the API server uses for more than one conflict.
+        let message = "Apply failed with 2 conflicts: conflicts with \"kubectl-client-side-apply\" using \
+apiextensions.k8s.io/v1:\n- .metadata.annotations.team\n- .spec.versions";
+        let managers = conflicting_managers(message);
+        assert_eq!(managers, vec!["kubectl-client-side-apply"]);
+        assert!(all_migratable(&managers));
     }
 
     #[test]

@@ -42,6 +42,9 @@ pub struct Planned {
     /// Managers of a plain `kubectl apply`/`kubectl create` whose fields
     /// `apply` takes over first, as `kubectl apply --server-side` does.
     pub take_over: Vec<String>,
+    /// The API server's reason when its dry run of this CRD's apply was
+    /// refused: `apply` then writes none of the bundle.
+    pub rejected: Option<String>,
 }
 
 /// What happened to one CRD.

@@ -43,6 +43,10 @@ pub fn render_outcomes(context: &str, results: &[Applied], color: bool) -> Strin
                 names.join(", ")
             }
         ));
+        out.push_str(
+            "To finish: fix the cause above and run the same apply again; the CRDs already applied \
+are unchanged and are skipped.\n",
+        );
     } else {
         out.push_str(&format!("{applied} applied, all established.\n"));
     }
