@@ -6,6 +6,7 @@ mod support;
 
 use serde_json::{Value, json};
 use support::envtest::{ControlPlane, control_plane};
+use support::fixtures;
 use support::live::{admin, apply_check, crd, create_objects, install, write_manifest};
 use support::run::Run;
 
@@ -239,4 +240,92 @@ async fn a_clean_scan_reports_zero_and_the_table_says_so() {
     let applied: Value = serde_json::from_str(&r.stdout).expect("json");
     assert_eq!(applied["crds"][0]["scan"]["scanned"], 2);
     assert_eq!(applied["apply"]["results"][0]["result"], "configured");
+}
+
+#[tokio::test]
+async fn a_storage_version_change_counts_the_fields_the_new_storage_version_drops() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    let schema = |fields: Value| json!({"type": "object", "properties": {"spec": {"type": "object", "properties": fields}}});
+    let beta = schema(json!({"keep": {"type": "string"}, "legacy": {"type": "string"}}));
+    let ga = schema(json!({"keep": {"type": "string"}}));
+    let release = |storage_ga: bool| {
+        fixtures::crd(
+            "rewrites",
+            vec![
+                fixtures::version("v1beta2", true, !storage_ga, beta.clone()),
+                fixtures::version("v1", true, storage_ga, ga.clone()),
+            ],
+        )
+    };
+    install(&client, &release(false)).await;
+    create_objects(
+        &client,
+        "rewrites",
+        "v1beta2",
+        vec![
+            (
+                "default".into(),
+                "a".into(),
+                json!({"keep": "x", "legacy": "y"}),
+            ),
+            ("default".into(), "b".into(), json!({"keep": "z"})),
+        ],
+    )
+    .await;
+    // Conversion None, storage v1beta2 -> v1: neither schema changes, but
+    // the next write of `a` stores it in v1, whose schema lacks `legacy`.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write_manifest(dir.path(), "new.json", &release(true));
+    let kubeconfig = plane.admin_kubeconfig.display().to_string();
+    let r = apply_check(&path, &kubeconfig, &["--objects", "-o", "json"]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let report = r.json();
+    assert_eq!(
+        scan_findings(&report),
+        [(
+            "prunedFields".to_string(),
+            "^.spec.legacy".to_string(),
+            "pruned".to_string(),
+            1,
+            None,
+            vec!["default/a".to_string()]
+        )]
+    );
+    let finding = report["crds"][0]["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|f| f["check"] == "prunedFields")
+        .expect("the finding");
+    assert_eq!(finding["version"], "v1beta2 -> v1");
+    assert!(
+        finding["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("the new storage version's (v1) schema does not describe"),
+        "{finding}"
+    );
+    assert_eq!(report["crds"][0]["scan"]["losingData"], 1);
+
+    // `migrate` after the update finds the same object losing the same field.
+    install(&client, &release(true)).await;
+    let r = support::run::run(
+        &[
+            "migrate",
+            "rewrites.example.com",
+            "--dry-run",
+            "-o",
+            "json",
+            "--kubeconfig",
+            &kubeconfig,
+        ],
+        None,
+    );
+    let plan = r.json();
+    assert_eq!(
+        plan["crds"][0]["check"]["losingData"], 1,
+        "{}{}",
+        r.stdout, r.stderr
+    );
 }

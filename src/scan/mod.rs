@@ -132,6 +132,7 @@ pub async fn scan_crd(
         let listing = Listing {
             conn,
             crd: &live.name,
+            label: resource.version.clone(),
             resource,
             validator: &validator,
             keep_default: &keep_default,
@@ -143,15 +144,98 @@ pub async fn scan_crd(
         scanned_per_version.push((name.clone(), listed.scanned));
         summary.versions.push(name);
     }
+    let storage = new.storage_version();
+    for (read, listed) in scan_rewrites(
+        conn,
+        live,
+        new,
+        server_minor,
+        opts,
+        &mut tally,
+        progress,
+        &mut summary,
+    )
+    .await?
+    {
+        scanned_per_version.push((format!("{read} -> {}", storage.name()), listed));
+    }
     summary.retries = conn.retries() - retries_before;
+    let rewritten = format!("the new storage version's ({}) schema", storage.name());
     Ok(conclude(
         summary,
         tally,
         &scanned_per_version,
         findings,
         server_minor,
-        "the new schema",
+        &|label: &str| {
+            if label.contains(" -> ") {
+                rewritten.clone()
+            } else {
+                "the new schema".to_string()
+            }
+        },
     ))
+}
+
+/// With conversion `None`, an object still stored in another version is
+/// written back in the new storage version by its next update (or by
+/// `migrate`), and that version's schema prunes whatever it does not
+/// describe. Each served version of `status.storedVersions` other than the
+/// new storage version is read as stored and checked for such fields, as
+/// [`scan_for_migration`] does: the number read per version.
+#[allow(clippy::too_many_arguments)]
+async fn scan_rewrites(
+    conn: &Connection,
+    live: &Crd,
+    new: &Crd,
+    server_minor: u32,
+    opts: ScanOptions,
+    tally: &mut Tally,
+    progress: &mut dyn FnMut(Progress<'_>),
+    summary: &mut ScanSummary,
+) -> Result<Vec<(String, u64)>, ScanError> {
+    let storage = new.storage_version();
+    if new.conversion_strategy() != "None" {
+        return Ok(Vec::new());
+    }
+    let stored = live
+        .stored_versions
+        .clone()
+        .unwrap_or_else(|| vec![live.storage_version().name().to_string()]);
+    let readable: Vec<&String> = stored
+        .iter()
+        .filter(|v| v.as_str() != storage.name())
+        .filter(|v| live.version(v).is_some_and(|l| l.spec.served))
+        .collect();
+    if readable.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Ok(validator) = Validator::new(&storage.schema, server_minor).map(Arc::new) else {
+        // The new storage schema is judged by invalidCrd; nothing to add.
+        return Ok(Vec::new());
+    };
+    let never = |_: &FieldPath| false;
+    let mut read = Vec::new();
+    for version in readable {
+        let listing = Listing {
+            conn,
+            crd: &live.name,
+            resource: ResourceRef {
+                group: live.spec.group.clone(),
+                version: version.clone(),
+                plural: live.spec.names.plural.clone(),
+            },
+            label: format!("{version} -> {}", storage.name()),
+            validator: &validator,
+            keep_default: &never,
+            data_loss_only: true,
+            by_namespace: false,
+            opts,
+        };
+        let listed = scan_version(&listing, tally, progress, &mut summary.restarts).await?;
+        read.push((version.clone(), listed.scanned));
+    }
+    Ok(read)
 }
 
 /// What [`scan_for_migration`] found about one CRD.
@@ -196,7 +280,9 @@ pub async fn scan_for_migration(
         Err(e) => {
             findings.push(unscannable(storage.name(), &e.to_string()));
             return Ok(MigrationScan {
-                scan: conclude(summary, tally, &[], findings, server_minor, ""),
+                scan: conclude(summary, tally, &[], findings, server_minor, &|_| {
+                    String::new()
+                }),
                 namespaces,
                 unreadable_versions,
             });
@@ -222,6 +308,7 @@ pub async fn scan_for_migration(
                 version: version.clone(),
                 plural: live.spec.names.plural.clone(),
             },
+            label: version.clone(),
             validator: &validator,
             keep_default: &never,
             data_loss_only: i > 0,
@@ -244,7 +331,7 @@ pub async fn scan_for_migration(
         &scanned_per_version,
         findings,
         server_minor,
-        &against,
+        &|_| against.clone(),
     );
     // Every view lists the same objects; the storage version's count is
     // the one a rewrite works through.
@@ -274,14 +361,14 @@ impl ScanSummary {
 }
 
 /// Totals and findings from a finished tally. `against` names the schema
-/// in messages (`the new schema`).
+/// a version label's objects were judged by, in messages (`the new schema`).
 fn conclude(
     mut summary: ScanSummary,
     mut tally: Tally,
     scanned_per_version: &[(String, u64)],
     mut findings: Vec<Finding>,
     server_minor: u32,
-    against: &str,
+    against: &dyn Fn(&str) -> String,
 ) -> CrdScan {
     summary.scanned = scanned_per_version
         .iter()
@@ -301,7 +388,13 @@ fn conclude(
             .iter()
             .find(|(v, _)| *v == key.version)
             .map_or(0, |(_, n)| *n);
-        findings.push(finding(key, group, scanned, server_minor, against));
+        findings.push(finding(
+            key,
+            group,
+            scanned,
+            server_minor,
+            &against(&key.version),
+        ));
     }
     summary.objects = std::mem::take(&mut tally.objects);
     CrdScan { summary, findings }
@@ -312,6 +405,9 @@ struct Listing<'a> {
     conn: &'a Connection,
     crd: &'a str,
     resource: ResourceRef,
+    /// The version label of its findings: the version read, or `read ->
+    /// storage` when judged as a rewrite in another version.
+    label: String,
     validator: &'a Arc<Validator>,
     /// Whether a default at a path is new (an unchanged one was already seen).
     keep_default: &'a dyn Fn(&FieldPath) -> bool,
@@ -350,14 +446,14 @@ async fn scan_version(
             Err(Stop::Restart(scanned)) if restarted => {
                 return Err(ScanError::Expired {
                     crd: listing.crd.to_string(),
-                    version: listing.resource.version.clone(),
+                    version: listing.label.clone(),
                     scanned,
                 });
             }
             Err(Stop::Restart(_)) => {
                 restarted = true;
                 *restarts += 1;
-                tally.reset_version(&listing.resource.version);
+                tally.reset_version(&listing.label);
             }
         }
     }
@@ -435,7 +531,7 @@ async fn list_and_validate(
             // Names are only built for objects that have something to report.
             if !outcome.is_clean() {
                 tally.add(
-                    &resource.version,
+                    &listing.label,
                     &object_name(object),
                     outcome,
                     listing.keep_default,
