@@ -323,6 +323,33 @@ async fn a_storage_version_change_counts_the_fields_the_new_storage_version_drop
         None,
     );
     let plan = r.json();
+    // What the messages say happens (conversionDataLoss, prunedFields), as
+    // kube-apiserver does it: a read through v1 no longer shows the field,
+    // a read through v1beta2 (where it is stored) still does, and the next
+    // write through v1 drops it for good.
+    let through =
+        |version: &str| support::live::objects_api(&client, "rewrites", version, "default");
+    let read = through("v1")
+        .get("a")
+        .await
+        .expect("a is readable through v1");
+    assert!(
+        read.data["spec"].get("legacy").is_none(),
+        "a read through v1 prunes it: {:?}",
+        read.data
+    );
+    let stored = through("v1beta2").get("a").await.expect("a is readable");
+    assert_eq!(stored.data["spec"]["legacy"], "y", "still stored");
+    through("v1")
+        .replace("a", &kube::api::PostParams::default(), &read)
+        .await
+        .expect("a is written back through v1");
+    let after = through("v1beta2").get("a").await.expect("a is readable");
+    assert!(
+        after.data["spec"].get("legacy").is_none(),
+        "the write dropped it: {:?}",
+        after.data
+    );
     assert_eq!(
         plan["crds"][0]["check"]["losingData"], 1,
         "{}{}",

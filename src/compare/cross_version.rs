@@ -130,10 +130,10 @@ at storage time. Add it to {s}, or use a conversion webhook"
     });
     let updated = only_in(storage, served).into_iter().map(|p| {
         let message = format!(
-            "{p} exists in storage version {s} but not in served version {v}: a read through {v} still shows it \
-(objects are decoded with the schema of the version they are stored in), but an update made through {v} \
-(kubectl apply or edit, a controller using {v}) is pruned with {v}'s schema and writes the object back \
-without it. Add it to {v}, or use a conversion webhook"
+            "{p} exists in storage version {s} but not in served version {v}: a read through {v} does not show \
+it (the object is pruned with {v}'s schema on the way out, while a read through {s} still does), and an \
+update made through {v} (kubectl apply or edit, a controller using {v}) writes the object back without it, \
+for good. Add it to {v}, or use a conversion webhook"
         );
         finding(p, message)
     });

@@ -122,11 +122,7 @@ pub async fn scan_crd(
                 continue;
             }
         };
-        let resource = ResourceRef {
-            group: live.spec.group.clone(),
-            version: name.clone(),
-            plural: live.spec.names.plural.clone(),
-        };
+        let resource = resource_of(live, &name);
         let old_schema = &old_version.schema;
         let keep_default = |p: &FieldPath| default_is_new(old_schema, &new_version.schema, p);
         let listing = Listing {
@@ -198,15 +194,7 @@ async fn scan_rewrites(
     if new.conversion_strategy() != "None" {
         return Ok(Vec::new());
     }
-    let stored = live
-        .stored_versions
-        .clone()
-        .unwrap_or_else(|| vec![live.storage_version().name().to_string()]);
-    let readable: Vec<&String> = stored
-        .iter()
-        .filter(|v| v.as_str() != storage.name())
-        .filter(|v| live.version(v).is_some_and(|l| l.spec.served))
-        .collect();
+    let (readable, _) = stored_elsewhere(live, storage.name());
     if readable.is_empty() {
         return Ok(Vec::new());
     }
@@ -220,11 +208,7 @@ async fn scan_rewrites(
         let listing = Listing {
             conn,
             crd: &live.name,
-            resource: ResourceRef {
-                group: live.spec.group.clone(),
-                version: version.clone(),
-                plural: live.spec.names.plural.clone(),
-            },
+            resource: resource_of(live, &version),
             label: format!("{version} -> {}", storage.name()),
             validator: &validator,
             keep_default: &never,
@@ -233,7 +217,7 @@ async fn scan_rewrites(
             opts,
         };
         let listed = scan_version(&listing, tally, progress, &mut summary.restarts).await?;
-        read.push((version.clone(), listed.scanned));
+        read.push((version, listed.scanned));
     }
     Ok(read)
 }
@@ -288,26 +272,15 @@ pub async fn scan_for_migration(
             });
         }
     };
-    let mut views = vec![storage.name().to_string()];
-    for v in live.stored_versions.iter().flatten() {
-        if views.contains(v) {
-            continue;
-        }
-        match live.version(v) {
-            Some(version) if version.spec.served => views.push(v.clone()),
-            _ => unreadable_versions.push(v.clone()),
-        }
-    }
+    let (others, unreadable) = stored_elsewhere(live, storage.name());
+    unreadable_versions = unreadable;
+    let views = std::iter::once(storage.name().to_string()).chain(others);
     let never = |_: &FieldPath| false;
-    for (i, version) in views.into_iter().enumerate() {
+    for (i, version) in views.enumerate() {
         let listing = Listing {
             conn,
             crd: &live.name,
-            resource: ResourceRef {
-                group: live.spec.group.clone(),
-                version: version.clone(),
-                plural: live.spec.names.plural.clone(),
-            },
+            resource: resource_of(live, &version),
             label: version.clone(),
             validator: &validator,
             keep_default: &never,
@@ -358,6 +331,37 @@ impl ScanSummary {
             objects: Vec::new(),
         }
     }
+}
+
+/// The custom resources of `live` read through `version`.
+fn resource_of(live: &Crd, version: &str) -> ResourceRef {
+    ResourceRef {
+        group: live.spec.group.clone(),
+        version: version.to_string(),
+        plural: live.spec.names.plural.clone(),
+    }
+}
+
+/// The versions of `status.storedVersions` (the storage version when the
+/// status is missing) other than `storage`, once each: those that can be
+/// read (served) and those that cannot.
+fn stored_elsewhere(live: &Crd, storage: &str) -> (Vec<String>, Vec<String>) {
+    let stored = live
+        .stored_versions
+        .clone()
+        .unwrap_or_else(|| vec![live.storage_version().name().to_string()]);
+    let (mut readable, mut unreadable) = (Vec::new(), Vec::new());
+    for v in stored {
+        if v == storage || readable.contains(&v) || unreadable.contains(&v) {
+            continue;
+        }
+        if live.version(&v).is_some_and(|l| l.spec.served) {
+            readable.push(v);
+        } else {
+            unreadable.push(v);
+        }
+    }
+    (readable, unreadable)
 }
 
 /// Totals and findings from a finished tally. `against` names the schema
