@@ -202,7 +202,7 @@ const AUDIT_ERRORS: &[(&str, usize)] = &[
     ("storedVersionRemoval", 74),
     ("subresources", 11),
     ("type", 66),
-    ("xValidations", 1054),
+    ("xValidations", 1041),
 ];
 
 /// Error findings per check, UNSAFE CRDs and UNSAFE pairs.

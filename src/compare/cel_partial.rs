@@ -701,7 +701,7 @@ impl<'s> Eval<'s> {
             _ => return Abs::Any,
         };
         self.scope.truncate(depth);
-        if accu == Abs::Any {
+        if matches!(accu, Abs::Any) {
             return Abs::Any;
         }
         self.scope.push((c.accu_var.clone(), accu));

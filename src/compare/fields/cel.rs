@@ -28,17 +28,17 @@ impl Node<'_, '_> {
         for rule in &added {
             let transition = rule.uses_old_self();
             // A rule no object valid under the old schema can fail cannot
-            // break a stored object or its re-apply.
-            let harmless = if self.ctx.cross_version {
-                None
-            } else {
-                cannot_fail(
-                    &rule.rule,
-                    self.old,
-                    self.new,
-                    self.field_path.segments().is_empty(),
-                )
-            };
+            // break a stored object or its re-apply. Between two served
+            // versions (conversion None) the "old" schema is the other
+            // version's: an object written through it and read through this
+            // one is pruned and defaulted by this one, as the evaluation
+            // assumes (tests/live_scan.rs).
+            let harmless = cannot_fail(
+                &rule.rule,
+                self.old,
+                self.new,
+                self.field_path.segments().is_empty(),
+            );
             let severity = if harmless.is_some() {
                 Severity::Info
             } else {
