@@ -27,7 +27,7 @@ use serde_json::Value;
 use thiserror::Error;
 
 use crate::compare::{Check, CheckOptions, Finding, Severity, options_of};
-use crate::crd_validation::KubeVersion;
+use crate::crd_validation::{KubeVersion, KubeVersionSource};
 use crate::glob;
 
 /// Why the configuration is unusable.
@@ -124,6 +124,8 @@ pub struct Config {
     /// `kubeVersion`: the Kubernetes version whose CRD rules `invalidCrd`
     /// applies (`--kube-version` and a live server's version win).
     pub kube_version: KubeVersion,
+    /// Where [`Config::kube_version`] came from.
+    pub kube_version_source: KubeVersionSource,
     /// Leaves the offline API-server validation (`invalidCrd`) out of a
     /// run. Not a config-file key (a CRD the server refuses should always be
     /// reported); for embedders, and for the benchmark that measures what
@@ -198,6 +200,7 @@ impl Config {
                     config.kube_version = text
                         .parse::<KubeVersion>()
                         .map_err(|e| bad(format!("kubeVersion: {e}")))?;
+                    config.kube_version_source = KubeVersionSource::Config;
                 }
                 "checks" => parse_checks(v, &mut config).map_err(bad)?,
                 "exceptions" => parse_exceptions(v, &mut config).map_err(bad)?,

@@ -177,6 +177,7 @@ pub fn report(
 ) -> Report {
     let mut report = Report::new(crds, skipped, config.mode, config.fail_mode);
     report.kube_version = Some(config.kube_version.to_string());
+    report.kube_version_source = Some(config.kube_version_source);
     report.notices = notices;
     report
 }

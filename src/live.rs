@@ -8,7 +8,7 @@ use crate::cluster::{ClusterError, Connection, DryRun, ownership};
 use crate::compare::{Check, Finding, Severity};
 use crate::config::Config;
 use crate::crd::Crd;
-use crate::crd_validation::KubeVersion;
+use crate::crd_validation::{KubeVersion, KubeVersionSource};
 use crate::diff::{StoredVersionsArg, entries};
 use crate::manifest::{LoadedCrd, Location, ManifestSet, normalize_to_v1};
 use crate::outcome::{Action, Planned};
@@ -70,9 +70,11 @@ pub async fn apply_check(
         });
     }
     // The CRD rules are those of the connected server's version.
-    let minor = conn.server_minor().await?;
+    let server = conn.server_version().await?;
+    let minor = server.minor;
     let mut judged = config.clone();
     judged.kube_version = KubeVersion::for_server(minor);
+    judged.kube_version_source = KubeVersionSource::Server;
     let config = &judged;
     // The live object carries status.storedVersions; no flag needed.
     let mut crds = entries(&live, new, &StoredVersionsArg::default(), config);
@@ -183,6 +185,14 @@ pub async fn apply_check(
         retries: conn.retries(),
     });
     report.kube_version = Some(config.kube_version.to_string());
+    report.kube_version_source = Some(config.kube_version_source);
+    report.server_version = Some(server.git_version.clone());
+    if let Some(notice) = config
+        .kube_version
+        .notice_for_server(minor, &server.git_version)
+    {
+        report.notices.push(notice);
+    }
     Ok(LiveCheck { report, plan })
 }
 

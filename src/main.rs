@@ -237,6 +237,7 @@ fn run_diff(args: DiffArgs) -> Result<u8, Failure> {
     let mut config = load_config(&args.report)?;
     if let Some(v) = args.kube_version {
         config.kube_version = v;
+        config.kube_version_source = crd_safety::crd_validation::KubeVersionSource::Flag;
     }
     let mut stored = StoredVersionsArg::default();
     for v in &args.stored_versions {
@@ -312,6 +313,7 @@ fn run_lint(args: LintArgs) -> Result<u8, Failure> {
     let mut config = load_config(&args.report)?;
     if let Some(v) = args.kube_version {
         config.kube_version = v;
+        config.kube_version_source = crd_safety::crd_validation::KubeVersionSource::Flag;
     }
     let sources = parse_sources(args.paths.iter().map(String::as_str))?;
     let opts = source_options(&args.sources, &args.report);

@@ -299,11 +299,29 @@ fn lint_reports_what_the_api_server_would_refuse() {
             "spec.validation.openAPIV3Schema.properties[spec].properties[ports].items.properties[protocol].default",
         ]
     );
+    assert_eq!(v["kubeVersionSource"], "default");
     let table = run(&["lint", "examples/invalid-crd/gadgets.yaml"], None);
     assert!(
         table.stdout.contains("(CRD rules of Kubernetes 1.34)"),
         "{}",
         table.stdout
+    );
+    // A version the user chose is said to be theirs.
+    let chosen = run(
+        &[
+            "lint",
+            "examples/invalid-crd/gadgets.yaml",
+            "--kube-version",
+            "1.31",
+        ],
+        None,
+    );
+    assert!(
+        chosen
+            .stdout
+            .contains("(CRD rules of Kubernetes 1.31, from --kube-version)"),
+        "{}",
+        chosen.stdout
     );
 }
 

@@ -190,6 +190,15 @@ async fn the_api_servers_own_rejection_is_a_finding() {
         "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"
     );
     assert_eq!(report["kubeVersion"], "1.34");
+    // Judged by the server's own version, which the report names exactly.
+    assert_eq!(report["kubeVersionSource"], "server");
+    assert!(
+        report["serverVersion"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("v1.34.")),
+        "{}",
+        report["serverVersion"]
+    );
 }
 
 #[tokio::test]

@@ -85,6 +85,12 @@ impl Connection {
     /// The server's minor version (`33` for 1.33), which decides whether
     /// validation ratcheting applies. `+` suffixes of vendors are ignored.
     pub async fn server_minor(&self) -> Result<u32, ClusterError> {
+        Ok(self.server_version().await?.minor)
+    }
+
+    /// The server's `/version`: its minor version and the exact version
+    /// string (`v1.34.4`), which reports show.
+    pub async fn server_version(&self) -> Result<ServerVersion, ClusterError> {
         let request = http::Request::get("/version")
             .body(Vec::new())
             .map_err(|e| ClusterError::Other {
@@ -100,9 +106,22 @@ impl Connection {
             .chars()
             .take_while(char::is_ascii_digit)
             .collect();
-        digits.parse().map_err(|_| ClusterError::Other {
+        let minor = digits.parse().map_err(|_| ClusterError::Other {
             server: self.server.clone(),
             detail: format!("unexpected server minor version {:?}", info.minor),
+        })?;
+        Ok(ServerVersion {
+            minor,
+            git_version: info.git_version,
         })
     }
+}
+
+/// What the API server says of its version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerVersion {
+    /// 1.x.
+    pub minor: u32,
+    /// `v1.34.4`, as `kubectl version` shows it.
+    pub git_version: String,
 }

@@ -17,7 +17,7 @@ pub mod tls;
 mod write;
 
 pub use crate::crd::ResourceRef;
-pub use list::{ListError, Page};
+pub use list::{ListError, Page, ServerVersion};
 pub use retry::{RequestTrace, RetryNotice, RetryPolicy};
 pub use write::{Rewrite, RewriteError, StoredVersionsUpdate};
 

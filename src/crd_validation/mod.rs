@@ -63,6 +63,27 @@ impl KubeVersion {
         }
     }
 
+    /// What a report says when the rules applied are not exactly those of
+    /// the server (`self` is what [`KubeVersion::for_server`] chose for
+    /// it): a newer server is judged by the newest rules known here, an
+    /// older one by the oldest.
+    pub fn notice_for_server(self, server_minor: u32, server: &str) -> Option<String> {
+        if server_minor > self.minor {
+            Some(format!(
+                "the server runs {server}, newer than the newest CRD rules this build knows: it is judged \
+by the rules of Kubernetes {self}, and its own dry run (apiServerRejects) has the last word"
+            ))
+        } else if server_minor < self.minor {
+            Some(format!(
+                "the server runs {server}, older than the oldest CRD rules this build knows: it is judged by \
+the rules of Kubernetes {self}, which may accept what it refuses (newer CEL libraries) or refuse what it \
+accepts; its own dry run (apiServerRejects) has the last word"
+            ))
+        } else {
+            None
+        }
+    }
+
     /// The version whose CEL libraries new rules may use: the server's
     /// compatibility version, one minor below its own
     /// (`DefaultCompatibilityVersion`), so that a rollback by one version
@@ -98,6 +119,32 @@ pub(crate) struct SchemaOptions<'a> {
     /// The rules and message expressions of the stored CRD, which compile
     /// with the server's own CEL libraries; `None` on a create.
     pub stored_expressions: Option<&'a foldhash::HashSet<&'a str>>,
+}
+
+/// Where the judged Kubernetes version came from, as reports say it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum KubeVersionSource {
+    /// Nothing chose one: the newest this build knows.
+    #[default]
+    Default,
+    /// `kubeVersion` in the configuration file.
+    Config,
+    /// `--kube-version`.
+    Flag,
+    /// The connected API server's `/version`.
+    Server,
+}
+
+impl fmt::Display for KubeVersionSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            KubeVersionSource::Default => "the newest this build knows",
+            KubeVersionSource::Config => "kubeVersion in the configuration",
+            KubeVersionSource::Flag => "--kube-version",
+            KubeVersionSource::Server => "the server's version",
+        })
+    }
 }
 
 impl Default for KubeVersion {

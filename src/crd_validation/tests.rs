@@ -481,3 +481,23 @@ fn type_errors_the_checker_is_sure_of_are_refused() {
         assert_eq!(errors(&with_rule(rule)), Vec::<String>::new(), "{rule}");
     }
 }
+
+#[test]
+fn a_server_outside_the_known_versions_gets_a_notice_and_its_own_is_exact() {
+    let newest = KubeVersion::for_server(KubeVersion::NEWEST.minor + 3);
+    assert_eq!(newest, KubeVersion::NEWEST);
+    let notice = newest
+        .notice_for_server(KubeVersion::NEWEST.minor + 3, "v1.99.0")
+        .expect("a newer server is told");
+    assert!(
+        notice.contains("newer than the newest CRD rules"),
+        "{notice}"
+    );
+    let oldest = KubeVersion::for_server(KubeVersion::OLDEST.minor - 1);
+    let notice = oldest
+        .notice_for_server(KubeVersion::OLDEST.minor - 1, "v1.0.0")
+        .expect("an older server is told");
+    assert!(notice.contains("older than the oldest"), "{notice}");
+    let exact = KubeVersion::NEWEST;
+    assert_eq!(exact.notice_for_server(exact.minor, "v1.34.4"), None);
+}

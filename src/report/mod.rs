@@ -211,6 +211,12 @@ pub struct Report {
     /// The Kubernetes version whose CRD rules `invalidCrd` applied (`1.34`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kube_version: Option<String>,
+    /// Where that version came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kube_version_source: Option<crate::crd_validation::KubeVersionSource>,
+    /// For live commands: the server's own version string (`v1.34.4`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_version: Option<String>,
     /// Documents that were not CRDs.
     pub skipped_documents: Vec<SkippedDocument>,
     /// Baseline entries of the CRDs checked that matched no finding (the
@@ -238,6 +244,8 @@ impl Report {
             fail_mode,
             cluster: None,
             kube_version: None,
+            kube_version_source: None,
+            server_version: None,
             skipped_documents: skipped,
             stale_baseline: Vec::new(),
             notices: Vec::new(),

@@ -80,7 +80,21 @@ pub fn render_table(report: &Report, opts: TableOptions) -> String {
     }
     let mut line = report.summary_line();
     if let Some(v) = &report.kube_version {
-        line.push_str(&format!(" (CRD rules of Kubernetes {v})"));
+        use crate::crd_validation::KubeVersionSource as From;
+        let from = match (report.kube_version_source, &report.server_version) {
+            (Some(From::Server), Some(server)) => format!(", the server runs {server}"),
+            (Some(From::Flag | From::Config), _) => {
+                format!(
+                    ", from {}",
+                    report
+                        .kube_version_source
+                        .map(|s| s.to_string())
+                        .unwrap_or_default()
+                )
+            }
+            _ => String::new(),
+        };
+        line.push_str(&format!(" (CRD rules of Kubernetes {v}{from})"));
     }
     if opts.color {
         let painted = if report.summary.errors > 0 {
