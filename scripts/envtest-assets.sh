@@ -11,7 +11,11 @@
 #         "cannot build envtest binaries: ". Callers may skip live tests.
 # exit 1: anything else (e.g. a compile error) - a real failure.
 #
+# Usage: envtest-assets.sh [VERSION]   (VERSION: a listed minor, e.g. 1.37)
+#
 # Environment:
+#   CRD_SAFETY_KUBE_VERSION the Kubernetes version to provide when no argument
+#                           names one (default: DEFAULT_VERSION below)
 #   KUBEBUILDER_ASSETS      use this directory if it holds both binaries
 #   CRD_SAFETY_ENVTEST_DIR  cache root (default: <repo>/target/envtest)
 #   GO                      go binary to use (default: `go` on PATH, then /usr/local/go/bin/go)
@@ -19,11 +23,34 @@
 set -euo pipefail
 
 # ---- pinned versions --------------------------------------------------------
-K8S_VERSION="v1.34.4"    # k8s.io/kubernetes (kube-apiserver)
+# The newest patch of every Kubernetes minor the live tests can run against
+# (k8s.io/kubernetes, for kube-apiserver). The default is the one the plain
+# `cargo test` uses; CRD_SAFETY_KUBE_VERSION (or the first argument) picks
+# another, as a minor (`1.37`) or an exact listed version (`v1.37.2`).
+KNOWN_VERSIONS="v1.30.14 v1.31.14 v1.32.13 v1.33.13 v1.34.4 v1.35.4 v1.36.3 v1.37.2"
+DEFAULT_VERSION="v1.34.4"
 ETCD_VERSION="v3.6.16"   # go.etcd.io/etcd/server/v3 (etcd)
 # -----------------------------------------------------------------------------
 
 log() { printf 'envtest-assets: %s\n' "$*" >&2; }
+
+# The listed version a request names: `1.37`, `v1.37` or `v1.37.2`.
+resolve_version() {
+    local want="${1#v}" v
+    for v in $KNOWN_VERSIONS; do
+        if [[ "${v#v}" == "$want" || "${v#v}" == "$want".* ]]; then
+            printf '%s\n' "$v"
+            return 0
+        fi
+    done
+    return 1
+}
+requested="${1:-${CRD_SAFETY_KUBE_VERSION:-$DEFAULT_VERSION}}"
+if ! K8S_VERSION="$(resolve_version "$requested")"; then
+    printf 'envtest-assets: error: Kubernetes %s is not one of the listed versions (%s)\n' \
+        "$requested" "$KNOWN_VERSIONS" >&2
+    exit 1
+fi
 cannot_build() { printf 'cannot build envtest binaries: %s\n' "$*" >&2; exit 3; }
 fail() { printf 'envtest-assets: error: %s\n' "$*" >&2; exit 1; }
 

@@ -272,7 +272,7 @@ async fn the_table_says_how_often_it_retried_and_that_the_counts_are_complete() 
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
     assert!(
         r.stdout
-            .contains("objects: 20 scanned in v1; 4 invalid, 0 losing data (server 1.34, ratcheting on); 3 requests retried"),
+            .contains(&format!("objects: 20 scanned in v1; 4 invalid, 0 losing data (server 1.{}, ratcheting on); 3 requests retried", plane.kube_minor)),
         "{}",
         r.stdout
     );

@@ -39,11 +39,34 @@ pub struct ControlPlane {
     pub restricted_kubeconfig: PathBuf,
     /// The directory with kube-apiserver, etcd (and kubectl when available).
     pub assets: PathBuf,
+    /// kube-apiserver's version (`v1.34.4`): the default, or the one
+    /// `CRD_SAFETY_KUBE_VERSION` asks `scripts/envtest-assets.sh` for.
+    pub kube_version: String,
+    /// Its minor version (`34`).
+    pub kube_minor: u32,
     /// kube-apiserver's flags, to start it again.
     apiserver_args: Vec<String>,
     // Dropping these closes the wrappers' stdin, which stops the servers.
     // kube-apiserver's comes first.
     _guards: Vec<(Child, ChildStdin)>,
+}
+
+/// `kube-apiserver --version` (`Kubernetes v1.34.4`) as the version string
+/// and its minor.
+fn apiserver_version(assets: &std::path::Path) -> (String, u32) {
+    let out = std::process::Command::new(assets.join("kube-apiserver"))
+        .arg("--version")
+        .output()
+        .expect("kube-apiserver --version runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let version = text.trim().trim_start_matches("Kubernetes ").to_string();
+    let minor = version
+        .trim_start_matches("v1.")
+        .split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected kube-apiserver version {text:?}"));
+    (version, minor)
 }
 
 fn in_ci() -> bool {
@@ -266,6 +289,7 @@ printf '%s,token-admin,uid-token-admin,"system:masters"\n%s,token-restricted,uid
             &pki.join("restricted.key"),
             "restricted",
         );
+        let (kube_version, kube_minor) = apiserver_version(&assets);
         let plane = ControlPlane {
             dir,
             server,
@@ -273,6 +297,8 @@ printf '%s,token-admin,uid-token-admin,"system:masters"\n%s,token-restricted,uid
             admin_kubeconfig: admin,
             restricted_kubeconfig: restricted,
             assets,
+            kube_version,
+            kube_minor,
             apiserver_args: api_args,
             _guards: vec![apiserver, etcd],
         };
