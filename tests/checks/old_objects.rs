@@ -204,3 +204,30 @@ fn conversion_webhook_to_none_with_a_single_version_converts_nothing() {
         ],
     );
 }
+
+#[test]
+fn bounds_over_a_const_like_pattern_are_judged_on_the_strings_it_allows() {
+    let old = foo(json!({"type": "string", "pattern": "^(Always|Never)$"}));
+    flags(
+        &compare(
+            &old,
+            &foo(json!({"type": "string", "pattern": "^(Always|Never)$", "maxLength": 6})),
+        ),
+        Check::MaxLength,
+        Severity::Info,
+        Some("v1"),
+        Some("^.spec.foo"),
+        &["every value the old schema allows here ([\"Always\", \"Never\"]) meets it"],
+    );
+    flags(
+        &compare(
+            &old,
+            &foo(json!({"type": "string", "pattern": "^(Always|Never)$", "maxLength": 5})),
+        ),
+        Check::MaxLength,
+        Severity::Error,
+        Some("v1"),
+        Some("^.spec.foo"),
+        &["maxLength 5 added"],
+    );
+}

@@ -12,7 +12,7 @@ mod cel;
 mod combinators;
 mod docs;
 mod lists;
-mod pattern_inclusion;
+mod pattern_language;
 mod presence;
 mod restructured;
 mod shape;

@@ -11,7 +11,7 @@ use crate::json::{json_eq, short, show};
 use crate::validate::formats::Format;
 use crate::validate::regex::compile_go;
 
-use super::pattern_inclusion;
+use super::pattern_language;
 
 impl Node<'_, '_> {
     pub(super) fn enum_(&mut self, c: &FieldCheck) {
@@ -177,10 +177,17 @@ this field may meet values they do not know",
         self.emit(check, severity, message, old, new);
     }
 
-    /// The values the old schema allows at this node, when it lists them
-    /// (`enum`, and `null` when it is also nullable).
+    /// The values the old schema allows at this node, when they are few:
+    /// its `enum`, or the strings a const-like `pattern` (`^(A|B)$`)
+    /// matches; and `null` when it is also nullable.
     fn old_values(&self) -> Option<Vec<Value>> {
-        let mut values = self.old.keyword("enum")?.as_array()?.clone();
+        let mut values = match self.old.keyword("enum") {
+            Some(e) => e.as_array()?.clone(),
+            None => pattern_language::finite_language(self.old.str_keyword("pattern")?)?
+                .into_iter()
+                .map(Value::String)
+                .collect(),
+        };
         if self.old.flag("nullable") {
             values.push(Value::Null);
         }
@@ -280,7 +287,7 @@ this field may meet values they do not know",
         // (within the old length bounds) rejects nothing stored.
         if let Some(old_pattern) = o.as_ref().and_then(Value::as_str)
             && self.old_values().is_none()
-            && pattern_inclusion::includes(old_pattern, new_pattern) == Some(true)
+            && pattern_language::includes(old_pattern, new_pattern) == Some(true)
         {
             self.emit(
                 c.check,
