@@ -5,7 +5,7 @@ mod support;
 
 use std::path::Path;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use support::run::run;
 
 const OLD: &str = "examples/widgets/old.yaml";
@@ -283,7 +283,7 @@ fn lint_reports_what_the_api_server_would_refuse() {
     );
     assert_eq!(r.code, 1, "{}", r.stderr);
     let v: Value = serde_json::from_str(&r.stdout).expect("json");
-    assert_eq!(v["kubeVersion"], "1.34");
+    assert_eq!(v["kubeVersion"], "1.37");
     let paths: Vec<&str> = v["crds"][0]["findings"]
         .as_array()
         .expect("findings")
@@ -302,7 +302,7 @@ fn lint_reports_what_the_api_server_would_refuse() {
     assert_eq!(v["kubeVersionSource"], "default");
     let table = run(&["lint", "examples/invalid-crd/gadgets.yaml"], None);
     assert!(
-        table.stdout.contains("(CRD rules of Kubernetes 1.34)"),
+        table.stdout.contains("(CRD rules of Kubernetes 1.37)"),
         "{}",
         table.stdout
     );
@@ -468,4 +468,53 @@ fn help_documents_the_exit_codes() {
     ] {
         assert!(r.stdout.contains(line), "{line}");
     }
+}
+
+#[test]
+fn each_kubernetes_version_is_judged_by_its_own_cel_libraries() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let with_rule = |name: &str, rule: &str| {
+        let mut crd = json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"kind": "Widget", "plural": "widgets"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {
+                        "type": "object", "properties": {"tags": {"type": "array", "maxItems": 8,
+                            "items": {"type": "string", "maxLength": 16}}}}}}}}]}});
+        crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] =
+            json!([{"rule": rule}]);
+        let path = dir.path().join(name);
+        std::fs::write(&path, crd.to_string()).expect("write");
+        path.display().to_string()
+    };
+    let lint = |path: &str, version: &str| {
+        run(
+            &["lint", path, "--kube-version", version, "-o", "json"],
+            None,
+        )
+    };
+    // The lists library of 1.34 reaches new rules from 1.35, as the
+    // servers compile them (checked against 1.34 and 1.37 API servers).
+    let distinct = with_rule(
+        "distinct.json",
+        "self.tags.distinct().size() == self.tags.size()",
+    );
+    assert_eq!(lint(&distinct, "1.37").code, 0);
+    assert_eq!(lint(&distinct, "1.35").code, 0);
+    let refused = lint(&distinct, "1.34");
+    assert_eq!(refused.code, 1);
+    assert!(
+        refused
+            .stdout
+            .contains("not available to new CRD rules before Kubernetes 1.35"),
+        "{}",
+        refused.stdout
+    );
+    assert_eq!(lint(&distinct, "1.33").code, 1);
+    // `first` comes with the CEL of 1.33 (checked against a 1.30 server).
+    let first = with_rule("first.json", "self.tags.first().orValue('') != 'x'");
+    assert_eq!(lint(&first, "1.33").code, 0);
+    assert_eq!(lint(&first, "1.30").code, 1);
 }

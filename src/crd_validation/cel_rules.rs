@@ -288,6 +288,7 @@ pub fn compile_errors(
                     s,
                     resource_root,
                     scope.libraries_for(src),
+                    scope.kube,
                 )
                 .first()
                 {
@@ -363,6 +364,7 @@ pub fn compile_errors(
                     s,
                     resource_root,
                     scope.libraries_for(me),
+                    scope.kube,
                 )
                 .into_iter()
                 .next(),

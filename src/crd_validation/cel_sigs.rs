@@ -151,6 +151,12 @@ const DECLS: &[(&str, bool, &str)] = &[
     ("find", true, "string, string"),
     ("findAll", true, "string, string"),
     ("findAll", true, "string, string, int"),
+    // ext.Lists v3 (new rules from Kubernetes 1.35), where the argument
+    // types settle the overload.
+    ("slice", true, "list(A), int, int"),
+    ("distinct", true, "list(A)"),
+    ("reverse", true, "list(A)"),
+    ("lists.range", false, "int"),
     // Lists (Kubernetes) and sets.
     ("isSorted", true, "list(A)"),
     ("sum", true, "list(int)"),
@@ -438,14 +444,10 @@ const OTHER_NAMES: &[&str] = &[
     "_[?_]",
     "first",
     "last",
-    "slice",
     "flatten",
-    "distinct",
     "sort",
     "sortBy",
-    "reverse",
     "@sortByAssociatedKeys",
-    "lists.range",
     "cel.@mapInsert",
     "@not_strictly_false",
     "__not_strictly_false__",

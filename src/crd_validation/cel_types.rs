@@ -42,9 +42,7 @@ fn introduced(call: &CallExpr, env: &HashMap<String, Ty<'_>>) -> Option<u32> {
     Some(match (namespace, call.func_name.as_str(), member) {
         (None, "quantity" | "isQuantity", false) => 28,
         (Some("optional"), _, _) => 28,
-        (None, "orValue" | "hasValue" | "value" | "or" | "first" | "last" | "unwrapOpt", true) => {
-            28
-        }
+        (None, "orValue" | "hasValue" | "value" | "or", true) => 28,
         (Some("sets"), _, _) | (Some("strings"), "quote", _) => 29,
         (None, "format", true) => 29,
         (None, "ip" | "isIP" | "cidr" | "isCIDR", false) | (Some("ip"), "isCanonical", _) => 30,
@@ -56,6 +54,24 @@ fn introduced(call: &CallExpr, env: &HashMap<String, Ty<'_>>) -> Option<u32> {
         (None, "slice" | "flatten" | "distinct" | "sort" | "sortBy" | "reverse", true) => 34,
         _ => return None,
     })
+}
+
+/// The Kubernetes minor version whose CEL implementation (the cel-go it is
+/// built with) first has the function `call` names, whatever libraries the
+/// environment declares: cel-go 0.23 (Kubernetes 1.33) added `first`,
+/// `last`, `unwrapOpt` and `optional.unwrap` to the optional types every
+/// CRD environment has had since 1.28. These are judged by the server's own
+/// version, for new and stored rules alike.
+fn implemented(call: &CallExpr, env: &HashMap<String, Ty<'_>>) -> Option<u32> {
+    let namespace = match call.target.as_deref().map(|t| &t.expr) {
+        Some(Expr::Ident(n)) if !env.contains_key(n) => Some(n.as_str()),
+        _ => None,
+    };
+    let member = call.target.is_some() && namespace.is_none();
+    match (namespace, call.func_name.as_str(), member) {
+        (None, "first" | "last" | "unwrapOpt", true) | (Some("optional"), "unwrap", _) => Some(33),
+        _ => None,
+    }
 }
 
 /// What a CEL expression is, as far as field selection cares.
@@ -127,20 +143,22 @@ fn field_of<'a>(schema: &'a Obj, root: bool, field: &str) -> Option<Ty<'a>> {
 }
 
 /// What the server's CEL compiler would refuse in `expr`, where `self`
-/// (and `oldSelf`) has the type of `node` and `kube` is the version whose
-/// libraries the expression may use: server-style messages.
+/// (and `oldSelf`) has the type of `node`, `kube` is the version whose
+/// libraries the expression may use and `server` the version of the server
+/// that compiles it: server-style messages.
 pub fn compile_problems(
     expr: &IdedExpr,
     node: &Obj,
     resource_root: bool,
     kube: KubeVersion,
+    server: KubeVersion,
 ) -> Vec<String> {
     let mut env: HashMap<String, Ty<'_>> = HashMap::default();
     let self_ty = ty_of(node, resource_root);
     env.insert("self".into(), self_ty);
     env.insert("oldSelf".into(), self_ty);
     let mut out = Vec::new();
-    walk(expr, &env, &mut out, kube);
+    walk(expr, &env, &mut out, (kube, server));
     out
 }
 
@@ -148,12 +166,13 @@ fn walk<'a>(
     e: &IdedExpr,
     env: &HashMap<String, Ty<'a>>,
     out: &mut Vec<String>,
-    kube: KubeVersion,
+    versions: (KubeVersion, KubeVersion),
 ) -> Ty<'a> {
+    let (kube, server) = versions;
     match &e.expr {
         Expr::Ident(name) => env.get(name).copied().unwrap_or(Ty::Dyn),
         Expr::Select(sel) => {
-            let operand = walk(&sel.operand, env, out, kube);
+            let operand = walk(&sel.operand, env, out, versions);
             match operand {
                 Ty::Object { schema, root } => match field_of(schema, root, &sel.field) {
                     Some(t) => t,
@@ -176,8 +195,36 @@ fn walk<'a>(
             if call.func_name == "bind"
                 && matches!(call.target.as_deref().map(|t| &t.expr), Some(Expr::Ident(n)) if n == "cel")
             {
-                out.push("undeclared reference to 'cel' (cel.bind is not available to CRD rules on Kubernetes 1.34)".into());
+                out.push(format!(
+                    "undeclared reference to 'cel' (cel.bind is not available to CRD rules on Kubernetes {server})"
+                ));
                 return Ty::Dyn;
+            }
+            // cel-go 0.29 (Kubernetes 1.37) dropped `duration(int)`, which
+            // type-checked before and only failed when evaluated.
+            if server.minor >= 37
+                && call.func_name == "duration"
+                && call.target.is_none()
+                && matches!(
+                    call.args.as_slice(),
+                    [IdedExpr {
+                        expr: Expr::Literal(LiteralValue::Int(_)),
+                        ..
+                    }]
+                )
+            {
+                out.push(
+                    "found no matching overload for 'duration' applied to '(int)'".to_string(),
+                );
+            }
+            if let Some(since) = implemented(call, env)
+                && server.minor < since
+            {
+                out.push(format!(
+                    "undeclared reference to '{}' (Kubernetes {server} does not implement it: its CEL \
+comes with Kubernetes 1.{since})",
+                    call.func_name
+                ));
             }
             if let Some(since) = introduced(call, env)
                 && kube.minor < since
@@ -220,9 +267,13 @@ fn walk<'a>(
                 }
             }
             if let Some(t) = &call.target {
-                walk(t, env, out, kube);
+                walk(t, env, out, versions);
             }
-            let args: Vec<Ty<'a>> = call.args.iter().map(|a| walk(a, env, out, kube)).collect();
+            let args: Vec<Ty<'a>> = call
+                .args
+                .iter()
+                .map(|a| walk(a, env, out, versions))
+                .collect();
             match (call.func_name.as_str(), args.first()) {
                 ("_[_]", Some(Ty::List(item))) => ty_of(item, false),
                 ("_[_]", Some(Ty::Map(v))) => ty_of(v, false),
@@ -230,7 +281,7 @@ fn walk<'a>(
             }
         }
         Expr::Comprehension(c) => {
-            let range = walk(&c.iter_range, env, out, kube);
+            let range = walk(&c.iter_range, env, out, versions);
             let mut inner = env.clone();
             let (first, second) = match range {
                 Ty::List(item) => (Ty::Dyn, ty_of(item, false)),
@@ -254,25 +305,25 @@ fn walk<'a>(
                 }
             }
             inner.insert(c.accu_var.clone(), Ty::Dyn);
-            walk(&c.accu_init, env, out, kube);
-            walk(&c.loop_cond, &inner, out, kube);
-            walk(&c.loop_step, &inner, out, kube);
+            walk(&c.accu_init, env, out, versions);
+            walk(&c.loop_cond, &inner, out, versions);
+            walk(&c.loop_step, &inner, out, versions);
             let mut result_env = env.clone();
             result_env.insert(c.accu_var.clone(), Ty::Dyn);
-            walk(&c.result, &result_env, out, kube);
+            walk(&c.result, &result_env, out, versions);
             Ty::Dyn
         }
         Expr::List(l) => {
             for x in &l.elements {
-                walk(x, env, out, kube);
+                walk(x, env, out, versions);
             }
             Ty::Dyn
         }
         Expr::Map(m) => {
             for entry in &m.entries {
                 if let EntryExpr::MapEntry(me) = &entry.expr {
-                    walk(&me.key, env, out, kube);
-                    walk(&me.value, env, out, kube);
+                    walk(&me.key, env, out, versions);
+                    walk(&me.value, env, out, versions);
                 }
             }
             Ty::Dyn
@@ -280,7 +331,7 @@ fn walk<'a>(
         Expr::Struct(s) => {
             for entry in &s.entries {
                 if let EntryExpr::StructField(f) = &entry.expr {
-                    walk(&f.value, env, out, kube);
+                    walk(&f.value, env, out, versions);
                 }
             }
             Ty::Dyn
@@ -300,7 +351,13 @@ mod tests {
             .enable_optional_syntax(true)
             .parse(rule)
             .unwrap();
-        compile_problems(&expr, node.as_object().unwrap(), root, KubeVersion::NEWEST)
+        compile_problems(
+            &expr,
+            node.as_object().unwrap(),
+            root,
+            KubeVersion::NEWEST,
+            KubeVersion::NEWEST,
+        )
     }
 
     fn spec() -> Value {
@@ -363,6 +420,7 @@ mod tests {
                 &expr,
                 spec().as_object().unwrap(),
                 false,
+                KubeVersion { minor },
                 KubeVersion { minor },
             )
         };

@@ -381,19 +381,42 @@ fn new_rules_get_the_libraries_of_the_version_before_the_servers() {
             "x-kubernetes-validations": [{"rule": rule}]}}}),
         )
     };
+    let on = |m: &Value, minor: u32| -> Vec<String> {
+        validate_crd(m, None, KubeVersion { minor })
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    };
     // `distinct` comes with the lists library of 1.34: a 1.34 server
-    // refuses it in a new rule, a 1.35 server would take it.
+    // refuses it in a new rule, a 1.35 server takes it.
     let new = with_rule("self.tags.distinct().size() == self.tags.size()");
-    let refused = errors(&new);
+    let refused = on(&new, 34);
     assert_eq!(refused.len(), 1, "{refused:?}");
     assert!(
         refused[0].contains("undeclared reference to 'distinct'")
             && refused[0].contains(cel_types::NEW_LIBRARY),
         "{refused:?}"
     );
-    // Semver came with 1.33, so a 1.34 server takes it.
+    assert_eq!(on(&new, 35), Vec::<String>::new());
+    assert_eq!(on(&new, 37), Vec::<String>::new());
+    // Semver came with 1.33, so a 1.34 server takes it and 1.33 does not.
     let semver = with_rule("self.tags.all(t, !isSemver(t) || semver(t).major() < 9)");
-    assert_eq!(errors(&semver), Vec::<String>::new());
+    assert_eq!(on(&semver, 34), Vec::<String>::new());
+    assert_eq!(on(&semver, 33).len(), 1);
+    // `first` and `last` come with the CEL of 1.33, for every rule.
+    let first = with_rule("self.tags.first().orValue('') != 'x'");
+    assert_eq!(on(&first, 33), Vec::<String>::new());
+    assert!(
+        on(&first, 32)
+            .first()
+            .is_some_and(|e| e.contains("Kubernetes 1.32 does not implement it")),
+        "{:?}",
+        on(&first, 32)
+    );
+    // `duration(int)` type-checks up to 1.36 and is refused from 1.37.
+    let duration = with_rule("duration(5) > duration('1s') || self.tags.size() > 0");
+    assert_eq!(on(&duration, 36), Vec::<String>::new());
+    assert_eq!(on(&duration, 37).len(), 1);
     // Selecting from an optional `oldSelf` gives an optional.
     let mut transition = with_rule("oldSelf.tags == self.tags");
     transition["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"]
@@ -410,7 +433,7 @@ fn new_rules_get_the_libraries_of_the_version_before_the_servers() {
     let mut stored = new.clone();
     stored["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
         ["tags"]["maxItems"] = json!(8);
-    assert!(validate_crd(&new, Some(&stored), KubeVersion::NEWEST).is_empty());
+    assert!(validate_crd(&new, Some(&stored), KubeVersion { minor: 34 }).is_empty());
 }
 
 #[test]
@@ -499,5 +522,13 @@ fn a_server_outside_the_known_versions_gets_a_notice_and_its_own_is_exact() {
         .expect("an older server is told");
     assert!(notice.contains("older than the oldest"), "{notice}");
     let exact = KubeVersion::NEWEST;
-    assert_eq!(exact.notice_for_server(exact.minor, "v1.34.4"), None);
+    assert_eq!(exact.notice_for_server(exact.minor, "v1.37.2"), None);
+    let unchecked = KubeVersion::for_server(28);
+    let notice = unchecked
+        .notice_for_server(28, "v1.28.15")
+        .expect("a server before the checked versions is told");
+    assert!(
+        notice.contains("not checked against a real API server"),
+        "{notice}"
+    );
 }

@@ -101,10 +101,16 @@ pub fn sh(dir: &Path, script: &str) {
     );
 }
 
-/// Finds or builds the binaries. `Err` is the reason they are unavailable.
-fn assets() -> Result<PathBuf, String> {
-    let out = Command::new("bash")
-        .arg(repo().join("scripts/envtest-assets.sh"))
+/// Finds or builds the binaries of the default Kubernetes version (or the
+/// one `CRD_SAFETY_KUBE_VERSION` names), or of `version` when given. `Err`
+/// is the reason they are unavailable.
+fn assets(version: Option<&str>) -> Result<PathBuf, String> {
+    let mut script = Command::new("bash");
+    script.arg(repo().join("scripts/envtest-assets.sh"));
+    if let Some(v) = version {
+        script.arg(v);
+    }
+    let out = script
         .stderr(Stdio::inherit())
         .output()
         .map_err(|e| format!("cannot run scripts/envtest-assets.sh: {e}"))?;
@@ -190,8 +196,8 @@ current-context: envtest-{user}
 }
 
 impl ControlPlane {
-    fn start() -> Result<ControlPlane, String> {
-        let assets = assets()?;
+    fn start(version: Option<&str>) -> Result<ControlPlane, String> {
+        let assets = assets(version)?;
         let dir = tempfile::tempdir().expect("tempdir");
         let d = dir.path();
         std::fs::create_dir_all(d.join("pki")).expect("pki dir");
@@ -376,7 +382,11 @@ printf '%s,token-admin,uid-token-admin,"system:masters"\n%s,token-restricted,uid
 /// A control plane of the caller's own (for a test that restarts it), or
 /// `None` (after a notice) when the binaries are unavailable outside CI.
 pub fn dedicated() -> Option<ControlPlane> {
-    match ControlPlane::start() {
+    started(None)
+}
+
+fn started(version: Option<&str>) -> Option<ControlPlane> {
+    match ControlPlane::start(version) {
         Ok(p) => Some(p),
         Err(why) if in_ci() => panic!("live tests are required in CI, but {why}"),
         Err(why) => {
@@ -391,4 +401,51 @@ pub fn dedicated() -> Option<ControlPlane> {
 pub fn control_plane() -> Option<&'static ControlPlane> {
     static PLANE: OnceLock<Option<ControlPlane>> = OnceLock::new();
     PLANE.get_or_init(dedicated).as_ref()
+}
+
+/// The Kubernetes minors the version-sensitive live tests run on. With
+/// `CI=true`: the oldest and newest supported and the default (1.30, 1.34,
+/// 1.37), whose differences in CRD validation and CEL are what these tests
+/// hold the offline check to. Otherwise only the default, unless
+/// `CRD_SAFETY_KUBE_MATRIX` lists others (`1.30,1.37`); building a
+/// kube-apiserver takes minutes.
+pub fn matrix() -> Vec<String> {
+    if let Ok(list) = std::env::var("CRD_SAFETY_KUBE_MATRIX") {
+        return list
+            .split(',')
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+            .collect();
+    }
+    if in_ci() {
+        return ["1.30", "1.34", "1.37"].map(String::from).to_vec();
+    }
+    vec![String::new()]
+}
+
+/// The shared control plane of the matrix entry `version` (`""` for the
+/// default one, which is [`control_plane`]).
+pub fn control_plane_of(version: &str) -> Option<&'static ControlPlane> {
+    let minor = |v: &str| {
+        v.trim_start_matches('v')
+            .split('.')
+            .take(2)
+            .collect::<Vec<_>>()
+            .join(".")
+    };
+    let default = std::env::var("CRD_SAFETY_KUBE_VERSION").unwrap_or_else(|_| "1.34".to_string());
+    if version.is_empty() || minor(version) == minor(&default) {
+        return control_plane();
+    }
+    static PLANES: OnceLock<
+        std::sync::Mutex<std::collections::HashMap<String, &'static Option<ControlPlane>>>,
+    > = OnceLock::new();
+    let planes = PLANES.get_or_init(Default::default);
+    let mut planes = planes
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let plane = planes
+        .entry(version.to_string())
+        .or_insert_with(|| Box::leak(Box::new(started(Some(version)))));
+    plane.as_ref()
 }
