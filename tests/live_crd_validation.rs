@@ -483,6 +483,13 @@ const CEL_RICH_TYPE_CASES: &[(&str, &str)] = &[
         "optional.unwrap([optional.of(1)]).size() == 1 && [optional.of(1)].unwrapOpt().size() == 1",
     ),
     ("cel_rich_undeclared_variable", "other.size() > 1"),
+    // A property named like a CEL keyword: escaped, and from a 1.32
+    // server's new rules also as written.
+    ("cel_rich_keyword_field", "self.obj.namespace != 'x'"),
+    (
+        "cel_rich_keyword_field_escaped",
+        "self.obj.__namespace__ != 'x'",
+    ),
 ];
 
 /// A spec with one field of each kind the rich cases need.
@@ -492,8 +499,9 @@ fn rich_spec(m: &mut Value) {
     props["ttl"] = json!({"type": "string", "format": "duration"});
     props["blob"] = json!({"type": "string", "format": "byte"});
     props["port"] = json!({"x-kubernetes-int-or-string": true});
-    props["obj"] =
-        json!({"type": "object", "properties": {"a": {"type": "string", "maxLength": 8}}});
+    props["obj"] = json!({"type": "object", "properties": {
+        "a": {"type": "string", "maxLength": 8},
+        "namespace": {"type": "string", "maxLength": 8}}});
     props["items"] = json!({"type": "array", "maxItems": 8,
         "items": {"type": "object", "properties": {"a": {"type": "string", "maxLength": 8}}}});
     props["ratio"] = json!({"type": "number"});

@@ -124,7 +124,12 @@ fn typed(p: &Obj) -> bool {
 
 /// The type of field `field` (a CEL name) of an object, or `None` when the
 /// object has no such field.
-fn field_of<'a>(schema: &'a Obj, root: bool, field: &str) -> Option<Ty<'a>> {
+/// From the CEL environment of 1.31 (`SetRecognizeKeywordAsFieldName`), a
+/// property named like a CEL keyword (`namespace`) is also selected as
+/// written, besides its escaped form (`__namespace__`).
+const KEYWORD_FIELDS_SINCE: u32 = 31;
+
+fn field_of<'a>(schema: &'a Obj, root: bool, field: &str, kube: KubeVersion) -> Option<Ty<'a>> {
     if root {
         match field {
             "apiVersion" | "kind" => return Some(Ty::Dyn),
@@ -135,7 +140,10 @@ fn field_of<'a>(schema: &'a Obj, root: bool, field: &str) -> Option<Ty<'a>> {
     let props = obj_of(schema, "properties")?;
     for (name, p) in props {
         let Some(p) = p.as_object() else { continue };
-        if typed(p) && escape(name).as_deref() == Some(field) {
+        let escaped = escape(name);
+        let keyword = escaped.as_deref() == Some(format!("__{name}__").as_str());
+        let as_written = keyword && kube.minor >= KEYWORD_FIELDS_SINCE && name == field;
+        if typed(p) && (as_written || escaped.as_deref() == Some(field)) {
             return Some(ty_of(p, false));
         }
     }
@@ -174,7 +182,7 @@ fn walk<'a>(
         Expr::Select(sel) => {
             let operand = walk(&sel.operand, env, out, versions);
             match operand {
-                Ty::Object { schema, root } => match field_of(schema, root, &sel.field) {
+                Ty::Object { schema, root } => match field_of(schema, root, &sel.field, kube) {
                     Some(t) => t,
                     None => {
                         out.push(format!("undefined field '{}'", sel.field));
