@@ -1304,6 +1304,20 @@ fn cases() -> Vec<(&'static str, Value)> {
         spec_props(m)["name"]["enum"] = json!(["a", "b"]);
         spec_props(m)["name"]["default"] = json!("c");
     });
+    // From 1.34 defaults meet every format kube-openapi knows; before, a
+    // format the server does not know is no constraint.
+    case("default_k8s_short_name_ok", &|m| {
+        spec_props(m)["name"]["format"] = json!("k8s-short-name");
+        spec_props(m)["name"]["default"] = json!("foo-bar");
+    });
+    case("default_k8s_short_name_bad", &|m| {
+        spec_props(m)["name"]["format"] = json!("k8s-short-name");
+        spec_props(m)["name"]["default"] = json!("Foo_Bar");
+    });
+    case("default_k8s_long_name_bad", &|m| {
+        spec_props(m)["name"]["format"] = json!("k8s-long-name");
+        spec_props(m)["name"]["default"] = json!("foo..bar");
+    });
     case("default_unknown_field", &|m| {
         root(m)["properties"]["spec"]["default"] = json!({"other": 1})
     });

@@ -119,7 +119,7 @@ fn check_site(
         .is_none()
         .then(|| Schema::for_validation(site.node).ok())
         .flatten()
-        .and_then(|node| Validator::new(&node, opts.kube.minor).ok());
+        .and_then(|node| Validator::new(&node, formats_of_defaults(opts.kube)).ok());
     let compiled = compiled.or(own.as_ref().map(Validator::root));
     if let Some(node) = compiled {
         let mut mine = Vec::new();
@@ -176,5 +176,20 @@ fn check_default(
             FieldError::invalid(dpath, default.clone(), format!("{at}: {}", v.message))
                 .with_fix("make the default satisfy the node's own validations"),
         );
+    }
+}
+
+/// The server version whose formats a `default` is held to. From 1.34 the
+/// server validates defaults against every format kube-openapi knows,
+/// without the stripping by compatibility version that objects get, so
+/// `k8s-short-name` and `k8s-long-name` bind defaults a release before
+/// they bind objects (apiextensions-apiserver 1.34,
+/// `pkg/apiserver/schema/defaulting/validation.go`).
+fn formats_of_defaults(kube: super::KubeVersion) -> u32 {
+    const ALL_FORMATS_SINCE: u32 = 34;
+    if kube.minor >= ALL_FORMATS_SINCE {
+        u32::MAX
+    } else {
+        kube.minor
     }
 }

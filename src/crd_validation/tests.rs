@@ -532,3 +532,22 @@ fn a_server_outside_the_known_versions_gets_a_notice_and_its_own_is_exact() {
         "{notice}"
     );
 }
+
+#[test]
+fn defaults_meet_the_kubernetes_name_formats_from_1_34() {
+    let with_default = |default: &str| {
+        crd(
+            json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "name": {"type": "string", "format": "k8s-short-name", "default": default}}}}}),
+        )
+    };
+    let on = |m: &Value, minor: u32| validate_crd(m, None, KubeVersion { minor }).len();
+    assert_eq!(on(&with_default("foo-bar"), 34), 0);
+    assert_eq!(
+        on(&with_default("Foo_Bar"), 33),
+        0,
+        "1.33 does not know the format"
+    );
+    assert_eq!(on(&with_default("Foo_Bar"), 34), 1);
+    assert_eq!(on(&with_default("Foo_Bar"), 37), 1);
+}
