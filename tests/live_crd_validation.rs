@@ -1318,6 +1318,15 @@ fn cases() -> Vec<(&'static str, Value)> {
         spec_props(m)["name"]["format"] = json!("k8s-long-name");
         spec_props(m)["name"]["default"] = json!("foo..bar");
     });
+    // From 1.36 `format: int32` bounds a number, defaults included.
+    case("default_int32_out_of_range", &|m| {
+        spec_props(m)["size"]["format"] = json!("int32");
+        spec_props(m)["size"]["default"] = json!(3_000_000_000_u64);
+    });
+    case("default_int32_ok", &|m| {
+        spec_props(m)["size"]["format"] = json!("int32");
+        spec_props(m)["size"]["default"] = json!(2_000_000_000_u64);
+    });
     case("default_unknown_field", &|m| {
         root(m)["properties"]["spec"]["default"] = json!({"other": 1})
     });

@@ -186,9 +186,11 @@ fn check_default(
 /// they bind objects (apiextensions-apiserver 1.34,
 /// `pkg/apiserver/schema/defaulting/validation.go`).
 fn formats_of_defaults(kube: super::KubeVersion) -> u32 {
+    /// Where objects get the Kubernetes name formats.
+    const NAME_FORMATS_FOR_OBJECTS: u32 = 35;
     const ALL_FORMATS_SINCE: u32 = 34;
     if kube.minor >= ALL_FORMATS_SINCE {
-        u32::MAX
+        kube.minor.max(NAME_FORMATS_FOR_OBJECTS)
     } else {
         kube.minor
     }

@@ -699,3 +699,48 @@ mod tests {
         assert!(parse_timestamp("2024-01-02 03:04:05Z").is_none());
     }
 }
+
+/// The numeric formats the server checks on custom resources from 1.36
+/// (kube-openapi passes the format to its number validator;
+/// apiextensions-apiserver stops stripping `int32`/`float` from objects).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NumericFormat {
+    Int32,
+    Float,
+}
+
+/// From this minor the numeric formats bind objects.
+const NUMERIC_FORMATS_SINCE: u32 = 36;
+
+impl NumericFormat {
+    pub(crate) fn parse(name: &str, server_minor: u32) -> Option<NumericFormat> {
+        if server_minor < NUMERIC_FORMATS_SINCE {
+            return None;
+        }
+        match name {
+            "int32" => Some(NumericFormat::Int32),
+            "float" => Some(NumericFormat::Float),
+            _ => None,
+        }
+    }
+
+    /// Whether `n` fits, as kube-openapi checks it.
+    pub(crate) fn fits(self, n: &serde_json::Number) -> bool {
+        match self {
+            NumericFormat::Int32 => match n.as_i64() {
+                Some(i) => i32::try_from(i).is_ok(),
+                // Not an integer: the type check reports it.
+                None => n.as_f64().is_some_and(|f| f.fract() != 0.0),
+            },
+            NumericFormat::Float => n.as_f64().is_some_and(|f| f.abs() <= f64::from(f32::MAX)),
+        }
+    }
+
+    /// `integer with format int32`, as the server words it.
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            NumericFormat::Int32 => "integer with format int32",
+            NumericFormat::Float => "number with format float",
+        }
+    }
+}

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::ValidateError;
 use super::cel_rule::{Rules, escape};
-use super::formats::Format;
+use super::formats::{Format, NumericFormat};
 use crate::schema::{AdditionalProperties, FieldPath, Schema};
 
 /// Deepest schema the validator compiles; the schema model refuses deeper ones
@@ -98,6 +98,8 @@ pub(crate) struct CompiledNode {
     pub max_length: Option<u64>,
     pub pattern: Option<super::regex::LazyPattern>,
     pub format: Option<Format>,
+    /// `int32` or `float` on a number, enforced from 1.36.
+    pub numeric_format: Option<NumericFormat>,
     pub min_items: Option<u64>,
     pub max_items: Option<u64>,
     pub min_properties: Option<u64>,
@@ -249,6 +251,10 @@ impl CompiledNode {
             Some(Value::String(f)) => Format::parse(f, opts.server_minor),
             Some(_) => return Err(bad(path, "format", "a string")),
         };
+        let numeric_format = s
+            .keyword("format")
+            .and_then(Value::as_str)
+            .and_then(|f| NumericFormat::parse(f, opts.server_minor));
         let required = match s.keyword("required") {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(a)) => a
@@ -344,6 +350,7 @@ impl CompiledNode {
             max_length: count(s, path, "maxLength")?,
             pattern,
             format,
+            numeric_format,
             min_items: count(s, path, "minItems")?,
             max_items: count(s, path, "maxItems")?,
             min_properties: count(s, path, "minProperties")?,

@@ -195,6 +195,16 @@ fn value_checks(node: &CompiledNode, v: &Value, trail: &Trail, sink: &mut Sink) 
     }
     match v {
         Value::Number(n) => {
+            if let Some(nf) = node.numeric_format
+                && !nf.fits(n)
+            {
+                sink.fail(Rule::Format, trail, |p| {
+                    format!(
+                        "Invalid value: \"\": Checked value must be of type {} in {p}",
+                        nf.describe()
+                    )
+                });
+            }
             let f = n.as_f64().unwrap_or(f64::NAN);
             if let Some(b) = node.minimum {
                 let bad = if b.exclusive {
