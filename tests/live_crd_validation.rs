@@ -1745,66 +1745,125 @@ async fn offline_crd_validation_agrees_with_the_api_server() {
     );
 }
 
-/// Creates every case on `plane` (dry run) and judges it offline: the
-/// disagreements.
+/// Creates every case on `plane` (dry run) and judges it offline, then
+/// sends every case named like the base CRD as an update of it (dry run)
+/// and judges it offline as an update of the stored CRD: the disagreements.
 async fn cases_agree_on(plane: &ControlPlane) -> Vec<String> {
     let client = admin(plane).await;
+    let judged = KubeVersion::for_server(plane.kube_minor);
     let known: BTreeSet<&str> = KNOWN_LIMITATIONS.iter().map(|(l, _)| *l).collect();
     let mut disagreements = Vec::new();
-    let mut agreed = 0;
+    let (mut agreed, mut updates_agreed, mut updates) = (0, 0, 0);
     let all = cases();
     for (label, manifest) in &all {
         let server = server_verdict(&client, manifest).await;
-        let ours = validate_crd(manifest, None, KubeVersion::for_server(plane.kube_minor));
-        let verdict_agrees = server.is_some() != ours.is_empty();
-        // Every place we point at must be one the server names too (unless
-        // the server failed the request without an answer).
-        let missing_paths: Vec<String> = match &server {
-            Some(msg) if !msg.starts_with("transport error") => ours
-                .iter()
-                .filter(|e| {
-                    e.kind != ErrorType::Internal && !e.detail.starts_with("cannot be decoded")
-                })
-                .map(|e| e.path.to_string())
-                .filter(|p| !msg.contains(p.as_str()))
-                .collect(),
-            _ => Vec::new(),
-        };
-        // A cost error must carry the server's own figure.
-        let cost_mismatch: Vec<String> = match &server {
-            Some(msg) => ours
-                .iter()
-                .filter(|e| e.detail.contains("exceeds budget"))
-                .map(|e| e.detail.clone())
-                .filter(|d| !msg.contains(d.as_str()))
-                .collect(),
-            None => Vec::new(),
-        };
-        if verdict_agrees && missing_paths.is_empty() && cost_mismatch.is_empty() {
-            agreed += 1;
-            if known.contains(label) {
-                disagreements.push(format!(
-                    "{label}: listed as a known limitation but agrees now"
-                ));
-            }
-            continue;
+        let ours = validate_crd(manifest, None, judged);
+        match judge(label, &known, server, &ours) {
+            None => agreed += 1,
+            Some(d) => disagreements.push(d),
         }
-        if known.contains(label) {
-            continue;
+    }
+    // The stored CRD: the base every case edits, really created.
+    support::live::install(&client, &base()).await;
+    let name = base()["metadata"]["name"].clone();
+    let stored = stored_crd(&client, name.as_str().unwrap_or_default()).await;
+    for (label, manifest) in all.iter().filter(|(_, m)| m["metadata"]["name"] == name) {
+        updates += 1;
+        let mut update = manifest.clone();
+        update["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"].clone();
+        let server = server_update_verdict(&client, &update).await;
+        let ours = validate_crd(manifest, Some(&stored), judged);
+        match judge(label, &known, server, &ours) {
+            None => updates_agreed += 1,
+            Some(d) => disagreements.push(format!("(update) {d}")),
         }
-        let ours_text: Vec<String> = ours.iter().map(ToString::to_string).collect();
-        disagreements.push(format!(
-            "{label}: server {:?}\n    ours {ours_text:?}\n    paths the server does not name: {missing_paths:?}\n    cost figures the server does not give: {cost_mismatch:?}",
-            server.as_deref().unwrap_or("accepted")
-        ));
     }
     println!(
-        "invalidCrd vs kube-apiserver {}: {agreed}/{} cases agree ({} known limitations)",
+        "invalidCrd vs kube-apiserver {}: {agreed}/{} cases agree as creates, {updates_agreed}/{updates} \
+as updates of the stored base ({} known limitations)",
         plane.kube_version,
         all.len(),
         KNOWN_LIMITATIONS.len()
     );
     disagreements
+}
+
+/// The live CRD `name` as JSON, status included.
+async fn stored_crd(client: &Client, name: &str) -> Value {
+    let req = http::Request::get(format!(
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"
+    ))
+    .body(Vec::new())
+    .expect("request");
+    let text = client
+        .request_text(req)
+        .await
+        .expect("the stored CRD is read");
+    serde_json::from_str(&text).expect("JSON")
+}
+
+/// The server's verdict on replacing the stored CRD with `manifest` (dry
+/// run): `None` when accepted, its message when refused.
+async fn server_update_verdict(client: &Client, manifest: &Value) -> Option<String> {
+    let name = manifest["metadata"]["name"].as_str().unwrap_or_default();
+    let body = serde_json::to_vec(manifest).unwrap_or_default();
+    let req = http::Request::put(format!(
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}?dryRun=All"
+    ))
+    .header("content-type", "application/json")
+    .body(body)
+    .expect("request");
+    match client.request_text(req).await {
+        Ok(_) => None,
+        Err(kube::Error::Api(e)) => Some(format!("{} ({})", e.message, e.code)),
+        Err(other) => Some(format!("transport error: {other}")),
+    }
+}
+
+/// Whether our errors agree with the server's verdict on one case: the
+/// verdict, every path we name, every cost figure we print. `None` when
+/// they agree (or the case is a known limitation), else the disagreement.
+fn judge(
+    label: &str,
+    known: &BTreeSet<&str>,
+    server: Option<String>,
+    ours: &[crd_safety::crd_validation::FieldError],
+) -> Option<String> {
+    let verdict_agrees = server.is_some() != ours.is_empty();
+    // Every place we point at must be one the server names too (unless
+    // the server failed the request without an answer).
+    let missing_paths: Vec<String> = match &server {
+        Some(msg) if !msg.starts_with("transport error") => ours
+            .iter()
+            .filter(|e| e.kind != ErrorType::Internal && !e.detail.starts_with("cannot be decoded"))
+            .map(|e| e.path.to_string())
+            .filter(|p| !msg.contains(p.as_str()))
+            .collect(),
+        _ => Vec::new(),
+    };
+    // A cost error must carry the server's own figure.
+    let cost_mismatch: Vec<String> = match &server {
+        Some(msg) => ours
+            .iter()
+            .filter(|e| e.detail.contains("exceeds budget"))
+            .map(|e| e.detail.clone())
+            .filter(|d| !msg.contains(d.as_str()))
+            .collect(),
+        None => Vec::new(),
+    };
+    if verdict_agrees && missing_paths.is_empty() && cost_mismatch.is_empty() {
+        return known
+            .contains(label)
+            .then(|| format!("{label}: listed as a known limitation but agrees now"));
+    }
+    if known.contains(label) {
+        return None;
+    }
+    let ours_text: Vec<String> = ours.iter().map(ToString::to_string).collect();
+    Some(format!(
+        "{label}: server {:?}\n    ours {ours_text:?}\n    paths the server does not name: {missing_paths:?}\n    cost figures the server does not give: {cost_mismatch:?}",
+        server.as_deref().unwrap_or("accepted")
+    ))
 }
 
 /// Every distinct `apiextensions.k8s.io/v1` CRD of `../shared/corpus`.
