@@ -10,7 +10,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::Api;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use serde_json::{Value, json};
-use support::envtest::control_plane;
+use support::envtest::{control_plane, control_plane_of, matrix};
 use support::live::{admin, apply_check, crd, findings, install, write_manifest};
 use support::run::run;
 
@@ -193,6 +193,56 @@ async fn the_api_servers_own_rejection_is_a_finding() {
     assert_eq!(report["kubeVersion"], format!("1.{}", plane.kube_minor));
     assert_eq!(report["kubeVersionSource"], "server");
     assert_eq!(report["serverVersion"], plane.kube_version);
+}
+
+/// The user story of 1.37: a new rule using a list function of 1.34 is
+/// taken by a 1.35+ server and refused by older ones. `apply-check` says
+/// what the server it talks to says, on every server of the matrix.
+#[tokio::test]
+async fn a_new_rule_is_judged_by_the_connected_servers_own_version() {
+    for version in matrix() {
+        let Some(plane) = control_plane_of(&version) else {
+            return;
+        };
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut listed = crd("distincts", &[("v1", true, true)], json!({}));
+        listed["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+            ["l"] = json!({"type": "array", "maxItems": 8,
+                "items": {"type": "string", "maxLength": 16}});
+        listed["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] =
+            json!([{"rule": "self.l.distinct().size() == self.l.size()"}]);
+        let path = write_manifest(dir.path(), "distinct.json", &listed);
+        let kubeconfig = plane.admin_kubeconfig.display().to_string();
+        let r = apply_check(&path, &kubeconfig, &["-o", "json"]);
+        let report: Value = serde_json::from_str(&r.stdout).expect("json");
+        let checks: Vec<&str> = report["crds"][0]["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .filter(|f| f["severity"] == "error")
+            .filter_map(|f| f["check"].as_str())
+            .collect();
+        if plane.kube_minor >= 35 {
+            assert_eq!(
+                r.code, 0,
+                "{}: {}{}",
+                plane.kube_version, r.stdout, r.stderr
+            );
+            assert!(checks.is_empty(), "{}: {checks:?}", plane.kube_version);
+        } else {
+            assert_eq!(
+                r.code, 1,
+                "{}: {}{}",
+                plane.kube_version, r.stdout, r.stderr
+            );
+            assert_eq!(
+                checks,
+                ["invalidCrd", "apiServerRejects"],
+                "{}: the offline check and the dry run agree",
+                plane.kube_version
+            );
+        }
+    }
 }
 
 #[tokio::test]
