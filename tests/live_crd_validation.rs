@@ -490,6 +490,12 @@ const CEL_RICH_TYPE_CASES: &[(&str, &str)] = &[
         "cel_rich_keyword_field_escaped",
         "self.obj.__namespace__ != 'x'",
     ),
+    // `existsOne` is a macro from cel-go 0.23 (Kubernetes 1.33); before,
+    // only `exists_one` is.
+    (
+        "cel_rich_exists_one_camel",
+        "self.items.existsOne(i, i.a == 'x') || true",
+    ),
 ];
 
 /// A spec with one field of each kind the rich cases need.

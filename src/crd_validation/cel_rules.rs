@@ -463,12 +463,16 @@ fn parse(src: &str) -> Parsed {
         if let Some(p) = seen.borrow().get(src) {
             return p.clone();
         }
-        let parsed = std::rc::Rc::new(match crate::validate::cel_parse::parse(src) {
-            Some(e) => Ok(e),
-            None => Parser::new()
-                .enable_optional_syntax(true)
-                .parse(src)
-                .map_err(|e| first_line(&e.to_string())),
+        let parsed = std::rc::Rc::new(if calls_exists_one(src) {
+            Err("ERROR: <input>: undeclared reference to 'existsOne' (in container '')".to_string())
+        } else {
+            match crate::validate::cel_parse::parse(src) {
+                Some(e) => Ok(e),
+                None => Parser::new()
+                    .enable_optional_syntax(true)
+                    .parse(src)
+                    .map_err(|e| first_line(&e.to_string())),
+            }
         });
         let mut seen = seen.borrow_mut();
         if seen.len() > 4096 {
@@ -477,6 +481,39 @@ fn parse(src: &str) -> Parsed {
         seen.insert(src.to_string(), parsed.clone());
         parsed
     })
+}
+
+/// Whether `src` calls `existsOne(...)`. The `cel` crate expands it as a
+/// macro, like `exists_one`; no CRD environment of Kubernetes 1.30 to 1.37
+/// declares it (checked against those servers), so it is an undeclared
+/// reference there. Quoted text is skipped.
+fn calls_exists_one(src: &str) -> bool {
+    if !src.contains("existsOne") {
+        return false;
+    }
+    let bytes = src.as_bytes();
+    let mut quote: Option<u8> = None;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        match quote {
+            Some(_) if b == b'\\' => i += 1,
+            Some(q) if b == q => quote = None,
+            Some(_) => {}
+            None if b == b'\'' || b == b'"' => quote = Some(b),
+            None if src[i..].starts_with("existsOne") => {
+                let before = i.checked_sub(1).map(|j| bytes[j]);
+                let rest = src[i + "existsOne".len()..].trim_start();
+                let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+                if !before.is_some_and(ident) && rest.starts_with('(') {
+                    return true;
+                }
+            }
+            None => {}
+        }
+        i += 1;
+    }
+    false
 }
 
 fn first_line(s: &str) -> String {

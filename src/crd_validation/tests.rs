@@ -551,3 +551,30 @@ fn defaults_meet_the_kubernetes_name_formats_from_1_34() {
     assert_eq!(on(&with_default("Foo_Bar"), 34), 1);
     assert_eq!(on(&with_default("Foo_Bar"), 37), 1);
 }
+
+#[test]
+fn exists_one_is_not_declared_for_crd_rules() {
+    let with_rule = |rule: &str| {
+        crd(
+            json!({"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {"l": {"type": "array", "maxItems": 4,
+                "items": {"type": "string", "maxLength": 8}}},
+            "x-kubernetes-validations": [{"rule": rule}]}}}),
+        )
+    };
+    let refused = errors(&with_rule("self.l.existsOne(x, x == 'a') || true"));
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(
+        refused[0].contains("undeclared reference to 'existsOne'"),
+        "{refused:?}"
+    );
+    // `exists_one` is, and the word in a string is only text.
+    assert_eq!(
+        errors(&with_rule("self.l.exists_one(x, x == 'a') || true")),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        errors(&with_rule("self.l.all(x, x != 'existsOne(')")),
+        Vec::<String>::new()
+    );
+}
