@@ -87,6 +87,7 @@ fn main() -> ExitCode {
 /// pair: 3,100-3,500 faults and 25 ms of CPU before, 2,570 and 20 ms after,
 /// peak RSS 1 MB higher). Pages of the padding are never touched unless
 /// used, so memory in use does not grow.
+#[allow(unsafe_code)]
 fn tune_allocator() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `mallopt` only sets a parameter of the allocator; it is called
