@@ -502,18 +502,7 @@ async fn a_crd_installed_with_plain_kubectl_apply_is_taken_over_like_kubectl_ser
         "old.json",
         &crd("handapplieds", &[("v1", true, true)], json!({})),
     );
-    let kubectl = Command::new("kubectl")
-        .args(["apply", "-f", &old, "--kubeconfig"])
-        .arg(&plane.admin_kubeconfig)
-        .env_remove("KUBECONFIG")
-        .env("HOME", dir.path())
-        .output()
-        .expect("kubectl runs");
-    assert!(
-        kubectl.status.success(),
-        "{}",
-        String::from_utf8_lossy(&kubectl.stderr)
-    );
+    kubectl_installs(plane, "apply", &old, dir.path());
     let name = "handapplieds.example.com";
     assert!(
         managers(&client, name)
