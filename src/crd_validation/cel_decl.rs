@@ -22,7 +22,19 @@ pub const MAX_REQUEST_SIZE: i64 = 3 * 1024 * 1024;
 #[derive(Debug, Clone, Copy)]
 pub struct Decl<'s> {
     src: Src<'s>,
+    /// The minor version of the server that sizes it: how it sizes an
+    /// int-or-string and the implied `metadata.name` changed over time.
+    minor: u32,
 }
+
+/// From 1.34 an int-or-string with `maxLength` is sized from it (before,
+/// from the request size), `apiserver/pkg/cel/common/schemas.go`.
+const INT_OR_STRING_MAX_LENGTH_SINCE: u32 = 34;
+
+/// From 1.37 a resource's `metadata.name` is sized 253 bytes and
+/// `generateName` 252 (before, from the request size),
+/// `apiextensions-apiserver/pkg/apiserver/schema/cel/model/schemas.go`.
+const CAPPED_NAMES_SINCE: u32 = 37;
 
 #[derive(Debug, Clone, Copy)]
 enum Src<'s> {
@@ -33,6 +45,9 @@ enum Src<'s> {
     /// An implied string (`kind`, `apiVersion`, `metadata.name`), bounded
     /// by the request size only.
     RequestString,
+    /// An implied string of at most this many bytes (`metadata.name` from
+    /// 1.37).
+    CappedString(i64),
     /// The implied `metadata` of a resource root.
     ImpliedMetadata,
     /// The key type of every map: the server's shared `StringType`, whose
@@ -139,25 +154,37 @@ impl<'s> Decl<'s> {
             };
         ok.then_some(Decl {
             src: Src::Schema(s, resource_root),
+            minor: u32::MAX,
         })
+    }
+
+    /// The same declaration, sized as a server of minor version `minor`
+    /// sizes it (the newest's way by default).
+    pub fn judged_by(self, minor: u32) -> Decl<'s> {
+        Decl { minor, ..self }
     }
 
     /// The type of a map's keys.
     pub fn map_key() -> Decl<'static> {
-        Decl { src: Src::MapKey }
+        Decl {
+            src: Src::MapKey,
+            minor: u32::MAX,
+        }
     }
 
     pub fn shape(&self) -> Shape<'s> {
         let s = match self.src {
             Src::Schema(s, _) => s,
-            Src::RequestString | Src::MapKey => return Shape::String,
+            Src::RequestString | Src::CappedString(_) | Src::MapKey => return Shape::String,
             Src::ImpliedMetadata => return Shape::Object,
         };
         if int_or_string(s) {
             return Shape::Dyn;
         }
+        let minor = self.minor;
         let child = |c: &'s Obj| Decl {
             src: Src::Schema(c, embedded(c)),
+            minor,
         };
         match str_of(s, "type") {
             "array" => match items(s) {
@@ -184,20 +211,31 @@ impl<'s> Decl<'s> {
     /// The field a CEL name selects on an object, when declared.
     pub fn field(&self, name: &str) -> Option<Decl<'s>> {
         match self.src {
-            Src::ImpliedMetadata => matches!(name, "name" | "generateName").then_some(Decl {
-                src: Src::RequestString,
-            }),
+            Src::ImpliedMetadata => {
+                let src = match (name, self.minor >= CAPPED_NAMES_SINCE) {
+                    ("name", true) => Src::CappedString(253),
+                    ("generateName", true) => Src::CappedString(252),
+                    ("name" | "generateName", false) => Src::RequestString,
+                    _ => return None,
+                };
+                Some(Decl {
+                    src,
+                    minor: self.minor,
+                })
+            }
             Src::Schema(s, root) if matches!(self.shape(), Shape::Object) => {
                 if root && implies_metadata(s) {
                     match name {
                         "kind" | "apiVersion" => {
                             return Some(Decl {
                                 src: Src::RequestString,
+                                minor: self.minor,
                             });
                         }
                         "metadata" => {
                             return Some(Decl {
                                 src: Src::ImpliedMetadata,
+                                minor: self.minor,
                             });
                         }
                         _ => {}
@@ -208,7 +246,7 @@ impl<'s> Decl<'s> {
                     .get("properties")
                     .and_then(|p| p.get(&raw))
                     .and_then(Value::as_object)?;
-                Decl::of(p, embedded(p))
+                Decl::of(p, embedded(p)).map(|d| d.judged_by(self.minor))
             }
             _ => None,
         }
@@ -273,11 +311,17 @@ impl<'s> Decl<'s> {
         let s = match self.src {
             Src::Schema(s, _) => s,
             Src::RequestString => return MAX_REQUEST_SIZE - 2,
+            Src::CappedString(n) => return n,
             _ => return 0,
         };
         let max_length = int_of(s, "maxLength");
         if int_or_string(s) {
-            return max_length.map_or(MAX_REQUEST_SIZE - 2, |m| m.max(0).saturating_mul(4));
+            return match max_length {
+                Some(m) if self.minor >= INT_OR_STRING_MAX_LENGTH_SINCE => {
+                    m.max(0).saturating_mul(4)
+                }
+                _ => MAX_REQUEST_SIZE - 2,
+            };
         }
         match self.shape() {
             Shape::List(item) => int_of(s, "maxItems").map_or_else(
@@ -320,6 +364,7 @@ impl<'s> Decl<'s> {
         let s = match self.src {
             Src::Schema(s, _) => s,
             Src::RequestString => return false,
+            Src::CappedString(_) => return true,
             _ => return true,
         };
         if int_or_string(s) {

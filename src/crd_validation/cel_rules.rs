@@ -269,7 +269,8 @@ pub fn compile_errors(
             || s.get("x-kubernetes-embedded-resource")
                 .and_then(Value::as_bool)
                 == Some(true),
-    );
+    )
+    .map(|d| d.judged_by(scope.kube.minor));
     let cardinality = decl.as_ref().map(|d| {
         scope
             .cardinality
