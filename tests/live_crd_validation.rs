@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 use crd_safety::crd_validation::{ErrorType, KubeVersion, validate_crd};
 use kube::Client;
 use serde_json::{Value, json};
-use support::envtest::{ControlPlane, control_plane_of, matrix};
+use support::envtest::{ControlPlane, assert_agrees_on_matrix};
 use support::fixtures;
 use support::live::admin;
 
@@ -1741,23 +1741,7 @@ fn cases() -> Vec<(&'static str, Value)> {
 /// judged offline by its own version's rules.
 #[tokio::test]
 async fn offline_crd_validation_agrees_with_the_api_server() {
-    let mut disagreements = Vec::new();
-    for version in matrix() {
-        let Some(plane) = control_plane_of(&version) else {
-            return;
-        };
-        disagreements.extend(
-            cases_agree_on(plane)
-                .await
-                .into_iter()
-                .map(|d| format!("[{}] {d}", plane.kube_version)),
-        );
-    }
-    assert!(
-        disagreements.is_empty(),
-        "disagreements:\n{}",
-        disagreements.join("\n")
-    );
+    assert_agrees_on_matrix(cases_agree_on).await;
 }
 
 /// Creates every case on `plane` (dry run) and judges it offline, then
@@ -1928,18 +1912,7 @@ fn corpus_crds() -> Option<Vec<(String, Value)>> {
 #[tokio::test]
 async fn every_corpus_crd_gets_the_servers_verdict() {
     let Some(crds) = corpus_crds() else { return };
-    let mut disagreements = Vec::new();
-    for version in matrix() {
-        let Some(plane) = control_plane_of(&version) else {
-            return;
-        };
-        disagreements.extend(corpus_agrees_on(plane, &crds).await);
-    }
-    assert!(
-        disagreements.is_empty(),
-        "disagreements:\n{}",
-        disagreements.join("\n")
-    );
+    assert_agrees_on_matrix(|plane| corpus_agrees_on(plane, &crds)).await;
 }
 
 /// Creates every corpus CRD on `plane` (dry run) and judges it offline:

@@ -16,7 +16,7 @@ use crd_safety::validate::Validator;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::{Api, Client};
 use serde_json::{Value, json};
-use support::envtest::{ControlPlane, control_plane, control_plane_of, matrix};
+use support::envtest::{ControlPlane, assert_agrees_on_matrix, control_plane};
 use support::fixtures;
 use support::live::{admin, install};
 
@@ -399,24 +399,7 @@ async fn server_verdict(api: &Api<DynamicObject>, obj: &Value) -> Result<Option<
 /// formats and ratcheting differ, judged by the validator of its version.
 #[tokio::test]
 async fn the_validator_agrees_with_the_api_server() {
-    let mut unexpected = Vec::new();
-    for version in matrix() {
-        let Some(plane) = control_plane_of(&version) else {
-            return;
-        };
-        unexpected.extend(
-            validator_agrees_on(plane)
-                .await
-                .into_iter()
-                .map(|d| format!("[{}] {d}", plane.kube_version)),
-        );
-    }
-    assert!(
-        unexpected.is_empty(),
-        "{} disagreements:\n{}",
-        unexpected.len(),
-        unexpected.join("\n")
-    );
+    assert_agrees_on_matrix(validator_agrees_on).await;
 }
 
 /// Creates every case on `plane` (dry run) and validates it here: the

@@ -449,3 +449,31 @@ pub fn control_plane_of(version: &str) -> Option<&'static ControlPlane> {
         .or_insert_with(|| Box::leak(Box::new(started(Some(version)))));
     plane.as_ref()
 }
+
+/// Runs `check` on every control plane of the [`matrix`] and fails with
+/// every disagreement it returns, each marked with its server's version.
+/// Returns without checking when the binaries are unavailable outside CI.
+pub async fn assert_agrees_on_matrix<F, Fut>(check: F)
+where
+    F: Fn(&'static ControlPlane) -> Fut,
+    Fut: std::future::Future<Output = Vec<String>>,
+{
+    let mut disagreements = Vec::new();
+    for version in matrix() {
+        let Some(plane) = control_plane_of(&version) else {
+            return;
+        };
+        disagreements.extend(
+            check(plane)
+                .await
+                .into_iter()
+                .map(|d| format!("[{}] {d}", plane.kube_version)),
+        );
+    }
+    assert!(
+        disagreements.is_empty(),
+        "{} disagreements:\n{}",
+        disagreements.len(),
+        disagreements.join("\n")
+    );
+}
