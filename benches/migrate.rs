@@ -1,13 +1,20 @@
-//! `migrate` against the manual way, `kubectl get -o json | kubectl replace
-//! -f -`, on a real kube-apiserver and etcd (the live tests' control plane).
+//! `migrate`'s two engines against the manual way, `kubectl get -o json |
+//! kubectl replace -f -`, on a real kube-apiserver, etcd and
+//! kube-controller-manager (its storage-version migrator does the server
+//! engine's work).
 //!
-//! `cargo bench --bench migrate` loads `MIGRATE_BENCH_N` objects (default
-//! 10000) into each of two identical CRDs while `v1alpha1` is their storage
-//! version, moves storage to `v1`, then in one run migrates one CRD with the
-//! plugin and the other with kubectl, each under `/usr/bin/time` for wall
-//! time and peak memory, and reads etcd to confirm both really stored every
-//! object in `v1`. `MIGRATE_BENCH_CONCURRENCY` sets `--concurrency` (default
-//! 4). Figures are printed, never asserted.
+//! `cargo bench --bench migrate` starts Kubernetes `MIGRATE_BENCH_KUBE`
+//! (default 1.37, where `storagemigration.k8s.io/v1` is served), loads
+//! `MIGRATE_BENCH_N` objects (default 10000) into each of three identical
+//! CRDs while `v1alpha1` is their storage version, moves storage to `v1`,
+//! then in one run migrates one CRD with `--engine client`, one with
+//! `--engine server` and one with kubectl, each under `/usr/bin/time` for
+//! wall time and the tool's peak memory, counts the requests the API
+//! server answered meanwhile (`apiserver_request_total`, everyone's:
+//! the server engine's writes come from kube-controller-manager), and reads
+//! etcd to confirm every object really is stored in `v1`.
+//! `MIGRATE_BENCH_CONCURRENCY` sets `--concurrency` (default 4). Figures
+//! are printed, never asserted.
 
 #[path = "../tests/support/envtest.rs"]
 mod envtest;
@@ -121,6 +128,43 @@ fn peak_mib(file: &Path) -> f64 {
         .map_or(0.0, |kib| kib / 1024.0)
 }
 
+/// Requests the API server has answered so far, from its own metrics.
+async fn requests_served(client: &Client) -> u64 {
+    let request = http::Request::get("/metrics")
+        .body(Vec::new())
+        .expect("request");
+    let text = client.request_text(request).await.expect("metrics");
+    text.lines()
+        .filter(|l| l.starts_with("apiserver_request_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
+/// Peak memory of the control plane's kube-controller-manager, in MiB.
+fn controller_manager_peak_mib(plane: &envtest::ControlPlane) -> f64 {
+    let dir = plane.dir.path().display().to_string();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return 0.0;
+    };
+    for p in procs.flatten() {
+        let cmdline = std::fs::read(p.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        if cmdline.starts_with(&format!(
+            "{}",
+            plane.assets.join("kube-controller-manager").display()
+        )) && cmdline.contains(&dir)
+        {
+            let status = std::fs::read_to_string(p.path().join("status")).unwrap_or_default();
+            return status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse::<f64>().ok())
+                .map_or(0.0, |kib| kib / 1024.0);
+        }
+    }
+    0.0
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; anything else (cargo test --benches) only smoke-runs.
     if !std::env::args().any(|a| a == "--bench") {
@@ -131,10 +175,12 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(10_000);
-    let Some(plane) = envtest::control_plane() else {
+    let version = std::env::var("MIGRATE_BENCH_KUBE").unwrap_or_else(|_| "1.37".into());
+    let Some(mut plane) = envtest::serving_storage_migration(&version, true) else {
         eprintln!("migrate bench: no control plane available");
         return;
     };
+    let minor = envtest::minor_of(&version);
     let kubectl = ["/usr/bin/kubectl", "kubectl"]
         .into_iter()
         .find(|k| {
@@ -149,7 +195,7 @@ fn main() {
         .enable_all()
         .build()
         .expect("rt");
-    rt.block_on(async {
+    let client = rt.block_on(async {
         let kc = kube::config::Kubeconfig::read_from(&plane.admin_kubeconfig).expect("kubeconfig");
         let config =
             kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
@@ -157,8 +203,22 @@ fn main() {
                 .expect("config");
         let client = Client::try_from(config).expect("client");
         load(&client, "pluginmigrations", n).await;
+        load(&client, "servermigrations", n).await;
         load(&client, "kubectlreplaces", n).await;
+        client
     });
+    // Started once the CRDs exist: the migrator's garbage-collector graph
+    // then knows them from its first discovery instead of 30 s later.
+    let (_, gates) = envtest::storage_migration_flags(minor);
+    plane.start_controller_manager(
+        &[
+            "garbage-collector-controller",
+            "storage-version-migrator-controller",
+        ],
+        &gates,
+    );
+    std::thread::sleep(Duration::from_secs(5));
+    let served = || rt.block_on(requests_served(&client));
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path().display();
     let kubeconfig = plane.admin_kubeconfig.display();
@@ -168,36 +228,63 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(4);
-    // The plan and check alone (what --dry-run does), then the whole run.
+    // The plan and check alone (what --dry-run does), then the whole runs.
     let check = timed(&format!(
         "{plugin} migrate pluginmigrations.example.com --dry-run --kubeconfig {kubeconfig} > /dev/null"
     ));
-    let ours = timed(&format!(
-        "/usr/bin/time -o {d}/ours -f %M {plugin} migrate pluginmigrations.example.com --yes \
-         --concurrency {concurrency} --kubeconfig {kubeconfig} > {d}/ours.out"
+    let before = served();
+    let client_engine = timed(&format!(
+        "/usr/bin/time -o {d}/client -f %M {plugin} migrate pluginmigrations.example.com --yes \
+         --engine client --concurrency {concurrency} --kubeconfig {kubeconfig} > {d}/client.out"
     ));
+    let client_requests = served() - before;
+    let kcm_before = controller_manager_peak_mib(&plane);
+    let before = served();
+    let server_engine = timed(&format!(
+        "/usr/bin/time -o {d}/server -f %M {plugin} migrate servermigrations.example.com --yes \
+         --engine server --kubeconfig {kubeconfig} > {d}/server.out"
+    ));
+    let server_requests = served() - before;
+    let kcm_after = controller_manager_peak_mib(&plane);
+    let before = served();
     let theirs = timed(&format!(
         "/usr/bin/time -o {d}/get -f %M {kubectl} --kubeconfig {kubeconfig} get kubectlreplaces -A -o json \
          | /usr/bin/time -o {d}/replace -f %M {kubectl} --kubeconfig {kubeconfig} replace -f - > /dev/null"
     ));
+    let kubectl_requests = served() - before;
     let stored = |plural: &str| etcd::stored_version_counts(&plane.etcd, "example.com", plural);
-    println!("{n} objects, stored in v1alpha1, storage version moved to v1; one run each:");
     println!(
-        "  crd-safety migrate (check + rewrite, concurrency {concurrency}): {ours:.1} s, {:.0} objects/s \
-         (the check alone, --dry-run: {check:.1} s), peak RSS {:.0} MiB; etcd after: {:?}",
-        n as f64 / ours,
-        peak_mib(&dir.path().join("ours")),
+        "{n} objects, stored in v1alpha1, storage version moved to v1, on {}; one run each:",
+        plane.kube_version
+    );
+    println!(
+        "  crd-safety migrate --engine client (check + rewrite, concurrency {concurrency}): \
+         {client_engine:.1} s, {:.0} objects/s (the check alone, --dry-run: {check:.1} s), \
+         {client_requests} requests, peak RSS {:.0} MiB; etcd after: {:?}",
+        n as f64 / client_engine,
+        peak_mib(&dir.path().join("client")),
         stored("pluginmigrations")
     );
     println!(
-        "  kubectl get -o json | kubectl replace -f -: {theirs:.1} s, {:.0} objects/s, peak RSS get {:.0} MiB + replace {:.0} MiB; etcd after: {:?}",
+        "  crd-safety migrate --engine server (check + the cluster's migrator): \
+         {server_engine:.1} s, {:.0} objects/s, {server_requests} requests, peak RSS {:.0} MiB \
+         (kube-controller-manager's peak {kcm_before:.0} -> {kcm_after:.0} MiB); etcd after: {:?}",
+        n as f64 / server_engine,
+        peak_mib(&dir.path().join("server")),
+        stored("servermigrations")
+    );
+    println!(
+        "  kubectl get -o json | kubectl replace -f -: {theirs:.1} s, {:.0} objects/s, \
+         {kubectl_requests} requests, peak RSS get {:.0} MiB + replace {:.0} MiB; etcd after: {:?}",
         n as f64 / theirs,
         peak_mib(&dir.path().join("get")),
         peak_mib(&dir.path().join("replace")),
         stored("kubectlreplaces")
     );
     println!(
-        "  ratio: crd-safety is {:.1}x the speed of kubectl replace",
-        theirs / ours
+        "  ratios: the server engine takes {:.2}x the client engine's time; the client engine \
+         is {:.1}x the speed of kubectl replace",
+        server_engine / client_engine,
+        theirs / client_engine
     );
 }

@@ -4,14 +4,18 @@
 #
 # stdout: exactly one line, the absolute path of a directory containing the
 #         executables `kube-apiserver` and `etcd` (plus a `kubectl` symlink when
-#         one is found on PATH). Everything else goes to stderr.
+#         one is found on PATH, and `kube-controller-manager` when asked for).
+#         Everything else goes to stderr.
 # exit 0: success
 # exit 3: the binaries cannot be built in this environment (Go missing, module
 #         proxy unreachable, download failed); one line on stderr starting with
 #         "cannot build envtest binaries: ". Callers may skip live tests.
 # exit 1: anything else (e.g. a compile error) - a real failure.
 #
-# Usage: envtest-assets.sh [VERSION]   (VERSION: a listed minor, e.g. 1.37)
+# Usage: envtest-assets.sh [VERSION] [--with-controller-manager]
+#   VERSION: a listed minor, e.g. 1.37
+#   --with-controller-manager: also build kube-controller-manager (the live
+#     tests of `migrate --engine server` run its storage-version migrator)
 #
 # Environment:
 #   CRD_SAFETY_KUBE_VERSION the Kubernetes version to provide when no argument
@@ -45,7 +49,15 @@ resolve_version() {
     done
     return 1
 }
-requested="${1:-${CRD_SAFETY_KUBE_VERSION:-$DEFAULT_VERSION}}"
+WITH_KCM=no
+args=()
+for a in "$@"; do
+    case "$a" in
+        --with-controller-manager) WITH_KCM=yes ;;
+        *) args+=("$a") ;;
+    esac
+done
+requested="${args[0]:-${CRD_SAFETY_KUBE_VERSION:-$DEFAULT_VERSION}}"
 if ! K8S_VERSION="$(resolve_version "$requested")"; then
     printf 'envtest-assets: error: Kubernetes %s is not one of the listed versions (%s)\n' \
         "$requested" "$KNOWN_VERSIONS" >&2
@@ -61,6 +73,12 @@ last_line() { grep -v '^[[:space:]]*$' "$1" | tail -n 1 | tr -d '\r' || true; }
 assets_ok() {
     local dir="$1" check_versions="$2"
     [[ -x "$dir/kube-apiserver" && -x "$dir/etcd" ]] || return 1
+    if [[ "$WITH_KCM" == yes ]]; then
+        [[ -x "$dir/kube-controller-manager" ]] || return 1
+        if [[ "$check_versions" == yes ]]; then
+            [[ "$("$dir/kube-controller-manager" --version 2>/dev/null)" == "Kubernetes $K8S_VERSION" ]] || return 1
+        fi
+    fi
     local kv ev
     kv="$("$dir/kube-apiserver" --version 2>/dev/null)" || return 1
     ev="$("$dir/etcd" --version 2>/dev/null)" || return 1
@@ -166,8 +184,16 @@ json_field() { sed -n "s/^[[:space:]]*\"$1\": \"\(.*\)\",\{0,1\}\$/\1/p" "$2" | 
 
 start=$SECONDS
 
-# ---- kube-apiserver ------------------------------------------------------------
-if ! kv="$("$BIN/kube-apiserver" --version 2>/dev/null)" || [[ "$kv" != "Kubernetes $K8S_VERSION" ]]; then
+# ---- kube-apiserver (and kube-controller-manager) ------------------------------
+# Both come from k8s.io/kubernetes, built in one throwaway module.
+needs_build() { # <command>
+    local v
+    ! v="$("$BIN/$1" --version 2>/dev/null)" || [[ "$v" != "Kubernetes $K8S_VERSION" ]]
+}
+k8s_commands=()
+needs_build kube-apiserver && k8s_commands+=(kube-apiserver)
+[[ "$WITH_KCM" == yes ]] && needs_build kube-controller-manager && k8s_commands+=(kube-controller-manager)
+if [[ ${#k8s_commands[@]} -gt 0 ]]; then
     W="$BASE/work/kube-apiserver"
     mkdir -p "$W"
     cd "$W"
@@ -205,10 +231,6 @@ if ! kv="$("$BIN/kube-apiserver" --version 2>/dev/null)" || [[ "$kv" != "Kuberne
     } >go.mod
     log "generated $W/go.mod (${#staging[@]} staging replaces at $staging_version)"
 
-    log "resolving kube-apiserver dependencies (first run downloads a few hundred MB)"
-    run_go env "resolving k8s.io/kubernetes/cmd/kube-apiserver dependencies" \
-        list -deps k8s.io/kubernetes/cmd/kube-apiserver
-
     minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
     build_date="$(sed -n 's/.*"Time":"\([^"]*\)".*/\1/p' "$KINFO" 2>/dev/null || true)"
     [[ -n "$build_date" ]] || build_date="1970-01-01T00:00:00Z"
@@ -218,15 +240,20 @@ if ! kv="$("$BIN/kube-apiserver" --version 2>/dev/null)" || [[ "$kv" != "Kuberne
         ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.gitCommit= -X $pkg.buildDate=$build_date"
     done
 
-    tmp="$BIN/.kube-apiserver.tmp.$$"
-    TMPFILES+=("$tmp")
-    log "building kube-apiserver $K8S_VERSION (takes several minutes on first run)"
-    run_go build "go build kube-apiserver" \
-        build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$tmp" k8s.io/kubernetes/cmd/kube-apiserver
-    got="$("$tmp" --version 2>&1)" || fail "built kube-apiserver does not run: $got"
-    [[ "$got" == "Kubernetes $K8S_VERSION" ]] || fail "built kube-apiserver reports '$got', expected 'Kubernetes $K8S_VERSION'"
-    mv -f "$tmp" "$BIN/kube-apiserver"
-    log "kube-apiserver ready ($((SECONDS - start))s)"
+    for cmd in "${k8s_commands[@]}"; do
+        log "resolving $cmd dependencies (the first run downloads a few hundred MB)"
+        run_go env "resolving k8s.io/kubernetes/cmd/$cmd dependencies" \
+            list -deps "k8s.io/kubernetes/cmd/$cmd"
+        tmp="$BIN/.$cmd.tmp.$$"
+        TMPFILES+=("$tmp")
+        log "building $cmd $K8S_VERSION (takes several minutes on first run)"
+        run_go build "go build $cmd" \
+            build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$tmp" "k8s.io/kubernetes/cmd/$cmd"
+        got="$("$tmp" --version 2>&1)" || fail "built $cmd does not run: $got"
+        [[ "$got" == "Kubernetes $K8S_VERSION" ]] || fail "built $cmd reports '$got', expected 'Kubernetes $K8S_VERSION'"
+        mv -f "$tmp" "$BIN/$cmd"
+        log "$cmd ready ($((SECONDS - start))s)"
+    done
 fi
 
 # ---- etcd ----------------------------------------------------------------------

@@ -349,6 +349,14 @@ pub enum ChangeOutput {
     Yaml,
 }
 
+/// `migrate --engine`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EngineArg {
+    Auto,
+    Server,
+    Client,
+}
+
 #[derive(Debug, Args)]
 pub struct MigrateArgs {
     /// CRDs to migrate, by name (widgets.example.com).
@@ -366,7 +374,16 @@ pub struct MigrateArgs {
     /// Count the objects per namespace in the plan.
     #[arg(long)]
     pub by_namespace: bool,
-    /// Objects written at once.
+    /// Who writes the objects back: the cluster's storage-version migrator
+    /// (server, where storagemigration.k8s.io is served), crd-safety itself
+    /// (client), or server where served and else client (auto).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub engine: EngineArg,
+    /// How long the server engine waits for the cluster's migrator to take
+    /// a migration up (auto then lets the client take over).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
+    pub server_wait: std::time::Duration,
+    /// Objects written at once (client engine).
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub concurrency: u16,
     /// Objects per LIST page.

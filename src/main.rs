@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use clap::Parser;
 
 use cli::{
-    ApplyArgs, ApplyCheckArgs, ChangeOutput, Cli, ColorChoice, Command, DiffArgs, FailModeArg,
-    LintArgs, MigrateArgs, ModeArg, OutputFormat, ReportArgs, SourceArgs,
+    ApplyArgs, ApplyCheckArgs, ChangeOutput, Cli, ColorChoice, Command, DiffArgs, EngineArg,
+    FailModeArg, LintArgs, MigrateArgs, ModeArg, OutputFormat, ReportArgs, SourceArgs,
 };
 use crd_safety::baseline::Baseline;
 use crd_safety::batches;
@@ -632,6 +632,11 @@ fn run_migrate(args: MigrateArgs) -> Result<u8, Failure> {
             },
             by_namespace: args.by_namespace,
             allow_pruning: args.allow_pruning,
+            engine: match args.engine {
+                EngineArg::Auto => migrate::Engine::Auto,
+                EngineArg::Server => migrate::Engine::Server,
+                EngineArg::Client => migrate::Engine::Client,
+            },
         };
         let spinner = terminal_bar(indicatif::ProgressBar::new_spinner(), SPINNER);
         show_retries(&conn, spinner.as_ref());
@@ -653,7 +658,8 @@ fn run_migrate(args: MigrateArgs) -> Result<u8, Failure> {
         }
         show_retries(&conn, None);
         let plan = planned.map_err(|e| match e {
-            migrate::MigrateError::NotFound { .. } => Failure::Input(e.to_string()),
+            migrate::MigrateError::NotFound { .. }
+            | migrate::MigrateError::NoServerEngine { .. } => Failure::Input(e.to_string()),
             _ => Failure::Cluster(e.to_string()),
         })?;
         if !structured {
@@ -710,6 +716,10 @@ fn run_migrate(args: MigrateArgs) -> Result<u8, Failure> {
                 chunk_size: args.chunk_size,
                 concurrency: usize::from(args.concurrency),
                 retry: conn.retry_policy(),
+                server: migrate::ServerWait {
+                    pickup: args.server_wait,
+                    poll: std::time::Duration::from_secs(1),
+                },
             };
             results = migrate::migrate(&conn, &plan, run, &stop, &mut tick).await;
             if let Some(bar) = &bar {

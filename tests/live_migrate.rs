@@ -16,7 +16,9 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::{Api, Client};
 use serde_json::{Value, json};
-use support::envtest::control_plane;
+use support::envtest::{
+    control_plane, matrix, minor_of, serving_storage_migration, storage_migration_flags,
+};
 use support::etcd::{stored_objects, stored_version_counts};
 use support::live::{
     admin, apply_check, crd, create_objects, install_as, objects_api, write_manifest,
@@ -755,6 +757,265 @@ async fn stored_versions_are_only_trimmed_on_the_crd_as_it_was_planned() {
     assert_eq!(stored_versions(&client, name).await, ["v1"]);
 }
 
+/// The `StorageVersionMigration`s in the cluster, by name.
+async fn storage_migrations(client: &Client, api: &str) -> Vec<String> {
+    let request = http::Request::get(format!("/apis/{api}/storageversionmigrations"))
+        .body(Vec::new())
+        .expect("request");
+    let list: Value = client.request(request).await.expect("the list is readable");
+    list["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|i| {
+            i["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect()
+}
+
+/// The server engine on every Kubernetes of the matrix: the plan names it,
+/// the cluster's own migrator (kube-controller-manager) rewrites every
+/// object, and storedVersions ends as the storage version alone, trimmed
+/// by the migrator from 1.36 and by crd-safety before (1.30's migrator
+/// does not start on a quiet resource: the client takes over).
+#[tokio::test]
+async fn the_server_engine_hands_the_rewrite_to_the_clusters_migrator() {
+    for version in matrix() {
+        let minor = minor_of(&version);
+        let Some(mut plane) = serving_storage_migration(&version, true) else {
+            return;
+        };
+        let client = admin(&plane).await;
+        stored_in_alpha(
+            &client,
+            &two_versions("servermigrations", "v1alpha1"),
+            &two_versions("servermigrations", "v1"),
+            numbered("default", "s", 30),
+        )
+        .await;
+        let name = "servermigrations.example.com";
+        let api = match minor {
+            37.. => "storagemigration.k8s.io/v1",
+            35 | 36 => "storagemigration.k8s.io/v1beta1",
+            _ => "storagemigration.k8s.io/v1alpha1",
+        };
+        // Started once the CRD exists, so the migrator's garbage-collector
+        // graph knows the resource from its first discovery.
+        let (_, gates) = storage_migration_flags(minor);
+        plane.start_controller_manager(
+            &[
+                "garbage-collector-controller",
+                "storage-version-migrator-controller",
+            ],
+            &gates,
+        );
+
+        let r = migrate(&plane.admin_kubeconfig, &[name, "--dry-run", "-o", "json"]);
+        assert_eq!(r.code, 0, "[{minor}] {}{}", r.stdout, r.stderr);
+        assert_eq!(
+            r.json()["engine"],
+            json!({"name": "server", "api": api, "reason": format!("the cluster serves {api}"), "fallback": true}),
+            "[{minor}]"
+        );
+        let r = migrate(&plane.admin_kubeconfig, &[name, "--dry-run"]);
+        assert!(
+            r.stdout.contains(&format!(
+                "engine: server (the cluster's storage-version migrator, {api})"
+            )),
+            "[{minor}] {}",
+            r.stdout
+        );
+
+        if minor == 30 {
+            // 1.30's alpha migrator waits at its checkpoint until its cache
+            // sees a write to the resource, which a quiet one never gets:
+            // auto gives up on it and rewrites the objects itself.
+            let r = migrate(
+                &plane.admin_kubeconfig,
+                &[name, "--server-wait", "10s", "--yes", "-o", "json"],
+            );
+            assert_eq!(r.code, 0, "[{minor}] {}{}", r.stdout, r.stderr);
+            let result = &r.json()["migrate"]["results"][0];
+            assert_eq!(
+                (&result["result"], &result["engine"], &result["trimmedBy"]),
+                (&json!("migrated"), &json!("client"), &json!("client")),
+                "[{minor}] {result}"
+            );
+            assert!(
+                result["fallback"]
+                    .as_str()
+                    .is_some_and(|f| f.contains("no storage-version migrator took up")),
+                "[{minor}] {result}"
+            );
+            assert_eq!(
+                stored_version_counts(&plane.etcd, "example.com", "servermigrations"),
+                counts(&[("example.com/v1", 30)]),
+            );
+            assert_eq!(storage_migrations(&client, api).await, Vec::<String>::new());
+            continue;
+        }
+        let r = migrate(
+            &plane.admin_kubeconfig,
+            &[name, "--engine", "server", "--yes", "-o", "json"],
+        );
+        assert_eq!(r.code, 0, "[{minor}] {}{}", r.stdout, r.stderr);
+        let result = &r.json()["migrate"]["results"][0];
+        assert_eq!(
+            (
+                &result["result"],
+                &result["engine"],
+                &result["storedVersions"]
+            ),
+            (&json!("migrated"), &json!("server"), &json!(["v1"])),
+            "[{minor}] {result}"
+        );
+        // From 1.36 the migrator trims storedVersions itself.
+        let trimmed_by = if minor >= 36 { "server" } else { "client" };
+        assert_eq!(result["trimmedBy"], trimmed_by, "[{minor}] {result}");
+        let migration = result["migration"].as_str().expect("the migration's name");
+        assert!(
+            migration.starts_with("servermigrations.example.com-"),
+            "{migration}"
+        );
+        assert_eq!(
+            stored_version_counts(&plane.etcd, "example.com", "servermigrations"),
+            counts(&[("example.com/v1", 30)]),
+            "[{minor}] the cluster's migrator stored every object in v1"
+        );
+        assert_eq!(stored_versions(&client, name).await, ["v1"], "[{minor}]");
+        assert_eq!(storage_migrations(&client, api).await, [migration]);
+    }
+}
+
+/// Where the API is served but no migrator runs, `--engine auto` deletes
+/// the migration it made and rewrites the objects itself, and says so;
+/// `--engine server` fails and changes nothing.
+#[tokio::test]
+async fn with_no_migrator_auto_falls_back_to_the_client_and_server_fails() {
+    let Some(plane) = serving_storage_migration("", false) else {
+        return;
+    };
+    let client = admin(&plane).await;
+    for plural in ["unmigrateds", "fallbacks"] {
+        stored_in_alpha(
+            &client,
+            &two_versions(plural, "v1alpha1"),
+            &two_versions(plural, "v1"),
+            numbered("default", "f", 10),
+        )
+        .await;
+    }
+
+    let r = migrate(
+        &plane.admin_kubeconfig,
+        &[
+            "unmigrateds.example.com",
+            "--engine",
+            "server",
+            "--server-wait",
+            "2s",
+            "--yes",
+        ],
+    );
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout
+            .contains("no storage-version migrator took up storageversionmigration")
+            && r.stdout
+                .contains("storedVersions untouched [v1alpha1, v1]; use --engine client"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(
+        stored_versions(&client, "unmigrateds.example.com").await,
+        ["v1alpha1", "v1"]
+    );
+
+    let r = migrate(
+        &plane.admin_kubeconfig,
+        &[
+            "fallbacks.example.com",
+            "--server-wait",
+            "2s",
+            "--yes",
+            "-o",
+            "json",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let result = &r.json()["migrate"]["results"][0];
+    assert_eq!(
+        (&result["result"], &result["engine"], &result["rewritten"]),
+        (&json!("migrated"), &json!("client"), &json!(10)),
+        "{result}"
+    );
+    assert!(
+        result["fallback"]
+            .as_str()
+            .is_some_and(|f| f.contains("no storage-version migrator took up")),
+        "{result}"
+    );
+    assert_eq!(
+        stored_version_counts(&plane.etcd, "example.com", "fallbacks"),
+        counts(&[("example.com/v1", 10)])
+    );
+    assert_eq!(
+        stored_versions(&client, "fallbacks.example.com").await,
+        ["v1"]
+    );
+    let api = match minor_of("") {
+        37.. => "storagemigration.k8s.io/v1",
+        35 | 36 => "storagemigration.k8s.io/v1beta1",
+        _ => "storagemigration.k8s.io/v1alpha1",
+    };
+    assert_eq!(
+        storage_migrations(&client, api).await,
+        Vec::<String>::new(),
+        "no migration is left to start behind the user's back"
+    );
+}
+
+/// Where the cluster does not serve the API, auto is the client and
+/// `--engine server` is refused before anything is asked.
+#[tokio::test]
+async fn without_the_api_auto_is_the_client_and_server_is_refused() {
+    let Some(plane) = control_plane() else { return };
+    if plane.kube_minor >= 37 {
+        return; // 1.37 serves storagemigration.k8s.io/v1 by default
+    }
+    let client = admin(plane).await;
+    stored_in_alpha(
+        &client,
+        &two_versions("clientonlys", "v1alpha1"),
+        &two_versions("clientonlys", "v1"),
+        numbered("default", "c", 3),
+    )
+    .await;
+    let name = "clientonlys.example.com";
+    let r = migrate(&plane.admin_kubeconfig, &[name, "--dry-run", "-o", "json"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(
+        r.json()["engine"],
+        json!({"name": "client", "reason": "the cluster does not serve storagemigration.k8s.io", "fallback": false})
+    );
+    let r = migrate(
+        &plane.admin_kubeconfig,
+        &[name, "--engine", "server", "--yes"],
+    );
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains(
+            "--engine server: context envtest-admin does not serve storagemigration.k8s.io"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(stored_versions(&client, name).await, ["v1alpha1", "v1"]);
+}
+
 #[test]
 fn migrate_help_documents_its_exit_codes() {
     let r = run(&["migrate", "--help"], None);
@@ -765,6 +1026,8 @@ fn migrate_help_documents_its_exit_codes() {
         "--dry-run",
         "--by-namespace",
         "--concurrency",
+        "--engine <ENGINE>",
+        "--server-wait",
     ] {
         assert!(r.stdout.contains(line), "{line}: {}", r.stdout);
     }

@@ -13,12 +13,14 @@ pub mod ownership;
 pub mod proxy;
 mod request;
 pub mod retry;
+mod storage_migration;
 pub mod tls;
 mod write;
 
 pub use crate::crd::ResourceRef;
 pub use list::{ListError, Page, ServerVersion};
 pub use retry::{RequestTrace, RetryNotice, RetryPolicy};
+pub use storage_migration::{MigrationApi, MigrationCreate, MigrationState};
 pub use write::{Rewrite, RewriteError, StoredVersionsUpdate};
 
 use std::io::IsTerminal;

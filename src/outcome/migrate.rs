@@ -48,6 +48,39 @@ pub struct CrdPlan {
     /// storedVersions update, so any change to the CRD meanwhile fails safe.
     #[serde(skip)]
     pub(crate) resource_version: String,
+    /// The CRD's `metadata.generation` when planned: the server engine's
+    /// precondition, since the cluster's migrator writes the CRD's status
+    /// (a new `resourceVersion`) while the spec stays as planned.
+    #[serde(skip)]
+    pub(crate) generation: i64,
+}
+
+/// Who writes the objects back in the storage version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineName {
+    /// The cluster's storage-version migrator, through a
+    /// `StorageVersionMigration` (kube-controller-manager does the writes).
+    Server,
+    /// crd-safety itself: every object read and written back.
+    Client,
+}
+
+/// The engine the plan chose, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlannedEngine {
+    /// Which one.
+    pub name: EngineName,
+    /// `storagemigration.k8s.io/v1` (or `v1beta1`, `v1alpha1`) for the
+    /// server engine.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api: Option<String>,
+    /// Why: `--engine`, or what the cluster serves.
+    pub reason: String,
+    /// Whether the client engine takes over a CRD whose migration the
+    /// cluster does not take up (`--engine auto`).
+    pub fallback: bool,
 }
 
 /// The plan for every CRD named, and where.
@@ -60,6 +93,8 @@ pub struct MigrationPlan {
     pub server: String,
     /// Whether `--allow-pruning` was given.
     pub allow_pruning: bool,
+    /// Who writes the objects back.
+    pub engine: PlannedEngine,
     /// In the order named.
     pub crds: Vec<CrdPlan>,
 }
@@ -102,7 +137,21 @@ pub struct Migrated {
     /// What happened.
     #[serde(flatten)]
     pub outcome: MigrationOutcome,
-    /// Objects written back by this run.
+    /// Who migrated it (the client when the server's migrator did not
+    /// take it up and `--engine auto` let the client take over).
+    pub engine: EngineName,
+    /// The `StorageVersionMigration` the server engine created.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub migration: Option<String>,
+    /// Who set storedVersions to the storage version: the cluster's
+    /// migrator (1.36 and later) or crd-safety.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trimmed_by: Option<EngineName>,
+    /// Why the client took over from the server engine.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
+    /// Objects written back by this run (the client engine's count; the
+    /// server's migrator does not report one).
     pub rewritten: u64,
     /// Objects someone else wrote after they were read (409): stored in
     /// the storage version by that write.

@@ -10,5 +10,7 @@ mod scan;
 
 pub use apply::{Action, Applied, ApplyOutcome, Planned};
 pub use baseline::{BaselineEntry, fingerprint};
-pub use migrate::{CrdPlan, Migrated, MigrationOutcome, MigrationPlan, ObjectFailure};
+pub use migrate::{
+    CrdPlan, EngineName, Migrated, MigrationOutcome, MigrationPlan, ObjectFailure, PlannedEngine,
+};
 pub use scan::{ObjectDataLoss, ObjectReport, ObjectViolation, ScanSummary};

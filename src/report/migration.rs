@@ -7,11 +7,20 @@ use owo_colors::OwoColorize;
 
 use super::TableOptions;
 use super::table::object_findings_table;
-use crate::outcome::{Migrated, MigrationOutcome, MigrationPlan};
+use crate::outcome::{EngineName, Migrated, MigrationOutcome, MigrationPlan};
 
 /// Renders the plan and the check.
 pub fn render_migration_plan(plan: &MigrationPlan, opts: TableOptions) -> String {
     let mut out = format!("context: {}  server: {}\n", plan.context, plan.server);
+    if plan.crds.iter().any(|c| c.needs_migration) {
+        let engine = match (plan.engine.name, &plan.engine.api) {
+            (EngineName::Server, Some(api)) => {
+                format!("server (the cluster's storage-version migrator, {api})")
+            }
+            _ => "client (crd-safety writes every object back)".to_string(),
+        };
+        out.push_str(&format!("engine: {engine}: {}\n", plan.engine.reason));
+    }
     for c in &plan.crds {
         let name = if opts.color {
             c.name.bold().to_string()
@@ -88,6 +97,19 @@ pub fn render_migration_outcome(context: &str, results: &[Migrated], color: bool
         };
         out.push_str(&format!("  {:<width$}  {label}", r.name));
         match &r.outcome {
+            MigrationOutcome::Migrated if r.engine == EngineName::Server => {
+                out.push_str(&format!(
+                    ": by the cluster's migrator (storageversionmigration {}); storedVersions \
+                     now [{}], set by {}",
+                    r.migration.as_deref().unwrap_or("?"),
+                    r.stored_versions.join(", "),
+                    if r.trimmed_by == Some(EngineName::Server) {
+                        "the migrator"
+                    } else {
+                        "crd-safety"
+                    }
+                ))
+            }
             MigrationOutcome::Migrated => out.push_str(&format!(
                 ": {} rewritten, {} written by others meanwhile, {} deleted; storedVersions now [{}]",
                 r.rewritten,
@@ -103,6 +125,11 @@ pub fn render_migration_outcome(context: &str, results: &[Migrated], color: bool
                 r.stored_versions.join(", ")
             )),
             MigrationOutcome::NotMigrated => out.push_str(": not started"),
+        }
+        if let Some(why) = &r.fallback {
+            out.push_str(&format!(
+                "\n    (crd-safety rewrote the objects itself: {why})"
+            ));
         }
         out.push('\n');
     }

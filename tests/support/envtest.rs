@@ -104,11 +104,14 @@ pub fn sh(dir: &Path, script: &str) {
 /// Finds or builds the binaries of the default Kubernetes version (or the
 /// one `CRD_SAFETY_KUBE_VERSION` names), or of `version` when given. `Err`
 /// is the reason they are unavailable.
-fn assets(version: Option<&str>) -> Result<PathBuf, String> {
+fn assets(version: Option<&str>, controller_manager: bool) -> Result<PathBuf, String> {
     let mut script = Command::new("bash");
     script.arg(repo().join("scripts/envtest-assets.sh"));
     if let Some(v) = version {
         script.arg(v);
+    }
+    if controller_manager {
+        script.arg("--with-controller-manager");
     }
     let out = script
         .stderr(Stdio::inherit())
@@ -195,9 +198,20 @@ current-context: envtest-{user}
     f.write_all(text.as_bytes()).expect("kubeconfig written");
 }
 
+/// What a dedicated control plane has beyond the shared one's etcd and
+/// kube-apiserver.
+#[derive(Debug, Default, Clone)]
+pub struct Extras {
+    /// More kube-apiserver flags (feature gates, `--runtime-config`).
+    pub apiserver_args: Vec<String>,
+    /// Provide kube-controller-manager, for
+    /// [`ControlPlane::start_controller_manager`].
+    pub controller_manager: bool,
+}
+
 impl ControlPlane {
-    fn start(version: Option<&str>) -> Result<ControlPlane, String> {
-        let assets = assets(version)?;
+    fn start(version: Option<&str>, extras: &Extras) -> Result<ControlPlane, String> {
+        let assets = assets(version, extras.controller_manager)?;
         let dir = tempfile::tempdir().expect("tempdir");
         let d = dir.path();
         std::fs::create_dir_all(d.join("pki")).expect("pki dir");
@@ -259,7 +273,10 @@ printf '%s,token-admin,uid-token-admin,"system:masters"\n%s,token-restricted,uid
             format!("--token-auth-file={}", pki.join("tokens.csv").display()),
             "--disable-admission-plugins=ServiceAccount".into(),
             "--allow-privileged=true".into(),
-        ];
+        ]
+        .into_iter()
+        .chain(extras.apiserver_args.iter().cloned())
+        .collect();
         let apiserver = spawn_guarded(
             &assets.join("kube-apiserver"),
             &api_args,
@@ -329,6 +346,28 @@ printf '%s,token-admin,uid-token-admin,"system:masters"\n%s,token-restricted,uid
         self.wait_ready(Instant::now() + Duration::from_secs(60));
     }
 
+    /// Starts kube-controller-manager as the admin, running only
+    /// `controllers` (e.g. the garbage collector and the storage-version
+    /// migrator) with `args` added; it stops with the control plane. Only
+    /// for a plane started with [`Extras::controller_manager`].
+    pub fn start_controller_manager(&mut self, controllers: &[&str], args: &[&str]) {
+        let mut all = vec![
+            format!("--kubeconfig={}", self.admin_kubeconfig.display()),
+            format!("--controllers={}", controllers.join(",")),
+            "--leader-elect=false".into(),
+            "--secure-port=0".into(),
+        ];
+        all.extend(args.iter().map(|a| a.to_string()));
+        let guard = spawn_guarded(
+            &self.assets.join("kube-controller-manager"),
+            &all,
+            &self.dir.path().join("controller-manager.log"),
+            None,
+        );
+        // Before etcd's guard, which removes the directory when it stops.
+        self._guards.insert(1, guard);
+    }
+
     /// Polls `/readyz` with the admin identity until the server is ready.
     fn wait_ready(&self, deadline: Instant) {
         // Tests call this from inside their own runtime; poll on a thread of
@@ -382,11 +421,18 @@ printf '%s,token-admin,uid-token-admin,"system:masters"\n%s,token-restricted,uid
 /// A control plane of the caller's own (for a test that restarts it), or
 /// `None` (after a notice) when the binaries are unavailable outside CI.
 pub fn dedicated() -> Option<ControlPlane> {
-    started(None)
+    started(None, &Extras::default())
 }
 
-fn started(version: Option<&str>) -> Option<ControlPlane> {
-    match ControlPlane::start(version) {
+/// A control plane of the caller's own, of Kubernetes `version`, with
+/// `extras`; `None` (after a notice) when the binaries are unavailable
+/// outside CI.
+pub fn dedicated_with(version: &str, extras: &Extras) -> Option<ControlPlane> {
+    started(Some(version), extras)
+}
+
+fn started(version: Option<&str>, extras: &Extras) -> Option<ControlPlane> {
+    match ControlPlane::start(version, extras) {
         Ok(p) => Some(p),
         Err(why) if in_ci() => panic!("live tests are required in CI, but {why}"),
         Err(why) => {
@@ -446,7 +492,7 @@ pub fn control_plane_of(version: &str) -> Option<&'static ControlPlane> {
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let plane = planes
         .entry(version.to_string())
-        .or_insert_with(|| Box::leak(Box::new(started(Some(version)))));
+        .or_insert_with(|| Box::leak(Box::new(started(Some(version), &Extras::default()))));
     plane.as_ref()
 }
 
@@ -476,4 +522,63 @@ where
         disagreements.len(),
         disagreements.join("\n")
     );
+}
+
+/// The minor a matrix entry names (`""` is the default, 1.34 unless
+/// `CRD_SAFETY_KUBE_VERSION` says otherwise).
+pub fn minor_of(version: &str) -> u32 {
+    let default = std::env::var("CRD_SAFETY_KUBE_VERSION").unwrap_or_else(|_| "1.34".into());
+    let v = if version.is_empty() {
+        &default
+    } else {
+        version
+    };
+    v.trim_start_matches('v')
+        .split('.')
+        .nth(1)
+        .and_then(|m| m.parse().ok())
+        .expect("a version like 1.34")
+}
+
+/// What kube-apiserver of `minor` needs to serve `storagemigration.k8s.io`
+/// (1.37 serves v1 by default), and the feature gates its
+/// kube-controller-manager needs to run the migrator.
+pub fn storage_migration_flags(minor: u32) -> (Vec<String>, Vec<&'static str>) {
+    match minor {
+        37.. => (Vec::new(), Vec::new()),
+        35 | 36 => (
+            vec![
+                "--feature-gates=StorageVersionMigrator=true".into(),
+                "--runtime-config=storagemigration.k8s.io/v1beta1=true".into(),
+            ],
+            vec!["--feature-gates=StorageVersionMigrator=true"],
+        ),
+        _ => (
+            vec![
+                "--feature-gates=StorageVersionMigrator=true".into(),
+                "--runtime-config=storagemigration.k8s.io/v1alpha1=true".into(),
+            ],
+            vec!["--feature-gates=StorageVersionMigrator=true,InformerResourceVersion=true"],
+        ),
+    }
+}
+
+/// A control plane of its own serving `storagemigration.k8s.io`, with
+/// kube-controller-manager built (started by the test when it wants the
+/// migrator).
+pub fn serving_storage_migration(version: &str, controller_manager: bool) -> Option<ControlPlane> {
+    let minor = minor_of(version);
+    let version = if version.is_empty() {
+        format!("1.{minor}")
+    } else {
+        version.to_string()
+    };
+    let (apiserver_args, _) = storage_migration_flags(minor);
+    dedicated_with(
+        &version,
+        &Extras {
+            apiserver_args,
+            controller_manager,
+        },
+    )
 }

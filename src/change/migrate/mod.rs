@@ -15,8 +15,15 @@
 //!   interruption leaves storedVersions as it was, so running again is
 //!   always safe: objects already in the storage version are written again
 //!   at no risk.
+//!
+//! Two engines do the execute step ([`Engine`]): the client engine above,
+//! and the server engine ([`server`]), which hands the rewrite to the
+//! cluster's own storage-version migrator where the cluster serves
+//! `storagemigration.k8s.io`. The plan, the check and the confirmation are
+//! the same for both.
 
 mod rewrite;
+mod server;
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,14 +31,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use thiserror::Error;
 
 pub use rewrite::RetryPolicy;
+pub use server::ServerWait;
 
 use super::{Decision, Proposal, Question, Verb, plural};
-use crate::cluster::{ClusterError, Connection, StoredVersionsUpdate};
+use crate::cluster::{ClusterError, Connection, MigrationApi, StoredVersionsUpdate};
 use crate::compare::{Check, Finding, Severity};
 use crate::crd::{Crd, ResourceRef};
 use crate::manifest::normalize_to_v1;
 use crate::outcome::{
-    CrdPlan, Migrated, MigrationOutcome, MigrationPlan, ObjectFailure, ScanSummary,
+    CrdPlan, EngineName, Migrated, MigrationOutcome, MigrationPlan, ObjectFailure, PlannedEngine,
+    ScanSummary,
 };
 use crate::scan::{Progress, ScanError, ScanOptions, scan_for_migration};
 
@@ -51,6 +60,21 @@ pub struct PlanOptions {
     pub by_namespace: bool,
     /// Accept that fields the storage schema does not describe are dropped.
     pub allow_pruning: bool,
+    /// Who writes the objects back.
+    pub engine: Engine,
+}
+
+/// Who writes the objects back (`--engine`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    /// The cluster's migrator where `storagemigration.k8s.io` is served,
+    /// with the client taking over a CRD the cluster does not take up;
+    /// the client elsewhere.
+    Auto,
+    /// The cluster's migrator, or an error where it is not served.
+    Server,
+    /// crd-safety's own rewrite.
+    Client,
 }
 
 /// Why there is no plan.
@@ -74,6 +98,13 @@ pub enum MigrateError {
          and written back through it; serve it first"
     )]
     StorageNotServed { name: String, version: String },
+    /// `--engine server` on a cluster without the API.
+    #[error(
+        "--engine server: context {context} does not serve storagemigration.k8s.io (Kubernetes \
+         1.37 serves v1 by default; 1.30 to 1.36 only with the StorageVersionMigrator feature \
+         gate and the API enabled); use --engine client"
+    )]
+    NoServerEngine { context: String },
 }
 
 /// Reads each CRD and, where storedVersions lists more than the storage
@@ -103,6 +134,7 @@ pub async fn plan(
             .as_str()
             .unwrap_or_default()
             .to_string();
+        let generation = value["metadata"]["generation"].as_i64().unwrap_or_default();
         let crd =
             Crd::from_manifest(normalize_to_v1(value)).map_err(|e| MigrateError::Unreadable {
                 name: name.clone(),
@@ -130,6 +162,7 @@ pub async fn plan(
                 plural: crd.spec.names.plural.clone(),
             },
             resource_version,
+            generation,
         };
         if needs_migration {
             if !storage.spec.served {
@@ -161,12 +194,60 @@ pub async fn plan(
         }
         crds.push(planned);
     }
+    let engine = if crds.iter().any(|c| c.needs_migration) {
+        choose_engine(conn, opts.engine).await?
+    } else {
+        PlannedEngine {
+            name: EngineName::Client,
+            api: None,
+            reason: "nothing to migrate".into(),
+            fallback: false,
+        }
+    };
     Ok(MigrationPlan {
         context: conn.context.clone(),
         server: conn.server.clone(),
         allow_pruning: opts.allow_pruning,
+        engine,
         crds,
     })
+}
+
+/// The engine `--engine` and the cluster leave.
+async fn choose_engine(conn: &Connection, engine: Engine) -> Result<PlannedEngine, MigrateError> {
+    if engine == Engine::Client {
+        return Ok(PlannedEngine {
+            name: EngineName::Client,
+            api: None,
+            reason: "--engine client".into(),
+            fallback: false,
+        });
+    }
+    match conn.storage_migration_api().await? {
+        Some(api) => Ok(PlannedEngine {
+            name: EngineName::Server,
+            api: Some(api.api_version()),
+            reason: format!("the cluster serves {}", api.api_version()),
+            fallback: engine == Engine::Auto,
+        }),
+        None if engine == Engine::Server => Err(MigrateError::NoServerEngine {
+            context: conn.context.clone(),
+        }),
+        None => Ok(PlannedEngine {
+            name: EngineName::Client,
+            api: None,
+            reason: "the cluster does not serve storagemigration.k8s.io".into(),
+            fallback: false,
+        }),
+    }
+}
+
+/// The API the plan chose for the server engine.
+fn server_api(engine: &PlannedEngine) -> Option<MigrationApi> {
+    let api = engine.api.as_deref()?;
+    MigrationApi::ALL
+        .into_iter()
+        .find(|a| a.api_version() == api)
 }
 
 /// Objects whose rewrite the server would refuse (violations ratcheting
@@ -245,6 +326,10 @@ pub fn proposal(plan: &MigrationPlan) -> Proposal {
     }
     let refusal = (!reasons.is_empty()).then(|| format!("not migrating: {}", reasons.join("; ")));
     let objects: u64 = todo.iter().filter_map(|c| c.objects).sum();
+    let by = match &plan.engine.api {
+        Some(api) => format!("the cluster's storage-version migrator ({api}) will "),
+        None => String::new(),
+    };
     Proposal {
         verb: VERB,
         nothing_to_do,
@@ -260,7 +345,8 @@ pub fn proposal(plan: &MigrationPlan) -> Proposal {
                     (
                         c.name.clone(),
                         format!(
-                            "rewrite {} in {}, then storedVersions [{}] -> [{}]",
+                            "{}rewrite {} in {}, then storedVersions [{}] -> [{}]",
+                            by,
                             plural(c.objects.unwrap_or(0) as usize, "object", "objects"),
                             c.storage_version,
                             c.stored_versions.join(", "),
@@ -288,6 +374,8 @@ pub struct RunOptions {
     pub concurrency: usize,
     /// Retries of transient failures.
     pub retry: RetryPolicy,
+    /// How the server engine waits for the cluster's migrator.
+    pub server: ServerWait,
 }
 
 /// Where the rewrite is, for a progress bar.
@@ -302,9 +390,10 @@ pub struct RewriteProgress<'a> {
     pub planned: u64,
 }
 
-/// Migrates every CRD of the plan that needs it, in order. Setting `stop`
-/// (Ctrl-C) ends the run after the writes in flight; storedVersions of a
-/// CRD is only changed when its rewrite completed and `stop` is unset.
+/// Migrates every CRD of the plan that needs it, in order, with the
+/// plan's engine. Setting `stop` (Ctrl-C) ends the run after the writes in
+/// flight; storedVersions of a CRD is only changed when its rewrite
+/// completed and `stop` is unset.
 pub async fn migrate(
     conn: &Connection,
     plan: &MigrationPlan,
@@ -314,10 +403,18 @@ pub async fn migrate(
 ) -> Vec<Migrated> {
     let mut results = Vec::with_capacity(plan.crds.len());
     let mut halted = false;
+    // Once the cluster did not take a migration up, the next would fare
+    // no better: the client does the rest.
+    let mut api = server_api(&plan.engine);
+    let mut fallback = None;
     for c in &plan.crds {
         let mut result = Migrated {
             name: c.name.clone(),
             outcome: MigrationOutcome::Unchanged,
+            engine: EngineName::Client,
+            migration: None,
+            trimmed_by: None,
+            fallback: None,
             rewritten: 0,
             written_by_others: 0,
             deleted: 0,
@@ -342,55 +439,115 @@ pub async fn migrate(
                 planned,
             })
         };
-        let done = rewrite::rewrite_all(conn, &c.resource, opts, stop, &mut tick).await;
-        result.rewritten = done.rewritten;
-        result.written_by_others = done.written_by_others;
-        result.deleted = done.deleted;
-        result.retries = done.retries;
-        let untouched = format!(
-            "storedVersions untouched [{}]",
-            c.stored_versions.join(", ")
-        );
-        let handled = done.rewritten + done.written_by_others + done.deleted;
-        result.outcome = match done.end {
-            rewrite::End::Interrupted => {
-                halted = true;
-                MigrationOutcome::Interrupted(format!(
-                    "interrupted after {handled} of about {planned} objects; {untouched}; \
-                     run migrate again to finish"
-                ))
+        if let Some(server_api) = api {
+            result.engine = EngineName::Server;
+            let (name, end) =
+                server::migrate_on_server(conn, server_api, c, opts.server, stop, &mut tick).await;
+            result.migration = name;
+            match end {
+                server::ServerEnd::Migrated { trimmed_by_server } => {
+                    result.outcome = MigrationOutcome::Migrated;
+                    result.trimmed_by = Some(if trimmed_by_server {
+                        EngineName::Server
+                    } else {
+                        EngineName::Client
+                    });
+                }
+                server::ServerEnd::NotTakenUp(why) if plan.engine.fallback => {
+                    api = None;
+                    fallback = Some(why);
+                }
+                server::ServerEnd::NotTakenUp(why) => {
+                    result.outcome = MigrationOutcome::Failed(format!(
+                        "{why}; storedVersions untouched [{}]; use --engine client",
+                        c.stored_versions.join(", ")
+                    ));
+                }
+                server::ServerEnd::Failed(why) => {
+                    result.outcome = MigrationOutcome::Failed(why);
+                }
+                server::ServerEnd::Interrupted(why) => {
+                    halted = true;
+                    result.outcome = MigrationOutcome::Interrupted(why);
+                }
             }
-            rewrite::End::Denied(why) => {
-                halted = true;
-                MigrationOutcome::Failed(format!(
-                    "{why}; {handled} of about {planned} objects done; {untouched}"
-                ))
+            if api.is_some() {
+                if result.outcome == MigrationOutcome::Migrated {
+                    result.stored_versions = vec![c.storage_version.clone()];
+                }
+                results.push(result);
+                continue;
             }
-            rewrite::End::ListFailed(why) => MigrationOutcome::Failed(format!(
-                "listing the objects failed: {why}; {handled} of about {planned} objects done; \
-                 {untouched}; run migrate again"
-            )),
-            rewrite::End::Complete if !done.failed.is_empty() => MigrationOutcome::Failed(format!(
-                "{} could not be rewritten ({}); {untouched}; fix them and run migrate again",
-                plural(done.failed.len(), "object", "objects"),
-                failure_sample(&done.failed)
-            )),
-            rewrite::End::Complete if stop.load(Ordering::SeqCst) => {
-                halted = true;
-                MigrationOutcome::Interrupted(format!(
-                    "interrupted after every object was rewritten; {untouched}; run migrate \
-                     again to finish"
-                ))
-            }
-            rewrite::End::Complete => finish(conn, c, &untouched).await,
-        };
-        if result.outcome == MigrationOutcome::Migrated {
-            result.stored_versions = vec![c.storage_version.clone()];
         }
-        result.failed = done.failed;
+        result.engine = EngineName::Client;
+        result.fallback = fallback.clone();
+        halted |= rewrite_on_client(conn, c, opts, stop, &mut tick, &mut result).await;
         results.push(result);
     }
     results
+}
+
+/// The client engine for one CRD: every object written back, then
+/// storedVersions trimmed. Returns whether the run must stop (denied or
+/// interrupted).
+async fn rewrite_on_client(
+    conn: &Connection,
+    c: &CrdPlan,
+    opts: RunOptions,
+    stop: &AtomicBool,
+    tick: &mut dyn FnMut(u64),
+    result: &mut Migrated,
+) -> bool {
+    let planned = c.objects.unwrap_or(0);
+    let done = rewrite::rewrite_all(conn, &c.resource, opts, stop, tick).await;
+    result.rewritten = done.rewritten;
+    result.written_by_others = done.written_by_others;
+    result.deleted = done.deleted;
+    result.retries = done.retries;
+    let untouched = format!(
+        "storedVersions untouched [{}]",
+        c.stored_versions.join(", ")
+    );
+    let handled = done.rewritten + done.written_by_others + done.deleted;
+    let mut halted = false;
+    result.outcome = match done.end {
+        rewrite::End::Interrupted => {
+            halted = true;
+            MigrationOutcome::Interrupted(format!(
+                "interrupted after {handled} of about {planned} objects; {untouched}; \
+                 run migrate again to finish"
+            ))
+        }
+        rewrite::End::Denied(why) => {
+            halted = true;
+            MigrationOutcome::Failed(format!(
+                "{why}; {handled} of about {planned} objects done; {untouched}"
+            ))
+        }
+        rewrite::End::ListFailed(why) => MigrationOutcome::Failed(format!(
+            "listing the objects failed: {why}; {handled} of about {planned} objects done; \
+             {untouched}; run migrate again"
+        )),
+        rewrite::End::Complete if !done.failed.is_empty() => MigrationOutcome::Failed(format!(
+            "{} could not be rewritten ({}); {untouched}; fix them and run migrate again",
+            plural(done.failed.len(), "object", "objects"),
+            failure_sample(&done.failed)
+        )),
+        rewrite::End::Complete if stop.load(Ordering::SeqCst) => {
+            halted = true;
+            MigrationOutcome::Interrupted(format!(
+                "interrupted after every object was rewritten; {untouched}; run migrate \
+                 again to finish"
+            ))
+        }
+        rewrite::End::Complete => finish(conn, c, &untouched).await,
+    };
+    if result.outcome == MigrationOutcome::Migrated {
+        result.stored_versions = vec![c.storage_version.clone()];
+        result.trimmed_by = Some(EngineName::Client);
+    }
+    result.failed = done.failed;
+    halted
 }
 
 /// Trims storedVersions to the storage version, only if the CRD is as
@@ -502,6 +659,7 @@ mod tests {
                 plural: "widgets".into(),
             },
             resource_version: "1".into(),
+            generation: 1,
         }
     }
 
@@ -510,6 +668,12 @@ mod tests {
             context: "prod".into(),
             server: "https://k".into(),
             allow_pruning,
+            engine: PlannedEngine {
+                name: EngineName::Client,
+                api: None,
+                reason: "--engine client".into(),
+                fallback: false,
+            },
             crds,
         }
     }
