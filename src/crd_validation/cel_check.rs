@@ -548,7 +548,7 @@ fn resolve<'a>(
         ("duration", false) => other(Ty::Duration),
         ("timestamp", false) => other(Ty::Timestamp),
         ("matches", true) => (vec!["matches_string"], Ty::Bool),
-        ("matches", false) => other(Ty::Bool),
+        ("matches", false) => (vec!["matches"], Ty::Bool),
         ("contains", true) => (vec!["contains_string"], Ty::Bool),
         ("startsWith", true) => (vec!["starts_with_string"], Ty::Bool),
         ("endsWith", true) => (vec!["ends_with_string"], Ty::Bool),

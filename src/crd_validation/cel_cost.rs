@@ -131,7 +131,14 @@ struct Coster<'e, 'a> {
     locals: HashMap<String, Vec<LocalVar>>,
     sizes: HashMap<u64, Range>,
     entries: HashMap<u64, EntrySize>,
+    /// cel-go 0.29 (Kubernetes 1.37) costs the global `matches(s, re)` as
+    /// the method form; before, as a plain call.
+    global_matches: bool,
 }
+
+/// The first minor whose cel-go costs the global `matches(s, re)` by its
+/// arguments' sizes.
+const GLOBAL_MATCHES_COSTED_SINCE: u32 = 37;
 
 /// A rule's estimated cost, and the nodes it read whose size only the
 /// request limit bounds.
@@ -142,9 +149,15 @@ pub struct Estimate {
 }
 
 /// The estimated cost of `expr` (normalized and checked) for a rule whose
-/// `self` is declared by `root`.
-pub fn estimate<'a>(expr: &IdedExpr, checked: &Checked<'a>, root: Decl<'a>) -> Estimate {
+/// `self` is declared by `root`, by the estimator of Kubernetes `minor`.
+pub fn estimate<'a>(
+    expr: &IdedExpr,
+    checked: &Checked<'a>,
+    root: Decl<'a>,
+    minor: u32,
+) -> Estimate {
     let mut c = Coster {
+        global_matches: minor >= GLOBAL_MATCHES_COSTED_SINCE,
         unbounded: Default::default(),
         checked,
         root,
@@ -633,6 +646,11 @@ impl<'e, 'a> Coster<'e, 'a> {
                     return (s.mul(r).add(arg_sum), None);
                 }
             }
+            "matches" if self.global_matches && target.is_none() && args.len() == 2 => {
+                let s = size_of(&args[0]).add(fixed(1)).factor(STRING_TRAVERSAL);
+                let r = size_of(&args[1]).factor(REGEX_LENGTH);
+                return (s.mul(r).add(arg_sum), None);
+            }
             "contains_string" if args.len() == 1 => {
                 if let Some(t) = target {
                     let s = size_of(t).factor(STRING_TRAVERSAL);
@@ -975,7 +993,17 @@ mod tests {
     use serde_json::{Value, json};
 
     fn cost(rule: &str, schema: Value) -> u64 {
-        let decl = Decl::of(schema.as_object().unwrap(), false).unwrap();
+        cost_on(34, rule, schema)
+    }
+
+    fn cost_on(minor: u32, rule: &str, schema: Value) -> u64 {
+        cost_at(minor, rule, schema, false)
+    }
+
+    fn cost_at(minor: u32, rule: &str, schema: Value, resource_root: bool) -> u64 {
+        let decl = Decl::of(schema.as_object().unwrap(), resource_root)
+            .unwrap()
+            .judged_by(minor);
         let parsed = Parser::new()
             .enable_optional_syntax(true)
             .parse(rule)
@@ -983,7 +1011,7 @@ mod tests {
         let mut next = 1_000_000;
         let e = normalize(&parsed, &mut next);
         let checked = check(&e, Ty::of(decl), false);
-        estimate(&e, &checked, decl).cost.max
+        estimate(&e, &checked, decl, minor).cost.max
     }
 
     #[test]
@@ -1009,5 +1037,33 @@ mod tests {
             2 + 1 + 5 * 6
         );
         assert!(cost("self.items.all(x, self.items.exists(y, x == y))", s) > 10_000_000);
+    }
+
+    #[test]
+    fn a_smaller_declared_max_length_caps_metadata_name_from_1_37() {
+        let rule = "self.metadata.name.matches('^[a-z]+$')";
+        let bare = json!({"type": "object"});
+        let declared = json!({"type": "object", "properties": {"metadata": {
+            "type": "object", "properties": {"name": {"type": "string", "maxLength": 20}}}}});
+        let capped = cost_at(37, rule, bare.clone(), true);
+        let smaller = cost_at(37, rule, declared.clone(), true);
+        assert!(smaller < capped, "{smaller} < {capped}");
+        // Before 1.37 both are sized from the request.
+        assert_eq!(
+            cost_at(36, rule, bare, true),
+            cost_at(36, rule, declared, true)
+        );
+    }
+
+    #[test]
+    fn the_global_matches_is_costed_like_the_method_from_1_37() {
+        let s = json!({"type": "object", "properties": {"free": {"type": "string"}}});
+        let method = cost_on(37, "self.free.matches('^[a-z]+$')", s.clone());
+        assert_eq!(
+            cost_on(37, "matches(self.free, '^[a-z]+$')", s.clone()),
+            method
+        );
+        // cel-go before 0.29: a plain call over its arguments.
+        assert_eq!(cost_on(36, "matches(self.free, '^[a-z]+$')", s), 3);
     }
 }

@@ -48,8 +48,10 @@ enum Src<'s> {
     /// An implied string of at most this many bytes (`metadata.name` from
     /// 1.37).
     CappedString(i64),
-    /// The implied `metadata` of a resource root.
-    ImpliedMetadata,
+    /// The implied `metadata` of a resource root, with the properties the
+    /// schema declares for it (a smaller `maxLength` of `name` or
+    /// `generateName` caps those from 1.37).
+    ImpliedMetadata(Option<&'s Obj>),
     /// The key type of every map: the server's shared `StringType`, whose
     /// `MaxElements` is never set.
     MapKey,
@@ -176,7 +178,7 @@ impl<'s> Decl<'s> {
         let s = match self.src {
             Src::Schema(s, _) => s,
             Src::RequestString | Src::CappedString(_) | Src::MapKey => return Shape::String,
-            Src::ImpliedMetadata => return Shape::Object,
+            Src::ImpliedMetadata(_) => return Shape::Object,
         };
         if int_or_string(s) {
             return Shape::Dyn;
@@ -211,10 +213,19 @@ impl<'s> Decl<'s> {
     /// The field a CEL name selects on an object, when declared.
     pub fn field(&self, name: &str) -> Option<Decl<'s>> {
         match self.src {
-            Src::ImpliedMetadata => {
+            Src::ImpliedMetadata(declared) => {
+                // `cappedLengthStringType`: the schema's own maxLength when
+                // it is smaller.
+                let cap = |limit: i64| {
+                    let own = declared
+                        .and_then(|d| d.get(name))
+                        .and_then(|p| p.get("maxLength"))
+                        .and_then(Value::as_i64);
+                    Src::CappedString(own.map_or(limit, |m| m.min(limit)))
+                };
                 let src = match (name, self.minor >= CAPPED_NAMES_SINCE) {
-                    ("name", true) => Src::CappedString(253),
-                    ("generateName", true) => Src::CappedString(252),
+                    ("name", true) => cap(253),
+                    ("generateName", true) => cap(252),
                     ("name" | "generateName", false) => Src::RequestString,
                     _ => return None,
                 };
@@ -233,8 +244,13 @@ impl<'s> Decl<'s> {
                             });
                         }
                         "metadata" => {
+                            let declared = s
+                                .get("properties")
+                                .and_then(|p| p.get("metadata"))
+                                .and_then(|m| m.get("properties"))
+                                .and_then(Value::as_object);
                             return Some(Decl {
-                                src: Src::ImpliedMetadata,
+                                src: Src::ImpliedMetadata(declared),
                                 minor: self.minor,
                             });
                         }
@@ -388,7 +404,7 @@ impl<'s> Decl<'s> {
     pub fn same(&self, other: &Decl<'_>) -> bool {
         match (self.src, other.src) {
             (Src::Schema(a, _), Src::Schema(b, _)) => std::ptr::eq(a, b),
-            (Src::ImpliedMetadata, Src::ImpliedMetadata) => true,
+            (Src::ImpliedMetadata(_), Src::ImpliedMetadata(_)) => true,
             _ => false,
         }
     }

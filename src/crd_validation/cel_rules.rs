@@ -200,11 +200,17 @@ struct Compiled {
 }
 
 /// Type-checks and estimates `expr` for a node declared as `decl`.
-fn compile(expr: &IdedExpr, decl: Decl<'_>, optional_old_self: bool, cardinality: u64) -> Compiled {
+fn compile(
+    expr: &IdedExpr,
+    decl: Decl<'_>,
+    optional_old_self: bool,
+    cardinality: u64,
+    minor: u32,
+) -> Compiled {
     let mut next = 1u64 << 40;
     let e = normalize(expr, &mut next);
     let checked = check(&e, Ty::of(decl), optional_old_self);
-    let est = estimate(&e, &checked, decl);
+    let est = estimate(&e, &checked, decl, minor);
     Compiled {
         cost: expression_cost(est.cost.max, cardinality),
         unbounded: est.unbounded,
@@ -307,7 +313,7 @@ pub fn compile_errors(
                         unbounded,
                         result,
                         no_overload,
-                    } = compile(expr, *decl, optional_old_self, card);
+                    } = compile(expr, *decl, optional_old_self, card, scope.kube.minor);
                     if let Some(why) = no_overload {
                         errs.push(
                             FieldError::invalid(
@@ -384,7 +390,7 @@ pub fn compile_errors(
                     unbounded,
                     result,
                     no_overload,
-                } = compile(expr, *decl, optional_old_self, 1);
+                } = compile(expr, *decl, optional_old_self, 1, scope.kube.minor);
                 if let Some(why) = no_overload {
                     errs.push(FieldError::invalid(
                         p.child("messageExpression"),

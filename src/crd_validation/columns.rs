@@ -22,7 +22,7 @@ const COLUMN_FORMATS: &[&str] = &[
 ];
 
 /// The server refuses more distinct selectable fields than this per version.
-const MAX_SELECTABLE_FIELDS: usize = 8;
+pub(super) const MAX_SELECTABLE_FIELDS: usize = 8;
 
 /// `validateSimpleJSONPath`.
 fn simple_json_path(s: &str, path: &FieldPath) -> Option<FieldError> {
@@ -131,6 +131,7 @@ pub fn validate_selectable_fields(
     fields: &[Value],
     schema: Option<&Obj>,
     path: &FieldPath,
+    keeps_too_many: bool,
 ) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let mut unique: HashSet<String> = HashSet::new();
@@ -192,7 +193,7 @@ pub fn validate_selectable_fields(
             errs.push(FieldError::duplicate(p, Value::from(json_path)));
         }
     }
-    if unique.len() > MAX_SELECTABLE_FIELDS {
+    if unique.len() > MAX_SELECTABLE_FIELDS && !keeps_too_many {
         errs.push(FieldError::too_many(
             path.clone(),
             unique.len(),

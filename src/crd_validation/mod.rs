@@ -218,6 +218,9 @@ pub struct OldCrdFacts<'a> {
     schemas: Vec<(&'a str, &'a Value)>,
     /// Every `rule` and `messageExpression` the stored CRD has.
     expressions: foldhash::HashSet<&'a str>,
+    /// The stored CRD's spec, for the relaxations that compare a field
+    /// with its stored value (too many unchanged selectable fields).
+    spec: Option<&'a Obj>,
 }
 
 impl Default for OldCrdFacts<'_> {
@@ -233,6 +236,7 @@ impl Default for OldCrdFacts<'_> {
             recognized_review_versions: true,
             schemas: Vec::new(),
             expressions: foldhash::HashSet::default(),
+            spec: None,
         }
     }
 }
@@ -329,6 +333,7 @@ impl<'a> OldCrdFacts<'a> {
         OldCrdFacts {
             schemas,
             expressions,
+            spec: Some(spec),
             non_structural,
             unpruned_defaults,
             non_atomic_set,
@@ -458,7 +463,12 @@ pub fn validate_crd(manifest: &Value, old: Option<&Value>, kube: KubeVersion) ->
         let new_library = spec_errs
             .iter()
             .any(|e| e.detail.contains(cel_types::NEW_LIBRARY));
-        if rule_cost || new_library || !facts.relaxes_nothing() {
+        // Nor is a list of selectable fields the stored CRD already had
+        // too many of (from 1.35).
+        let too_many_selectable = spec_errs.iter().any(|e| {
+            e.kind == field::ErrorType::TooMany && e.path.to_string().ends_with("selectableFields")
+        });
+        if rule_cost || new_library || too_many_selectable || !facts.relaxes_nothing() {
             spec_errs = spec::validate_spec(spec, Some(&facts), kube);
         }
     }

@@ -25,6 +25,10 @@ use super::names;
 use super::schema_rules::{new_structural_error, validate_validation};
 use super::{KubeVersion, OldCrdFacts};
 
+/// The first minor that lets an update keep more selectable fields than
+/// the maximum when they are unchanged.
+const TOO_MANY_SELECTABLE_KEPT_SINCE: u32 = 35;
+
 /// The per-version parts, hoisted where every version agrees.
 struct Internal<'a> {
     versions: Vec<&'a Obj>,
@@ -190,6 +194,22 @@ pub fn validate_spec(spec: &Obj, old: Option<&OldCrdFacts>, kube: KubeVersion) -
         ..opts
     };
     let internal = Internal::new(spec);
+    let stored = facts.spec.map(Internal::new);
+    // `findTooManySelectableFieldsAllowed` (1.35): a stored list of more
+    // than the maximum may stay as long as it is unchanged, compared in
+    // the internal form (hoisted when every version agrees).
+    let keeps_too_many = |new: &[Value], old: &[Value]| {
+        kube.minor >= TOO_MANY_SELECTABLE_KEPT_SINCE
+            && old.len() > super::columns::MAX_SELECTABLE_FIELDS
+            && new == old
+    };
+    let stored_selectable = |name: &str| -> &[Value] {
+        stored
+            .as_ref()
+            .filter(|o| !o.hoisted_selectable)
+            .and_then(|o| o.versions.iter().find(|v| str_of(v, "name") == name))
+            .map_or(&[][..], |v| arr_of(v, "selectableFields"))
+    };
     let require_openapi_schema = !facts.missing_schemas;
     if !has_openapi_schema(internal.validation) {
         for (i, v) in internal.versions.iter().enumerate() {
@@ -288,6 +308,7 @@ pub fn validate_spec(spec: &Obj, old: Option<&OldCrdFacts>, kube: KubeVersion) -
                         selectable,
                         structural.is_none().then_some(schema),
                         &vpath.child("selectableFields"),
+                        keeps_too_many(selectable, stored_selectable(str_of(v, "name"))),
                     ));
                 }
             }
@@ -383,6 +404,10 @@ pub fn validate_spec(spec: &Obj, old: Option<&OldCrdFacts>, kube: KubeVersion) -
                     internal.selectable,
                     schema.filter(|_| structural.is_none()),
                     &path.child("selectableFields"),
+                    keeps_too_many(
+                        internal.selectable,
+                        stored.as_ref().map_or(&[][..], |o| o.selectable),
+                    ),
                 ));
             }
         }

@@ -578,3 +578,37 @@ fn exists_one_is_not_declared_for_crd_rules() {
         Vec::<String>::new()
     );
 }
+
+#[test]
+fn more_than_eight_unchanged_selectable_fields_may_stay_from_1_35() {
+    let mut props = serde_json::Map::new();
+    for i in 0..9 {
+        props.insert(format!("f{i}"), json!({"type": "string"}));
+    }
+    let mut stored = crd(json!({"type": "object", "properties": {
+        "spec": {"type": "object", "properties": props}}}));
+    let fields: Vec<Value> = (0..9)
+        .map(|i| json!({"jsonPath": format!(".spec.f{i}")}))
+        .collect();
+    stored["spec"]["versions"][0]["selectableFields"] = Value::Array(fields.clone());
+    let too_many = |m: &Value, old: &Value, minor: u32| {
+        validate_crd(m, Some(old), KubeVersion { minor })
+            .iter()
+            .any(|e| e.to_string().contains("Too many"))
+    };
+    // Unchanged: kept from 1.35, refused by every update before.
+    assert!(!too_many(&stored, &stored, 35));
+    assert!(too_many(&stored, &stored, 34));
+    // Changed, even reordered: refused.
+    let mut changed = stored.clone();
+    let mut reordered = fields;
+    reordered.reverse();
+    changed["spec"]["versions"][0]["selectableFields"] = Value::Array(reordered);
+    assert!(too_many(&changed, &stored, 37));
+    // And a create never keeps them.
+    assert!(
+        validate_crd(&stored, None, KubeVersion { minor: 37 })
+            .iter()
+            .any(|e| e.to_string().contains("Too many"))
+    );
+}
