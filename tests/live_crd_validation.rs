@@ -1065,6 +1065,16 @@ fn cases() -> Vec<(&'static str, Value)> {
         "webhook_ok",
         &|m| m["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {"service": {"name": "s", "namespace": "n", "path": "/convert"}}}}),
     );
+    // A caBundle client-go cannot use: accepted on create, refused by an
+    // update of the established CRD from 1.31.
+    case(
+        "webhook_ca_bundle_not_pem",
+        &|m| m["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {"caBundle": "Zm9v", "service": {"name": "s", "namespace": "n"}}}}),
+    );
+    case(
+        "webhook_ca_bundle_ok",
+        &|m| m["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {"caBundle": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJrVENDQVRlZ0F3SUJBZ0lVV2YzVlpGb2VHeTdOTjVzbGtWK3hOU1RmR3I0d0NnWUlLb1pJemowRUF3SXcKSFRFYk1Ca0dBMVVFQXd3U1kzSmtMWE5oWm1WMGVTMTBaWE4wTFdOaE1DQVhEVEkyTVRFeU5qRXhORE0xTlZvWQpEekl4TWpZeE1UQXlNVEUwTXpVMVdqQWRNUnN3R1FZRFZRUUREQkpqY21RdGMyRm1aWFI1TFhSbGMzUXRZMkV3CldUQVRCZ2NxaGtqT1BRSUJCZ2dxaGtqT1BRTUJCd05DQUFURUhQWmhVKzdBQUt3QmtoSlk5SVBOa3pqbWlYVy8KSmxhZlRveDVKNEZCMEpORkpnNTFRb0hVVE55TldTS3p5TTE0VTNBYzZhOWVjSmxvV1FDcnBTdTVvMU13VVRBZApCZ05WSFE0RUZnUVU0QW0zZWl2Mnk1dEE1MjQ3amFyMCt2S2hFall3SHdZRFZSMGpCQmd3Rm9BVTRBbTNlaXYyCnk1dEE1MjQ3amFyMCt2S2hFall3RHdZRFZSMFRBUUgvQkFVd0F3RUIvekFLQmdncWhrak9QUVFEQWdOSUFEQkYKQWlCWGdHVGJaMlJXVExRTVBPcnQwQ2dHUGYrWjVHNk9iaVFCcjVmMnk1eGJRZ0loQU5heThBUmtYM0w5RXEwaAowT3h5YWc2SWdhaTYwY2JWRGUxS0RQckcwQ1FrCi0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K", "service": {"name": "s", "namespace": "n"}}}}),
+    );
     case(
         "webhook_http_url",
         &|m| m["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {"url": "http://example.com/convert"}}}),
@@ -1128,6 +1138,17 @@ fn cases() -> Vec<(&'static str, Value)> {
     });
     case("junctor_with_list_type", &|m| {
         spec_props(m)["tags"]["allOf"] = json!([{"x-kubernetes-list-type": "set"}])
+    });
+    // Refused on 1.30, accepted from 1.31 (the nested form drops it).
+    case("junctor_with_additional_properties_false", &|m| {
+        spec_props(m)["labels"] =
+            json!({"type": "object", "additionalProperties": {"type": "string"}});
+        spec_props(m)["labels"]["allOf"] = json!([{"additionalProperties": false}])
+    });
+    case("junctor_with_additional_properties_true", &|m| {
+        spec_props(m)["labels"] =
+            json!({"type": "object", "additionalProperties": {"type": "string"}});
+        spec_props(m)["labels"]["not"] = json!({"additionalProperties": true})
     });
     case("junctor_value_validations_ok", &|m| {
         spec_props(m)["name"]["anyOf"] = json!([{"maxLength": 2}, {"pattern": "^x"}])

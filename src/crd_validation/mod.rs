@@ -15,6 +15,7 @@
 //! with no matching overload (`apply-check` still asks the server's dry
 //! run). The judged Kubernetes version is [`KubeVersion`].
 
+mod ca_bundle;
 mod cel_check;
 mod cel_cost;
 mod cel_decl;
@@ -473,6 +474,12 @@ pub fn validate_crd(manifest: &Value, old: Option<&Value>, kube: KubeVersion) ->
         }
     }
     errs.extend(spec_errs);
+    if let Some(old) = old
+        && kube.minor >= CA_BUNDLE_CHECKED_SINCE
+        && !allows_invalid_ca_bundle(old)
+    {
+        errs.extend(ca_bundle_errors(manifest));
+    }
     let old_preserved = old
         .and_then(|o| o.pointer("/spec/preserveUnknownFields"))
         .and_then(Value::as_bool)
@@ -489,6 +496,67 @@ pub fn validate_crd(manifest: &Value, old: Option<&Value>, kube: KubeVersion) ->
     }
     errs.extend(meta::validate_api_approval(manifest, old, group));
     errs
+}
+
+/// The first minor whose updates check the conversion webhook's caBundle.
+const CA_BUNDLE_CHECKED_SINCE: u32 = 31;
+
+/// `allowInvalidCABundle`: an update may keep a caBundle client-go cannot
+/// use when the stored CRD is not established (a 1.31+ server never
+/// establishes one with a bad caBundle) or its own caBundle was bad too.
+fn allows_invalid_ca_bundle(old: &Value) -> bool {
+    let established = old
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c["type"] == "Established" && c["status"] == "True")
+        });
+    if !established {
+        return true;
+    }
+    match ca_bundle_of(old) {
+        None => false,
+        Some(bytes) => ca_bundle::ca_bundle_error(&bytes).is_some(),
+    }
+}
+
+/// The decoded, non-empty `caBundle` of a CRD's conversion webhook.
+fn ca_bundle_of(crd: &Value) -> Option<Vec<u8>> {
+    use base64::Engine as _;
+    let text = crd
+        .pointer("/spec/conversion/webhook/clientConfig/caBundle")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())?;
+    base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .ok()
+        .filter(|b| !b.is_empty())
+}
+
+/// `ValidateCABundle` of the new CRD's conversion webhook, at the path
+/// the server's internal form names.
+fn ca_bundle_errors(manifest: &Value) -> Option<FieldError> {
+    if manifest.pointer("/spec/conversion/strategy") != Some(&Value::from("Webhook")) {
+        return None;
+    }
+    let bytes = ca_bundle_of(manifest)?;
+    let why = ca_bundle::ca_bundle_error(&bytes)?;
+    let text = manifest
+        .pointer("/spec/conversion/webhook/clientConfig/caBundle")
+        .cloned()
+        .unwrap_or(Value::Null);
+    Some(
+        FieldError::invalid(
+            FieldPath::new("spec")
+                .child("conversion")
+                .child("webhookClientConfig")
+                .child("caBundle"),
+            text,
+            why,
+        )
+        .with_fix("give the PEM-encoded CA certificate that signed the webhook's serving certificate, base64-encoded"),
+    )
 }
 
 /// The `invalidCrd` findings for one CRD.

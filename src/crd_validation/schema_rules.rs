@@ -480,6 +480,22 @@ pub fn new_structural_error(s: &Obj) -> Option<String> {
 // ---------------------------------------------------------------------------
 // ValidateStructural: invariants and completeness.
 
+/// What the server's version changes in the nested (junctor) schemas.
+#[derive(Clone, Copy)]
+struct Nested {
+    /// 1.30: `additionalProperties: false` under `allOf`/`anyOf`/`oneOf`/
+    /// `not` is refused too.
+    forbids_false_additional_properties: bool,
+}
+
+impl Nested {
+    fn of(kube: super::KubeVersion) -> Nested {
+        Nested {
+            forbids_false_additional_properties: kube.minor < 31,
+        }
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Level {
     Root,
@@ -544,7 +560,13 @@ fn is_int_or_string_any_of(branches: &[Value]) -> bool {
 /// One node's structural invariants (its children are checked by
 /// [`Walker::walk`] on its way down). The errors are sorted in the end, so the order in which
 /// nodes are visited does not matter.
-fn invariants_node(kws: &Keywords, lvl: Level, path: &mut FieldPath, errs: &mut Vec<FieldError>) {
+fn invariants_node(
+    kws: &Keywords,
+    lvl: Level,
+    nested: Nested,
+    path: &mut FieldPath,
+    errs: &mut Vec<FieldError>,
+) {
     let ty = kws.ty();
     if ty == "array" && kws.items().is_none() {
         errs.push(FieldError::required(
@@ -582,7 +604,15 @@ fn invariants_node(kws: &Keywords, lvl: Level, path: &mut FieldPath, errs: &mut 
         .first()
         .and_then(Value::as_object)
         .is_some_and(|a| is_int_or_string_any_of(arr_of(a, "anyOf")));
-    value_validation(kws, skip_any_of, skip_first_all_of_any_of, lvl, path, errs);
+    value_validation(
+        kws,
+        skip_any_of,
+        skip_first_all_of_any_of,
+        lvl,
+        nested,
+        path,
+        errs,
+    );
 
     let check_metadata = lvl == Level::Root || embedded;
     if embedded && ty != "object" {
@@ -692,6 +722,7 @@ fn value_validation(
     skip_any_of: bool,
     skip_first_all_of_any_of: bool,
     lvl: Level,
+    nested: Nested,
     path: &mut FieldPath,
     errs: &mut Vec<FieldError>,
 ) {
@@ -702,6 +733,7 @@ fn value_validation(
                     b,
                     false,
                     lvl,
+                    nested,
                     &mut path.push().child("anyOf").index(i),
                     errs,
                 );
@@ -711,7 +743,14 @@ fn value_validation(
     for (i, b) in kws.arr(Kw::AllOf).iter().enumerate() {
         if let Some(b) = b.as_object() {
             let skip = skip_first_all_of_any_of && i == 0;
-            nested_value_validation(b, skip, lvl, &mut path.push().child("allOf").index(i), errs);
+            nested_value_validation(
+                b,
+                skip,
+                lvl,
+                nested,
+                &mut path.push().child("allOf").index(i),
+                errs,
+            );
         }
     }
     for (i, b) in kws.arr(Kw::OneOf).iter().enumerate() {
@@ -720,13 +759,14 @@ fn value_validation(
                 b,
                 false,
                 lvl,
+                nested,
                 &mut path.push().child("oneOf").index(i),
                 errs,
             );
         }
     }
     if let Some(n) = kws.obj(Kw::Not) {
-        nested_value_validation(n, false, lvl, &mut path.push().child("not"), errs);
+        nested_value_validation(n, false, lvl, nested, &mut path.push().child("not"), errs);
     }
     let pattern = kws.str(Kw::Pattern);
     if !pattern.is_empty()
@@ -747,19 +787,21 @@ fn nested_value_validation(
     v: &Obj,
     skip_any_of: bool,
     lvl: Level,
+    nested: Nested,
     path: &mut FieldPath,
     errs: &mut Vec<FieldError>,
 ) {
     let kws = Keywords::of(v);
-    value_validation(&kws, skip_any_of, false, lvl, path, errs);
+    value_validation(&kws, skip_any_of, false, lvl, nested, path, errs);
     if let Some(i) = kws.items() {
-        nested_value_validation(i, false, lvl, &mut path.push().child("items"), errs);
+        nested_value_validation(i, false, lvl, nested, &mut path.push().child("items"), errs);
     }
     for (k, p) in kws.properties() {
         nested_value_validation(
             p,
             false,
             Level::Field,
+            nested,
             &mut path.push().child("properties").key(k),
             errs,
         );
@@ -771,9 +813,15 @@ fn nested_value_validation(
     if !kws.ty().is_empty() {
         forbid("type", "must be empty to be structural", errs);
     }
-    // additionalProperties: false decodes to nothing in a nested validation.
+    // From 1.31 additionalProperties: false decodes to nothing in a nested
+    // validation; 1.30 kept it, and refused it like any other value.
     match kws.additional_properties() {
         AdditionalProperties::Schema(_) | AdditionalProperties::Bool(true) => forbid(
+            "additionalProperties",
+            "must be undefined to be structural",
+            errs,
+        ),
+        AdditionalProperties::Bool(false) if nested.forbids_false_additional_properties => forbid(
             "additionalProperties",
             "must be undefined to be structural",
             errs,
@@ -1032,7 +1080,13 @@ impl Walker<'_> {
     ) {
         let kws = Keywords::of_checked(s, &mut found.decodes);
         if let Some(level) = along.level {
-            invariants_node(&kws, level, path, &mut found.structural);
+            invariants_node(
+                &kws,
+                level,
+                Nested::of(self.opts.kube),
+                path,
+                &mut found.structural,
+            );
         }
         // The defaults walk's view of this node and of its children.
         let defaults_here = along.defaults.map(|at| {

@@ -612,3 +612,36 @@ fn more_than_eight_unchanged_selectable_fields_may_stay_from_1_35() {
             .any(|e| e.to_string().contains("Too many"))
     );
 }
+
+#[test]
+fn an_update_of_an_established_crd_checks_the_ca_bundle_from_1_31() {
+    let mut stored = crd(json!({"type": "object"}));
+    stored["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {
+        "conversionReviewVersions": ["v1"],
+        "clientConfig": {"service": {"name": "s", "namespace": "n"}}}});
+    stored["status"] = json!({"conditions": [{"type": "Established", "status": "True"}]});
+    let mut bad = stored.clone();
+    bad["spec"]["conversion"]["webhook"]["clientConfig"]["caBundle"] = json!("Zm9v");
+    let ca_bundle_errors = |new: &Value, old: Option<&Value>, minor: u32| -> Vec<String> {
+        validate_crd(new, old, KubeVersion { minor })
+            .iter()
+            .map(ToString::to_string)
+            .filter(|e| e.contains("caBundle"))
+            .collect()
+    };
+    assert_eq!(
+        ca_bundle_errors(&bad, Some(&stored), 34),
+        [
+            "spec.conversion.webhookClientConfig.caBundle: Invalid value: \"Zm9v\": unable to load \
+          root certificates: unable to parse bytes as PEM block"
+        ]
+    );
+    assert!(ca_bundle_errors(&bad, Some(&stored), 30).is_empty());
+    // A create, a stored CRD not established, or one whose own caBundle
+    // was bad: not checked.
+    assert!(ca_bundle_errors(&bad, None, 37).is_empty());
+    let mut pending = stored.clone();
+    pending["status"] = json!({});
+    assert!(ca_bundle_errors(&bad, Some(&pending), 37).is_empty());
+    assert!(ca_bundle_errors(&bad, Some(&bad), 37).is_empty());
+}
