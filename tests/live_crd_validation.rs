@@ -1359,6 +1359,16 @@ fn cases() -> Vec<(&'static str, Value)> {
         spec_props(m)["size"]["format"] = json!("int32");
         spec_props(m)["size"]["default"] = json!(3_000_000_000_u64);
     });
+    // A bound outside int32 fails every value from 1.36, defaults too.
+    case("default_int32_maximum_out_of_range", &|m| {
+        spec_props(m)["size"]["format"] = json!("int32");
+        spec_props(m)["size"]["maximum"] = json!(3_000_000_000_u64);
+        spec_props(m)["size"]["default"] = json!(5);
+    });
+    case("default_float_minimum_out_of_range", &|m| {
+        spec_props(m)["ratio"] =
+            json!({"type": "number", "format": "float", "minimum": -1e39, "default": 0.5});
+    });
     case("default_int32_ok", &|m| {
         spec_props(m)["size"]["format"] = json!("int32");
         spec_props(m)["size"]["default"] = json!(2_000_000_000_u64);

@@ -88,7 +88,7 @@ fn fault_costs(seen: &[Seen]) -> Vec<(String, Duration)> {
                 },
                 Fault::Close => "closed before the answer".into(),
                 Fault::CutMidBody => "cut mid-body".into(),
-                Fault::Forward => unreachable!(),
+                Fault::Forward | Fault::Delay(_) => unreachable!(),
             };
             let path = s.target.split('?').next().unwrap_or_default();
             Some((

@@ -29,6 +29,7 @@ fn field_schemas() -> Value {
         "intx": {"type": "integer", "minimum": 1, "exclusiveMinimum": true,
                   "maximum": 10, "exclusiveMaximum": true},
         "int32": {"type": "integer", "format": "int32"},
+        "int32max": {"type": "integer", "format": "int32", "maximum": 3000000000i64, "multipleOf": 0.5},
         "mult": {"type": "integer", "multipleOf": 3},
         "num": {"type": "number", "minimum": 0.5, "multipleOf": 0.5},
         "str": {"type": "string", "minLength": 2, "maxLength": 5},
@@ -134,7 +135,8 @@ fn cases() -> Vec<(&'static str, String, Value)> {
         json!(2147483648i64),
         json!(-2147483649i64),
     ] {
-        add("types", "int32", v);
+        add("types", "int32", v.clone());
+        add("types", "int32max", v);
     }
     for v in [json!(0), json!(3), json!(4), json!(9), json!(-6)] {
         add("bounds", "mult", v);

@@ -736,6 +736,19 @@ impl NumericFormat {
         }
     }
 
+    /// Whether a `minimum`, `maximum` or `multipleOf` of `b` is a value of
+    /// the format (`IsValueValidAgainstRange` on the bound): from 1.36 a
+    /// bound that is not makes every value at the node fail, defaults
+    /// included.
+    pub(crate) fn holds_bound(self, b: f64) -> bool {
+        match self {
+            NumericFormat::Int32 => {
+                b.fract() == 0.0 && b >= f64::from(i32::MIN) && b <= f64::from(i32::MAX)
+            }
+            NumericFormat::Float => b.abs() <= f64::from(f32::MAX),
+        }
+    }
+
     /// `integer with format int32`, as the server words it.
     pub(crate) fn describe(self) -> &'static str {
         match self {

@@ -205,6 +205,27 @@ fn value_checks(node: &CompiledNode, v: &Value, trail: &Trail, sink: &mut Sink) 
                     )
                 });
             }
+            // A bound outside the format fails every value here (it is
+            // still applied, as a plain number).
+            if let Some(nf) = node.numeric_format {
+                let bounds = [
+                    ("MultipleOf", node.multiple_of),
+                    ("Minimum boundary", node.minimum.map(|b| b.value)),
+                    ("Maximum boundary", node.maximum.map(|b| b.value)),
+                ];
+                for (what, bound) in bounds {
+                    if let Some(b) = bound
+                        && !nf.holds_bound(b)
+                    {
+                        sink.fail(Rule::Format, trail, |p| {
+                            format!(
+                                "Invalid value: \"\": {what} value must be of type {} in {p}",
+                                nf.describe()
+                            )
+                        });
+                    }
+                }
+            }
             let f = n.as_f64().unwrap_or(f64::NAN);
             if let Some(b) = node.minimum {
                 let bad = if b.exclusive {
@@ -249,9 +270,11 @@ fn value_checks(node: &CompiledNode, v: &Value, trail: &Trail, sink: &mut Sink) 
             if let Some(m) = node.multiple_of {
                 // Like the server, an integer is checked against the factor
                 // truncated to an integer: 0.5 becomes 0 and fails
-                // ("factor MultipleOf ... must be positive").
+                // ("factor MultipleOf ... must be positive"). A factor its
+                // format cannot hold is applied as a plain number (1.36+).
+                let native = node.numeric_format.is_none_or(|nf| nf.holds_bound(m));
                 let ok = match n.as_i64() {
-                    Some(i) if m.abs() < 9.2e18 => {
+                    Some(i) if native && m.abs() < 9.2e18 => {
                         let factor = m as i64;
                         factor > 0 && i % factor == 0
                     }

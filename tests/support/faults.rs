@@ -34,6 +34,9 @@ pub enum Fault {
     /// Forward it, then send only the first half of the answer's body and
     /// close: the server did the work, the client lost the answer.
     CutMidBody,
+    /// Forward it after this long (half before sending it on, half before
+    /// answering): a round trip to a server that far away.
+    Delay(std::time::Duration),
 }
 
 impl Fault {
@@ -130,6 +133,12 @@ impl FaultProxy {
             }
         });
         FaultProxy { url, seen, answers }
+    }
+
+    /// A proxy that forwards every request `round_trip` later, as a
+    /// server that far away answers.
+    pub fn delaying(plane: &ControlPlane, round_trip: std::time::Duration) -> FaultProxy {
+        FaultProxy::start(plane, move |_| Fault::Delay(round_trip))
     }
 
     /// Every request so far.
@@ -274,10 +283,16 @@ fn serve(
                     return;
                 }
             }
-            Fault::Forward | Fault::CutMidBody => {
+            Fault::Forward | Fault::CutMidBody | Fault::Delay(_) => {
                 let target = raw.target.clone();
-                let Some((status, content_type, encoding, body)) = forward(runtime, client, raw)
-                else {
+                let delay = match fault {
+                    Fault::Delay(d) => d / 2,
+                    _ => std::time::Duration::ZERO,
+                };
+                std::thread::sleep(delay);
+                let forwarded = forward(runtime, client, raw);
+                std::thread::sleep(delay);
+                let Some((status, content_type, encoding, body)) = forwarded else {
                     // The server is away: so is the answer.
                     let _ = writer.shutdown(Shutdown::Both);
                     return;
