@@ -2,6 +2,7 @@
 //! real `status.storedVersions`, and the API server's own dry run of the
 //! update. The result also says what `apply` would do to each CRD.
 
+use futures::{StreamExt, TryStreamExt};
 use serde_json::Value;
 
 use crate::cluster::{ClusterError, Connection, DryRun, ownership};
@@ -38,20 +39,41 @@ pub enum LiveError {
     Scan(#[from] ScanError),
 }
 
+/// What the server's dry run of one CRD came to, kept small: the object it
+/// would store is only compared and dropped, so a bundle's answers never
+/// sit in memory together.
+struct Verdict {
+    /// The dry run would store what the cluster has.
+    unchanged: bool,
+    /// Another field manager's conflict (the message).
+    conflict: Option<String>,
+    /// The server's refusal (the message).
+    rejected: Option<String>,
+}
+
 /// Reads the live CRDs named in `new`, compares, dry-runs each update and,
 /// with `scan`, validates the stored objects of every CRD that changes
-/// against its new schema.
+/// against its new schema. Reads and dry runs go `concurrency` at a time
+/// (the wait is then proportional to the work, not to the count of round
+/// trips); the report keeps manifest order.
 pub async fn apply_check(
     conn: &Connection,
     new: &ManifestSet,
     config: &Config,
+    concurrency: usize,
     scan: Option<ScanRequest<'_>>,
 ) -> Result<LiveCheck, LiveError> {
+    let concurrency = concurrency.max(1);
+    let reads = futures::stream::iter(new.crds.iter().map(|n| conn.get_crd(&n.crd.name)))
+        .buffered(concurrency)
+        .try_collect::<Vec<_>>();
+    // The CRD rules are those of the connected server's version.
+    let (fetched, server) = futures::try_join!(reads, conn.server_version())?;
     let mut live = ManifestSet::default();
     // For each manifest CRD, its index in `live`, if the cluster has it.
     let mut live_index = Vec::with_capacity(new.crds.len());
-    for n in &new.crds {
-        let Some(value) = conn.get_crd(&n.crd.name).await? else {
+    for value in fetched {
+        let Some(value) = value else {
             live_index.push(None);
             continue;
         };
@@ -69,8 +91,6 @@ pub async fn apply_check(
             text: None,
         });
     }
-    // The CRD rules are those of the connected server's version.
-    let server = conn.server_version().await?;
     let minor = server.minor;
     let mut judged = config.clone();
     judged.kube_version = KubeVersion::for_server(minor);
@@ -82,28 +102,45 @@ pub async fn apply_check(
         .iter()
         .map(|i| i.map(|i| &live.crds[i].crd))
         .collect();
+    let verdicts = futures::stream::iter(new.crds.iter().zip(&live_crds).map(
+        |(n, live_crd)| async move {
+            let verdict = conn.dry_run_apply(&n.crd.name, &n.crd.manifest).await?;
+            Ok::<_, ClusterError>(match verdict {
+                DryRun::Accepted(would_be) => Verdict {
+                    unchanged: live_crd.is_some_and(|l| same_content(&would_be, &l.manifest)),
+                    conflict: None,
+                    rejected: None,
+                },
+                DryRun::Conflict {
+                    message,
+                    would_store,
+                } => Verdict {
+                    unchanged: live_crd.is_some_and(|l| same_content(&would_store, &l.manifest)),
+                    conflict: Some(message),
+                    rejected: None,
+                },
+                DryRun::Rejected(message) => Verdict {
+                    unchanged: false,
+                    conflict: None,
+                    rejected: Some(message),
+                },
+            })
+        },
+    ))
+    .buffered(concurrency)
+    .try_collect::<Vec<_>>()
+    .await?;
     let policy = config.policy();
     let mut plan = Vec::with_capacity(new.crds.len());
-    for ((entry, n), live_crd) in crds.iter_mut().zip(&new.crds).zip(&live_crds) {
-        let verdict = conn.dry_run_apply(&n.crd.name, &n.crd.manifest).await?;
-        let action = match (&verdict, live_crd) {
-            (_, None) => Action::Create,
-            (
-                DryRun::Accepted(would_be)
-                | DryRun::Conflict {
-                    would_store: would_be,
-                    ..
-                },
-                Some(live),
-            ) if same_content(would_be, &live.manifest) => Action::Unchanged,
-            _ => Action::Update,
+    for (((entry, n), live_crd), verdict) in
+        crds.iter_mut().zip(&new.crds).zip(&live_crds).zip(verdicts)
+    {
+        let action = match live_crd {
+            None => Action::Create,
+            Some(_) if verdict.unchanged => Action::Unchanged,
+            Some(_) => Action::Update,
         };
-        let mut conflict = match &verdict {
-            DryRun::Conflict { message, .. } if action != Action::Unchanged => {
-                Some(message.clone())
-            }
-            _ => None,
-        };
+        let mut conflict = verdict.conflict.filter(|_| action != Action::Unchanged);
         let mut take_over = Vec::new();
         if let Some(message) = conflict.clone() {
             let managers = ownership::conflicting_managers(&message);
@@ -149,12 +186,9 @@ pub async fn apply_check(
             manifest: n.crd.manifest.clone(),
             conflict,
             take_over,
-            rejected: match &verdict {
-                DryRun::Rejected(message) => Some(message.clone()),
-                _ => None,
-            },
+            rejected: verdict.rejected.clone(),
         });
-        if let DryRun::Rejected(message) = verdict {
+        if let Some(message) = verdict.rejected {
             let finding = Finding::new(
                 Check::ApiServerRejects,
                 Severity::Error,

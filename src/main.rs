@@ -446,7 +446,8 @@ async fn live_check(
         },
         &mut progress as &mut dyn FnMut(Progress<'_>),
     ));
-    let result = crd_safety::live::apply_check(conn, new, config, scan).await;
+    let result =
+        crd_safety::live::apply_check(conn, new, config, usize::from(args.concurrency), scan).await;
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
@@ -514,6 +515,7 @@ fn run_apply(args: ApplyArgs) -> Result<u8, Failure> {
             let opts = ApplyOptions {
                 force_conflicts: args.force_conflicts,
                 wait: args.wait_timeout,
+                concurrency: usize::from(args.check.concurrency),
             };
             results = apply::apply(&conn, &checked.plan, opts).await;
             if results.iter().any(|r| r.outcome.is_failure()) {

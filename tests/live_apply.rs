@@ -726,3 +726,182 @@ async fn a_bundle_the_server_refuses_in_part_is_not_applied_at_all_even_with_for
     let stored = live(&client, "halfways.example.com").await.expect("kept");
     assert_eq!(stored["spec"]["versions"].as_array().map(Vec::len), Some(2));
 }
+
+/// `bundleNNN.example.com`, as installed (`added` false) or as the next
+/// release has it (one more optional field).
+fn bundle_crd(i: usize, added: bool) -> Value {
+    let extra = if added {
+        json!({"added": {"type": "string"}})
+    } else {
+        json!({})
+    };
+    crd(&format!("bundle{i:03}s"), &[("v1", true, true)], extra)
+}
+
+/// The report without what names the way to the server (context, URL),
+/// one line per CRD so that a difference reads as one.
+fn verdicts_of(report: &Value) -> Vec<String> {
+    let mut r = report.clone();
+    if let Some(o) = r.as_object_mut() {
+        o.remove("cluster");
+    }
+    let mut lines: Vec<String> = r["crds"]
+        .as_array_mut()
+        .expect("crds")
+        .iter_mut()
+        .map(|c| {
+            if let Some(o) = c.as_object_mut() {
+                o.remove("oldSource");
+            }
+            c.to_string()
+        })
+        .collect();
+    if let Some(o) = r.as_object_mut() {
+        o.remove("crds");
+    }
+    lines.push(r.to_string());
+    lines
+}
+
+/// A bundle of 100 CRDs, a few of which fail in the ways a real upgrade
+/// does (refused by the server, a field owned by Helm, deleted meanwhile),
+/// checked and applied both straight and through a proxy 20 ms away with
+/// requests in flight together: the same report and the same outcomes, in
+/// manifest order.
+#[tokio::test]
+async fn a_big_bundle_over_a_slow_network_gets_the_same_verdicts_in_order() {
+    use futures::StreamExt;
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    const N: usize = 100;
+    let (refused, helm, deleted) = (10, 20, 30);
+    futures::stream::iter((0..N).map(|i| {
+        let client = client.clone();
+        async move {
+            let manager = if i == helm { "helm" } else { OURS };
+            install_as(&client, &bundle_crd(i, false), manager).await;
+        }
+    }))
+    .buffer_unordered(8)
+    .collect::<Vec<()>>()
+    .await;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.delete(
+        &format!("bundle{deleted:03}s.example.com"),
+        &Default::default(),
+    )
+    .await
+    .expect("deleted meanwhile");
+    let gone = format!("bundle{deleted:03}s.example.com");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while live(&client, &gone).await.is_some() {
+        assert!(std::time::Instant::now() < deadline, "{gone} still there");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    for i in 0..N {
+        let mut m = bundle_crd(i, true);
+        if i == refused {
+            // The scope of a CRD is immutable.
+            m["spec"]["scope"] = json!("Cluster");
+        }
+        write_manifest(dir.path(), &format!("{i:03}.json"), &m);
+    }
+    let path = dir.path().display().to_string();
+    let kubeconfig = plane.admin_kubeconfig.display().to_string();
+    let proxy = support::faults::FaultProxy::delaying(plane, std::time::Duration::from_millis(20));
+    let slow_kubeconfig = proxy.kubeconfig(dir.path());
+
+    let straight = apply_check(&path, &kubeconfig, &["-o", "json"]);
+    let slow = apply_check(
+        &path,
+        &slow_kubeconfig,
+        &["-o", "json", "--concurrency", "16"],
+    );
+    assert_eq!(straight.code, 1, "{}", straight.stderr);
+    assert_eq!(slow.code, 1, "{}", slow.stderr);
+    let report = straight.json();
+    let (a, b) = (verdicts_of(&report), verdicts_of(&slow.json()));
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(x, y, "straight vs through the slow proxy");
+    }
+    let names: Vec<&str> = report["crds"]
+        .as_array()
+        .expect("crds")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    let expected: Vec<String> = (0..N)
+        .map(|i| format!("bundle{i:03}s.example.com"))
+        .collect();
+    assert_eq!(names, expected, "manifest order");
+    let checks_of = |i: usize| -> Vec<String> {
+        report["crds"][i]["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .filter_map(|f| f["check"].as_str().map(str::to_string))
+            .collect()
+    };
+    assert!(checks_of(refused).contains(&"apiServerRejects".to_string()));
+    assert!(checks_of(helm).contains(&"fieldManagerConflict".to_string()));
+
+    // The server refuses one: nothing is applied, either way.
+    let r = run(
+        &[
+            "apply",
+            "-f",
+            &path,
+            "--kubeconfig",
+            &slow_kubeconfig,
+            "--yes",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(
+        spec_fields(&client, "bundle050s.example.com")
+            .await
+            .get("added")
+            .is_none()
+    );
+
+    // Without it, and taking Helm's field over: every CRD applied through
+    // the slow proxy, reported in manifest order.
+    std::fs::remove_file(dir.path().join(format!("{refused:03}.json"))).expect("removed");
+    let r = run(
+        &[
+            "apply",
+            "-f",
+            &path,
+            "--kubeconfig",
+            &slow_kubeconfig,
+            "--yes",
+            "--force-conflicts",
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let expected: Vec<(String, String, String)> = (0..N)
+        .filter(|i| *i != refused)
+        .map(|i| {
+            let name = format!("bundle{i:03}s.example.com");
+            if i == deleted {
+                triple(&name, "create", "created")
+            } else {
+                triple(&name, "update", "configured")
+            }
+        })
+        .collect();
+    assert_eq!(results(&r.json()), expected);
+    for i in [0, helm, deleted, N - 1] {
+        let name = format!("bundle{i:03}s.example.com");
+        assert!(
+            spec_fields(&client, &name).await.get("added").is_some(),
+            "{name}"
+        );
+    }
+}

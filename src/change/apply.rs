@@ -6,7 +6,10 @@
 //! review. Every CRD gets an outcome, so the report always says which were
 //! applied and which were not.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+
+use futures::StreamExt;
 
 use super::{Proposal, Question, Verb, plural};
 use crate::cluster::{ApplyError, Connection, Established};
@@ -136,31 +139,40 @@ pub struct ApplyOptions {
     pub force_conflicts: bool,
     /// How long to wait for each CRD to be `Established`.
     pub wait: Duration,
+    /// Applies in flight at once.
+    pub concurrency: usize,
 }
 
-/// Applies every planned change in order, stopping at the first failure.
+/// Applies every planned change, `concurrency` at a time, reported in
+/// plan order; the first failure stops those not yet started.
 pub async fn apply(conn: &Connection, plan: &[Planned], opts: ApplyOptions) -> Vec<Applied> {
-    let mut results = Vec::with_capacity(plan.len());
-    let mut stopped = false;
-    for p in plan {
-        let outcome = if stopped {
+    // The first failure stops the rest: applies not yet started are not
+    // started; those in flight finish and say how they ended.
+    let stopped = AtomicBool::new(false);
+    let stopped = &stopped;
+    futures::stream::iter(plan.iter().map(|p| async move {
+        let outcome = if stopped.load(Ordering::SeqCst) {
             ApplyOutcome::NotApplied
         } else if p.action == Action::Unchanged {
             ApplyOutcome::Unchanged
         } else {
             apply_one(conn, p, opts).await
         };
-        stopped |= matches!(
+        if matches!(
             outcome,
             ApplyOutcome::Failed(_) | ApplyOutcome::NotEstablished(_)
-        );
-        results.push(Applied {
+        ) {
+            stopped.store(true, Ordering::SeqCst);
+        }
+        Applied {
             name: p.name.clone(),
             action: p.action,
             outcome,
-        });
-    }
-    results
+        }
+    }))
+    .buffered(opts.concurrency.max(1))
+    .collect()
+    .await
 }
 
 async fn apply_one(conn: &Connection, p: &Planned, opts: ApplyOptions) -> ApplyOutcome {
