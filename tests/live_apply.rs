@@ -385,12 +385,13 @@ async fn a_failure_stops_the_run_and_the_outcome_says_what_was_applied() {
     taken["spec"]["names"]["shortNames"] = json!(["tk"]);
     install(&client, &taken).await;
 
-    // JSON for scripts.
+    // JSON for scripts; one apply at a time, so nothing after the failure
+    // has started.
     let dir = failing_run(["firsts", "clashes", "lasts"]);
     let r = apply(
         plane,
         &[&dir.path().display().to_string()],
-        &["--yes", "-o", "json"],
+        &["--yes", "-o", "json", "--concurrency", "1"],
     );
     assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
     let report = r.json();
@@ -418,7 +419,11 @@ async fn a_failure_stops_the_run_and_the_outcome_says_what_was_applied() {
 
     // The table says the same to a person.
     let dir = failing_run(["seconds", "clashers", "finals"]);
-    let r = apply(plane, &[&dir.path().display().to_string()], &["--yes"]);
+    let r = apply(
+        plane,
+        &[&dir.path().display().to_string()],
+        &["--yes", "--concurrency", "1"],
+    );
     assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
     let outcome = r
         .stdout
@@ -446,6 +451,25 @@ are unchanged and are skipped.",
             .contains("  clashers.example.com  NOT ESTABLISHED: the API server refused its names:"),
         "{outcome}"
     );
+
+    // Applies in flight together (the default, 8) each finish and say how
+    // they ended: the failure stops only those not yet started.
+    let dir = failing_run(["thirds", "clashings", "afters"]);
+    let r = apply(
+        plane,
+        &[&dir.path().display().to_string()],
+        &["--yes", "-o", "json"],
+    );
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+    assert_eq!(
+        results(&r.json()),
+        [
+            triple("thirds.example.com", "create", "created"),
+            triple("clashings.example.com", "create", "notEstablished"),
+            triple("afters.example.com", "create", "created"),
+        ]
+    );
+    assert!(live(&client, "afters.example.com").await.is_some());
 }
 
 /// Manifests for three new CRDs, the second of which asks for the short
