@@ -894,6 +894,7 @@ async fn a_big_bundle_over_a_slow_network_gets_the_same_verdicts_in_order() {
     // Without it, and taking Helm's field over: every CRD applied through
     // the slow proxy, reported in manifest order.
     std::fs::remove_file(dir.path().join(format!("{refused:03}.json"))).expect("removed");
+    let before = proxy.seen().len();
     let r = run(
         &[
             "apply",
@@ -921,6 +922,18 @@ async fn a_big_bundle_over_a_slow_network_gets_the_same_verdicts_in_order() {
         })
         .collect();
     assert_eq!(results(&r.json()), expected);
+    // One read per CRD for the check; an update of an established CRD is
+    // not polled for `Established` (the apply's answer says so), only the
+    // one created.
+    let reads = proxy.seen()[before..]
+        .iter()
+        .filter(|s| s.method == "GET" && s.target.contains("/customresourcedefinitions/bundle"))
+        .count();
+    assert!(
+        (N - 1..N - 1 + 10).contains(&reads),
+        "{reads} reads of single CRDs for {} CRDs",
+        N - 1
+    );
     for i in [0, helm, deleted, N - 1] {
         let name = format!("bundle{i:03}s.example.com");
         assert!(

@@ -185,13 +185,19 @@ async fn apply_one(conn: &Connection, p: &Planned, opts: ApplyOptions) -> ApplyO
             ));
         }
     }
-    if let Err(e) = conn.apply(&p.name, &p.manifest, opts.force_conflicts).await {
-        return ApplyOutcome::Failed(match e {
-            ApplyError::Conflict(_) | ApplyError::Rejected(_) => e.to_string(),
-            ApplyError::Cluster(c) => c.to_string(),
-        });
-    }
-    match conn.wait_established(&p.name, opts.wait).await {
+    let applied = match conn.apply(&p.name, &p.manifest, opts.force_conflicts).await {
+        Ok(applied) => applied,
+        Err(e) => {
+            return ApplyOutcome::Failed(match e {
+                ApplyError::Conflict(_) | ApplyError::Rejected(_) => e.to_string(),
+                ApplyError::Cluster(c) => c.to_string(),
+            });
+        }
+    };
+    match conn
+        .wait_established(&p.name, opts.wait, Some(&applied))
+        .await
+    {
         Ok(Established::Yes) if p.action == Action::Create => ApplyOutcome::Created,
         Ok(Established::Yes) => ApplyOutcome::Configured,
         Ok(Established::NamesRefused(m)) => {

@@ -610,7 +610,15 @@ impl Connection {
         &self,
         name: &str,
         wait: Duration,
+        applied: Option<&Value>,
     ) -> Result<Established, ClusterError> {
+        // The apply's answer carries the stored status: an update of an
+        // established CRD whose names are the accepted ones is served as
+        // it is, with no further request. New or renamed ones are polled,
+        // as the naming and establishing controllers decide them later.
+        if applied.is_some_and(settled) {
+            return Ok(Established::Yes);
+        }
         let deadline = tokio::time::Instant::now() + wait;
         loop {
             let Some(live) = self.get_crd(name).await? else {
@@ -686,6 +694,18 @@ pub enum Established {
 
 /// The manifest without the fields the server owns, as server-side apply
 /// wants it.
+/// Whether a CRD as the server returned it is established under exactly
+/// the names its spec asks for.
+fn settled(crd: &Value) -> bool {
+    let established = crd["status"]["conditions"].as_array().is_some_and(|cs| {
+        cs.iter()
+            .any(|c| c["type"] == "Established" && c["status"] == "True")
+    });
+    established
+        && crd["spec"]["names"].is_object()
+        && crd["spec"]["names"] == crd["status"]["acceptedNames"]
+}
+
 pub fn apply_body(manifest: &Value) -> Value {
     let mut body = manifest.clone();
     if let Some(obj) = body.as_object_mut() {
