@@ -154,20 +154,6 @@ fn timed(program: &str, args: &[&str]) -> f64 {
     wall
 }
 
-fn kubectl() -> String {
-    ["/usr/bin/kubectl", "kubectl"]
-        .into_iter()
-        .find(|k| {
-            Command::new(k)
-                .arg("version")
-                .arg("--client")
-                .output()
-                .is_ok()
-        })
-        .expect("kubectl on the PATH")
-        .to_string()
-}
-
 /// Installs `dir` as it is, straight to the server, as crd-safety's own
 /// field manager would own it after an apply.
 fn install(kubectl: &str, kubeconfig: &str, dir: &Path) {
@@ -217,7 +203,7 @@ fn main() {
         eprintln!("bundle bench: no corpus CRD could be read");
         return;
     }
-    let kubectl = kubectl();
+    let kubectl = support::kubectl();
     let plugin = env!("CARGO_BIN_EXE_kubectl-crd_safety");
     let admin = plane.admin_kubeconfig.display().to_string();
     let sizes = list("BUNDLE_BENCH_N", "10,100");

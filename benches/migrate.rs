@@ -22,6 +22,8 @@ mod envtest;
 mod etcd;
 #[path = "../tests/support/fixtures.rs"]
 mod fixtures;
+#[path = "support/mod.rs"]
+mod support;
 
 use std::path::Path;
 use std::process::Command;
@@ -181,16 +183,7 @@ fn main() {
         return;
     };
     let minor = envtest::minor_of(&version);
-    let kubectl = ["/usr/bin/kubectl", "kubectl"]
-        .into_iter()
-        .find(|k| {
-            Command::new(k)
-                .arg("version")
-                .arg("--client")
-                .output()
-                .is_ok()
-        })
-        .expect("kubectl on the PATH");
+    let kubectl = support::kubectl();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -871,18 +871,21 @@ async fn a_big_bundle_over_a_slow_network_gets_the_same_verdicts_in_order() {
     assert!(checks_of(refused).contains(&"apiServerRejects".to_string()));
     assert!(checks_of(helm).contains(&"fieldManagerConflict".to_string()));
 
-    // The server refuses one: nothing is applied, either way.
-    let r = run(
-        &[
+    // `apply --yes` through the slow proxy.
+    let slow_apply = |extra: &[&str]| {
+        let mut args = vec![
             "apply",
             "-f",
             &path,
             "--kubeconfig",
             &slow_kubeconfig,
             "--yes",
-        ],
-        None,
-    );
+        ];
+        args.extend_from_slice(extra);
+        run(&args, None)
+    };
+    // The server refuses one: nothing is applied, either way.
+    let r = slow_apply(&[]);
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
     assert!(
         spec_fields(&client, "bundle050s.example.com")
@@ -895,20 +898,7 @@ async fn a_big_bundle_over_a_slow_network_gets_the_same_verdicts_in_order() {
     // the slow proxy, reported in manifest order.
     std::fs::remove_file(dir.path().join(format!("{refused:03}.json"))).expect("removed");
     let before = proxy.seen().len();
-    let r = run(
-        &[
-            "apply",
-            "-f",
-            &path,
-            "--kubeconfig",
-            &slow_kubeconfig,
-            "--yes",
-            "--force-conflicts",
-            "-o",
-            "json",
-        ],
-        None,
-    );
+    let r = slow_apply(&["--force-conflicts", "-o", "json"]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     let expected: Vec<(String, String, String)> = (0..N)
         .filter(|i| *i != refused)

@@ -85,3 +85,18 @@ pub fn http_route_spec(i: usize) -> serde_json::Value {
         ]
     })
 }
+
+/// The kubectl the benches run beside the plugin.
+pub fn kubectl() -> String {
+    ["/usr/bin/kubectl", "kubectl"]
+        .into_iter()
+        .find(|k| {
+            std::process::Command::new(k)
+                .arg("version")
+                .arg("--client")
+                .output()
+                .is_ok()
+        })
+        .expect("kubectl on the PATH")
+        .to_string()
+}
