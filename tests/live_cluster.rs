@@ -279,7 +279,9 @@ async fn cluster_faults_are_one_line_and_exit_3() {
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
     assert!(
         r.stderr
-            .contains("cannot reach the API server at https://127.0.0.1:"),
+            .contains("cannot reach the API server at https://127.0.0.1:")
+            && r.stderr
+                .ends_with(": connection refused - did you specify the right host or port?\n"),
         "{}",
         r.stderr
     );

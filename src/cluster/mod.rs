@@ -294,6 +294,41 @@ fn io_cause(io: &std::io::Error) -> Option<Cause> {
     }
 }
 
+/// Why a connection failed, in kubectl's words where it has some ("The
+/// connection to the server ... was refused - did you specify the right
+/// host or port?"), from the innermost I/O error or DNS failure, instead
+/// of the client stack's chain (`ServiceError: client error (Connect):`).
+fn unreachable_detail(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    use std::io::ErrorKind as K;
+    let mut innermost = None;
+    let mut current = Some(e);
+    while let Some(err) = current {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            let text = match io.kind() {
+                K::ConnectionRefused => {
+                    "connection refused - did you specify the right host or port?".to_string()
+                }
+                K::ConnectionReset => "connection reset by the server".to_string(),
+                K::HostUnreachable => "no route to host".to_string(),
+                K::NetworkUnreachable => "network is unreachable".to_string(),
+                _ => {
+                    let text = io.to_string();
+                    // hyper-util's resolver: "failed to lookup address
+                    // information: Name or service not known".
+                    if text.contains("lookup address") {
+                        format!("no such host ({text})")
+                    } else {
+                        text
+                    }
+                }
+            };
+            innermost = Some(text);
+        }
+        current = err.source();
+    }
+    innermost
+}
+
 fn one_line(e: &(dyn std::error::Error + 'static)) -> String {
     if let Some(safe) = exec_failure(e) {
         return safe;
@@ -447,7 +482,10 @@ impl Connection {
                     .map(|t| format!(" after {}s (--request-timeout)", t.as_secs_f64()))
                     .unwrap_or_default(),
             },
-            Some(Cause::Unreachable) => ClusterError::Unreachable { server, detail },
+            Some(Cause::Unreachable) => ClusterError::Unreachable {
+                server,
+                detail: unreachable_detail(&e).unwrap_or(detail),
+            },
             None => ClusterError::Other { server, detail },
         }
     }
@@ -729,6 +767,25 @@ pub fn apply_body(manifest: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unreachable_server_is_named_in_kubectls_words() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("client error (Connect)")]
+        struct Wrapper(#[source] std::io::Error);
+        let refused = Wrapper(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        assert_eq!(
+            unreachable_detail(&refused).as_deref(),
+            Some("connection refused - did you specify the right host or port?")
+        );
+        let dns = Wrapper(std::io::Error::other(
+            "failed to lookup address information: Name or service not known",
+        ));
+        assert_eq!(
+            unreachable_detail(&dns).as_deref(),
+            Some("no such host (failed to lookup address information: Name or service not known)")
+        );
+    }
     use std::io::{Error as IoError, ErrorKind};
 
     #[test]
