@@ -518,3 +518,25 @@ fn each_kubernetes_version_is_judged_by_its_own_cel_libraries() {
     assert_eq!(lint(&first, "1.33").code, 0);
     assert_eq!(lint(&first, "1.30").code, 1);
 }
+
+#[test]
+fn a_missing_kubeconfig_is_named_once_like_kubectl_names_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("nowhere").join("config");
+    let missing = missing.display().to_string();
+    let r = run(
+        &[
+            "apply-check",
+            "-f",
+            "examples/widgets/new.yaml",
+            "--kubeconfig",
+            &missing,
+        ],
+        None,
+    );
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert_eq!(
+        r.stderr,
+        format!("error: kubeconfig: {missing}: no such file or directory\n")
+    );
+}

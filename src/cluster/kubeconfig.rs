@@ -73,9 +73,19 @@ pub fn load(flags: &KubeFlags) -> Result<Kubeconfig, SelectError> {
         if !required && !path.exists() {
             continue;
         }
+        // The path is named once, as kubectl does ("stat PATH: no such
+        // file or directory"). `read_from` also makes the file's relative
+        // certificate paths absolute, so it does the reading.
         let one = Kubeconfig::read_from(&path).map_err(|e| SelectError::Read {
             path: path.display().to_string(),
-            detail: super::one_line(&e),
+            detail: match &e {
+                kube::config::KubeconfigError::ReadConfig(io, _) => match io.kind() {
+                    std::io::ErrorKind::NotFound => "no such file or directory".to_string(),
+                    std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+                    _ => io.to_string(),
+                },
+                _ => super::one_line(&e),
+            },
         })?;
         merged = merged.merge(one).map_err(|e| SelectError::Read {
             path: path.display().to_string(),
