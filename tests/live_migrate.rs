@@ -757,6 +757,16 @@ async fn stored_versions_are_only_trimmed_on_the_crd_as_it_was_planned() {
     assert_eq!(stored_versions(&client, name).await, ["v1"]);
 }
 
+/// The `storagemigration.k8s.io` version Kubernetes `minor` serves once
+/// [`storage_migration_flags`] enabled it.
+fn storage_migration_api(minor: u32) -> &'static str {
+    match minor {
+        37.. => "storagemigration.k8s.io/v1",
+        35 | 36 => "storagemigration.k8s.io/v1beta1",
+        _ => "storagemigration.k8s.io/v1alpha1",
+    }
+}
+
 /// The `StorageVersionMigration`s in the cluster, by name.
 async fn storage_migrations(client: &Client, api: &str) -> Vec<String> {
     let request = http::Request::get(format!("/apis/{api}/storageversionmigrations"))
@@ -797,11 +807,7 @@ async fn the_server_engine_hands_the_rewrite_to_the_clusters_migrator() {
         )
         .await;
         let name = "servermigrations.example.com";
-        let api = match minor {
-            37.. => "storagemigration.k8s.io/v1",
-            35 | 36 => "storagemigration.k8s.io/v1beta1",
-            _ => "storagemigration.k8s.io/v1alpha1",
-        };
+        let api = storage_migration_api(minor);
         // Started once the CRD exists, so the migrator's garbage-collector
         // graph knows the resource from its first discovery.
         let (_, gates) = storage_migration_flags(minor);
@@ -966,11 +972,7 @@ async fn with_no_migrator_auto_falls_back_to_the_client_and_server_fails() {
         stored_versions(&client, "fallbacks.example.com").await,
         ["v1"]
     );
-    let api = match minor_of("") {
-        37.. => "storagemigration.k8s.io/v1",
-        35 | 36 => "storagemigration.k8s.io/v1beta1",
-        _ => "storagemigration.k8s.io/v1alpha1",
-    };
+    let api = storage_migration_api(minor_of(""));
     assert_eq!(
         storage_migrations(&client, api).await,
         Vec::<String>::new(),
