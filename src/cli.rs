@@ -71,8 +71,53 @@ pub enum Command {
     /// to the storage version alone (so a release may drop the old versions).
     #[command(after_help = MIGRATE_EXIT_CODES)]
     Migrate(MigrateArgs),
+    /// Serve a validating admission webhook that judges every create, update and delete of a
+    /// CustomResourceDefinition with the checks of apply-check (see README, "Guard the cluster").
+    #[command(after_help = SERVE_EXIT_CODES)]
+    Serve(ServeArgs),
     /// List every check with its id, default severity and what it catches.
     Checks,
+}
+
+const SERVE_EXIT_CODES: &str = "Exit codes:
+  0  stopped by SIGTERM or Ctrl-C after answering the requests in flight
+  2  unusable certificate, key or configuration, or the address cannot be listened on
+  3  cluster error: the kubeconfig or in-cluster service account cannot be used";
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address and port to serve HTTPS on.
+    #[arg(long, value_name = "ADDR:PORT", default_value = "0.0.0.0:8443")]
+    pub listen: std::net::SocketAddr,
+    /// PEM certificate chain to serve (reloaded when the file changes).
+    #[arg(long, value_name = "FILE")]
+    pub tls_cert_file: PathBuf,
+    /// PEM private key of the certificate (reloaded with it).
+    #[arg(long, value_name = "FILE")]
+    pub tls_private_key_file: PathBuf,
+    /// Configuration file, the CLI's format with its webhook section (reloaded when it changes).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// How often the certificate and the configuration are read again.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = duration)]
+    pub reload_interval: std::time::Duration,
+    /// Refuse request bodies larger than this many bytes (413).
+    #[arg(long, value_name = "BYTES", default_value_t = 8 * 1024 * 1024)]
+    pub max_body_bytes: usize,
+    /// After SIGTERM, keep answering this long while /readyz fails, so endpoints stop routing
+    /// to this pod before it stops accepting.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = duration)]
+    pub shutdown_delay: std::time::Duration,
+    /// Then wait at most this long for requests in flight.
+    #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = duration)]
+    pub drain_timeout: std::time::Duration,
+    #[command(flatten)]
+    pub kube: KubeArgs,
+}
+
+fn duration(s: &str) -> Result<std::time::Duration, String> {
+    crd_safety::config::parse_duration(s)
+        .ok_or_else(|| format!("expected a duration like 5s, 500ms or 2m, found {s:?}"))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

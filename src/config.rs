@@ -15,6 +15,9 @@
 //!     reason: "never used since 2.0; see #123"
 //! ```
 //!
+//! The `webhook:` section (how `serve` acts on findings) is described in
+//! [`webhook`].
+//!
 //! `ignore` means "changes to this attribute are accepted": the check still
 //! consumes the attribute, so it never resurfaces as an unknown change.
 
@@ -29,6 +32,10 @@ use thiserror::Error;
 use crate::compare::{Check, CheckOptions, Finding, Severity, options_of};
 use crate::crd_validation::{KubeVersion, KubeVersionSource};
 use crate::glob;
+
+mod webhook;
+
+pub use webhook::{ScanSettings, Unfinished, WebhookMode, WebhookSettings, parse_duration};
 
 /// Why the configuration is unusable.
 #[derive(Debug, Error)]
@@ -131,10 +138,19 @@ pub struct Config {
     /// reported); for embedders, and for the benchmark that measures what
     /// the check adds to a `diff`.
     pub skip_crd_validation: bool,
+    /// `webhook`: what `serve` does with findings.
+    pub webhook: WebhookSettings,
 }
 
 /// Top-level keys of the file.
-const TOP_KEYS: &[&str] = &["mode", "failMode", "kubeVersion", "checks", "exceptions"];
+const TOP_KEYS: &[&str] = &[
+    "mode",
+    "failMode",
+    "kubeVersion",
+    "checks",
+    "exceptions",
+    "webhook",
+];
 
 impl Config {
     /// Reads a config file.
@@ -204,6 +220,7 @@ impl Config {
                 }
                 "checks" => parse_checks(v, &mut config).map_err(bad)?,
                 "exceptions" => parse_exceptions(v, &mut config).map_err(bad)?,
+                "webhook" => config.webhook = webhook::parse(v).map_err(bad)?,
                 other => {
                     return Err(bad(format!(
                         "unknown key {other:?}; valid keys: {}",
@@ -411,7 +428,7 @@ mod tests {
         let err = Config::parse("mdoe: warn\n", "c.yaml").unwrap_err();
         assert_eq!(
             err.to_string(),
-            "c.yaml: unknown key \"mdoe\"; valid keys: mode, failMode, kubeVersion, checks, exceptions"
+            "c.yaml: unknown key \"mdoe\"; valid keys: mode, failMode, kubeVersion, checks, exceptions, webhook"
         );
     }
 

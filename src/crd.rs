@@ -171,6 +171,15 @@ impl Crd {
             .unwrap_or(&self.versions[0])
     }
 
+    /// The custom resources of this CRD read and written through `version`.
+    pub fn resource(&self, version: &str) -> ResourceRef {
+        ResourceRef {
+            group: self.spec.group.clone(),
+            version: version.to_string(),
+            plural: self.spec.names.plural.clone(),
+        }
+    }
+
     /// Versions with `served: true`.
     pub fn served_versions(&self) -> impl Iterator<Item = &CrdVersion> {
         self.versions.iter().filter(|v| v.spec.served)

@@ -21,7 +21,7 @@
 //! 5. rendering: [`report`]
 //! 6. offline runs over a report: [`diff`], [`locate`], [`batches`], [`baseline`]
 //! 7. the API server, the only network code: [`cluster`]
-//! 8. commands: [`scan`], [`live`], [`change`]
+//! 8. commands: [`scan`], [`live`], [`change`], [`webhook`]
 //!
 //! The binary sits on top. Keeping [`cluster`] above the analysis and the
 //! report keeps those free of IO; keeping the result types in [`outcome`]
@@ -49,3 +49,4 @@ pub mod scan;
 pub mod schema;
 pub mod text;
 pub mod validate;
+pub mod webhook;

@@ -26,7 +26,7 @@ pub struct LiveCheck {
 }
 
 /// Scan settings and where to report progress.
-pub type ScanRequest<'a> = (ScanOptions, &'a mut dyn FnMut(Progress<'_>));
+pub type ScanRequest<'a> = (ScanOptions, &'a mut (dyn FnMut(Progress<'_>) + Send));
 
 /// Why a live check could not finish.
 #[derive(Debug, thiserror::Error)]

@@ -15,7 +15,7 @@ use clap::Parser;
 
 use cli::{
     ApplyArgs, ApplyCheckArgs, ChangeOutput, Cli, ColorChoice, Command, DiffArgs, EngineArg,
-    FailModeArg, LintArgs, MigrateArgs, ModeArg, OutputFormat, ReportArgs, SourceArgs,
+    FailModeArg, LintArgs, MigrateArgs, ModeArg, OutputFormat, ReportArgs, ServeArgs, SourceArgs,
 };
 use crd_safety::baseline::Baseline;
 use crd_safety::batches;
@@ -69,6 +69,7 @@ fn main() -> ExitCode {
         Command::ApplyCheck(args) => run_apply_check(args),
         Command::Apply(args) => run_apply(args),
         Command::Migrate(args) => run_migrate(args),
+        Command::Serve(args) => run_serve(args),
         Command::Checks => print_checks(),
     };
     match result {
@@ -398,6 +399,55 @@ fn live_setup(
     Ok((config, new, runtime()?))
 }
 
+/// `serve`: the admission webhook, on a multi-threaded runtime (reviews
+/// of large CRDs run side by side), until SIGTERM or Ctrl-C.
+fn run_serve(args: ServeArgs) -> Result<u8, Failure> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Input(format!("cannot start the async runtime: {e}")))?;
+    runtime.block_on(async {
+        let conn = connect(&args.kube).await?;
+        let opts = crd_safety::webhook::ServeOptions {
+            listen: args.listen,
+            cert_file: args.tls_cert_file.clone(),
+            key_file: args.tls_private_key_file.clone(),
+            config_file: args.config.clone(),
+            reload_interval: args.reload_interval,
+            max_body_bytes: args.max_body_bytes,
+            shutdown_delay: args.shutdown_delay,
+            drain_timeout: args.drain_timeout,
+        };
+        crd_safety::webhook::serve(conn, opts, terminated())
+            .await
+            .map_err(|e| Failure::Input(e.to_string()))?;
+        Ok(0)
+    })
+}
+
+/// Completes on SIGTERM (the kubelet stopping the pod) or Ctrl-C.
+async fn terminated() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
 fn run_apply_check(args: ApplyCheckArgs) -> Result<u8, Failure> {
     let (config, new, runtime) = live_setup(&args)?;
     let checked = runtime.block_on(async {
@@ -444,7 +494,7 @@ async fn live_check(
             chunk_size: args.chunk_size,
             max_examples: args.max_examples,
         },
-        &mut progress as &mut dyn FnMut(Progress<'_>),
+        &mut progress as &mut (dyn FnMut(Progress<'_>) + Send),
     ));
     let result =
         crd_safety::live::apply_check(conn, new, config, usize::from(args.concurrency), scan).await;

@@ -142,6 +142,9 @@ pub struct Connection {
 pub async fn connect(flags: &KubeFlags) -> Result<Connection, ClusterError> {
     let select_err = |e: &(dyn std::error::Error + 'static)| ClusterError::Kubeconfig(one_line(e));
     let merged = kubeconfig::load(flags).map_err(|e| select_err(&e))?;
+    if merged.clusters.is_empty() && flags.server.is_none() && in_cluster() {
+        return connect_in_cluster(flags);
+    }
     let mut selected = kubeconfig::select(&merged, flags).map_err(|e| select_err(&e))?;
     let install_hint = selected
         .kubeconfig
@@ -204,6 +207,40 @@ pub async fn connect(flags: &KubeFlags) -> Result<Connection, ClusterError> {
     conn.compression = compression;
     conn.timeout = flags.request_timeout;
     conn.install_hint = install_hint;
+    Ok(conn)
+}
+
+/// Whether this process runs in a pod with a service account, as client-go
+/// decides it: both service variables set.
+fn in_cluster() -> bool {
+    ["KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"]
+        .iter()
+        .all(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()))
+}
+
+/// The pod's service account, as kubectl uses it when no kubeconfig file
+/// exists (`serve` in its Deployment).
+fn connect_in_cluster(flags: &KubeFlags) -> Result<Connection, ClusterError> {
+    let mut config = Config::incluster().map_err(|e| {
+        ClusterError::Kubeconfig(format!("in-cluster configuration: {}", one_line(&e)))
+    })?;
+    if let Some(t) = flags.request_timeout {
+        config.connect_timeout = Some(t);
+        config.read_timeout = Some(t);
+        config.write_timeout = Some(t);
+    }
+    config.default_retry = false;
+    let server = config
+        .cluster_url
+        .to_string()
+        .trim_end_matches('/')
+        .to_string();
+    let compression = !config.disable_compression;
+    let client =
+        client::build(config, None, None).map_err(|e| ClusterError::Kubeconfig(one_line(&e)))?;
+    let mut conn = Connection::from_client(client, "in-cluster", &server);
+    conn.compression = compression;
+    conn.timeout = flags.request_timeout;
     Ok(conn)
 }
 
@@ -556,9 +593,7 @@ impl Connection {
         let conflict = match self.patch_crd("dry-run", name, &plain, manifest).await {
             Ok(obj) => return Ok(DryRun::Accepted(obj)),
             Err(f) if f.code() == Some(409) => Some(f.message()),
-            Err(f) if matches!(f.code(), Some(400 | 422)) => {
-                return Ok(DryRun::Rejected(f.message()));
-            }
+            Err(f) if f.refused() => return Ok(DryRun::Rejected(f.message())),
             Err(f) => return Err(self.classify_failed(f)),
         };
         // Forced, to learn whether the CRD itself is valid.
@@ -568,9 +603,7 @@ impl Connection {
                 would_store: obj,
                 message: conflict.unwrap_or_default(),
             }),
-            Err(f) if matches!(f.code(), Some(400 | 409 | 422)) => {
-                Ok(DryRun::Rejected(f.message()))
-            }
+            Err(f) if f.code() == Some(409) || f.refused() => Ok(DryRun::Rejected(f.message())),
             Err(f) => Err(self.classify_failed(f)),
         }
     }
@@ -591,7 +624,7 @@ impl Connection {
         match self.patch_crd("apply", name, &params, manifest).await {
             Ok(obj) => Ok(obj),
             Err(f) if f.code() == Some(409) => Err(ApplyError::Conflict(f.message())),
-            Err(f) if matches!(f.code(), Some(400 | 422)) => Err(ApplyError::Rejected(f.message())),
+            Err(f) if f.refused() => Err(ApplyError::Rejected(f.message())),
             Err(f) => Err(ApplyError::Cluster(self.classify_failed(f))),
         }
     }
@@ -709,7 +742,7 @@ pub enum ApplyError {
     /// Another field manager owns fields this manifest sets (409).
     #[error("{0} (use --force-conflicts to take the fields over)")]
     Conflict(String),
-    /// The server refuses the object (400/422).
+    /// The server refuses the object (400/422, or an admission denial).
     #[error("the API server refused it: {0}")]
     Rejected(String),
     /// The request itself failed.

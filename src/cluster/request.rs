@@ -41,6 +41,22 @@ impl Failed {
         }
     }
 
+    /// Whether the server refused the object itself: invalid (400, 422), or
+    /// denied by an admission webhook or policy, whatever code the webhook
+    /// chose (crd-safety's own `serve` answers 403). A 403 of RBAC is not a
+    /// refusal of the object but of the user, and stays a cluster error.
+    pub fn refused(&self) -> bool {
+        match self.code() {
+            Some(400 | 422) => true,
+            Some(403) => {
+                let m = self.message();
+                (m.starts_with("admission webhook ") && m.contains(" denied the request"))
+                    || m.starts_with("ValidatingAdmissionPolicy ")
+            }
+            _ => false,
+        }
+    }
+
     /// The server's message of an API error.
     pub fn message(&self) -> String {
         match &self.error {
@@ -155,12 +171,16 @@ impl Connection {
             .map(|p| p.to_string())
             .unwrap_or_default();
         let started = std::time::Instant::now();
-        let answered = std::cell::Cell::new(None);
+        // The status, once the server answered (0 before).
+        let answered = std::sync::atomic::AtomicU16::new(0);
         let result = self.try_once_inner(request, &answered).await;
         self.log.trace(|| RequestTrace {
             method,
             target,
-            outcome: match (&result, answered.get()) {
+            outcome: match (
+                &result,
+                Some(answered.load(Ordering::Relaxed)).filter(|c| *c != 0),
+            ) {
                 (Err(TryError::Transient { cause, .. }), _) => cause.clone(),
                 (_, Some(code)) => code.to_string(),
                 _ => "failed".to_string(),
@@ -173,7 +193,7 @@ impl Connection {
     async fn try_once_inner(
         &self,
         mut request: Request<Vec<u8>>,
-        answered: &std::cell::Cell<Option<u16>>,
+        answered: &std::sync::atomic::AtomicU16,
     ) -> Result<Bytes, TryError> {
         if self.compression {
             request.headers_mut().insert(
@@ -187,7 +207,7 @@ impl Connection {
         };
         self.reached.store(true, Ordering::SeqCst);
         let status = response.status();
-        answered.set(Some(status.as_u16()));
+        answered.store(status.as_u16(), Ordering::Relaxed);
         let after = retry_after(response.headers(), SystemTime::now());
         let gzipped = response
             .headers()

@@ -98,7 +98,7 @@ pub async fn scan_crd(
     new: &Crd,
     server_minor: u32,
     opts: ScanOptions,
-    progress: &mut dyn FnMut(Progress<'_>),
+    progress: &mut (dyn FnMut(Progress<'_>) + Send),
 ) -> Result<CrdScan, ScanError> {
     let ratcheting = server_minor >= RATCHETING_SINCE_MINOR;
     let retries_before = conn.retries();
@@ -122,7 +122,7 @@ pub async fn scan_crd(
                 continue;
             }
         };
-        let resource = resource_of(live, &name);
+        let resource = live.resource(&name);
         let old_schema = &old_version.schema;
         let keep_default = |p: &FieldPath| default_is_new(old_schema, &new_version.schema, p);
         let listing = Listing {
@@ -187,7 +187,7 @@ async fn scan_rewrites(
     server_minor: u32,
     opts: ScanOptions,
     tally: &mut Tally,
-    progress: &mut dyn FnMut(Progress<'_>),
+    progress: &mut (dyn FnMut(Progress<'_>) + Send),
     summary: &mut ScanSummary,
 ) -> Result<Vec<(String, u64)>, ScanError> {
     let storage = new.storage_version();
@@ -208,7 +208,7 @@ async fn scan_rewrites(
         let listing = Listing {
             conn,
             crd: &live.name,
-            resource: resource_of(live, &version),
+            resource: live.resource(&version),
             label: format!("{version} -> {}", storage.name()),
             validator: &validator,
             keep_default: &never,
@@ -248,7 +248,7 @@ pub async fn scan_for_migration(
     server_minor: u32,
     opts: ScanOptions,
     by_namespace: bool,
-    progress: &mut dyn FnMut(Progress<'_>),
+    progress: &mut (dyn FnMut(Progress<'_>) + Send),
 ) -> Result<MigrationScan, ScanError> {
     let ratcheting = server_minor >= RATCHETING_SINCE_MINOR;
     let retries_before = conn.retries();
@@ -280,7 +280,7 @@ pub async fn scan_for_migration(
         let listing = Listing {
             conn,
             crd: &live.name,
-            resource: resource_of(live, &version),
+            resource: live.resource(&version),
             label: version.clone(),
             validator: &validator,
             keep_default: &never,
@@ -330,15 +330,6 @@ impl ScanSummary {
             retries: 0,
             objects: Vec::new(),
         }
-    }
-}
-
-/// The custom resources of `live` read through `version`.
-fn resource_of(live: &Crd, version: &str) -> ResourceRef {
-    ResourceRef {
-        group: live.spec.group.clone(),
-        version: version.to_string(),
-        plural: live.spec.names.plural.clone(),
     }
 }
 
@@ -414,7 +405,7 @@ struct Listing<'a> {
     label: String,
     validator: &'a Arc<Validator>,
     /// Whether a default at a path is new (an unchanged one was already seen).
-    keep_default: &'a dyn Fn(&FieldPath) -> bool,
+    keep_default: &'a (dyn Fn(&FieldPath) -> bool + Sync),
     /// Only report fields that would be dropped, not violations.
     data_loss_only: bool,
     /// Count objects per namespace.
@@ -433,7 +424,7 @@ struct Listed {
 async fn scan_version(
     listing: &Listing<'_>,
     tally: &mut Tally,
-    progress: &mut dyn FnMut(Progress<'_>),
+    progress: &mut (dyn FnMut(Progress<'_>) + Send),
     restarts: &mut u32,
 ) -> Result<Listed, ScanError> {
     let mut restarted = false;
@@ -490,7 +481,7 @@ impl From<ListError> for Stop {
 async fn list_and_validate(
     listing: &Listing<'_>,
     tally: &mut Tally,
-    progress: &mut dyn FnMut(Progress<'_>),
+    progress: &mut (dyn FnMut(Progress<'_>) + Send),
 ) -> Result<Listed, Stop> {
     let Listing {
         conn,

@@ -8,3 +8,4 @@ pub mod fixtures;
 pub mod helm;
 pub mod live;
 pub mod run;
+pub mod webhook;

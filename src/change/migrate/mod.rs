@@ -36,7 +36,7 @@ pub use server::ServerWait;
 use super::{Decision, Proposal, Question, Verb, plural};
 use crate::cluster::{ClusterError, Connection, MigrationApi, StoredVersionsUpdate};
 use crate::compare::{Check, Finding, Severity};
-use crate::crd::{Crd, ResourceRef};
+use crate::crd::Crd;
 use crate::manifest::normalize_to_v1;
 use crate::outcome::{
     CrdPlan, EngineName, Migrated, MigrationOutcome, MigrationPlan, ObjectFailure, PlannedEngine,
@@ -113,7 +113,7 @@ pub async fn plan(
     conn: &Connection,
     names: &[String],
     opts: PlanOptions,
-    progress: &mut dyn FnMut(Progress<'_>),
+    progress: &mut (dyn FnMut(Progress<'_>) + Send),
 ) -> Result<MigrationPlan, MigrateError> {
     let mut crds: Vec<CrdPlan> = Vec::with_capacity(names.len());
     let mut minor = None;
@@ -156,11 +156,7 @@ pub async fn plan(
             unreadable_versions: Vec::new(),
             rejected: 0,
             losing_data: 0,
-            resource: ResourceRef {
-                group: crd.spec.group.clone(),
-                version: storage_version.clone(),
-                plural: crd.spec.names.plural.clone(),
-            },
+            resource: crd.resource(&storage_version),
             resource_version,
             generation,
         };
@@ -604,6 +600,7 @@ pub fn decision(results: &[Migrated]) -> Decision {
 mod tests {
     use super::*;
     use crate::compare::ObjectsDetail;
+    use crate::crd::ResourceRef;
 
     fn scan_finding(check: Check, ratcheted: Option<bool>) -> Finding {
         Finding::new(check, Severity::Error, "m")

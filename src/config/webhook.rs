@@ -1,0 +1,270 @@
+//! The `webhook:` section of the configuration: how `serve` turns findings
+//! into admission verdicts. The levels and exceptions of the rest of the
+//! file apply to the webhook as they do to the CLI.
+//!
+//! ```yaml
+//! webhook:
+//!   mode: warn              # enforce | warn | audit
+//!   breakGlass: true        # honour the crd-safety.io/accept annotation
+//!   deleteGuard: true       # refuse deleting a CRD whose objects exist
+//!   failMode: open          # open | closed: what a check that cannot finish does
+//!   scanObjects:
+//!     enabled: false
+//!     deadline: 5s          # below the webhook's timeoutSeconds
+//!     maxObjects: 5000
+//! ```
+
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// What `serve` does with error findings.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WebhookMode {
+    /// Deny a request with error findings.
+    Enforce,
+    /// Allow it, and return every finding as an admission warning (shown by
+    /// kubectl, Helm and Argo CD). The default: a webhook that denies on a
+    /// false alarm blocks a legitimate upgrade for everyone.
+    #[default]
+    Warn,
+    /// Allow it and only log the findings.
+    Audit,
+}
+
+impl WebhookMode {
+    /// The name used in the configuration and the log.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WebhookMode::Enforce => "enforce",
+            WebhookMode::Warn => "warn",
+            WebhookMode::Audit => "audit",
+        }
+    }
+}
+
+/// What the webhook does when a check cannot finish (the object scan ran
+/// out of time or objects, the object count could not be read).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Unfinished {
+    /// Allow, with a warning saying what was not checked.
+    #[default]
+    Open,
+    /// Deny, saying why.
+    Closed,
+}
+
+/// The optional scan of stored objects on UPDATE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScanSettings {
+    /// Whether UPDATEs validate the stored objects against the new schema.
+    pub enabled: bool,
+    /// The scan gives up after this long.
+    #[serde(serialize_with = "as_seconds")]
+    pub deadline: Duration,
+    /// The scan is not attempted when the CRD has more objects than this.
+    pub max_objects: u64,
+}
+
+impl Default for ScanSettings {
+    fn default() -> Self {
+        ScanSettings {
+            enabled: false,
+            // The chart's webhook timeout is 10 s: the scan must leave room
+            // for the comparison and the answer.
+            deadline: Duration::from_secs(5),
+            max_objects: 5000,
+        }
+    }
+}
+
+fn as_seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+/// The resolved `webhook:` section.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookSettings {
+    /// `mode`.
+    pub mode: WebhookMode,
+    /// `breakGlass`: whether the accept annotation is honoured.
+    pub break_glass: bool,
+    /// `deleteGuard`.
+    pub delete_guard: bool,
+    /// `failMode`.
+    pub fail_mode: Unfinished,
+    /// `scanObjects`.
+    pub scan_objects: ScanSettings,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        WebhookSettings {
+            mode: WebhookMode::default(),
+            break_glass: true,
+            delete_guard: true,
+            fail_mode: Unfinished::default(),
+            scan_objects: ScanSettings::default(),
+        }
+    }
+}
+
+const KEYS: &[&str] = &[
+    "mode",
+    "breakGlass",
+    "deleteGuard",
+    "failMode",
+    "scanObjects",
+];
+const SCAN_KEYS: &[&str] = &["enabled", "deadline", "maxObjects"];
+
+/// Reads the `webhook:` value; errors name the key (`webhook.mode: ...`).
+pub(super) fn parse(v: &Value) -> Result<WebhookSettings, String> {
+    let Value::Object(map) = v else {
+        return Err("webhook: expected a map".into());
+    };
+    let mut out = WebhookSettings::default();
+    for (key, v) in map {
+        let ctx = format!("webhook.{key}");
+        match key.as_str() {
+            "mode" => {
+                out.mode = match v.as_str() {
+                    Some("enforce") => WebhookMode::Enforce,
+                    Some("warn") => WebhookMode::Warn,
+                    Some("audit") => WebhookMode::Audit,
+                    _ => return Err(format!("{ctx}: expected enforce, warn or audit, found {v}")),
+                }
+            }
+            "breakGlass" => out.break_glass = boolean(v, &ctx)?,
+            "deleteGuard" => out.delete_guard = boolean(v, &ctx)?,
+            "failMode" => {
+                out.fail_mode = match v.as_str() {
+                    Some("open") => Unfinished::Open,
+                    Some("closed") => Unfinished::Closed,
+                    _ => return Err(format!("{ctx}: expected open or closed, found {v}")),
+                }
+            }
+            "scanObjects" => out.scan_objects = parse_scan(v, &ctx)?,
+            other => {
+                return Err(format!(
+                    "webhook: unknown key {other:?}; valid keys: {}",
+                    KEYS.join(", ")
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn parse_scan(v: &Value, ctx: &str) -> Result<ScanSettings, String> {
+    let mut out = ScanSettings::default();
+    let map = match v {
+        // `scanObjects: true` is the short form.
+        Value::Bool(b) => {
+            out.enabled = *b;
+            return Ok(out);
+        }
+        Value::Object(map) => map,
+        _ => return Err(format!("{ctx}: expected true, false or a map, found {v}")),
+    };
+    for (key, v) in map {
+        let here = format!("{ctx}.{key}");
+        match key.as_str() {
+            "enabled" => out.enabled = boolean(v, &here)?,
+            "deadline" => {
+                out.deadline = v.as_str().and_then(parse_duration).ok_or_else(|| {
+                    format!("{here}: expected a duration like 5s or 500ms, found {v}")
+                })?
+            }
+            "maxObjects" => {
+                out.max_objects = v
+                    .as_u64()
+                    .ok_or_else(|| format!("{here}: expected a whole number, found {v}"))?
+            }
+            other => {
+                return Err(format!(
+                    "{ctx}: unknown key {other:?}; valid keys: {}",
+                    SCAN_KEYS.join(", ")
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn boolean(v: &Value, ctx: &str) -> Result<bool, String> {
+    v.as_bool()
+        .ok_or_else(|| format!("{ctx}: expected true or false, found {v}"))
+}
+
+/// `500ms`, `5s`, `2m`: the forms a Kubernetes user writes.
+pub fn parse_duration(s: &str) -> Option<Duration> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit() && c != '.')?;
+    let (number, unit) = s.split_at(split);
+    let n: f64 = number.parse().ok()?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        _ => return None,
+    };
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_text(text: &str) -> Result<WebhookSettings, String> {
+        let v: Value = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
+        parse(&v)
+    }
+
+    #[test]
+    fn warn_is_the_default_mode_and_every_key_is_read() {
+        assert_eq!(WebhookSettings::default().mode, WebhookMode::Warn);
+        let s = parse_text(
+            "mode: enforce\nbreakGlass: false\ndeleteGuard: false\nfailMode: closed\n\
+             scanObjects: {enabled: true, deadline: 1500ms, maxObjects: 20}\n",
+        )
+        .unwrap();
+        assert_eq!(s.mode, WebhookMode::Enforce);
+        assert!(!s.break_glass && !s.delete_guard);
+        assert_eq!(s.fail_mode, Unfinished::Closed);
+        assert!(s.scan_objects.enabled);
+        assert_eq!(s.scan_objects.deadline, Duration::from_millis(1500));
+        assert_eq!(s.scan_objects.max_objects, 20);
+    }
+
+    #[test]
+    fn a_misspelt_key_or_mode_names_what_is_valid() {
+        assert_eq!(
+            parse_text("mdoe: warn\n").unwrap_err(),
+            "webhook: unknown key \"mdoe\"; valid keys: mode, breakGlass, deleteGuard, failMode, scanObjects"
+        );
+        assert_eq!(
+            parse_text("mode: error\n").unwrap_err(),
+            "webhook.mode: expected enforce, warn or audit, found \"error\""
+        );
+        assert!(
+            parse_text("scanObjects: {deadline: soon}\n")
+                .unwrap_err()
+                .starts_with("webhook.scanObjects.deadline: expected a duration")
+        );
+    }
+
+    #[test]
+    fn durations_read_as_kubernetes_writes_them() {
+        assert_eq!(parse_duration("5s"), Some(Duration::from_secs(5)));
+        assert_eq!(parse_duration("250ms"), Some(Duration::from_millis(250)));
+        assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
+        assert_eq!(parse_duration("5"), None);
+        assert_eq!(parse_duration("5h"), None);
+    }
+}

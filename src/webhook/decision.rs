@@ -1,0 +1,642 @@
+//! From findings to an admission verdict: the webhook mode, the break-glass
+//! annotation, and the texts the requester sees (a denial message, warning
+//! lines). Pure: the findings come from the same engine as `apply-check`,
+//! so a denial names each finding with the text `apply-check` prints.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::compare::{Check, Finding, Severity};
+use crate::config::{WebhookMode, WebhookSettings};
+
+/// The annotation on the new CRD naming the checks its author accepts
+/// (comma-separated ids, e.g. `existingFieldRemoval,enum`).
+pub const ACCEPT_ANNOTATION: &str = "crd-safety.io/accept";
+/// The annotation saying why; without it the accept annotation is ignored.
+pub const ACCEPT_REASON_ANNOTATION: &str = "crd-safety.io/accept-reason";
+/// The id the break-glass annotation uses for the deletion guard, which is
+/// not a check of the comparison catalog.
+pub const DELETION_CHECK: &str = "crdDeletion";
+
+/// The API server truncates a warning longer than this (and kubectl shows
+/// what is left); ours are cut first, at a character boundary.
+const WARNING_MAX: usize = 256;
+/// Warnings past this total are dropped by the API server; the last one
+/// says how many more there were instead.
+const WARNINGS_TOTAL_MAX: usize = 4000;
+/// Findings named in a denial; the rest are counted.
+const DENIAL_FINDINGS_MAX: usize = 10;
+
+/// What is being reviewed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Operation {
+    /// A new CRD.
+    Create,
+    /// A change of an existing CRD.
+    Update,
+    /// Deleting a CRD.
+    Delete,
+}
+
+impl Operation {
+    /// The name Kubernetes uses (`CREATE`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+        }
+    }
+}
+
+/// The verdict, as the metrics and the log count it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// Allowed with nothing to say.
+    Allow,
+    /// Allowed, with warnings returned to the requester.
+    Warn,
+    /// Allowed, findings only logged (`audit` mode).
+    Audit,
+    /// Denied.
+    Deny,
+}
+
+impl Verdict {
+    /// The label in metrics and the log.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Allow => "allow",
+            Verdict::Warn => "warn",
+            Verdict::Audit => "audit",
+            Verdict::Deny => "deny",
+        }
+    }
+}
+
+/// A problem the review found besides the catalog's findings: objects
+/// that still exist on DELETE, a check that could not finish.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Problem {
+    /// The id break-glass accepts it by (`crdDeletion`), if it can be.
+    pub id: &'static str,
+    /// Whether `enforce` denies on it.
+    pub blocking: bool,
+    /// One line: what, and how to proceed.
+    pub message: String,
+}
+
+/// What the author accepted with the break-glass annotations.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BreakGlass {
+    /// The ids listed.
+    pub checks: Vec<String>,
+    /// Why.
+    pub reason: String,
+}
+
+/// The webhook's answer to one review.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Decision {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// The denial message, when denied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The admission warnings returned to the requester.
+    pub warnings: Vec<String>,
+    /// Error and warning findings, after the configured levels and
+    /// exceptions (info findings never reach the requester).
+    pub findings: Vec<Finding>,
+    /// Problems besides findings.
+    pub problems: Vec<Problem>,
+    /// Blocking findings and problems the break-glass annotation let
+    /// through (their check ids).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub accepted: Vec<String>,
+    /// The break-glass annotations, when they were honoured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub break_glass: Option<BreakGlass>,
+}
+
+impl Decision {
+    /// Whether the request may proceed.
+    pub fn allowed(&self) -> bool {
+        self.verdict != Verdict::Deny
+    }
+}
+
+/// Reads the break-glass annotations. `Err` is a note for the requester:
+/// the annotation is there but cannot be honoured.
+fn break_glass(
+    annotations: &BTreeMap<String, String>,
+    settings: &WebhookSettings,
+) -> Result<Option<BreakGlass>, String> {
+    let Some(list) = annotations.get(ACCEPT_ANNOTATION) else {
+        return Ok(None);
+    };
+    if !settings.break_glass {
+        return Err(format!(
+            "{ACCEPT_ANNOTATION} is ignored: break-glass is switched off in this cluster's crd-safety configuration"
+        ));
+    }
+    let reason = annotations
+        .get(ACCEPT_REASON_ANNOTATION)
+        .map(|r| r.trim())
+        .filter(|r| !r.is_empty())
+        .ok_or_else(|| {
+            format!(
+                "{ACCEPT_ANNOTATION} is ignored: {ACCEPT_REASON_ANNOTATION} must say why the change is acceptable"
+            )
+        })?;
+    let checks: Vec<String> = list
+        .split(',')
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .map(str::to_string)
+        .collect();
+    if let Some(unknown) = checks
+        .iter()
+        .find(|c| c.as_str() != DELETION_CHECK && c.parse::<Check>().is_err())
+    {
+        return Err(format!(
+            "{ACCEPT_ANNOTATION} is ignored: {unknown:?} is not a check id (`kubectl crd-safety checks` lists them; {DELETION_CHECK} accepts deleting a CRD whose objects exist)"
+        ));
+    }
+    Ok(Some(BreakGlass {
+        checks,
+        reason: reason.to_string(),
+    }))
+}
+
+/// Decides on one review. `findings` are the CRD's findings after the
+/// configured levels and exceptions; `annotations` are those of the object
+/// that carries the author's intent (the new CRD, or the one deleted).
+pub fn decide(
+    crd: &str,
+    operation: Operation,
+    findings: &[Finding],
+    problems: Vec<Problem>,
+    annotations: &BTreeMap<String, String>,
+    settings: &WebhookSettings,
+) -> Decision {
+    let findings: Vec<Finding> = findings
+        .iter()
+        .filter(|f| f.severity > Severity::Info)
+        .cloned()
+        .collect();
+    let mut notes = Vec::new();
+    let glass = match break_glass(annotations, settings) {
+        Ok(g) => g,
+        Err(note) => {
+            notes.push(note);
+            None
+        }
+    };
+    let accepts = |id: &str| {
+        glass
+            .as_ref()
+            .is_some_and(|g| g.checks.iter().any(|c| c == id))
+    };
+    let mut accepted = Vec::new();
+    let mut blocking_findings = Vec::new();
+    for f in findings.iter().filter(|f| f.severity == Severity::Error) {
+        if accepts(f.check.id()) {
+            accepted.push(f.check.id().to_string());
+        } else {
+            blocking_findings.push(f);
+        }
+    }
+    let mut blocking_problems = Vec::new();
+    for p in problems.iter().filter(|p| p.blocking) {
+        if accepts(p.id) {
+            accepted.push(p.id.to_string());
+        } else {
+            blocking_problems.push(p);
+        }
+    }
+    accepted.dedup();
+    let blocked = !blocking_findings.is_empty() || !blocking_problems.is_empty();
+    let anything = !findings.is_empty() || !problems.is_empty() || !notes.is_empty();
+    let verdict = match settings.mode {
+        WebhookMode::Enforce if blocked => Verdict::Deny,
+        WebhookMode::Audit if anything => Verdict::Audit,
+        _ if anything => Verdict::Warn,
+        _ => Verdict::Allow,
+    };
+    let message = (verdict == Verdict::Deny).then(|| {
+        denial(
+            crd,
+            operation,
+            &blocking_findings,
+            &blocking_problems,
+            glass.is_some(),
+        )
+    });
+    let warnings = match verdict {
+        Verdict::Audit | Verdict::Allow => Vec::new(),
+        // A denied request shows its message; warnings add what did not
+        // block it.
+        Verdict::Deny => warning_lines(
+            findings.iter().filter(|f| f.severity != Severity::Error),
+            problems.iter().filter(|p| !p.blocking),
+            &notes,
+        ),
+        Verdict::Warn => warning_lines(findings.iter(), problems.iter(), &notes),
+    };
+    let honoured = glass.filter(|_| !accepted.is_empty());
+    Decision {
+        verdict,
+        message,
+        warnings,
+        findings,
+        problems,
+        accepted,
+        break_glass: honoured,
+    }
+}
+
+/// Where a finding is, as the table names it: `check version path`.
+fn place(f: &Finding) -> String {
+    let mut parts = vec![f.check.id().to_string()];
+    parts.extend(f.version.clone());
+    parts.extend(f.path.clone());
+    parts.join(" ")
+}
+
+/// The denial: what would break, each finding in `apply-check`'s words, and
+/// the ways forward.
+fn denial(
+    crd: &str,
+    operation: Operation,
+    findings: &[&Finding],
+    problems: &[&Problem],
+    glass_present: bool,
+) -> String {
+    let what = match operation {
+        Operation::Create => "creating",
+        Operation::Update => "this update of",
+        Operation::Delete => "deleting",
+    };
+    let count = findings.len() + problems.len();
+    let mut out = format!(
+        "crd-safety: {what} {crd} is unsafe ({count} {}):",
+        if count == 1 { "error" } else { "errors" }
+    );
+    for (i, f) in findings.iter().enumerate() {
+        if i == DENIAL_FINDINGS_MAX {
+            out.push_str(&format!(
+                "\n- and {} more (kubectl crd-safety apply-check lists them)",
+                findings.len() - i
+            ));
+            break;
+        }
+        out.push_str(&format!("\n- {}: {}", place(f), one_line(&f.message)));
+    }
+    for p in problems {
+        out.push_str(&format!("\n- {}: {}", p.id, p.message));
+    }
+    let mut ids: Vec<&str> = findings.iter().map(|f| f.check.id()).collect();
+    ids.extend(problems.iter().map(|p| p.id));
+    ids.dedup();
+    ids.sort_unstable();
+    ids.dedup();
+    let hint = if glass_present {
+        "the crd-safety.io/accept annotation does not list"
+    } else {
+        "to accept deliberately, annotate the CRD with"
+    };
+    out.push_str(&format!(
+        "\n{hint} {ACCEPT_ANNOTATION}: \"{}\" and {ACCEPT_REASON_ANNOTATION}: \"<why>\"",
+        ids.join(",")
+    ));
+    out
+}
+
+/// The admission warnings: one per finding or problem, cut to what the API
+/// server passes on whole, then a count of what did not fit.
+fn warning_lines<'a>(
+    findings: impl Iterator<Item = &'a Finding>,
+    problems: impl Iterator<Item = &'a Problem>,
+    notes: &[String],
+) -> Vec<String> {
+    let mut lines: Vec<String> = notes.iter().map(|n| format!("crd-safety: {n}")).collect();
+    lines.extend(problems.map(|p| format!("crd-safety {}: {}", p.id, p.message)));
+    lines.extend(findings.map(|f| {
+        format!(
+            "crd-safety {} {}: {}",
+            f.severity.as_str(),
+            place(f),
+            f.message
+        )
+    }));
+    let mut out = Vec::new();
+    let mut total = 0;
+    for (i, line) in lines.iter().enumerate() {
+        let line = cut(&one_line(line), WARNING_MAX);
+        // Leave room for the line that counts the rest.
+        if total + line.len() > WARNINGS_TOTAL_MAX - 100 {
+            out.push(format!(
+                "crd-safety: {} more findings not shown (kubectl crd-safety apply-check lists them)",
+                lines.len() - i
+            ));
+            break;
+        }
+        total += line.len();
+        out.push(line);
+    }
+    out
+}
+
+/// Control characters are not allowed in a warning header; a message's
+/// line breaks become spaces.
+fn one_line(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// `s` in at most `max` bytes, ending with `…` when cut.
+fn cut(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max - '…'.len_utf8();
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn removal() -> Finding {
+        Finding::new(
+            Check::ExistingFieldRemoval,
+            Severity::Error,
+            "field removed: stored objects lose it on their next write. Deprecate it first",
+        )
+        .in_version("v1")
+        .at("^.spec.size")
+    }
+
+    fn description() -> Finding {
+        Finding::new(Check::Description, Severity::Warning, "description changed")
+            .in_version("v1")
+            .at("^.spec")
+    }
+
+    fn settings(mode: WebhookMode) -> WebhookSettings {
+        WebhookSettings {
+            mode,
+            ..WebhookSettings::default()
+        }
+    }
+
+    fn annotations(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn enforce_denies_an_error_and_names_it_with_the_way_out() {
+        let d = decide(
+            "widgets.example.com",
+            Operation::Update,
+            &[removal(), description()],
+            Vec::new(),
+            &BTreeMap::new(),
+            &settings(WebhookMode::Enforce),
+        );
+        assert_eq!(d.verdict, Verdict::Deny);
+        assert_eq!(
+            d.message.as_deref(),
+            Some(
+                "crd-safety: this update of widgets.example.com is unsafe (1 error):\n\
+                 - existingFieldRemoval v1 ^.spec.size: field removed: stored objects lose it on their next write. Deprecate it first\n\
+                 to accept deliberately, annotate the CRD with crd-safety.io/accept: \"existingFieldRemoval\" and crd-safety.io/accept-reason: \"<why>\""
+            )
+        );
+        // The warning that did not block is still shown.
+        assert_eq!(
+            d.warnings,
+            ["crd-safety warning description v1 ^.spec: description changed"]
+        );
+    }
+
+    #[test]
+    fn warn_allows_and_returns_every_finding_as_a_warning() {
+        let d = decide(
+            "w",
+            Operation::Update,
+            &[removal(), description()],
+            Vec::new(),
+            &BTreeMap::new(),
+            &settings(WebhookMode::Warn),
+        );
+        assert!(d.allowed());
+        assert_eq!(d.verdict, Verdict::Warn);
+        assert_eq!(d.warnings.len(), 2);
+        assert!(d.warnings[0].starts_with("crd-safety error existingFieldRemoval v1 ^.spec.size:"));
+    }
+
+    #[test]
+    fn audit_allows_silently_but_keeps_the_findings_for_the_log() {
+        let d = decide(
+            "w",
+            Operation::Update,
+            &[removal()],
+            Vec::new(),
+            &BTreeMap::new(),
+            &settings(WebhookMode::Audit),
+        );
+        assert_eq!(d.verdict, Verdict::Audit);
+        assert!(d.warnings.is_empty());
+        assert_eq!(d.findings.len(), 1);
+    }
+
+    #[test]
+    fn info_findings_never_reach_the_requester() {
+        let info = Finding::new(Check::NewCrd, Severity::Info, "new CRD");
+        let d = decide(
+            "w",
+            Operation::Create,
+            &[info],
+            Vec::new(),
+            &BTreeMap::new(),
+            &settings(WebhookMode::Enforce),
+        );
+        assert_eq!(d.verdict, Verdict::Allow);
+        assert!(d.warnings.is_empty() && d.findings.is_empty());
+    }
+
+    #[test]
+    fn break_glass_with_a_reason_lets_the_named_checks_through_and_records_why() {
+        let a = annotations(&[
+            (ACCEPT_ANNOTATION, "existingFieldRemoval"),
+            (ACCEPT_REASON_ANNOTATION, "size was never read; see #12"),
+        ]);
+        let d = decide(
+            "w",
+            Operation::Update,
+            &[removal()],
+            Vec::new(),
+            &a,
+            &settings(WebhookMode::Enforce),
+        );
+        assert_eq!(d.verdict, Verdict::Warn);
+        assert_eq!(d.accepted, ["existingFieldRemoval"]);
+        assert_eq!(
+            d.break_glass.as_ref().map(|g| g.reason.as_str()),
+            Some("size was never read; see #12")
+        );
+        assert_eq!(d.warnings.len(), 1);
+    }
+
+    #[test]
+    fn break_glass_without_a_reason_or_switched_off_is_ignored_and_says_so() {
+        let no_reason = annotations(&[(ACCEPT_ANNOTATION, "existingFieldRemoval")]);
+        let d = decide(
+            "w",
+            Operation::Update,
+            &[removal()],
+            Vec::new(),
+            &no_reason,
+            &settings(WebhookMode::Enforce),
+        );
+        assert_eq!(d.verdict, Verdict::Deny);
+        assert!(
+            d.warnings[0].contains("accept-reason must say why"),
+            "{:?}",
+            d.warnings
+        );
+        let full = annotations(&[
+            (ACCEPT_ANNOTATION, "existingFieldRemoval"),
+            (ACCEPT_REASON_ANNOTATION, "ok"),
+        ]);
+        let off = WebhookSettings {
+            break_glass: false,
+            ..settings(WebhookMode::Enforce)
+        };
+        let d = decide(
+            "w",
+            Operation::Update,
+            &[removal()],
+            Vec::new(),
+            &full,
+            &off,
+        );
+        assert_eq!(d.verdict, Verdict::Deny);
+        assert!(d.warnings[0].contains("switched off"));
+    }
+
+    #[test]
+    fn break_glass_for_another_check_does_not_open_the_door() {
+        let a = annotations(&[
+            (ACCEPT_ANNOTATION, "enum"),
+            (ACCEPT_REASON_ANNOTATION, "ok"),
+        ]);
+        let d = decide(
+            "w",
+            Operation::Update,
+            &[removal()],
+            Vec::new(),
+            &a,
+            &settings(WebhookMode::Enforce),
+        );
+        assert_eq!(d.verdict, Verdict::Deny);
+        assert!(d.break_glass.is_none());
+        assert!(d.message.as_deref().is_some_and(|m| {
+            m.contains("does not list crd-safety.io/accept: \"existingFieldRemoval\"")
+        }));
+    }
+
+    #[test]
+    fn a_blocking_problem_denies_a_delete_and_break_glass_accepts_it_by_its_id() {
+        let objects = Problem {
+            id: DELETION_CHECK,
+            blocking: true,
+            message: "3 Widget objects exist".into(),
+        };
+        let d = decide(
+            "widgets.example.com",
+            Operation::Delete,
+            &[],
+            vec![objects.clone()],
+            &BTreeMap::new(),
+            &settings(WebhookMode::Enforce),
+        );
+        assert_eq!(d.verdict, Verdict::Deny);
+        assert!(
+            d.message
+                .as_deref()
+                .is_some_and(|m| m.starts_with("crd-safety: deleting widgets.example.com is unsafe (1 error):\n- crdDeletion: 3 Widget objects exist"))
+        );
+        let a = annotations(&[
+            (ACCEPT_ANNOTATION, DELETION_CHECK),
+            (ACCEPT_REASON_ANNOTATION, "retiring widgets"),
+        ]);
+        let d = decide(
+            "widgets.example.com",
+            Operation::Delete,
+            &[],
+            vec![objects],
+            &a,
+            &settings(WebhookMode::Enforce),
+        );
+        assert_eq!(d.verdict, Verdict::Warn);
+    }
+
+    #[test]
+    fn warnings_fit_the_api_servers_limits() {
+        let long = "x".repeat(1000);
+        let many: Vec<Finding> = (0..100)
+            .map(|i| {
+                Finding::new(
+                    Check::Description,
+                    Severity::Warning,
+                    format!("{i}\n{long}"),
+                )
+            })
+            .collect();
+        let d = decide(
+            "w",
+            Operation::Update,
+            &many,
+            Vec::new(),
+            &BTreeMap::new(),
+            &settings(WebhookMode::Warn),
+        );
+        assert!(d.warnings.iter().all(|w| w.len() <= WARNING_MAX));
+        assert!(d.warnings.iter().all(|w| !w.chars().any(char::is_control)));
+        assert!(d.warnings.iter().map(String::len).sum::<usize>() <= WARNINGS_TOTAL_MAX);
+        let last = d.warnings.last().map(String::as_str).unwrap_or("");
+        assert!(last.contains("more findings not shown"), "{last}");
+    }
+
+    #[test]
+    fn an_unknown_id_in_the_annotation_is_named() {
+        let a = annotations(&[
+            (ACCEPT_ANNOTATION, "fieldRemoval"),
+            (ACCEPT_REASON_ANNOTATION, "ok"),
+        ]);
+        let d = decide(
+            "w",
+            Operation::Update,
+            &[removal()],
+            Vec::new(),
+            &a,
+            &settings(WebhookMode::Enforce),
+        );
+        assert_eq!(d.verdict, Verdict::Deny);
+        assert!(d.warnings[0].contains("\"fieldRemoval\" is not a check id"));
+    }
+}

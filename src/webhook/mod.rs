@@ -1,0 +1,24 @@
+//! `serve`: a validating admission webhook for CustomResourceDefinitions,
+//! so the CRD changes nobody checked by hand (Argo CD and Flux syncs,
+//! `helm upgrade`, operators installing their own CRDs) meet the same
+//! engine as `apply-check`.
+//!
+//! [`review`] turns one AdmissionReview into findings (UPDATE: the old
+//! object, with its real `status.storedVersions`, against the new one;
+//! CREATE: the new CRD alone; DELETE: a count of the objects that would go
+//! with it), [`decision`] turns findings into a verdict under the
+//! configured mode and the break-glass annotation, and [`server`] is the
+//! HTTPS endpoint with its health, metrics and reloads.
+
+pub mod decision;
+mod metrics;
+pub mod review;
+pub mod server;
+mod tls;
+
+pub use decision::{
+    ACCEPT_ANNOTATION, ACCEPT_REASON_ANNOTATION, DELETION_CHECK, Decision, Operation, Verdict,
+};
+pub use metrics::Metrics;
+pub use server::{ServeError, ServeOptions, serve};
+pub use tls::{CertError, ReloadingCert};

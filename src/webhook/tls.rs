@@ -1,0 +1,148 @@
+//! The serving certificate, reloaded when its files change (cert-manager
+//! and the kubelet rotate a mounted Secret by swapping a symlink): each new
+//! TLS handshake takes the key pair in force, connections already open keep
+//! theirs, so a rotation drops no request.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use rustls::crypto::ring::sign::any_supported_type;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+use thiserror::Error;
+
+/// Why the certificate or key cannot be used.
+#[derive(Debug, Error)]
+pub enum CertError {
+    /// A file cannot be read.
+    #[error("{path}: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The certificate file holds no PEM certificate.
+    #[error("{path}: no PEM certificate in it")]
+    NoCertificate { path: String },
+    /// The key file holds no usable private key.
+    #[error("{path}: {detail}")]
+    Key { path: String, detail: String },
+}
+
+/// The files and what was last read from them.
+pub struct ReloadingCert {
+    cert_path: PathBuf,
+    key_path: PathBuf,
+    current: RwLock<(Vec<u8>, Arc<CertifiedKey>)>,
+}
+
+impl std::fmt::Debug for ReloadingCert {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReloadingCert")
+            .field("cert_path", &self.cert_path)
+            .field("key_path", &self.key_path)
+            .finish_non_exhaustive()
+    }
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, CertError> {
+    std::fs::read(path).map_err(|source| CertError::Read {
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+/// Both files' contents, as one value to compare with the last read.
+fn contents(cert: &Path, key: &Path) -> Result<(Vec<u8>, Vec<u8>), CertError> {
+    Ok((read(cert)?, read(key)?))
+}
+
+fn certified(
+    cert_path: &Path,
+    cert: &[u8],
+    key_path: &Path,
+    key: &[u8],
+) -> Result<CertifiedKey, CertError> {
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert)
+        .filter_map(Result::ok)
+        .collect();
+    if chain.is_empty() {
+        return Err(CertError::NoCertificate {
+            path: cert_path.display().to_string(),
+        });
+    }
+    let bad_key = |detail: String| CertError::Key {
+        path: key_path.display().to_string(),
+        detail,
+    };
+    let key = PrivateKeyDer::from_pem_slice(key)
+        .map_err(|e| bad_key(format!("no PEM private key in it ({e})")))?;
+    let signer = any_supported_type(&key).map_err(|e| bad_key(format!("unusable key: {e}")))?;
+    let certified = CertifiedKey::new(chain, signer);
+    certified
+        .keys_match()
+        .map_err(|e| bad_key(format!("the key does not match the certificate ({e})")))?;
+    Ok(certified)
+}
+
+impl ReloadingCert {
+    /// Reads both files; an error here stops `serve` from starting.
+    pub fn load(cert_path: &Path, key_path: &Path) -> Result<ReloadingCert, CertError> {
+        let (cert, key) = contents(cert_path, key_path)?;
+        let loaded = certified(cert_path, &cert, key_path, &key)?;
+        Ok(ReloadingCert {
+            cert_path: cert_path.to_path_buf(),
+            key_path: key_path.to_path_buf(),
+            current: RwLock::new(([cert, key].concat(), Arc::new(loaded))),
+        })
+    }
+
+    /// Reads the files again: `Ok(true)` when a new pair is now in force,
+    /// `Ok(false)` when nothing changed. On error the old pair stays (a
+    /// rotation caught between writing the two files is read again next
+    /// time).
+    pub fn reload(&self) -> Result<bool, CertError> {
+        let (cert, key) = contents(&self.cert_path, &self.key_path)?;
+        let both = [cert.as_slice(), key.as_slice()].concat();
+        let same = match self.current.read() {
+            Ok(c) => c.0 == both,
+            Err(p) => p.into_inner().0 == both,
+        };
+        if same {
+            return Ok(false);
+        }
+        let loaded = Arc::new(certified(&self.cert_path, &cert, &self.key_path, &key)?);
+        match self.current.write() {
+            Ok(mut c) => *c = (both, loaded),
+            Err(p) => *p.into_inner() = (both, loaded),
+        }
+        Ok(true)
+    }
+
+    fn in_force(&self) -> Arc<CertifiedKey> {
+        match self.current.read() {
+            Ok(c) => Arc::clone(&c.1),
+            Err(p) => Arc::clone(&p.into_inner().1),
+        }
+    }
+}
+
+impl ResolvesServerCert for ReloadingCert {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(self.in_force())
+    }
+}
+
+/// A TLS server configuration that takes its key pair from `cert`,
+/// offering HTTP/1.1 only (the API server's webhook client speaks it).
+pub fn server_config(cert: Arc<ReloadingCert>) -> Result<rustls::ServerConfig, rustls::Error> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_cert_resolver(cert);
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(config)
+}

@@ -1,0 +1,351 @@
+//! `serve` as an admission webhook of a real API server: the API server
+//! calls it over HTTPS on loopback (a `ValidatingWebhookConfiguration` with
+//! `clientConfig.url` and a test CA), and real clients (kubectl in its
+//! client-side, server-side and replace forms, crd-safety's own
+//! `apply-check`) meet its verdicts.
+
+mod support;
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+use support::envtest::{ControlPlane, dedicated};
+use support::live::{admin, crd, create_objects, install, write_manifest};
+use support::run::run;
+use support::webhook::{Served, TestCa, kubectl, register, until_kubectl_says};
+
+fn write_config(dir: &Path, text: &str) {
+    let tmp = dir.join(".config.yaml.new");
+    std::fs::write(&tmp, text).expect("config");
+    std::fs::rename(&tmp, dir.join("config.yaml")).expect("rename");
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The widget CRD with `spec.size` and the given extra spec fields.
+fn widgets(extra: Value) -> Value {
+    crd("widgets", &[("v1", true, true)], extra)
+}
+
+struct Setup {
+    plane: ControlPlane,
+    ca: TestCa,
+    served: Served,
+    dir: tempfile::TempDir,
+}
+
+/// A control plane of its own (a webhook configuration reaches every
+/// request), `serve` with `config`, registered with `failure_policy`, and
+/// the widget CRD (`size`, `color`) installed before the webhook.
+async fn setup(config: &str, failure_policy: &str) -> Option<Setup> {
+    let plane = dedicated()?;
+    let client = admin(&plane).await;
+    install(&client, &widgets(json!({"color": {"type": "string"}}))).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca = TestCa::new();
+    ca.issue(dir.path());
+    write_config(dir.path(), config);
+    let served = Served::start(dir.path(), &plane.admin_kubeconfig, &[]);
+    register(&client, &served.url(), &ca, failure_policy).await;
+    Some(Setup {
+        plane,
+        ca,
+        served,
+        dir,
+    })
+}
+
+#[tokio::test]
+async fn an_unsafe_update_is_denied_for_every_client_and_a_safe_one_passes() {
+    let Some(s) = setup("webhook:\n  mode: enforce\n", "Fail").await else {
+        return;
+    };
+    let kc = &s.plane.admin_kubeconfig;
+    let files = s.dir.path();
+    // `color` removed: stored widgets would lose it.
+    let unsafe_crd = write_manifest(files, "unsafe.json", &widgets(json!({})));
+    let denied = until_kubectl_says(
+        kc,
+        &[
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--dry-run=server",
+            "-f",
+            &unsafe_crd,
+        ],
+        "denied the request",
+    );
+    assert!(!denied.status.success());
+    let text = stderr(&denied);
+    assert!(
+        text.contains("crd-safety: this update of widgets.example.com is unsafe (1 error):"),
+        "{text}"
+    );
+    assert!(
+        text.contains("- existingFieldRemoval v1 ^.spec.color:"),
+        "{text}"
+    );
+    assert!(
+        text.contains("crd-safety.io/accept: \"existingFieldRemoval\""),
+        "the way out is named: {text}"
+    );
+    for args in [
+        vec!["apply", "-f", &unsafe_crd],
+        vec![
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "-f",
+            &unsafe_crd,
+        ],
+        vec!["replace", "-f", &unsafe_crd],
+    ] {
+        let out = kubectl(kc, &args);
+        assert!(!out.status.success(), "kubectl {args:?} passed");
+        assert!(
+            stderr(&out).contains("existingFieldRemoval v1 ^.spec.color"),
+            "kubectl {args:?}: {}",
+            stderr(&out)
+        );
+    }
+    // Nothing of it was stored.
+    let live = kubectl(kc, &["get", "crd", "widgets.example.com", "-o", "json"]);
+    let live: Value = serde_json::from_slice(&live.stdout).expect("CRD JSON");
+    assert!(
+        live.pointer("/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/color")
+            .is_some()
+    );
+    // apply-check sees the webhook's denial in the server's dry run.
+    let report = run(
+        &[
+            "apply-check",
+            "-f",
+            &unsafe_crd,
+            "--kubeconfig",
+            kc.to_str().expect("utf-8"),
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(report.code, 1, "{}", report.stderr);
+    let findings = &report.json()["crds"][0]["findings"];
+    let rejects: Vec<&Value> = findings
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["check"] == "apiServerRejects")
+        .collect();
+    assert_eq!(rejects.len(), 1, "{findings:#}");
+    assert!(
+        rejects[0]["message"].as_str().is_some_and(
+            |m| m.contains("admission webhook \"crds.crd-safety.io\" denied the request")
+        ),
+        "{:#}",
+        rejects[0]
+    );
+    // A safe change (a new optional field) passes, for real.
+    let safe = write_manifest(
+        files,
+        "safe.json",
+        &widgets(json!({"color": {"type": "string"}, "shape": {"type": "string"}})),
+    );
+    let out = kubectl(
+        kc,
+        &["apply", "--server-side", "--force-conflicts", "-f", &safe],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    // One log line per decision, naming the user and the verdict.
+    let log = s.served.log();
+    let reviews: Vec<&Value> = log.iter().filter(|v| v["event"] == "review").collect();
+    assert!(
+        reviews.iter().any(|r| r["verdict"] == "deny"
+            && r["operation"] == "UPDATE"
+            && r["crd"] == "widgets.example.com"
+            && r["dryRun"] == true),
+        "{reviews:#?}"
+    );
+    assert!(
+        reviews
+            .iter()
+            .any(|r| r["verdict"] == "allow" && r["dryRun"] == false),
+        "{reviews:#?}"
+    );
+    assert!(
+        reviews
+            .iter()
+            .all(|r| r["user"].as_str().is_some_and(|u| !u.is_empty()))
+    );
+    drop(s.ca);
+}
+
+#[tokio::test]
+async fn warn_mode_break_glass_deletion_guard_reloads_and_failure_policy() {
+    let Some(s) = setup("webhook:\n  mode: warn\n", "Fail").await else {
+        return;
+    };
+    let kc = &s.plane.admin_kubeconfig;
+    let files = s.dir.path();
+    let client = admin(&s.plane).await;
+
+    // warn: allowed, and kubectl shows each finding as a Warning: line.
+    let no_color = write_manifest(files, "no-color.json", &widgets(json!({})));
+    let out = until_kubectl_says(
+        kc,
+        &[
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--dry-run=server",
+            "-f",
+            &no_color,
+        ],
+        "Warning: crd-safety error existingFieldRemoval v1 ^.spec.color",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    // enforce, by editing the mounted configuration: denied, with no
+    // failed review on the way.
+    let before = s.served.log().len();
+    write_config(files, "webhook:\n  mode: enforce\n");
+    s.served.wait_for("configuration reloaded", before);
+    let out = kubectl(
+        kc,
+        &[
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--dry-run=server",
+            "-f",
+            &no_color,
+        ],
+    );
+    assert!(
+        stderr(&out).contains("denied the request"),
+        "{}",
+        stderr(&out)
+    );
+
+    // Break-glass: accepted with a reason, still warned, logged with the user.
+    let mut accepted = widgets(json!({}));
+    accepted["metadata"]["annotations"] = json!({
+        "crd-safety.io/accept": "existingFieldRemoval",
+        "crd-safety.io/accept-reason": "color was never read; see #42"
+    });
+    let accepted = write_manifest(files, "accepted.json", &accepted);
+    let out = kubectl(
+        kc,
+        &[
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "-f",
+            &accepted,
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("Warning: crd-safety error existingFieldRemoval v1 ^.spec.color"),
+        "{}",
+        stderr(&out)
+    );
+    let glass = s
+        .served
+        .log()
+        .into_iter()
+        .rev()
+        .find(|v| v["event"] == "review" && v["breakGlass"].is_object())
+        .expect("the break-glass review is logged");
+    assert_eq!(
+        glass["breakGlass"]["reason"],
+        "color was never read; see #42"
+    );
+    assert_eq!(glass["accepted"], json!(["existingFieldRemoval"]));
+    assert!(glass["user"].as_str().is_some_and(|u| !u.is_empty()));
+
+    // The deletion guard: refused while a widget exists, with the count.
+    create_objects(
+        &client,
+        "widgets",
+        "v1",
+        vec![("default".into(), "w1".into(), json!({"size": 1}))],
+    )
+    .await;
+    let out = kubectl(kc, &["delete", "crd", "widgets.example.com"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("1 Widget object still exist"),
+        "{}",
+        stderr(&out)
+    );
+
+    // A rotated certificate (same CA) is served without a failed review.
+    let before = s.served.log().len();
+    s.ca.issue(files);
+    s.served.wait_for("certificate reloaded", before);
+    for _ in 0..5 {
+        let out = kubectl(
+            kc,
+            &["delete", "crd", "widgets.example.com", "--dry-run=server"],
+        );
+        assert!(
+            stderr(&out).contains("denied the request"),
+            "{}",
+            stderr(&out)
+        );
+    }
+
+    // Without objects the delete is allowed.
+    let out = kubectl(
+        kc,
+        &["delete", "widgets.example.com", "w1", "-n", "default"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = kubectl(
+        kc,
+        &["delete", "crd", "widgets.example.com", "--dry-run=server"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    // Stopped: `Fail` refuses CRD changes, `Ignore` lets them through.
+    let url = s.served.url();
+    assert_eq!(s.served.terminate(), 0, "serve exits 0 on SIGTERM");
+    let safe = write_manifest(
+        files,
+        "safe.json",
+        &widgets(json!({"shape": {"type": "string"}})),
+    );
+    let out = kubectl(
+        kc,
+        &[
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--dry-run=server",
+            "-f",
+            &safe,
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("failed calling webhook"),
+        "{}",
+        stderr(&out)
+    );
+    register(&client, &url, &s.ca, "Ignore").await;
+    until_kubectl_says(
+        kc,
+        &[
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--dry-run=server",
+            "-f",
+            &safe,
+        ],
+        "serverside-applied (server dry run)",
+    );
+}

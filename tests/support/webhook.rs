@@ -1,0 +1,262 @@
+//! The admission webhook under test: a CA made per run, `serve` started on
+//! loopback with a certificate for 127.0.0.1, its log lines collected, and
+//! a `ValidatingWebhookConfiguration` pointing the test API server at it.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+use kube::api::{Patch, PatchParams};
+use kube::{Api, Client};
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType,
+};
+use serde_json::{Value, json};
+
+/// A certificate authority for one test.
+pub struct TestCa {
+    issuer: Issuer<'static, KeyPair>,
+    /// The CA certificate, PEM: the webhook configuration's `caBundle`.
+    pub pem: String,
+}
+
+impl TestCa {
+    pub fn new() -> TestCa {
+        let key = KeyPair::generate().expect("CA key");
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "crd-safety test CA");
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let cert = params.self_signed(&key).expect("CA certificate");
+        TestCa {
+            pem: cert.pem(),
+            issuer: Issuer::new(params, key),
+        }
+    }
+
+    /// Writes a serving certificate for 127.0.0.1 and its key into `dir`
+    /// as `tls.crt` and `tls.key` (replacing what is there, as a rotation
+    /// does), and returns the certificate's PEM.
+    pub fn issue(&self, dir: &Path) -> String {
+        let key = KeyPair::generate().expect("serving key");
+        let mut params =
+            CertificateParams::new(vec!["localhost".to_string()]).expect("serving params");
+        params
+            .subject_alt_names
+            .push(SanType::IpAddress(std::net::IpAddr::from([127, 0, 0, 1])));
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "crd-safety webhook");
+        let cert = params.signed_by(&key, &self.issuer).expect("signed");
+        // Written aside and renamed, as the kubelet swaps a Secret's files.
+        for (name, text) in [("tls.key", key.serialize_pem()), ("tls.crt", cert.pem())] {
+            let tmp = dir.join(format!(".{name}.new"));
+            std::fs::write(&tmp, text).expect("write");
+            std::fs::rename(&tmp, dir.join(name)).expect("rename");
+        }
+        cert.pem()
+    }
+
+    /// `caBundle`: the CA's PEM, base64.
+    pub fn bundle(&self) -> String {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(&self.pem)
+    }
+}
+
+/// A running `serve`.
+pub struct Served {
+    child: Child,
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// Its stdout, one JSON line per event.
+    lines: Arc<Mutex<Vec<String>>>,
+    /// Holds tls.crt, tls.key and config.yaml.
+    pub dir: PathBuf,
+}
+
+impl Served {
+    /// Starts `serve` on a free loopback port with the certificate and
+    /// configuration in `dir`, talking to the cluster of `kubeconfig`.
+    pub fn start(dir: &Path, kubeconfig: &Path, extra: &[&str]) -> Served {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kubectl-crd_safety"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--tls-cert-file"])
+            .arg(dir.join("tls.crt"))
+            .arg("--tls-private-key-file")
+            .arg(dir.join("tls.key"))
+            .arg("--config")
+            .arg(dir.join("config.yaml"))
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(["--reload-interval", "200ms", "--shutdown-delay", "0s"])
+            .args(extra)
+            .env_remove("KUBECONFIG")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("serve starts");
+        let stdout = child.stdout.take().expect("stdout piped");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        {
+            let lines = Arc::clone(&lines);
+            std::thread::spawn(move || {
+                for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                    if line.contains("\"event\":\"serving\"") {
+                        let _ = tx.send(line.clone());
+                    }
+                    lines.lock().expect("lines").push(line);
+                }
+            });
+        }
+        let first = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("serve says where it listens");
+        let v: Value = serde_json::from_str(&first).expect("JSON log line");
+        let addr = v["address"]
+            .as_str()
+            .and_then(|a| a.parse().ok())
+            .expect("address");
+        Served {
+            child,
+            addr,
+            lines,
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    /// `https://127.0.0.1:PORT/validate`.
+    pub fn url(&self) -> String {
+        format!("https://{}/validate", self.addr)
+    }
+
+    /// The log lines so far, parsed.
+    pub fn log(&self) -> Vec<Value> {
+        self.lines
+            .lock()
+            .expect("lines")
+            .iter()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// Waits for a log line of `event` past the first `after` lines.
+    pub fn wait_for(&self, event: &str, after: usize) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(v) = self
+                .log()
+                .into_iter()
+                .skip(after)
+                .find(|v| v["event"] == event)
+            {
+                return v;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no {event:?} in the log: {:#?}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Sends SIGTERM and waits for the exit code.
+    pub fn terminate(mut self) -> i32 {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status.code().unwrap_or(-1);
+            }
+            assert!(Instant::now() < deadline, "serve did not stop on SIGTERM");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Registers (or updates) the webhook `crd-safety` for CRDs at `url`.
+pub async fn register(client: &Client, url: &str, ca: &TestCa, failure_policy: &str) {
+    let config: ValidatingWebhookConfiguration = serde_json::from_value(json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "crd-safety"},
+        "webhooks": [{
+            "name": "crds.crd-safety.io",
+            "clientConfig": {"url": url, "caBundle": ca.bundle()},
+            "rules": [{
+                "apiGroups": ["apiextensions.k8s.io"],
+                "apiVersions": ["v1"],
+                "operations": ["CREATE", "UPDATE", "DELETE"],
+                "resources": ["customresourcedefinitions"],
+                "scope": "Cluster"
+            }],
+            "failurePolicy": failure_policy,
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+            "timeoutSeconds": 10
+        }]
+    }))
+    .expect("webhook configuration");
+    Api::<ValidatingWebhookConfiguration>::all(client.clone())
+        .patch(
+            "crd-safety",
+            &PatchParams::apply("crd-safety-test").force(),
+            &Patch::Apply(&config),
+        )
+        .await
+        .expect("the webhook configuration is applied");
+}
+
+/// Runs `kubectl args` against `kubeconfig`.
+pub fn kubectl(kubeconfig: &Path, args: &[&str]) -> std::process::Output {
+    Command::new("kubectl")
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .env_remove("KUBECONFIG")
+        .output()
+        .expect("kubectl runs")
+}
+
+/// Retries `kubectl args` until its stderr contains `expected`: the API
+/// server picks up a webhook configuration change within a second or two.
+pub fn until_kubectl_says(
+    kubeconfig: &Path,
+    args: &[&str],
+    expected: &str,
+) -> std::process::Output {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = kubectl(kubeconfig, args);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if text.contains(expected) {
+            return out;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "kubectl {args:?} never said {expected:?}; last:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
