@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use support::envtest::{ControlPlane, dedicated};
 use support::live::{admin, crd, create_objects, install, write_manifest};
 use support::run::run;
-use support::webhook::{Served, TestCa, kubectl, register, until_kubectl_says};
+use support::webhook::{Served, TestCa, get, kubectl, post, register, until_kubectl_says};
 
 fn write_config(dir: &Path, text: &str) {
     let tmp = dir.join(".config.yaml.new");
@@ -348,4 +348,91 @@ async fn warn_mode_break_glass_deletion_guard_reloads_and_failure_policy() {
         ],
         "serverside-applied (server dry run)",
     );
+}
+
+#[tokio::test]
+async fn hostile_bodies_get_a_400_and_the_server_keeps_serving() {
+    let Some(plane) = support::envtest::control_plane() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca = TestCa::new();
+    ca.issue(dir.path());
+    write_config(dir.path(), "webhook:\n  mode: enforce\n");
+    let served = Served::start(
+        dir.path(),
+        &plane.admin_kubeconfig,
+        &["--max-body-bytes", "65536"],
+    );
+    let addr = served.addr;
+    let review = |v: Value| serde_json::to_vec(&v).expect("JSON");
+    let cases: Vec<(&str, Vec<u8>, u16, &str)> = vec![
+        ("not JSON", post(b"hello"), 400, "not an AdmissionReview"),
+        (
+            "truncated",
+            post(br#"{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"#),
+            400,
+            "not an AdmissionReview",
+        ),
+        (
+            "wrong kind",
+            post(&review(json!({"kind": "Pod", "apiVersion": "v1", "request": null}))),
+            400,
+            "expected an admission.k8s.io/v1 AdmissionReview, found v1 Pod",
+        ),
+        (
+            "v1beta1",
+            post(&review(json!({"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1beta1"}))),
+            400,
+            "expected an admission.k8s.io/v1 AdmissionReview",
+        ),
+        (
+            "no request",
+            post(&review(json!({"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1"}))),
+            400,
+            "carries no request",
+        ),
+        ("huge", post(&vec![b' '; 100_000]), 413, "larger than 65536 bytes"),
+        ("GET /validate", get("/validate"), 405, "method not allowed"),
+        ("unknown path", get("/mutate"), 404, "no such path: /mutate"),
+    ];
+    for (what, request, status, says) in &cases {
+        let (code, body) = support::webhook::https(addr, &ca, request).await;
+        assert_eq!(code, *status, "{what}: {body}");
+        assert!(body.contains(says), "{what}: {body}");
+    }
+    // Still alive, and it counted what it refused.
+    let (code, body) = support::webhook::https(addr, &ca, &get("/healthz")).await;
+    assert_eq!((code, body.as_str()), (200, "ok\n"));
+    let (code, _) = support::webhook::https(addr, &ca, &get("/readyz")).await;
+    assert_eq!(code, 200);
+    let (code, metrics) = support::webhook::https(addr, &ca, &get("/metrics")).await;
+    assert_eq!(code, 200);
+    assert!(
+        metrics.contains("crd_safety_bad_requests_total 6\n"),
+        "{metrics}"
+    );
+    // A review of something that is not a CRD is answered, not a crash:
+    // allowed under failMode open, with the reason.
+    let pod_review = review(json!({
+        "kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1",
+        "request": {
+            "uid": "u1", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "name": "p", "operation": "CREATE", "userInfo": {"username": "alice"},
+            "object": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}
+        }
+    }));
+    let (code, body) = support::webhook::https(addr, &ca, &post(&pod_review)).await;
+    assert_eq!(code, 200, "{body}");
+    let answer: Value = serde_json::from_str(&body).expect("an AdmissionReview answer");
+    assert_eq!(answer["response"]["uid"], "u1");
+    assert_eq!(answer["response"]["allowed"], true);
+    assert!(
+        answer["response"]["warnings"][0]
+            .as_str()
+            .is_some_and(|w| w.contains("CustomResourceDefinitions only, not Pod")),
+        "{answer:#}"
+    );
+    assert_eq!(served.terminate(), 0);
 }

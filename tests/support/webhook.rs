@@ -133,6 +133,11 @@ impl Served {
         }
     }
 
+    /// The process id (for its memory figures).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// `https://127.0.0.1:PORT/validate`.
     pub fn url(&self) -> String {
         format!("https://{}/validate", self.addr)
@@ -259,4 +264,57 @@ pub fn until_kubectl_says(
         );
         std::thread::sleep(Duration::from_millis(250));
     }
+}
+
+/// Sends raw HTTP/1.1 `request` bytes to `addr` over TLS trusting only
+/// `ca`, and returns the status code and body of the answer.
+pub async fn https(addr: SocketAddr, ca: &TestCa, request: &[u8]) -> (u16, String) {
+    use rustls::pki_types::pem::PemObject;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(ca.pem.as_bytes()) {
+        roots.add(cert.expect("CA PEM")).expect("CA added");
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("TLS versions")
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").expect("name");
+    let mut tls = connector.connect(name, tcp).await.expect("TLS handshake");
+    tls.write_all(request).await.expect("request sent");
+    let mut answer = Vec::new();
+    // The server may close before reading a body it refused.
+    let _ = tls.read_to_end(&mut answer).await;
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no HTTP status in {text:?}"));
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// A `POST /validate` with `body`, closing the connection after.
+pub fn post(body: &[u8]) -> Vec<u8> {
+    let mut r = format!(
+        "POST /validate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    r.extend_from_slice(body);
+    r
+}
+
+/// A `GET path`, closing the connection after.
+pub fn get(path: &str) -> Vec<u8> {
+    format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").into_bytes()
 }

@@ -1,0 +1,227 @@
+//! Admission latency of `serve`: 20 clients at once, each on its own
+//! keep-alive HTTPS connection (as the API server's webhook client keeps
+//! them), sending UPDATE reviews of a typical CRD (cert-manager's
+//! `certificates`, v1.15.0 -> v1.16.0) and of the largest of the corpus
+//! (ECK's `elasticsearches` full bases, v3.0.0 -> v3.5.0, about 1.5 MB of
+//! YAML each), with the server's memory at rest and after the load.
+//!
+//! `cargo bench --bench webhook`; `WEBHOOK_BENCH_REVIEWS` sets the reviews
+//! per client (default 25), `WEBHOOK_BENCH_CLIENTS` the clients (default
+//! 20). Figures are printed, never asserted. The server
+//! reads the cluster's version once, from a real kube-apiserver started by
+//! the test harness.
+
+#[path = "../tests/support/envtest.rs"]
+mod envtest;
+#[path = "support/mod.rs"]
+mod support;
+#[path = "../tests/support/webhook.rs"]
+mod webhook;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crd_safety::manifest::{Source, load};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+
+
+fn crd_of(path: &std::path::Path) -> Value {
+    let set = load(&[Source::Path(path.to_path_buf())]).expect("corpus file loads");
+    set.crds
+        .into_iter()
+        .next()
+        .expect("a CRD in the file")
+        .crd
+        .manifest
+}
+
+/// An UPDATE review of `old` to `new`, with the live CRD's status.
+fn review(uid: &str, old: &Value, new: &Value) -> Vec<u8> {
+    let mut old = old.clone();
+    let storage: Vec<Value> = old["spec"]["versions"]
+        .as_array()
+        .map(|vs| {
+            vs.iter()
+                .filter(|v| v["storage"] == true)
+                .map(|v| v["name"].clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    old["status"] = json!({"storedVersions": storage});
+    let name = new["metadata"]["name"].clone();
+    serde_json::to_vec(&json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {
+            "uid": uid,
+            "kind": {"group": "apiextensions.k8s.io", "version": "v1", "kind": "CustomResourceDefinition"},
+            "resource": {"group": "apiextensions.k8s.io", "version": "v1", "resource": "customresourcedefinitions"},
+            "name": name, "operation": "UPDATE",
+            "userInfo": {"username": "bench"},
+            "object": new, "oldObject": old, "dryRun": false
+        }
+    }))
+    .expect("JSON")
+}
+
+fn rss_kib(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+async fn client(
+    addr: std::net::SocketAddr,
+    ca: &webhook::TestCa,
+) -> hyper::client::conn::http1::SendRequest<Full<Bytes>> {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(ca.pem.as_bytes()) {
+        roots.add(cert.expect("CA PEM")).expect("CA added");
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("TLS versions")
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").expect("name");
+    let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect(name, tcp)
+        .await
+        .expect("TLS");
+    let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+        .await
+        .expect("HTTP/1.1");
+    tokio::spawn(conn);
+    send
+}
+
+/// Runs `per_client` reviews on each of `clients` connections at once;
+/// returns every latency, sorted.
+async fn load_with(
+    addr: std::net::SocketAddr,
+    ca: &webhook::TestCa,
+    body: Bytes,
+    clients: usize,
+    per_client: usize,
+) -> Vec<Duration> {
+    let mut senders = Vec::new();
+    for _ in 0..clients {
+        senders.push(client(addr, ca).await);
+    }
+    let mut tasks = tokio::task::JoinSet::new();
+    for mut send in senders {
+        let body = body.clone();
+        tasks.spawn(async move {
+            let mut took = Vec::with_capacity(per_client);
+            for _ in 0..per_client {
+                let req = http::Request::post("/validate")
+                    .header("host", "127.0.0.1")
+                    .header("content-type", "application/json")
+                    .body(Full::new(body.clone()))
+                    .expect("request");
+                let started = Instant::now();
+                let answer = send.send_request(req).await.expect("answered");
+                let status = answer.status();
+                let bytes = answer.into_body().collect().await.expect("body").to_bytes();
+                took.push(started.elapsed());
+                assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
+            }
+            took
+        });
+    }
+    let mut all = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        all.extend(done.expect("client"));
+    }
+    all.sort();
+    all
+}
+
+fn main() {
+    let Some(corpus) = support::corpus_dir() else {
+        return;
+    };
+    let Some(plane) = envtest::dedicated() else {
+        return;
+    };
+    let per_client: usize = std::env::var("WEBHOOK_BENCH_REVIEWS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(25);
+    let clients: usize = std::env::var("WEBHOOK_BENCH_CLIENTS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(20);
+    let cases = [
+        (
+            "typical: cert-manager certificates v1.15.0 -> v1.16.0",
+            "cert-manager/v1.15.0/crd-certificates.yaml",
+            "cert-manager/v1.16.0/crd-certificates.yaml",
+        ),
+        (
+            "largest: ECK elasticsearches v3.0.0 -> v3.5.0",
+            "eck-full-bases/v3.0.0/elasticsearch.k8s.elastic.co_elasticsearches.yaml",
+            "eck-full-bases/v3.5.0/elasticsearch.k8s.elastic.co_elasticsearches.yaml",
+        ),
+    ];
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca = webhook::TestCa::new();
+    ca.issue(dir.path());
+    // warn: every review is fully judged and answered with its findings.
+    std::fs::write(dir.path().join("config.yaml"), "webhook:\n  mode: warn\n").expect("config");
+    let served = webhook::Served::start(
+        dir.path(),
+        &plane.admin_kubeconfig,
+        &["--max-body-bytes", "16777216"],
+    );
+    let pid = served.pid();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    std::thread::sleep(Duration::from_millis(500));
+    println!(
+        "serve at rest: RSS {:.1} MiB",
+        rss_kib(pid, "VmRSS:") as f64 / 1024.0
+    );
+    for (label, old, new) in cases {
+        let body = Bytes::from(review(
+            "bench",
+            &crd_of(&corpus.join(old)),
+            &crd_of(&corpus.join(new)),
+        ));
+        // One review first: the server reads the cluster's version once.
+        runtime.block_on(load_with(served.addr, &ca, body.clone(), 1, 1));
+        let took = runtime.block_on(load_with(served.addr, &ca, body.clone(), clients, per_client));
+        println!(
+            "{label}: review {:.0} KiB, {} reviews by {clients} clients at once: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+            body.len() as f64 / 1024.0,
+            took.len(),
+            percentile(&took, 0.5).as_secs_f64() * 1000.0,
+            percentile(&took, 0.99).as_secs_f64() * 1000.0,
+            took.last().copied().unwrap_or_default().as_secs_f64() * 1000.0,
+        );
+        println!(
+            "  serve after it: RSS {:.1} MiB, peak RSS {:.1} MiB",
+            rss_kib(pid, "VmRSS:") as f64 / 1024.0,
+            rss_kib(pid, "VmHWM:") as f64 / 1024.0
+        );
+    }
+}
