@@ -27,7 +27,6 @@ use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 
-
 fn crd_of(path: &std::path::Path) -> Value {
     let set = load(&[Source::Path(path.to_path_buf())]).expect("corpus file loads");
     set.crds
@@ -112,29 +111,47 @@ async fn client(
     send
 }
 
+/// The text in the new CRD that [`numbered`] rewrites, so every review of
+/// a cold run is a pair the server has not judged yet.
+const MARK: &str = "crd-safety-bench-000000";
+
+/// `body` with its mark replaced by `n`.
+fn numbered(body: &Bytes, at: usize, n: usize) -> Bytes {
+    let mut v = body.to_vec();
+    let digits = format!("{:06}", n % 1_000_000);
+    v[at + MARK.len() - 6..at + MARK.len()].copy_from_slice(digits.as_bytes());
+    Bytes::from(v)
+}
+
 /// Runs `per_client` reviews on each of `clients` connections at once;
-/// returns every latency, sorted.
+/// with `distinct`, each review is of a new pair. Returns every latency,
+/// sorted.
 async fn load_with(
     addr: std::net::SocketAddr,
     ca: &webhook::TestCa,
     body: Bytes,
     clients: usize,
     per_client: usize,
+    distinct: Option<usize>,
 ) -> Vec<Duration> {
     let mut senders = Vec::new();
     for _ in 0..clients {
         senders.push(client(addr, ca).await);
     }
     let mut tasks = tokio::task::JoinSet::new();
-    for mut send in senders {
+    for (c, mut send) in senders.into_iter().enumerate() {
         let body = body.clone();
         tasks.spawn(async move {
             let mut took = Vec::with_capacity(per_client);
-            for _ in 0..per_client {
+            for i in 0..per_client {
+                let this = match distinct {
+                    Some(at) => numbered(&body, at, 1 + c * per_client + i),
+                    None => body.clone(),
+                };
                 let req = http::Request::post("/validate")
                     .header("host", "127.0.0.1")
                     .header("content-type", "application/json")
-                    .body(Full::new(body.clone()))
+                    .body(Full::new(this))
                     .expect("request");
                 let started = Instant::now();
                 let answer = send.send_request(req).await.expect("answered");
@@ -202,26 +219,37 @@ fn main() {
         rss_kib(pid, "VmRSS:") as f64 / 1024.0
     );
     for (label, old, new) in cases {
-        let body = Bytes::from(review(
-            "bench",
-            &crd_of(&corpus.join(old)),
-            &crd_of(&corpus.join(new)),
-        ));
+        let mut new = crd_of(&corpus.join(new));
+        new["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["description"] = json!(MARK);
+        let body = Bytes::from(review("bench", &crd_of(&corpus.join(old)), &new));
+        let at = body
+            .windows(MARK.len())
+            .position(|w| w == MARK.as_bytes())
+            .expect("the mark is in the body");
         // One review first: the server reads the cluster's version once.
-        runtime.block_on(load_with(served.addr, &ca, body.clone(), 1, 1));
-        let took = runtime.block_on(load_with(served.addr, &ca, body.clone(), clients, per_client));
-        println!(
-            "{label}: review {:.0} KiB, {} reviews by {clients} clients at once: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
-            body.len() as f64 / 1024.0,
-            took.len(),
-            percentile(&took, 0.5).as_secs_f64() * 1000.0,
-            percentile(&took, 0.99).as_secs_f64() * 1000.0,
-            took.last().copied().unwrap_or_default().as_secs_f64() * 1000.0,
-        );
-        println!(
-            "  serve after it: RSS {:.1} MiB, peak RSS {:.1} MiB",
-            rss_kib(pid, "VmRSS:") as f64 / 1024.0,
-            rss_kib(pid, "VmHWM:") as f64 / 1024.0
-        );
+        runtime.block_on(load_with(served.addr, &ca, body.clone(), 1, 1, None));
+        println!("{label}: review {:.0} KiB", body.len() as f64 / 1024.0);
+        for (run, distinct) in [
+            ("every pair new", Some(at)),
+            ("one pair again and again", None),
+        ] {
+            let took = runtime.block_on(load_with(
+                served.addr,
+                &ca,
+                body.clone(),
+                clients,
+                per_client,
+                distinct,
+            ));
+            println!(
+                "  {run}: {} reviews by {clients} clients at once: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; serve RSS {:.1} MiB, peak {:.1} MiB",
+                took.len(),
+                percentile(&took, 0.5).as_secs_f64() * 1000.0,
+                percentile(&took, 0.99).as_secs_f64() * 1000.0,
+                took.last().copied().unwrap_or_default().as_secs_f64() * 1000.0,
+                rss_kib(pid, "VmRSS:") as f64 / 1024.0,
+                rss_kib(pid, "VmHWM:") as f64 / 1024.0
+            );
+        }
     }
 }

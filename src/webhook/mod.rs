@@ -10,8 +10,10 @@
 //! configured mode and the break-glass annotation, and [`server`] is the
 //! HTTPS endpoint with its health, metrics and reloads.
 
+mod cache;
 pub mod decision;
 mod metrics;
+pub mod request;
 pub mod review;
 pub mod server;
 mod tls;

@@ -8,13 +8,13 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use kube::core::DynamicObject;
-use kube::core::admission::{AdmissionRequest, Operation as KubeOperation};
 use serde::Serialize;
-use serde_json::Value;
-use tokio::sync::OnceCell;
+use serde_json::value::RawValue;
+use tokio::sync::{OnceCell, Semaphore};
 
+use super::cache::{Key, VerdictCache};
 use super::decision::{self, DELETION_CHECK, Decision, Operation, Problem};
+use super::request::{Outline, Request};
 use crate::cluster::Connection;
 use crate::compare::{Check, Finding, Severity};
 use crate::config::{Config, Unfinished};
@@ -24,15 +24,55 @@ use crate::diff::{StoredVersionsArg, entries};
 use crate::manifest::{LoadedCrd, Location, ManifestSet};
 use crate::scan::{ScanOptions, scan_crd};
 
-/// The configuration in force; `serve` swaps it when the file changes.
-pub type SharedConfig = Arc<RwLock<Arc<Config>>>;
+/// The configuration in force and its generation; `serve` replaces it when
+/// the file changes, and the generation tells cached verdicts apart.
+#[derive(Default)]
+pub struct SharedConfig {
+    current: RwLock<(u64, Arc<Config>)>,
+}
+
+impl SharedConfig {
+    /// Starts with `config`.
+    pub fn new(config: Config) -> SharedConfig {
+        SharedConfig {
+            current: RwLock::new((0, Arc::new(config))),
+        }
+    }
+
+    /// The configuration in force, with its generation.
+    pub fn get(&self) -> (u64, Arc<Config>) {
+        match self.current.read() {
+            Ok(c) => (c.0, Arc::clone(&c.1)),
+            // A panic while swapping cannot leave a half-written pair.
+            Err(p) => {
+                let c = p.into_inner();
+                (c.0, Arc::clone(&c.1))
+            }
+        }
+    }
+
+    /// Puts `config` in force.
+    pub fn set(&self, config: Config) {
+        let mut slot = match self.current.write() {
+            Ok(c) => c,
+            Err(p) => p.into_inner(),
+        };
+        *slot = (slot.0 + 1, Arc::new(config));
+    }
+}
 
 /// Reviews CRD changes with one connection to the cluster.
 pub struct Reviewer {
     conn: Connection,
-    config: SharedConfig,
+    config: Arc<SharedConfig>,
     /// The server's minor version, read once it answers.
     server_minor: OnceCell<u32>,
+    /// Findings of pairs already judged.
+    cache: VerdictCache,
+    /// Judgments run at once: one per core. Each holds two parsed CRDs
+    /// (tens of MB for the largest), and more at once only adds memory,
+    /// not speed.
+    judging: Semaphore,
 }
 
 /// What the log line of one review says, besides the decision.
@@ -65,22 +105,31 @@ pub struct Reviewed {
     pub duration_ms: f64,
 }
 
+/// What a review found, before the decision.
+#[derive(Default)]
+struct Examined {
+    /// After the configured levels and exceptions.
+    findings: Vec<Finding>,
+    problems: Vec<Problem>,
+    /// Those of the object carrying the author's intent (the new CRD, or
+    /// the one deleted).
+    annotations: BTreeMap<String, String>,
+    /// Objects counted (DELETE) or scanned.
+    objects: Option<u64>,
+    /// How the object scan ended.
+    scan: Option<&'static str>,
+}
+
 impl Reviewer {
     /// A reviewer reading the configuration from `config`.
-    pub fn new(conn: Connection, config: SharedConfig) -> Reviewer {
+    pub fn new(conn: Connection, config: Arc<SharedConfig>) -> Reviewer {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         Reviewer {
             conn,
             config,
             server_minor: OnceCell::new(),
-        }
-    }
-
-    /// The configuration in force now.
-    fn config(&self) -> Arc<Config> {
-        match self.config.read() {
-            Ok(c) => Arc::clone(&c),
-            // A panic while swapping cannot leave a half-written Arc.
-            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+            cache: VerdictCache::default(),
+            judging: Semaphore::new(cores),
         }
     }
 
@@ -98,18 +147,12 @@ impl Reviewer {
     }
 
     /// Reviews one request.
-    pub async fn review(&self, request: &AdmissionRequest<DynamicObject>) -> Reviewed {
+    pub async fn review(&self, request: &Request<'_>) -> Reviewed {
         let started = Instant::now();
-        let config = self.config();
+        let (generation, config) = self.config.get();
         let settings = config.webhook;
-        let operation = match request.operation {
-            KubeOperation::Create => Operation::Create,
-            KubeOperation::Update => Operation::Update,
-            KubeOperation::Delete => Operation::Delete,
-            // CONNECT never applies to CRDs.
-            KubeOperation::Connect => Operation::Update,
-        };
-        let examined = match self.examine(request, operation, &config).await {
+        let operation = request.operation();
+        let examined = match self.examine(request, operation, generation, &config).await {
             Ok(found) => found,
             Err(why) => Examined {
                 problems: vec![unfinished(why, settings.fail_mode)],
@@ -128,7 +171,7 @@ impl Reviewer {
             uid: request.uid.clone(),
             operation,
             crd: request.name.clone(),
-            user: request.user_info.username.clone().unwrap_or_default(),
+            user: request.user_info.username.clone(),
             dry_run: request.dry_run,
             mode: settings.mode.as_str(),
             objects: examined.objects,
@@ -141,22 +184,24 @@ impl Reviewer {
     /// What one request holds to decide on.
     async fn examine(
         &self,
-        request: &AdmissionRequest<DynamicObject>,
+        request: &Request<'_>,
         operation: Operation,
+        generation: u64,
         config: &Arc<Config>,
     ) -> Result<Examined, String> {
         let settings = config.webhook;
-        let new = request.object.as_ref().map(crd_of).transpose()?;
-        let old = request.old_object.as_ref().map(crd_of).transpose()?;
+        let new = request.object.map(outline_of).transpose()?;
+        let old = request.old_object.map(outline_of).transpose()?;
         match (operation, old, new) {
-            (Operation::Delete, Some(old), _) => {
-                let annotations = annotations_of(&old);
+            (Operation::Delete, Some(old_outline), _) => {
+                let annotations = old_outline.annotations().clone();
                 if !settings.delete_guard {
                     return Ok(Examined {
                         annotations,
                         ..Examined::default()
                     });
                 }
+                let old = parse_crd(request.old_object)?;
                 let (problem, count) = match self.count_objects(&old).await {
                     Ok(0) => (None, Some(0)),
                     Ok(n) => (Some(objects_exist(&old, n)), Some(n)),
@@ -178,36 +223,48 @@ impl Reviewer {
             (Operation::Delete, None, _) => {
                 Err("the DELETE request carries no oldObject".to_string())
             }
-            (_, old, Some(new)) => {
-                let annotations = annotations_of(&new);
+            (_, old_outline, Some(new_outline)) => {
+                let annotations = new_outline.annotations().clone();
+                let new_spec = new_outline.spec.map_or("", |s| s.get());
+                let old_spec = old_outline
+                    .as_ref()
+                    .and_then(|o| o.spec)
+                    .map_or("", |s| s.get());
                 // Only metadata or status changed: nothing to compare.
-                if let Some(old) = &old
-                    && old.manifest.get("spec") == new.manifest.get("spec")
-                {
+                if old_outline.is_some() && old_spec == new_spec {
                     return Ok(Examined {
                         annotations,
                         ..Examined::default()
                     });
                 }
-                let mut judged = Config::clone(config);
-                judged.kube_version = self.kube_version(config).await;
-                judged.kube_version_source = KubeVersionSource::Server;
-                let (new, old, findings) = tokio::task::spawn_blocking(move || {
-                    let found = findings_of(old.as_ref(), &new, &judged);
-                    (new, old, found)
-                })
-                .await
-                .map_err(|e| format!("the check stopped inside crd-safety: {e}"))?;
+                let kube = self.kube_version(config).await;
+                let key = Key {
+                    name: &request.name,
+                    new_annotations: &annotations,
+                    old_spec,
+                    old_stored: old_outline.as_ref().map_or("", |o| o.stored_versions()),
+                    new_spec,
+                    config_generation: generation,
+                    kube_minor: kube.minor,
+                };
+                let findings = self
+                    .cache
+                    .get_or_judge(&key, || self.judge(request, kube, config))
+                    .await?;
                 let mut examined = Examined {
-                    findings,
+                    findings: findings.as_ref().clone(),
                     annotations,
                     ..Examined::default()
                 };
-                if let Some(old) = old.as_ref().filter(|_| settings.scan_objects.enabled) {
-                    match self.scan(old, &new, config).await {
-                        Ok((found, scanned)) => {
+                if old_outline.is_some() && settings.scan_objects.enabled {
+                    let scanned = match (parse_crd(request.old_object), parse_crd(request.object)) {
+                        (Ok(old), Ok(new)) => self.scan(&old, &new, config).await,
+                        (Err(e), _) | (_, Err(e)) => Err(e),
+                    };
+                    match scanned {
+                        Ok((found, count)) => {
                             examined.findings.extend(found);
-                            examined.objects = Some(scanned);
+                            examined.objects = Some(count);
                             examined.scan = Some("completed");
                         }
                         Err(why) => {
@@ -223,6 +280,38 @@ impl Reviewer {
                 operation.as_str()
             )),
         }
+    }
+
+    /// Parses both CRDs and finds what `apply-check` would, one judgment
+    /// per core at a time, off the async threads.
+    async fn judge(
+        &self,
+        request: &Request<'_>,
+        kube: KubeVersion,
+        config: &Config,
+    ) -> Result<Vec<Finding>, String> {
+        let _permit = self
+            .judging
+            .acquire()
+            .await
+            .map_err(|e| format!("the check stopped inside crd-safety: {e}"))?;
+        // Owned copies for the blocking pool, made under the permit, so
+        // waiting reviews hold only their bodies.
+        let new_raw = request.object.map(|r| r.get().to_owned());
+        let old_raw = request.old_object.map(|r| r.get().to_owned());
+        let mut judged = config.clone();
+        judged.kube_version = kube;
+        judged.kube_version_source = KubeVersionSource::Server;
+        tokio::task::spawn_blocking(move || {
+            let new = parse_crd_text(new_raw.as_deref())?;
+            let old = old_raw
+                .as_deref()
+                .map(|r| parse_crd_text(Some(r)))
+                .transpose()?;
+            Ok(findings_of(old, new, &judged))
+        })
+        .await
+        .map_err(|e| format!("the check stopped inside crd-safety: {e}"))?
     }
 
     /// How many objects the CRD has: one `limit=1` LIST per served
@@ -291,30 +380,15 @@ impl Reviewer {
     }
 }
 
-/// What a review found, before the decision.
-#[derive(Default)]
-struct Examined {
-    /// After the configured levels and exceptions.
-    findings: Vec<Finding>,
-    problems: Vec<Problem>,
-    /// Those of the object carrying the author's intent (the new CRD, or
-    /// the one deleted).
-    annotations: BTreeMap<String, String>,
-    /// Objects counted (DELETE) or scanned.
-    objects: Option<u64>,
-    /// How the object scan ended.
-    scan: Option<&'static str>,
-}
-
 /// What `apply-check` would report for this change, after the configured
 /// levels and exceptions. `invalidCrd` is capped at a warning: the API
 /// server validated the CRD before it asked the webhook, so an error of
 /// ours there is a disagreement with the server, whose verdict stands.
-pub fn findings_of(old: Option<&Crd>, new: &Crd, config: &Config) -> Vec<Finding> {
-    let set = |crd: Option<&Crd>, side: &str| ManifestSet {
+pub fn findings_of(old: Option<Crd>, new: Crd, config: &Config) -> Vec<Finding> {
+    let set = |crd: Option<Crd>, side: &str| ManifestSet {
         crds: crd
-            .map(|c| LoadedCrd {
-                crd: c.clone(),
+            .map(|crd| LoadedCrd {
+                crd,
                 location: Location {
                     file: format!("admission request ({side})"),
                     line: 0,
@@ -344,31 +418,27 @@ pub fn findings_of(old: Option<&Crd>, new: &Crd, config: &Config) -> Vec<Finding
     findings
 }
 
-/// The CRD in a request's object.
-fn crd_of(object: &DynamicObject) -> Result<Crd, String> {
-    let value = serde_json::to_value(object).map_err(|e| format!("unreadable object: {e}"))?;
-    if value.get("kind").and_then(Value::as_str) != Some("CustomResourceDefinition") {
-        return Err(format!(
+/// The outline of a request's object, refusing anything but a CRD.
+fn outline_of(raw: &RawValue) -> Result<Outline<'_>, String> {
+    let outline = Outline::of(raw)?;
+    match outline.kind.as_deref() {
+        Some("CustomResourceDefinition") => Ok(outline),
+        other => Err(format!(
             "crd-safety reviews CustomResourceDefinitions only, not {}: check the webhook's rules",
-            value
-                .get("kind")
-                .and_then(Value::as_str)
-                .unwrap_or("(no kind)")
-        ));
+            other.unwrap_or("(no kind)")
+        )),
     }
-    Crd::from_manifest(value).map_err(|e| format!("the CRD cannot be read: {e}"))
 }
 
-fn annotations_of(crd: &Crd) -> BTreeMap<String, String> {
-    crd.manifest
-        .pointer("/metadata/annotations")
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                .collect()
-        })
-        .unwrap_or_default()
+/// The CRD in a request's object (already known to be one).
+fn parse_crd(raw: Option<&RawValue>) -> Result<Crd, String> {
+    parse_crd_text(raw.map(RawValue::get))
+}
+
+fn parse_crd_text(raw: Option<&str>) -> Result<Crd, String> {
+    let raw = raw.ok_or("the request carries no object")?;
+    let value = serde_json::from_str(raw).map_err(|e| format!("unreadable object: {e}"))?;
+    Crd::from_manifest(value).map_err(|e| format!("the CRD cannot be read: {e}"))
 }
 
 /// The deletion guard's problem.

@@ -8,21 +8,21 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper_util::rt::TokioIo;
-use kube::core::DynamicObject;
-use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
+use kube::core::admission::AdmissionResponse;
 use serde_json::{Value, json};
 use thiserror::Error;
 use tokio::net::TcpListener;
 
 use super::metrics::Metrics;
+use super::request;
 use super::review::{Reviewed, Reviewer, SharedConfig};
 use super::tls::{CertError, ReloadingCert, server_config};
 use crate::cluster::Connection;
@@ -119,7 +119,7 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), ServeError> {
     let (config, mut config_text) = load_config(opts.config_file.as_ref())?;
-    let shared: SharedConfig = Arc::new(RwLock::new(Arc::new(config)));
+    let shared = Arc::new(SharedConfig::new(config));
     let cert = Arc::new(ReloadingCert::load(&opts.cert_file, &opts.key_file)?);
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server_config(Arc::clone(&cert))?));
     let listener = TcpListener::bind(opts.listen)
@@ -136,7 +136,7 @@ pub async fn serve(
         max_body: opts.max_body_bytes,
     });
     {
-        let c = shared.read().map(|c| Arc::clone(&c)).unwrap_or_default();
+        let (_, c) = shared.get();
         log(
             "serving",
             json!({"address": addr.to_string(), "mode": c.webhook.mode.as_str(),
@@ -173,9 +173,7 @@ pub async fn serve(
                     Ok(text) => match Config::parse(&text, &path.display().to_string()) {
                         Ok(c) => {
                             let mode = c.webhook.mode.as_str();
-                            if let Ok(mut slot) = shared.write() {
-                                *slot = Arc::new(c);
-                            }
+                            shared.set(c);
                             config_text = Some(text);
                             state.metrics.reload("config", "ok");
                             log("configuration reloaded", json!({"mode": mode}));
@@ -323,7 +321,7 @@ async fn validate(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>
             );
         }
     };
-    let request = match parse_review(&body) {
+    let request = match request::parse(&body) {
         Ok(r) => r,
         Err(why) => return bad(state, StatusCode::BAD_REQUEST, why),
     };
@@ -351,32 +349,8 @@ async fn validate(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>
     r
 }
 
-/// An `admission.k8s.io/v1` AdmissionReview with a request, or why not.
-fn parse_review(body: &[u8]) -> Result<AdmissionRequest<DynamicObject>, String> {
-    let review: AdmissionReview<DynamicObject> = serde_json::from_slice(body)
-        .map_err(|e| format!("the body is not an AdmissionReview: {e}"))?;
-    if review.types.kind != "AdmissionReview" || review.types.api_version != "admission.k8s.io/v1" {
-        return Err(format!(
-            "expected an admission.k8s.io/v1 AdmissionReview, found {} {}",
-            if review.types.api_version.is_empty() {
-                "(no apiVersion)"
-            } else {
-                &review.types.api_version
-            },
-            if review.types.kind.is_empty() {
-                "(no kind)"
-            } else {
-                &review.types.kind
-            },
-        ));
-    }
-    review
-        .try_into()
-        .map_err(|_| "the AdmissionReview carries no request".to_string())
-}
-
-fn respond(request: &AdmissionRequest<DynamicObject>, reviewed: &Reviewed) -> AdmissionResponse {
-    let mut response = AdmissionResponse::from(request);
+fn respond(request: &request::Request, reviewed: &Reviewed) -> AdmissionResponse {
+    let mut response = request::response(&request.uid);
     let d = &reviewed.decision;
     if let Some(message) = &d.message {
         response = response.deny(message);

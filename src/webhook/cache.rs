@@ -1,0 +1,152 @@
+//! Verdicts already reached, by what they depend on. The same pair of
+//! CRDs reaches the webhook again and again: `kubectl diff` or a server
+//! dry run before every apply, Argo CD's server-side diff on every refresh,
+//! Helm's retries, and the same release on both replicas' neighbours. The
+//! findings of a pair depend only on the old spec and stored versions, the
+//! new spec, the configuration and the server's version, so they are kept
+//! under a hash of those (the break-glass annotations, the object count and
+//! the scan are decided anew every time). Requests for a pair being judged
+//! wait for that judgment instead of repeating it.
+//!
+//! Measured (`cargo bench --bench webhook`, README "Guard the cluster"):
+//! this is what keeps 20 concurrent reviews of the largest corpus CRD near
+//! the latency of one.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::hash::{BuildHasher, Hash, RandomState};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::OnceCell;
+
+use crate::compare::Finding;
+
+/// Pairs remembered; the findings of one are a few KiB.
+const CAPACITY: usize = 512;
+
+/// What a verdict depends on.
+#[derive(Hash)]
+pub struct Key<'a> {
+    /// The CRD's name.
+    pub name: &'a str,
+    /// The new CRD's annotations (`invalidCrd` reads some).
+    pub new_annotations: &'a BTreeMap<String, String>,
+    /// The old spec and `status.storedVersions`, raw (empty on CREATE).
+    pub old_spec: &'a str,
+    pub old_stored: &'a str,
+    /// The new spec, raw.
+    pub new_spec: &'a str,
+    /// Which configuration was in force (bumped on every reload).
+    pub config_generation: u64,
+    /// The server's minor version.
+    pub kube_minor: u32,
+}
+
+type Slot = Arc<OnceCell<Arc<Vec<Finding>>>>;
+
+/// A bounded map from keys to findings, oldest out first. Keys are kept
+/// as 64-bit SipHash digests under keys drawn at random when the process
+/// starts: whoever can write CRDs cannot compute them, so cannot make an
+/// unsafe pair collide with a safe one that was judged already.
+#[derive(Default)]
+pub struct VerdictCache {
+    hasher: RandomState,
+    inner: Mutex<(HashMap<u64, Slot>, VecDeque<u64>)>,
+}
+
+impl VerdictCache {
+    /// The findings for `key`, judged by `judge` unless they are known or
+    /// being judged; a failed judgment is not kept.
+    pub async fn get_or_judge<F, Fut>(
+        &self,
+        key: &Key<'_>,
+        judge: F,
+    ) -> Result<Arc<Vec<Finding>>, String>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<Vec<Finding>, String>>,
+    {
+        let id = self.hasher.hash_one(key);
+        let slot = {
+            let mut guard = match self.inner.lock() {
+                Ok(g) => g,
+                Err(p) => p.into_inner(),
+            };
+            let (map, order) = &mut *guard;
+            match map.get(&id) {
+                Some(slot) => Arc::clone(slot),
+                None => {
+                    if order.len() >= CAPACITY
+                        && let Some(oldest) = order.pop_front()
+                    {
+                        map.remove(&oldest);
+                    }
+                    let slot: Slot = Arc::default();
+                    map.insert(id, Arc::clone(&slot));
+                    order.push_back(id);
+                    slot
+                }
+            }
+        };
+        let result = slot
+            .get_or_try_init(|| async { judge().await.map(Arc::new) })
+            .await
+            .cloned();
+        if result.is_err() {
+            let mut guard = match self.inner.lock() {
+                Ok(g) => g,
+                Err(p) => p.into_inner(),
+            };
+            guard.0.remove(&id);
+        }
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::{Check, Severity};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn key(new_spec: &str) -> Key<'_> {
+        static NONE: BTreeMap<String, String> = BTreeMap::new();
+        Key {
+            name: "w",
+            new_annotations: &NONE,
+            old_spec: "{}",
+            old_stored: "[\"v1\"]",
+            new_spec,
+            config_generation: 0,
+            kube_minor: 34,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_pair_is_judged_once_and_a_different_pair_again() {
+        let cache = VerdictCache::default();
+        let judged = AtomicUsize::new(0);
+        let judge = || async {
+            judged.fetch_add(1, Ordering::SeqCst);
+            Ok(vec![Finding::new(Check::Enum, Severity::Error, "x")])
+        };
+        let a = cache.get_or_judge(&key("{\"a\":1}"), judge).await.unwrap();
+        let b = cache.get_or_judge(&key("{\"a\":1}"), judge).await.unwrap();
+        assert_eq!(a, b);
+        assert_eq!(judged.load(Ordering::SeqCst), 1);
+        cache.get_or_judge(&key("{\"a\":2}"), judge).await.unwrap();
+        assert_eq!(judged.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn a_failed_judgment_is_tried_again() {
+        let cache = VerdictCache::default();
+        let first = cache
+            .get_or_judge(&key("{}"), || async { Err("boom".to_string()) })
+            .await;
+        assert!(first.is_err());
+        let second = cache
+            .get_or_judge(&key("{}"), || async { Ok(Vec::new()) })
+            .await;
+        assert_eq!(second.unwrap().len(), 0);
+    }
+}
