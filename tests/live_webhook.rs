@@ -443,3 +443,266 @@ async fn hostile_bodies_get_a_400_and_the_server_keeps_serving() {
     );
     assert_eq!(served.terminate(), 0);
 }
+
+/// Runs `helm args` against the control plane, with its state in `home`.
+fn helm(dir: &Path, home: &Path, kubeconfig: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(dir.join("helm"))
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .env("HELM_CACHE_HOME", home.join("cache"))
+        .env("HELM_CONFIG_HOME", home.join("config"))
+        .env("HELM_DATA_HOME", home.join("data"))
+        .env_remove("KUBECONFIG")
+        .output()
+        .expect("helm runs")
+}
+
+/// A chart that keeps its CRD in `templates/` (so `helm upgrade` changes
+/// it, unlike `crds/`).
+fn chart_with_crd(dir: &Path, version: &str, crd: &Value) -> String {
+    let chart = dir.join(format!("gadgets-{version}"));
+    std::fs::create_dir_all(chart.join("templates")).expect("chart dir");
+    std::fs::write(
+        chart.join("Chart.yaml"),
+        format!("apiVersion: v2\nname: gadgets\nversion: {version}\n"),
+    )
+    .expect("Chart.yaml");
+    std::fs::write(
+        chart.join("templates/crd.json"),
+        serde_json::to_string_pretty(crd).expect("JSON"),
+    )
+    .expect("template");
+    chart.display().to_string()
+}
+
+#[tokio::test]
+async fn helm_upgrade_of_a_chart_with_crds_in_templates_is_denied_with_the_findings() {
+    let Some(helm_dir) = support::helm::helm_dir() else {
+        return;
+    };
+    let Some(s) = setup("webhook:\n  mode: enforce\n", "Fail").await else {
+        return;
+    };
+    let kc = &s.plane.admin_kubeconfig;
+    let files = s.dir.path();
+    let gadgets = |extra: Value| crd("gadgets", &[("v1", true, true)], extra);
+    let v1 = chart_with_crd(
+        files,
+        "1.0.0",
+        &gadgets(json!({"color": {"type": "string"}})),
+    );
+    // The first install is a CREATE: a new CRD is allowed.
+    let out = until_kubectl_says(
+        kc,
+        &["get", "validatingwebhookconfiguration", "crd-safety"],
+        "crd-safety",
+    );
+    assert!(out.status.success());
+    let install = helm(helm_dir, files, kc, &["install", "gadgets", &v1, "--wait"]);
+    assert!(install.status.success(), "{}", stderr(&install));
+    let v2 = chart_with_crd(files, "2.0.0", &gadgets(json!({})));
+    // The API server may still be loading the webhook configuration: the
+    // upgrade is retried until the webhook answers (a denial proves it).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let upgrade = loop {
+        let out = helm(helm_dir, files, kc, &["upgrade", "gadgets", &v2]);
+        if !out.status.success() || std::time::Instant::now() > deadline {
+            break out;
+        }
+        // It went through before the webhook was active: put v1 back.
+        helm(helm_dir, files, kc, &["upgrade", "gadgets", &v1]);
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    };
+    assert!(
+        !upgrade.status.success(),
+        "helm upgrade passed an unsafe CRD change"
+    );
+    let text = stderr(&upgrade);
+    assert!(text.contains("denied the request"), "{text}");
+    assert!(
+        text.contains("existingFieldRemoval v1 ^.spec.color"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn the_object_scan_reports_stored_objects_the_new_schema_rejects_and_its_limits_follow_fail_mode()
+ {
+    let config =
+        "webhook:\n  mode: enforce\n  scanObjects: {enabled: true, deadline: 5s, maxObjects: 10}\n";
+    let Some(s) = setup(config, "Fail").await else {
+        return;
+    };
+    let kc = &s.plane.admin_kubeconfig;
+    let files = s.dir.path();
+    let client = admin(&s.plane).await;
+    create_objects(
+        &client,
+        "widgets",
+        "v1",
+        (0..3)
+            .map(|i| {
+                (
+                    "default".to_string(),
+                    format!("w{i}"),
+                    json!({"size": 50 + i}),
+                )
+            })
+            .collect(),
+    )
+    .await;
+    // A maximum every stored widget exceeds: the comparison reports the
+    // tightened bound, and the scan names the objects it would reject.
+    let tightened = write_manifest(
+        files,
+        "tightened.json",
+        &widgets(json!({"color": {"type": "string"}, "size": {"type": "integer", "maximum": 10}})),
+    );
+    let args = [
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--dry-run=server",
+        "-f",
+        tightened.as_str(),
+    ];
+    let out = until_kubectl_says(kc, &args, "denied the request");
+    let text = stderr(&out);
+    assert!(text.contains("^.spec.size"), "{text}");
+    let review = s
+        .served
+        .log()
+        .into_iter()
+        .rev()
+        .find(|v| v["event"] == "review" && v["verdict"] == "deny")
+        .expect("the review is logged");
+    assert_eq!(review["scan"], "completed", "{review:#}");
+    assert_eq!(review["objects"], 3, "{review:#}");
+    assert!(
+        review["findings"].as_array().is_some_and(|fs| fs
+            .iter()
+            .any(|f| f["objects"]["count"] == 3 || f["objects"].is_object())),
+        "the scan's finding names the objects: {review:#}"
+    );
+    // More objects than maxObjects: not scanned. failMode open allows
+    // (with the comparison's own findings still deciding), closed denies.
+    create_objects(
+        &client,
+        "widgets",
+        "v1",
+        (3..12)
+            .map(|i| ("default".to_string(), format!("w{i}"), json!({"size": 1})))
+            .collect(),
+    )
+    .await;
+    let before = s.served.log().len();
+    write_config(
+        files,
+        "webhook:\n  mode: enforce\n  failMode: closed\n  scanObjects: {enabled: true, maxObjects: 10}\n",
+    );
+    s.served.wait_for("configuration reloaded", before);
+    let shape = write_manifest(
+        files,
+        "shape.json",
+        &widgets(json!({"color": {"type": "string"}, "shape": {"type": "string"}})),
+    );
+    let out = kubectl(
+        kc,
+        &[
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--dry-run=server",
+            "-f",
+            &shape,
+        ],
+    );
+    let text = stderr(&out);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("12 objects, more than scanObjects.maxObjects (10)"),
+        "{text}"
+    );
+    let before = s.served.log().len();
+    write_config(
+        files,
+        "webhook:\n  mode: enforce\n  failMode: open\n  scanObjects: {enabled: true, maxObjects: 10}\n",
+    );
+    s.served.wait_for("configuration reloaded", before);
+    let out = kubectl(
+        kc,
+        &[
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--dry-run=server",
+            "-f",
+            &shape,
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out)
+            .contains("Warning: crd-safety unfinished: the stored objects were not scanned"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[tokio::test]
+async fn a_certificate_rotation_and_a_configuration_change_fail_no_review() {
+    let Some(s) = setup("webhook:\n  mode: enforce\n", "Fail").await else {
+        return;
+    };
+    let kc = s.plane.admin_kubeconfig.clone();
+    let files = s.dir.path();
+    let unsafe_crd = write_manifest(files, "unsafe.json", &widgets(json!({})));
+    let args = [
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--dry-run=server",
+        "-f",
+        unsafe_crd.as_str(),
+    ];
+    until_kubectl_says(&kc, &args, "denied the request");
+    // Reviews keep coming while the certificate rotates and the mode
+    // changes; each must be answered by the webhook (denied, or allowed
+    // with warnings after the switch to warn), never fail to call it.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let looping = {
+        let (stop, kc) = (std::sync::Arc::clone(&stop), kc.clone());
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        std::thread::spawn(move || {
+            let mut answers = Vec::new();
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let a: Vec<&str> = args.iter().map(String::as_str).collect();
+                answers.push(stderr(&kubectl(&kc, &a)));
+            }
+            answers
+        })
+    };
+    let before = s.served.log().len();
+    s.ca.issue(files);
+    s.served.wait_for("certificate reloaded", before);
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    write_config(files, "webhook:\n  mode: warn\n");
+    s.served.wait_for("configuration reloaded", before);
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let answers = looping.join().expect("the review loop");
+    assert!(answers.len() >= 4, "{answers:#?}");
+    for a in &answers {
+        assert!(
+            a.contains("denied the request")
+                || a.contains("Warning: crd-safety error existingFieldRemoval"),
+            "a review failed: {a}"
+        );
+    }
+    assert!(
+        answers
+            .last()
+            .is_some_and(|a| a.contains("Warning: crd-safety"))
+    );
+}
