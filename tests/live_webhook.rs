@@ -184,7 +184,7 @@ async fn an_unsafe_update_is_denied_for_every_client_and_a_safe_one_passes() {
 
 #[tokio::test]
 async fn warn_mode_break_glass_deletion_guard_reloads_and_failure_policy() {
-    let Some(s) = setup("webhook:\n  mode: warn\n", "Fail").await else {
+    let Some(mut s) = setup("webhook:\n  mode: warn\n", "Fail").await else {
         return;
     };
     let kc = &s.plane.admin_kubeconfig;
@@ -359,7 +359,7 @@ async fn hostile_bodies_get_a_400_and_the_server_keeps_serving() {
     let ca = TestCa::new();
     ca.issue(dir.path());
     write_config(dir.path(), "webhook:\n  mode: enforce\n");
-    let served = Served::start(
+    let mut served = Served::start(
         dir.path(),
         &plane.admin_kubeconfig,
         &["--max-body-bytes", "65536"],
@@ -441,7 +441,21 @@ async fn hostile_bodies_get_a_400_and_the_server_keeps_serving() {
             .is_some_and(|w| w.contains("CustomResourceDefinitions only, not Pod")),
         "{answer:#}"
     );
+    let (_, metrics) = support::webhook::https(addr, &ca, &get("/metrics")).await;
+    assert!(
+        metrics.contains("crd_safety_reviews_total{operation=\"CREATE\",verdict=\"warn\"} 1\n"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("crd_safety_review_duration_seconds_count 1\n"),
+        "{metrics}"
+    );
     assert_eq!(served.terminate(), 0);
+    let log = served.log();
+    assert_eq!(
+        log.last().map(|v| v["event"].clone()),
+        Some(json!("stopped"))
+    );
 }
 
 /// Runs `helm args` against the control plane, with its state in `home`.

@@ -175,7 +175,7 @@ impl Served {
     }
 
     /// Sends SIGTERM and waits for the exit code.
-    pub fn terminate(mut self) -> i32 {
+    pub fn terminate(&mut self) -> i32 {
         let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
         nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
         let deadline = Instant::now() + Duration::from_secs(30);
