@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Build the crd-safety container image: the static (musl) binary alone,
+# `FROM scratch`, non-root (see Dockerfile).
+#
+# usage: scripts/build-image.sh [TAG]     (default ghcr.io/crd-safety/crd-safety:<version>)
+#
+# Needs the musl target (`rustup target add x86_64-unknown-linux-musl`; on
+# Debian also `apt-get install musl-tools`) and one of docker, podman or
+# buildah. Nothing is pulled: the base is `scratch`. Without a daemon,
+# buildah works as root with `--storage-driver vfs --isolation chroot`,
+# which this script uses when buildah is the only builder.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)"
+tag="${1:-ghcr.io/crd-safety/crd-safety:${version}}"
+target=x86_64-unknown-linux-musl
+
+rustup target list --installed 2>/dev/null | grep -qx "$target" || rustup target add "$target"
+cargo build --release --locked --target "$target"
+bin="target/$target/release/kubectl-crd_safety"
+# A static binary: no dynamic loader in the image to run anything else.
+if file "$bin" | grep -q "dynamically linked"; then
+    echo "build-image: $bin is not static" >&2
+    exit 1
+fi
+
+if command -v docker >/dev/null && docker info >/dev/null 2>&1; then
+    docker build -t "$tag" .
+elif command -v podman >/dev/null; then
+    podman build -t "$tag" .
+elif command -v buildah >/dev/null; then
+    buildah --storage-driver vfs bud --isolation chroot -t "$tag" .
+else
+    echo "build-image: no docker daemon, podman or buildah to build with" >&2
+    exit 3
+fi
+echo "$tag"
