@@ -720,3 +720,81 @@ async fn a_certificate_rotation_and_a_configuration_change_fail_no_review() {
             .is_some_and(|a| a.contains("Warning: crd-safety"))
     );
 }
+
+#[tokio::test]
+async fn a_scan_that_outlasts_its_deadline_follows_fail_mode() {
+    let Some(plane) = dedicated() else {
+        return;
+    };
+    let client = admin(&plane).await;
+    install(&client, &widgets(json!({"color": {"type": "string"}}))).await;
+    create_objects(
+        &client,
+        "widgets",
+        "v1",
+        vec![("default".into(), "w1".into(), json!({"size": 1}))],
+    )
+    .await;
+    // serve reaches the cluster through a proxy that takes 3 s to answer
+    // any read of widgets: no scan can finish within a 1 s deadline.
+    let proxy = support::faults::FaultProxy::start(&plane, |r: &support::faults::Incoming<'_>| {
+        if r.target.starts_with("/apis/example.com/") {
+            support::faults::Fault::Delay(std::time::Duration::from_secs(3))
+        } else {
+            support::faults::Fault::Forward
+        }
+    });
+    let dir = tempfile::tempdir().expect("tempdir");
+    let files = dir.path();
+    let slow_kubeconfig = proxy.kubeconfig(files);
+    let ca = TestCa::new();
+    ca.issue(files);
+    write_config(
+        files,
+        "webhook:\n  mode: enforce\n  failMode: closed\n  scanObjects: {enabled: true, deadline: 1s}\n",
+    );
+    let served = Served::start(files, Path::new(&slow_kubeconfig), &[]);
+    register(&client, &served.url(), &ca, "Fail").await;
+    let kc = &plane.admin_kubeconfig;
+    // A safe change: only the unfinished scan can deny it.
+    let shape = write_manifest(
+        files,
+        "shape.json",
+        &widgets(json!({"color": {"type": "string"}, "shape": {"type": "string"}})),
+    );
+    let args = [
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--dry-run=server",
+        "-f",
+        shape.as_str(),
+    ];
+    let started = std::time::Instant::now();
+    let out = until_kubectl_says(kc, &args, "denied the request");
+    let text = stderr(&out);
+    assert!(
+        text.contains("did not finish within scanObjects.deadline (1s)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("failMode: closed denies what could not be checked"),
+        "{text}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(25));
+    let before = served.log().len();
+    write_config(
+        files,
+        "webhook:\n  mode: enforce\n  failMode: open\n  scanObjects: {enabled: true, deadline: 1s}\n",
+    );
+    served.wait_for("configuration reloaded", before);
+    let out = kubectl(kc, &args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "Warning: crd-safety unfinished: the scan of the stored objects did not finish"
+        ),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -346,35 +346,41 @@ impl Reviewer {
         config: &Config,
     ) -> Result<(Vec<Finding>, u64), String> {
         let limits = config.webhook.scan_objects;
-        let count = self
-            .count_objects(old)
+        // The deadline covers the count too: both are round trips to a
+        // server that may be slow, and the answer must beat the webhook's
+        // timeout.
+        let bounded = async {
+            let count = self
+                .count_objects(old)
+                .await
+                .map_err(|why| format!("the stored objects were not scanned: {why}"))?;
+            if count > limits.max_objects {
+                return Err(format!(
+                    "the stored objects were not scanned: {count} objects, more than scanObjects.maxObjects ({})",
+                    limits.max_objects
+                ));
+            }
+            let minor = self.kube_version(config).await.minor;
+            let mut quiet = |_: crate::scan::Progress<'_>| {};
+            scan_crd(
+                &self.conn,
+                old,
+                new,
+                minor,
+                ScanOptions::default(),
+                &mut quiet,
+            )
             .await
-            .map_err(|why| format!("the stored objects were not scanned: {why}"))?;
-        if count > limits.max_objects {
-            return Err(format!(
-                "the stored objects were not scanned: {count} objects, more than scanObjects.maxObjects ({})",
-                limits.max_objects
-            ));
-        }
-        let minor = self.kube_version(config).await.minor;
-        let mut quiet = |_: crate::scan::Progress<'_>| {};
-        let scan = scan_crd(
-            &self.conn,
-            old,
-            new,
-            minor,
-            ScanOptions::default(),
-            &mut quiet,
-        );
-        let result = tokio::time::timeout(limits.deadline, scan)
+            .map_err(|e| format!("the stored objects were not scanned: {e}"))
+        };
+        let result = tokio::time::timeout(limits.deadline, bounded)
             .await
             .map_err(|_| {
                 format!(
                     "the scan of the stored objects did not finish within scanObjects.deadline ({})",
                     seconds(limits.deadline)
                 )
-            })?
-            .map_err(|e| format!("the stored objects were not scanned: {e}"))?;
+            })??;
         let (kept, _) = config.policy().apply(&old.name, result.findings);
         Ok((kept, result.summary.scanned))
     }
@@ -473,4 +479,49 @@ fn unfinished(why: String, fail_mode: Unfinished) -> Problem {
 
 fn seconds(d: Duration) -> String {
     format!("{}s", d.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn widgets(spec_props: serde_json::Value) -> Crd {
+        Crd::from_manifest(json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                     "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
+                     "versions": [{"name": "v1", "served": true, "storage": true,
+                        "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                            "spec": {"type": "object", "properties": spec_props}}}}}]},
+            "status": {"storedVersions": ["v1"]}
+        }))
+        .expect("a CRD")
+    }
+
+    #[test]
+    fn levels_and_exceptions_of_the_configuration_apply_in_the_webhook() {
+        let old = || widgets(json!({"size": {"type": "integer"}, "color": {"type": "string"}}));
+        let new = || widgets(json!({"size": {"type": "integer"}}));
+        let removal = |fs: &[Finding]| {
+            fs.iter()
+                .find(|f| f.check == Check::ExistingFieldRemoval)
+                .map(|f| f.severity)
+        };
+        let plain = findings_of(Some(old()), new(), &Config::default());
+        assert_eq!(removal(&plain), Some(Severity::Error));
+        let lowered = Config::parse("checks:\n  existingFieldRemoval: warning\n", "c").unwrap();
+        assert_eq!(
+            removal(&findings_of(Some(old()), new(), &lowered)),
+            Some(Severity::Warning)
+        );
+        let excepted = Config::parse(
+            "exceptions:\n- crd: widgets.example.com\n  check: existingFieldRemoval\n  reason: unused\n",
+            "c",
+        )
+        .unwrap();
+        assert_eq!(removal(&findings_of(Some(old()), new(), &excepted)), None);
+    }
 }
