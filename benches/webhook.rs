@@ -86,18 +86,7 @@ async fn client(
     addr: std::net::SocketAddr,
     ca: &webhook::TestCa,
 ) -> hyper::client::conn::http1::SendRequest<Full<Bytes>> {
-    use rustls::pki_types::pem::PemObject;
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(ca.pem.as_bytes()) {
-        roots.add(cert.expect("CA PEM")).expect("CA added");
-    }
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .expect("TLS versions")
-    .with_root_certificates(roots)
-    .with_no_client_auth();
+    let config = webhook::client_config(ca.pem.as_bytes());
     let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
     let name = rustls::pki_types::ServerName::try_from("127.0.0.1").expect("name");
     let tls = tokio_rustls::TlsConnector::from(Arc::new(config))

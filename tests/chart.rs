@@ -16,7 +16,6 @@ use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -515,37 +514,11 @@ fn serve_like_the_pod(args: &[String], dir: &Path, kubeconfig: &Path) -> Serving
 /// certificate against `server_name`, as the API server checks it against
 /// the Service's DNS name. The status code.
 async fn get_as(addr: SocketAddr, ca_pem: &[u8], server_name: &str, path: &str) -> u16 {
-    use rustls::pki_types::pem::PemObject;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(ca_pem) {
-        roots.add(cert.expect("CA PEM")).expect("CA added");
-    }
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .expect("TLS versions")
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
-    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let name = rustls::pki_types::ServerName::try_from(server_name.to_string()).expect("name");
-    let mut tls = connector
-        .connect(name, tcp)
-        .await
-        .unwrap_or_else(|e| panic!("TLS handshake as {server_name}: {e}"));
     let request =
         format!("GET {path} HTTP/1.1\r\nHost: {server_name}\r\nConnection: close\r\n\r\n");
-    tls.write_all(request.as_bytes()).await.expect("sent");
-    let mut answer = Vec::new();
-    let _ = tls.read_to_end(&mut answer).await;
-    let answer = text(&answer);
-    answer
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no HTTP status in {answer:?}"))
+    support::webhook::https_as(addr, ca_pem, server_name, request.as_bytes())
+        .await
+        .0
 }
 
 #[tokio::test]

@@ -20,6 +20,20 @@ fn write_config(dir: &Path, text: &str) {
     std::fs::rename(&tmp, dir.join("config.yaml")).expect("rename");
 }
 
+/// `kubectl apply --server-side --dry-run=server` of `file`, taking over
+/// fields from the test's installer: the API server runs admission, the
+/// webhook answers, nothing is stored.
+fn dry_run(file: &str) -> [&str; 6] {
+    [
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--dry-run=server",
+        "-f",
+        file,
+    ]
+}
+
 fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -66,18 +80,7 @@ async fn an_unsafe_update_is_denied_for_every_client_and_a_safe_one_passes() {
     let files = s.dir.path();
     // `color` removed: stored widgets would lose it.
     let unsafe_crd = write_manifest(files, "unsafe.json", &widgets(json!({})));
-    let denied = until_kubectl_says(
-        kc,
-        &[
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "--dry-run=server",
-            "-f",
-            &unsafe_crd,
-        ],
-        "denied the request",
-    );
+    let denied = until_kubectl_says(kc, &dry_run(&unsafe_crd), "denied the request");
     assert!(!denied.status.success());
     let text = stderr(&denied);
     assert!(
@@ -195,14 +198,7 @@ async fn warn_mode_break_glass_deletion_guard_reloads_and_failure_policy() {
     let no_color = write_manifest(files, "no-color.json", &widgets(json!({})));
     let out = until_kubectl_says(
         kc,
-        &[
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "--dry-run=server",
-            "-f",
-            &no_color,
-        ],
+        &dry_run(&no_color),
         "Warning: crd-safety error existingFieldRemoval v1 ^.spec.color",
     );
     assert!(out.status.success(), "{}", stderr(&out));
@@ -212,17 +208,7 @@ async fn warn_mode_break_glass_deletion_guard_reloads_and_failure_policy() {
     let before = s.served.log().len();
     write_config(files, "webhook:\n  mode: enforce\n");
     s.served.wait_for("configuration reloaded", before);
-    let out = kubectl(
-        kc,
-        &[
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "--dry-run=server",
-            "-f",
-            &no_color,
-        ],
-    );
+    let out = kubectl(kc, &dry_run(&no_color));
     assert!(
         stderr(&out).contains("denied the request"),
         "{}",
@@ -318,17 +304,7 @@ async fn warn_mode_break_glass_deletion_guard_reloads_and_failure_policy() {
         "safe.json",
         &widgets(json!({"shape": {"type": "string"}})),
     );
-    let out = kubectl(
-        kc,
-        &[
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "--dry-run=server",
-            "-f",
-            &safe,
-        ],
-    );
+    let out = kubectl(kc, &dry_run(&safe));
     assert!(!out.status.success());
     assert!(
         stderr(&out).contains("failed calling webhook"),
@@ -336,18 +312,7 @@ async fn warn_mode_break_glass_deletion_guard_reloads_and_failure_policy() {
         stderr(&out)
     );
     register(&client, &url, &s.ca, "Ignore").await;
-    until_kubectl_says(
-        kc,
-        &[
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "--dry-run=server",
-            "-f",
-            &safe,
-        ],
-        "serverside-applied (server dry run)",
-    );
+    until_kubectl_says(kc, &dry_run(&safe), "serverside-applied (server dry run)");
 }
 
 #[tokio::test]
@@ -573,14 +538,7 @@ async fn the_object_scan_reports_stored_objects_the_new_schema_rejects_and_its_l
         "tightened.json",
         &widgets(json!({"color": {"type": "string"}, "size": {"type": "integer", "maximum": 10}})),
     );
-    let args = [
-        "apply",
-        "--server-side",
-        "--force-conflicts",
-        "--dry-run=server",
-        "-f",
-        tightened.as_str(),
-    ];
+    let args = dry_run(tightened.as_str());
     let out = until_kubectl_says(kc, &args, "denied the request");
     let text = stderr(&out);
     assert!(text.contains("^.spec.size"), "{text}");
@@ -621,17 +579,7 @@ async fn the_object_scan_reports_stored_objects_the_new_schema_rejects_and_its_l
         "shape.json",
         &widgets(json!({"color": {"type": "string"}, "shape": {"type": "string"}})),
     );
-    let out = kubectl(
-        kc,
-        &[
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "--dry-run=server",
-            "-f",
-            &shape,
-        ],
-    );
+    let out = kubectl(kc, &dry_run(&shape));
     let text = stderr(&out);
     assert!(!out.status.success(), "{text}");
     assert!(
@@ -644,17 +592,7 @@ async fn the_object_scan_reports_stored_objects_the_new_schema_rejects_and_its_l
         "webhook:\n  mode: enforce\n  failMode: open\n  scanObjects: {enabled: true, maxObjects: 10}\n",
     );
     s.served.wait_for("configuration reloaded", before);
-    let out = kubectl(
-        kc,
-        &[
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "--dry-run=server",
-            "-f",
-            &shape,
-        ],
-    );
+    let out = kubectl(kc, &dry_run(&shape));
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
         stderr(&out)
@@ -672,14 +610,7 @@ async fn a_certificate_rotation_and_a_configuration_change_fail_no_review() {
     let kc = s.plane.admin_kubeconfig.clone();
     let files = s.dir.path();
     let unsafe_crd = write_manifest(files, "unsafe.json", &widgets(json!({})));
-    let args = [
-        "apply",
-        "--server-side",
-        "--force-conflicts",
-        "--dry-run=server",
-        "-f",
-        unsafe_crd.as_str(),
-    ];
+    let args = dry_run(unsafe_crd.as_str());
     until_kubectl_says(&kc, &args, "denied the request");
     // Reviews keep coming while the certificate rotates and the mode
     // changes; each must be answered by the webhook (denied, or allowed
@@ -762,14 +693,7 @@ async fn a_scan_that_outlasts_its_deadline_follows_fail_mode() {
         "shape.json",
         &widgets(json!({"color": {"type": "string"}, "shape": {"type": "string"}})),
     );
-    let args = [
-        "apply",
-        "--server-side",
-        "--force-conflicts",
-        "--dry-run=server",
-        "-f",
-        shape.as_str(),
-    ];
+    let args = dry_run(shape.as_str());
     let started = std::time::Instant::now();
     let out = until_kubectl_says(kc, &args, "denied the request");
     let text = stderr(&out);

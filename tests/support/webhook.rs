@@ -266,26 +266,39 @@ pub fn until_kubectl_says(
     }
 }
 
-/// Sends raw HTTP/1.1 `request` bytes to `addr` over TLS trusting only
-/// `ca`, and returns the status code and body of the answer.
-pub async fn https(addr: SocketAddr, ca: &TestCa, request: &[u8]) -> (u16, String) {
+/// A TLS client configuration trusting only the CA certificates in
+/// `ca_pem`.
+pub fn client_config(ca_pem: &[u8]) -> rustls::ClientConfig {
     use rustls::pki_types::pem::PemObject;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(ca.pem.as_bytes()) {
+    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(ca_pem) {
         roots.add(cert.expect("CA PEM")).expect("CA added");
     }
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .expect("TLS versions")
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth()
+}
+
+/// Sends raw HTTP/1.1 `request` bytes to `addr` over TLS, trusting only
+/// `ca_pem` and checking the certificate against `server_name` (as the
+/// API server checks it against the Service's name); the status code and
+/// body of the answer.
+pub async fn https_as(
+    addr: SocketAddr,
+    ca_pem: &[u8],
+    server_name: &str,
+    request: &[u8],
+) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(client_config(ca_pem)));
     let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").expect("name");
-    let mut tls = connector.connect(name, tcp).await.expect("TLS handshake");
+    let name = rustls::pki_types::ServerName::try_from(server_name.to_string()).expect("name");
+    let mut tls = connector
+        .connect(name, tcp)
+        .await
+        .unwrap_or_else(|e| panic!("TLS handshake as {server_name}: {e}"));
     tls.write_all(request).await.expect("request sent");
     let mut answer = Vec::new();
     // The server may close before reading a body it refused.
@@ -301,6 +314,11 @@ pub async fn https(addr: SocketAddr, ca: &TestCa, request: &[u8]) -> (u16, Strin
         .map(|(_, b)| b.to_string())
         .unwrap_or_default();
     (status, body)
+}
+
+/// [`https_as`] to the webhook's loopback certificate.
+pub async fn https(addr: SocketAddr, ca: &TestCa, request: &[u8]) -> (u16, String) {
+    https_as(addr, ca.pem.as_bytes(), "127.0.0.1", request).await
 }
 
 /// A `POST /validate` with `body`, closing the connection after.
