@@ -99,25 +99,20 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// How often the certificate and the configuration are read again.
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = duration)]
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = crd_safety::duration::parse)]
     pub reload_interval: std::time::Duration,
     /// Refuse request bodies larger than this many bytes (413).
     #[arg(long, value_name = "BYTES", default_value_t = 8 * 1024 * 1024)]
     pub max_body_bytes: usize,
     /// After SIGTERM, keep answering this long while /readyz fails, so endpoints stop routing
     /// to this pod before it stops accepting.
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = duration)]
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = crd_safety::duration::parse)]
     pub shutdown_delay: std::time::Duration,
     /// Then wait at most this long for requests in flight.
-    #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = duration)]
+    #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = crd_safety::duration::parse)]
     pub drain_timeout: std::time::Duration,
     #[command(flatten)]
     pub kube: KubeArgs,
-}
-
-fn duration(s: &str) -> Result<std::time::Duration, String> {
-    crd_safety::config::parse_duration(s)
-        .ok_or_else(|| format!("expected a duration like 5s, 500ms or 2m, found {s:?}"))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -261,7 +256,7 @@ pub struct KubeArgs {
     #[arg(long)]
     pub user: Option<String>,
     /// How long to wait for each request (`30s`, `1m`, or seconds; 0 = no limit), like kubectl.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crd_safety::duration::parse)]
     pub request_timeout: Option<std::time::Duration>,
     /// The address of the API server (replaces the kubeconfig cluster's server).
     #[arg(short = 's', long, value_name = "URL")]
@@ -298,39 +293,6 @@ pub struct KubeArgs {
     /// server on stderr (method, path, status, time); never credentials.
     #[arg(short = 'v', long = "v", value_name = "LEVEL", default_value_t = 0)]
     pub verbosity: u8,
-}
-
-/// kubectl's duration syntax: `500ms`, `30s`, `2m`, `1h`, `1m30s`, or a bare number of seconds.
-pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    let s = s.trim();
-    if let Ok(secs) = s.parse::<u64>() {
-        return Ok(std::time::Duration::from_secs(secs));
-    }
-    let mut total = 0f64;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let num_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let (num, tail) = rest.split_at(num_len);
-        let value: f64 = num
-            .parse()
-            .map_err(|_| format!("invalid duration {s:?} (use e.g. 30s, 1m, 500ms)"))?;
-        let unit_len = tail
-            .find(|c: char| c.is_ascii_digit())
-            .unwrap_or(tail.len());
-        let (unit, next) = tail.split_at(unit_len);
-        let factor = match unit {
-            "ms" => 0.001,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return Err(format!("invalid duration {s:?} (use e.g. 30s, 1m, 500ms)")),
-        };
-        total += value * factor;
-        rest = next;
-    }
-    Ok(std::time::Duration::from_secs_f64(total))
 }
 
 #[derive(Debug, Args)]
@@ -386,7 +348,7 @@ pub struct ApplyArgs {
     #[arg(long)]
     pub force_conflicts: bool,
     /// How long to wait for each CRD to become Established.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
+    #[arg(long, value_name = "DURATION", value_parser = crd_safety::duration::parse, default_value = "60s")]
     pub wait_timeout: std::time::Duration,
 }
 
@@ -430,7 +392,7 @@ pub struct MigrateArgs {
     pub engine: EngineArg,
     /// How long the server engine waits for the cluster's migrator to take
     /// a migration up (auto then lets the client take over).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
+    #[arg(long, value_name = "DURATION", value_parser = crd_safety::duration::parse, default_value = "30s")]
     pub server_wait: std::time::Duration,
     /// Objects written at once (client engine).
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
@@ -449,19 +411,4 @@ pub struct MigrateArgs {
     /// When to color the table (NO_COLOR is honored in auto).
     #[arg(long, value_enum, default_value = "auto")]
     pub color: ColorChoice,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_duration;
-    use std::time::Duration;
-
-    #[test]
-    fn durations_read_like_kubectl() {
-        assert_eq!(parse_duration("5"), Ok(Duration::from_secs(5)));
-        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
-        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert!(parse_duration("soon").is_err());
-    }
 }

@@ -35,7 +35,7 @@ use crate::glob;
 
 mod webhook;
 
-pub use webhook::{ScanSettings, Unfinished, WebhookMode, WebhookSettings, parse_duration};
+pub use webhook::{ScanSettings, Unfinished, WebhookMode, WebhookSettings};
 
 /// Why the configuration is unusable.
 #[derive(Debug, Error)]

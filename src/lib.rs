@@ -14,7 +14,7 @@
 //! from a later one, and no two modules import each other (`tests/layers.rs`
 //! reads this list and holds the sources to it):
 //!
-//! 1. foundations: [`text`], [`json`], [`glob`], [`parallel`]
+//! 1. foundations: [`text`], [`json`], [`glob`], [`parallel`], [`duration`]
 //! 2. model: [`schema`], [`crd`], [`manifest`]
 //! 3. analysis, pure: [`validate`], [`compare`], [`crd_validation`], [`config`]
 //! 4. results the commands produce and the report renders: [`outcome`]
@@ -37,6 +37,7 @@ pub mod config;
 pub mod crd;
 pub mod crd_validation;
 pub mod diff;
+pub mod duration;
 pub mod glob;
 pub mod json;
 pub mod live;

@@ -177,7 +177,7 @@ fn parse_scan(v: &Value, ctx: &str) -> Result<ScanSettings, String> {
         match key.as_str() {
             "enabled" => out.enabled = boolean(v, &here)?,
             "deadline" => {
-                out.deadline = v.as_str().and_then(parse_duration).ok_or_else(|| {
+                out.deadline = duration_of(v).ok_or_else(|| {
                     format!("{here}: expected a duration like 5s or 500ms, found {v}")
                 })?
             }
@@ -197,24 +197,21 @@ fn parse_scan(v: &Value, ctx: &str) -> Result<ScanSettings, String> {
     Ok(out)
 }
 
+/// A duration as text (`5s`), or a number of seconds.
+fn duration_of(v: &Value) -> Option<Duration> {
+    match v {
+        Value::String(s) => crate::duration::parse(s).ok(),
+        Value::Number(n) => n
+            .as_f64()
+            .filter(|s| *s >= 0.0)
+            .map(Duration::from_secs_f64),
+        _ => None,
+    }
+}
+
 fn boolean(v: &Value, ctx: &str) -> Result<bool, String> {
     v.as_bool()
         .ok_or_else(|| format!("{ctx}: expected true or false, found {v}"))
-}
-
-/// `500ms`, `5s`, `2m`: the forms a Kubernetes user writes.
-pub fn parse_duration(s: &str) -> Option<Duration> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit() && c != '.')?;
-    let (number, unit) = s.split_at(split);
-    let n: f64 = number.parse().ok()?;
-    let secs = match unit {
-        "ms" => n / 1000.0,
-        "s" => n,
-        "m" => n * 60.0,
-        _ => return None,
-    };
-    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
 }
 
 #[cfg(test)]
@@ -257,14 +254,5 @@ mod tests {
                 .unwrap_err()
                 .starts_with("webhook.scanObjects.deadline: expected a duration")
         );
-    }
-
-    #[test]
-    fn durations_read_as_kubernetes_writes_them() {
-        assert_eq!(parse_duration("5s"), Some(Duration::from_secs(5)));
-        assert_eq!(parse_duration("250ms"), Some(Duration::from_millis(250)));
-        assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
-        assert_eq!(parse_duration("5"), None);
-        assert_eq!(parse_duration("5h"), None);
     }
 }
