@@ -77,6 +77,20 @@ pub enum Command {
     Serve(ServeArgs),
     /// List every check with its id, default severity and what it catches.
     Checks,
+    /// Print the shell completion script of the binary (for `kubectl crd-safety`, kubectl 1.26+
+    /// completes through the kubectl_complete-crd_safety helper shipped next to it).
+    Completion {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Answer a completion request in cobra's protocol (what kubectl_complete-crd_safety calls).
+    #[command(name = "__complete", hide = true)]
+    Complete {
+        /// The words typed after `kubectl crd-safety`, the last one partial.
+        #[arg(allow_hyphen_values = true, trailing_var_arg = true)]
+        words: Vec<String>,
+    },
 }
 
 const SERVE_EXIT_CODES: &str = "Exit codes:

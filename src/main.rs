@@ -4,6 +4,7 @@
 //! the library; the terminal (the question, progress bars) lives here.
 
 mod cli;
+mod complete;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -71,6 +72,8 @@ fn main() -> ExitCode {
         Command::Migrate(args) => run_migrate(args),
         Command::Serve(args) => run_serve(args),
         Command::Checks => print_checks(),
+        Command::Completion { shell } => emit(&complete::script(shell)).map(|()| 0),
+        Command::Complete { words } => emit(&complete::answer(&words)).map(|()| 0),
     };
     match result {
         Ok(code) => ExitCode::from(code),

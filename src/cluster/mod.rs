@@ -541,6 +541,48 @@ impl Connection {
         }
     }
 
+    /// Every CRD's name with its `status.storedVersions`, in one LIST (what
+    /// shell completion offers `migrate`). Only those two fields are kept
+    /// from the answer.
+    pub async fn stored_versions_of_crds(
+        &self,
+    ) -> Result<Vec<(String, Vec<String>)>, ClusterError> {
+        #[derive(serde::Deserialize)]
+        struct List {
+            #[serde(default)]
+            items: Vec<Item>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Item {
+            metadata: Meta,
+            #[serde(default)]
+            status: Status,
+        }
+        #[derive(serde::Deserialize)]
+        struct Meta {
+            name: String,
+        }
+        #[derive(Default, serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Status {
+            #[serde(default)]
+            stored_versions: Vec<String>,
+        }
+        let request = self
+            .crds()
+            .list(&kube::api::ListParams::default())
+            .map_err(|e| self.unbuildable(e))?;
+        let list: List = self
+            .call("LIST crds", request)
+            .await
+            .map_err(|f| self.classify_failed(f))?;
+        Ok(list
+            .items
+            .into_iter()
+            .map(|i| (i.metadata.name, i.status.stored_versions))
+            .collect())
+    }
+
     /// The live CRD as JSON (status included), or `None` when it does not
     /// exist: a missing CRD is news, not an error.
     pub async fn get_crd(&self, name: &str) -> Result<Option<Value>, ClusterError> {
