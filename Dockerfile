@@ -2,14 +2,14 @@
 # else (no shell, no libc, no CA bundle: `serve` trusts the service
 # account's CA, and the CLI the kubeconfig's). Runs as a non-root user.
 #
-# Build the binary first (musl, fully static), then the image:
-#   rustup target add x86_64-unknown-linux-musl   # once; Debian: apt-get install musl-tools
-#   cargo build --release --target x86_64-unknown-linux-musl
-#   docker build -t ghcr.io/crd-safety/crd-safety:0.1.0 .
-# `FROM scratch` needs no base image pull, so the build works offline
-# (buildah and podman read this file too).
+# The static (musl) binary of each architecture is put in
+# target/image/<arch>/ first: scripts/build-image.sh does it for this
+# machine, the release workflow for amd64 and arm64 from the release
+# archives. `FROM scratch` needs no base image pull, so the build works
+# offline (buildah and podman read this file too).
 FROM scratch
-COPY target/x86_64-unknown-linux-musl/release/kubectl-crd_safety /kubectl-crd_safety
+ARG TARGETARCH=amd64
+COPY target/image/${TARGETARCH}/kubectl-crd_safety /kubectl-crd_safety
 USER 65532:65532
 EXPOSE 8443
 ENTRYPOINT ["/kubectl-crd_safety"]

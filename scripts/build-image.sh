@@ -24,6 +24,9 @@ if file "$bin" | grep -q "dynamically linked"; then
     exit 1
 fi
 
+mkdir -p target/image/amd64
+cp "$bin" target/image/amd64/kubectl-crd_safety
+
 if command -v docker >/dev/null && docker info >/dev/null 2>&1; then
     docker build -t "$tag" .
 elif command -v podman >/dev/null; then

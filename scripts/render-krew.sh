@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Renders plugin-manifest/crd-safety.yaml.tmpl into krew/crd-safety.yaml.
 #
-# Usage: scripts/render-krew.sh [DIST_DIR]
+# Usage: scripts/render-krew.sh [DIST_DIR [OUT]]
 #   The version comes from Cargo.toml. With DIST_DIR, the sha256 of each
 #   release archive found there is filled in; without it (between releases)
-#   every sha256 is 64 zeros, which the release job replaces.
+#   every sha256 is 64 zeros, which the release job replaces. OUT defaults to
+#   krew/crd-safety.yaml (scripts/release.sh writes DIST_DIR/crd-safety.yaml).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 version="v$(sed -n 's/^version = "\(.*\)"/\1/p' "$root/Cargo.toml" | head -n1)"
 dist="${1:-}"
+out="${2:-$root/krew/crd-safety.yaml}"
 zeros=$(printf '0%.0s' $(seq 1 64))
 
 sum() { # target extension
@@ -25,5 +27,5 @@ sed -e "s/{{VERSION}}/$version/g" \
     -e '/^# /d' \
     "$root/plugin-manifest/crd-safety.yaml.tmpl" \
   | { echo "# Rendered by scripts/render-krew.sh from plugin-manifest/crd-safety.yaml.tmpl; do not edit."; cat; } \
-  > "$root/krew/crd-safety.yaml"
-echo "wrote krew/crd-safety.yaml for $version" >&2
+  > "$out"
+echo "wrote $out for $version" >&2

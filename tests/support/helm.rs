@@ -1,7 +1,8 @@
-//! A real `helm` for the chart tests, built once from the Go module proxy by
-//! `scripts/helm-bin.sh` (cached under `target/helm/`). When it cannot be
-//! built, the tests that need it are skipped with a notice, except with
-//! `CI=true`, where they fail.
+//! Go tools for the tests, built once from the Go module proxy by
+//! `scripts/go-bin.sh` (cached under `target/go-bin/`): a real `helm` for the
+//! chart tests (`scripts/helm-bin.sh`), krew for the release tests
+//! (`scripts/krew-bin.sh`). When one cannot be built, the tests that need it
+//! are skipped with a notice, except with `CI=true`, where they fail.
 
 #![allow(dead_code)]
 
@@ -13,33 +14,45 @@ use std::sync::OnceLock;
 /// it cannot be built.
 pub fn helm_dir() -> Option<&'static PathBuf> {
     static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
-    DIR.get_or_init(|| match build() {
-        Ok(dir) => Some(dir),
-        Err(why) if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            panic!("helm is required in CI, but {why}")
-        }
-        Err(why) => {
-            eprintln!("notice: skipping tests that need helm: {why}");
-            None
-        }
-    })
-    .as_ref()
+    DIR.get_or_init(|| tool_dir("helm-bin.sh")).as_ref()
 }
 
-fn build() -> Result<PathBuf, String> {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/helm-bin.sh");
+/// The directory holding `krew` and `validate-krew-manifest`, as
+/// [`helm_dir`].
+pub fn krew_dir() -> Option<&'static PathBuf> {
+    static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
+    DIR.get_or_init(|| tool_dir("krew-bin.sh")).as_ref()
+}
+
+fn tool_dir(script: &str) -> Option<PathBuf> {
+    match build(script) {
+        Ok(dir) => Some(dir),
+        Err(why) if std::env::var("CI").is_ok_and(|v| v == "true") => {
+            panic!("scripts/{script} is required in CI, but {why}")
+        }
+        Err(why) => {
+            eprintln!("notice: skipping tests that need scripts/{script}: {why}");
+            None
+        }
+    }
+}
+
+fn build(script: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("scripts")
+        .join(script);
     let out = Command::new("bash")
-        .arg(script)
+        .arg(path)
         .stderr(Stdio::inherit())
         .output()
-        .map_err(|e| format!("cannot run scripts/helm-bin.sh: {e}"))?;
+        .map_err(|e| format!("cannot run scripts/{script}: {e}"))?;
     match out.status.code() {
         Some(0) => {
             let text = String::from_utf8_lossy(&out.stdout);
             Ok(PathBuf::from(text.lines().last().unwrap_or("").trim()))
         }
-        Some(3) => Err("helm cannot be built here (see the line above)".into()),
-        other => panic!("scripts/helm-bin.sh failed with {other:?}"),
+        Some(3) => Err("it cannot be built here (see the line above)".into()),
+        other => panic!("scripts/{script} failed with {other:?}"),
     }
 }
 

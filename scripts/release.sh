@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Build release archives and everything published with them, the way the
+# release workflow does (.github/workflows/release.yml runs this per
+# platform), so a release can be made and checked locally.
+#
+# usage: scripts/release.sh [--target TRIPLE]... [--out DIR] [--no-build]
+#   --target   a Rust target triple; repeatable. Default: x86_64-unknown-linux-musl
+#              (a static binary, what every Linux runs).
+#   --out      where to write (default: target/dist).
+#   --no-build package binaries already in target/TRIPLE/release; with no
+#              --target, only write the files below over the archives in DIR
+#              (what the release workflow does after collecting every platform's).
+#
+# Writes, for version X of Cargo.toml:
+#   kubectl-crd_safety-vX-TRIPLE.tar.gz (.zip for Windows): the binary, the
+#     completion helper kubectl_complete-crd_safety (not on Windows), LICENSE, README.md;
+#   checksums.txt (sha256 of every archive in DIR);
+#   crd-safety.yaml, the krew manifest, and crd-safety.rb, the Homebrew formula, with the
+#     sha256 of the archives present (64 zeros for platforms not built here);
+#   RELEASE_NOTES.md, CHANGELOG's section for X (or "Unreleased").
+# Exit 3 when the toolchain for a target cannot be installed here.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+cd "$root"
+number="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)"
+version="v$number"
+targets=()
+out="$root/target/dist"
+build=1
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --target) targets+=("$2"); shift 2 ;;
+        --out) out="$2"; shift 2 ;;
+        --no-build) build=0; shift ;;
+        *) echo "release: unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+[[ ${#targets[@]} -gt 0 || $build == 0 ]] || targets=(x86_64-unknown-linux-musl)
+mkdir -p "$out"
+out="$(cd "$out" && pwd -P)"
+
+toolchain() { # target
+    if command -v rustup >/dev/null && ! rustup target list --installed | grep -qx "$1"; then
+        rustup target add "$1" >&2 || { echo "release: cannot add the Rust target $1" >&2; exit 3; }
+    fi
+    # ring's C code for musl is compiled with musl-gcc (Debian: musl-tools).
+    if [[ "$1" == *-linux-musl && "$1" == x86_64-* ]] && ! command -v musl-gcc >/dev/null; then
+        if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+            apt-get install -y -qq musl-tools >&2 || { echo "release: cannot install musl-tools" >&2; exit 3; }
+        else
+            echo "release: musl-gcc not found (Debian: apt-get install musl-tools)" >&2; exit 3
+        fi
+    fi
+}
+
+for target in ${targets[@]+"${targets[@]}"}; do
+    exe=kubectl-crd_safety
+    [[ "$target" == *windows* ]] && exe=kubectl-crd_safety.exe
+    if [[ $build == 1 ]]; then
+        toolchain "$target"
+        cargo build --release --locked --target "$target" >&2
+    fi
+    bin="target/$target/release/$exe"
+    [[ -x "$bin" ]] || { echo "release: $bin not found" >&2; exit 1; }
+    stage="$(mktemp -d)"
+    chmod 755 "$stage"
+    cp "$bin" "$stage/$exe"
+    cp LICENSE README.md "$stage/"
+    [[ "$target" == *windows* ]] || cp completion/kubectl_complete-crd_safety "$stage/"
+    name="kubectl-crd_safety-$version-$target"
+    if [[ "$target" == *windows* ]]; then
+        (cd "$stage" && rm -f "$out/$name.zip" && zip -q -X -r "$out/$name.zip" .)
+    else
+        # Same bytes for the same inputs: sorted names, no owners, fixed times.
+        tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 \
+            -C "$stage" -cf - . | gzip -n > "$out/$name.tar.gz"
+    fi
+    rm -rf "$stage"
+    echo "release: wrote $out/$name.*" >&2
+done
+
+(cd "$out" && sha256sum kubectl-crd_safety-*.tar.gz kubectl-crd_safety-*.zip 2>/dev/null > checksums.txt || true)
+bash scripts/render-krew.sh "$out" "$out/crd-safety.yaml"
+
+sum() { # target extension
+    local f="$out/kubectl-crd_safety-$version-$1.$2"
+    if [[ -f "$f" ]]; then sha256sum "$f" | cut -d' ' -f1; else printf '0%.0s' $(seq 1 64); fi
+}
+sed -e "s/{{VERSION}}/$version/g" -e "s/{{VERSION_NUMBER}}/$number/g" \
+    -e "s/{{SHA256_LINUX_AMD64}}/$(sum x86_64-unknown-linux-musl tar.gz)/" \
+    -e "s/{{SHA256_LINUX_ARM64}}/$(sum aarch64-unknown-linux-musl tar.gz)/" \
+    -e "s/{{SHA256_DARWIN_AMD64}}/$(sum x86_64-apple-darwin tar.gz)/" \
+    -e "s/{{SHA256_DARWIN_ARM64}}/$(sum aarch64-apple-darwin tar.gz)/" \
+    -e '/^# /d' plugin-manifest/crd-safety.rb.tmpl > "$out/crd-safety.rb"
+
+# CHANGELOG's section for this version, else the Unreleased one.
+awk -v v="$number" '
+    /^## / { if (found) exit; if ($2 == v || $2 == "[" v "]") found = 1; next }
+    found { print }' CHANGELOG.md > "$out/RELEASE_NOTES.md"
+if [[ ! -s "$out/RELEASE_NOTES.md" ]]; then
+    awk '/^## / { if (found) exit; if ($2 == "Unreleased") found = 1; next } found { print }' \
+        CHANGELOG.md > "$out/RELEASE_NOTES.md"
+fi
+echo "$out"
