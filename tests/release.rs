@@ -180,3 +180,45 @@ fn krew_installs_the_released_archive_and_kubectl_runs_the_plugin() {
             .exists()
     );
 }
+
+/// Runs `cargo ARGS` in the repository, failing with its output.
+fn cargo(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "cargo {args:?}:\n{text}");
+    text
+}
+
+#[test]
+fn the_crates_io_package_holds_the_library_and_builds_with_its_docs() {
+    let listed = cargo(&["package", "--list", "--allow-dirty"]);
+    for needed in [
+        "src/lib.rs",
+        "src/main.rs",
+        "build.rs",
+        "examples/compare_crds.rs",
+        "LICENSE",
+    ] {
+        assert!(
+            listed.lines().any(|l| l == needed),
+            "{needed} missing:\n{listed}"
+        );
+    }
+    for left_out in ["tests/", "benches/", "charts/", "deploy/", ".github/"] {
+        assert!(
+            !listed.lines().any(|l| l.starts_with(left_out)),
+            "{left_out} packaged"
+        );
+    }
+    // Packaged, built from the package alone, not uploaded.
+    cargo(&["publish", "--dry-run", "--allow-dirty"]);
+    cargo(&["doc", "--no-deps", "--lib"]);
+}
