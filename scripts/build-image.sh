@@ -4,9 +4,8 @@
 #
 # usage: scripts/build-image.sh [TAG]     (default ghcr.io/crd-safety/crd-safety:<version>)
 #
-# Needs the musl target (`rustup target add x86_64-unknown-linux-musl`; on
-# Debian also `apt-get install musl-tools`) and one of docker, podman or
-# buildah. Nothing is pulled: the base is `scratch`. Without a daemon,
+# The binary is built by scripts/release.sh (which adds the musl target when
+# missing); the image needs one of docker, podman or buildah. Nothing is pulled: the base is `scratch`. Without a daemon,
 # buildah works as root with `--storage-driver vfs --isolation chroot`,
 # which this script uses when buildah is the only builder.
 set -euo pipefail
@@ -15,8 +14,7 @@ version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)"
 tag="${1:-ghcr.io/crd-safety/crd-safety:${version}}"
 target=x86_64-unknown-linux-musl
 
-rustup target list --installed 2>/dev/null | grep -qx "$target" || rustup target add "$target"
-cargo build --release --locked --target "$target"
+bash scripts/release.sh --target "$target" --out target/dist >/dev/null
 bin="target/$target/release/kubectl-crd_safety"
 # A static binary: no dynamic loader in the image to run anything else.
 if file "$bin" | grep -q "dynamically linked"; then

@@ -18,7 +18,7 @@
 #   crd-safety.yaml, the krew manifest, and crd-safety.rb, the Homebrew formula, with the
 #     sha256 of the archives present (64 zeros for platforms not built here);
 #   RELEASE_NOTES.md, CHANGELOG's section for X (or "Unreleased").
-# Exit 3 when the toolchain for a target cannot be installed here.
+# Exit 3 when the Rust target cannot be installed here.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 cd "$root"
@@ -43,13 +43,11 @@ toolchain() { # target
     if command -v rustup >/dev/null && ! rustup target list --installed | grep -qx "$1"; then
         rustup target add "$1" >&2 || { echo "release: cannot add the Rust target $1" >&2; exit 3; }
     fi
-    # ring's C code for musl is compiled with musl-gcc (Debian: musl-tools).
-    if [[ "$1" == *-linux-musl && "$1" == x86_64-* ]] && ! command -v musl-gcc >/dev/null; then
-        if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
-            apt-get install -y -qq musl-tools >&2 || { echo "release: cannot install musl-tools" >&2; exit 3; }
-        else
-            echo "release: musl-gcc not found (Debian: apt-get install musl-tools)" >&2; exit 3
-        fi
+    # ring's C code (the only C in the tree) needs no libc headers: the
+    # host's C compiler builds it for musl when musl-gcc (Debian:
+    # musl-tools) is absent, and Rust links musl's own start files.
+    if [[ "$1" == x86_64-unknown-linux-musl ]] && ! command -v musl-gcc >/dev/null; then
+        export CC_x86_64_unknown_linux_musl="${CC:-cc}"
     fi
 }
 

@@ -7,7 +7,7 @@
 #   --check  render to a temporary file and exit 1, with a diff, when
 #            deploy/crd-safety.yaml is not what the chart renders to.
 #
-# helm comes from scripts/helm-bin.sh (built once, cached under target/helm),
+# helm comes from scripts/helm-bin.sh (built once, cached under target/go-bin),
 # or from $HELM when set. Exit 3 when helm cannot be built here.
 #
 # certificates.mode=cert-manager because it renders deterministically: the

@@ -10,6 +10,9 @@
 //! helm comes from `scripts/helm-bin.sh`; without it (or without the test
 //! API server) the tests return early, except in CI, where they fail.
 
+// Signals, pseudo-terminals and the test control plane: Unix only.
+#![cfg(unix)]
+
 mod support;
 
 use std::io::{BufRead, BufReader};

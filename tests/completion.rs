@@ -3,6 +3,9 @@
 //! PATH, which asks the plugin. `kubectl __complete` is what the shell
 //! scripts of kubectl call, so it stands in for the shell here.
 
+// Signals, pseudo-terminals and the test control plane: Unix only.
+#![cfg(unix)]
+
 mod support;
 
 use std::path::{Path, PathBuf};

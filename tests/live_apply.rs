@@ -3,6 +3,9 @@
 //! own CRD names so the tests can run in parallel on the shared control
 //! plane.
 
+// Signals, pseudo-terminals and the test control plane: Unix only.
+#![cfg(unix)]
+
 mod support;
 
 use std::process::Command;

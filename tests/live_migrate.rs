@@ -4,6 +4,9 @@
 //! stored. Each test uses its own CRD so they can run in parallel on the
 //! shared control plane.
 
+// Signals, pseudo-terminals and the test control plane: Unix only.
+#![cfg(unix)]
+
 mod support;
 
 use std::collections::BTreeMap;

@@ -4,6 +4,9 @@
 //! client-side, server-side and replace forms, crd-safety's own
 //! `apply-check`) meet its verdicts.
 
+// Signals, pseudo-terminals and the test control plane: Unix only.
+#![cfg(unix)]
+
 mod support;
 
 use std::path::Path;

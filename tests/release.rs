@@ -4,9 +4,9 @@
 //! plugin from that manifest and archive; and kubectl runs it.
 //!
 //! The first run builds the release binary for `x86_64-unknown-linux-musl`
-//! (about 5 minutes on two cores; the script adds the Rust target and, as
-//! root on Debian, musl-tools). Without them, or without Go for krew, the
-//! test is skipped with a notice, except with `CI=true`.
+//! (about 5 minutes on two cores; the script adds the Rust target). Without
+//! it, or without Go for krew, the test is skipped with a notice, except
+//! with `CI=true`.
 
 mod support;
 

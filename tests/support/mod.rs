@@ -8,4 +8,6 @@ pub mod fixtures;
 pub mod helm;
 pub mod live;
 pub mod run;
+// Signals the server with nix: Unix only, like the control plane.
+#[cfg(unix)]
 pub mod webhook;
