@@ -6,23 +6,37 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use crd_safety::crd_validation::KubeVersion;
 
-const EXIT_CODES: &str = "Exit codes:
+/// The exit codes of the report commands, as a literal so each command's
+/// help can put its examples before them.
+macro_rules! exit_codes {
+    () => {
+        "Exit codes:
   0  no error findings (warnings and info may be present)
   1  at least one error finding (never with --mode warn)
   2  usage, configuration or input error (bad YAML, not a CRD, unreadable path)
   3  cluster error (unreachable, TLS, 401/403, timeout), live commands only
   4  apply and migrate: the answer to the confirmation was no
-  130  migrate only: interrupted (Ctrl-C), storedVersions untouched";
+  130  migrate only: interrupted (Ctrl-C), storedVersions untouched"
+    };
+}
 
-const APPLY_EXIT_CODES: &str = "Exit codes:
+const EXIT_CODES: &str = exit_codes!();
+
+macro_rules! apply_exit_codes {
+    () => {
+        "Exit codes:
   0  applied (or nothing to change)
   1  not applied: error findings (use --force to apply anyway), or another field manager owns
      fields the manifests change (use --force-conflicts to take them over)
   2  usage, configuration or input error, or no terminal to confirm on and no --yes
   3  cluster error; if a CRD failed to apply, the outcome table says which were applied
-  4  not applied: the answer to the confirmation was no";
+  4  not applied: the answer to the confirmation was no"
+    };
+}
 
-const MIGRATE_EXIT_CODES: &str = "Exit codes:
+macro_rules! migrate_exit_codes {
+    () => {
+        "Exit codes:
   0  migrated (storedVersions is now just the storage version), nothing to do, or a clean
      --dry-run
   1  not migrated: objects a rewrite would reject, or fields it would drop (use --allow-pruning
@@ -30,7 +44,18 @@ const MIGRATE_EXIT_CODES: &str = "Exit codes:
   2  usage or input error (an unknown CRD), or no terminal to confirm on and no --yes
   3  cluster error, or objects that could not be rewritten: storedVersions untouched
   4  not migrated: the answer to the confirmation was no
-  130  interrupted (Ctrl-C): writes in flight finished, storedVersions untouched; run again";
+  130  interrupted (Ctrl-C): writes in flight finished, storedVersions untouched; run again"
+    };
+}
+
+macro_rules! serve_exit_codes {
+    () => {
+        "Exit codes:
+  0  stopped by SIGTERM or Ctrl-C after answering the requests in flight
+  2  unusable certificate, key or configuration, or the address cannot be listened on
+  3  cluster error: the kubeconfig or in-cluster service account cannot be used"
+    };
+}
 
 /// Will this CRD update break the cluster?
 #[derive(Debug, Parser)]
@@ -52,28 +77,72 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Compare old and new CRD manifests offline (files, directories or -), no cluster needed.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = concat!("Examples:
+  # Two releases of an operator's CRDs, offline
+  kubectl crd-safety diff v1.3/config/crd/bases/ config/crd/bases/
+  # This branch against main, read from git (no checkout needed)
+  kubectl crd-safety diff git:main:config/crd/bases config/crd/bases
+  # A Helm chart's CRDs, as GitHub Actions annotations
+  kubectl crd-safety diff ./chart-1.4.0/ ./chart/ -o github
+
+", exit_codes!()))]
     Diff(DiffArgs),
     /// Compare manifests with the live cluster (its real status.storedVersions) and let the API
     /// server dry-run the update. Changes nothing.
-    #[command(name = "apply-check", after_help = EXIT_CODES)]
+    #[command(
+        name = "apply-check",
+        override_usage = "kubectl crd-safety apply-check (-f PATH... | -k DIR) [OPTIONS]",
+        after_help = concat!("Examples:
+  # Before upgrading an operator: what would its CRDs do to this cluster?
+  kubectl crd-safety apply-check -f crds/
+  # ...and which stored objects the new schemas reject or prune
+  kubectl crd-safety apply-check -f crds/ --objects
+  # Another context, as JSON
+  kubectl crd-safety apply-check -f crds/ --context prod -o json
+
+", exit_codes!())
+    )]
     ApplyCheck(ApplyCheckArgs),
     /// Run apply-check, show the report, ask, then server-side apply the CRDs that change and
     /// wait for each to be Established. Refuses when there are error findings unless --force.
-    #[command(after_help = APPLY_EXIT_CODES)]
+    #[command(
+        override_usage = "kubectl crd-safety apply (-f PATH... | -k DIR) [OPTIONS]",
+        after_help = concat!("Examples:
+  # Check, show, ask, apply
+  kubectl crd-safety apply -f crds/
+  # In a pipeline: no question, stop at any error finding
+  kubectl crd-safety apply -f crds/ --yes
+
+", apply_exit_codes!())
+    )]
     Apply(ApplyArgs),
     /// Check CRD manifests on their own, with no old side (a first release): everything the API
     /// server would refuse (invalidCrd) and data lost between served versions.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = concat!("Examples:
+  # A first release: would Kubernetes 1.30 accept these CRDs?
+  kubectl crd-safety lint config/crd/bases/ --kube-version 1.30
+
+", exit_codes!()))]
     Lint(LintArgs),
     /// Finish a storage-version migration: check every object against the storage version's
     /// schema, ask, rewrite every object in the storage version, then set status.storedVersions
     /// to the storage version alone (so a release may drop the old versions).
-    #[command(after_help = MIGRATE_EXIT_CODES)]
+    #[command(after_help = concat!("Examples:
+  # What a migration would do, changing nothing
+  kubectl crd-safety migrate widgets.example.com --dry-run
+  # Migrate, so the next release may drop v1alpha1
+  kubectl crd-safety migrate widgets.example.com
+
+", migrate_exit_codes!()))]
     Migrate(MigrateArgs),
     /// Serve a validating admission webhook that judges every create, update and delete of a
     /// CustomResourceDefinition with the checks of apply-check (see README, "Guard the cluster").
-    #[command(after_help = SERVE_EXIT_CODES)]
+    #[command(after_help = concat!("Examples:
+  # What the chart's pods run (README, \"Guard the cluster\")
+  kubectl-crd_safety serve --tls-cert-file /tls/tls.crt --tls-private-key-file /tls/tls.key \\
+    --config /config/config.yaml
+
+", serve_exit_codes!()))]
     Serve(ServeArgs),
     /// List every check with its id, default severity and what it catches.
     Checks,
@@ -92,11 +161,6 @@ pub enum Command {
         words: Vec<String>,
     },
 }
-
-const SERVE_EXIT_CODES: &str = "Exit codes:
-  0  stopped by SIGTERM or Ctrl-C after answering the requests in flight
-  2  unusable certificate, key or configuration, or the address cannot be listened on
-  3  cluster error: the kubeconfig or in-cluster service account cannot be used";
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {

@@ -471,6 +471,34 @@ fn help_documents_the_exit_codes() {
 }
 
 #[test]
+fn every_command_shows_examples_that_name_it_and_its_required_inputs() {
+    for command in ["diff", "apply-check", "apply", "lint", "migrate", "serve"] {
+        let r = run(&[command, "--help"], None);
+        assert_eq!(r.code, 0, "{command}");
+        let examples = r
+            .stdout
+            .split_once("Examples:\n")
+            .map(|(_, rest)| rest)
+            .unwrap_or_else(|| panic!("{command} --help has no Examples:\n{}", r.stdout));
+        let first = examples.lines().find(|l| !l.trim_start().starts_with('#'));
+        assert!(
+            first.is_some_and(|l| l.contains(&format!(" {command} "))),
+            "{command}: {first:?}"
+        );
+        assert!(
+            examples.contains("Exit codes:"),
+            "{command}: exit codes after examples"
+        );
+    }
+    // Required inputs show in the usage line, where kubectl users look.
+    let r = run(&["apply-check", "--help"], None);
+    assert!(
+        r.stdout
+            .contains("Usage: kubectl crd-safety apply-check (-f PATH... | -k DIR)")
+    );
+}
+
+#[test]
 fn each_kubernetes_version_is_judged_by_its_own_cel_libraries() {
     let dir = tempfile::tempdir().expect("tempdir");
     let with_rule = |name: &str, rule: &str| {
