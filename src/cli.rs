@@ -394,6 +394,10 @@ pub struct ApplyCheckArgs {
     /// would reject, prune or default (reads every object; needs list on the custom resources).
     #[arg(long)]
     pub objects: bool,
+    /// Narrow --objects to the objects of this namespace, as kubectl's -n does (cluster-scoped
+    /// CRDs are scanned whole) [default: every namespace].
+    #[arg(short = 'n', long, value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
     /// Objects per LIST page for --objects.
     #[arg(long, value_name = "N", default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..))]
     pub chunk_size: u32,

@@ -177,7 +177,18 @@ impl Crd {
             group: self.spec.group.clone(),
             version: version.to_string(),
             plural: self.spec.names.plural.clone(),
+            namespace: None,
         }
+    }
+
+    /// [`Crd::resource`] narrowed to `namespace` when the CRD is namespaced
+    /// (kubectl, too, ignores `-n` for cluster-scoped resources).
+    pub fn resource_in(&self, version: &str, namespace: Option<&str>) -> ResourceRef {
+        let mut r = self.resource(version);
+        if self.spec.scope == "Namespaced" {
+            r.namespace = namespace.map(str::to_string);
+        }
+        r
     }
 
     /// Versions with `served: true`.
@@ -210,6 +221,8 @@ pub struct ResourceRef {
     pub version: String,
     /// Plural resource name.
     pub plural: String,
+    /// Only the objects of this namespace (`-n`), or every namespace.
+    pub namespace: Option<String>,
 }
 
 /// A copy of one `spec.versions[i]` without its `schema`, whose

@@ -204,7 +204,8 @@ pub async fn apply_check(
             let Some(old) = live_crds[i].filter(|_| planned.action == Action::Update) else {
                 continue;
             };
-            let result = scan_crd(conn, old, &new.crds[i].crd, minor, opts, &mut *progress).await?;
+            let result =
+                scan_crd(conn, old, &new.crds[i].crd, minor, &opts, &mut *progress).await?;
             let (kept, excepted) = policy.apply(&planned.name, result.findings);
             crds[i].add(kept, excepted);
             crds[i].scan = Some(result.summary);

@@ -496,6 +496,7 @@ async fn live_check(
         ScanOptions {
             chunk_size: args.chunk_size,
             max_examples: args.max_examples,
+            namespace: args.namespace.clone(),
         },
         &mut progress as &mut (dyn FnMut(Progress<'_>) + Send),
     ));
@@ -681,9 +682,11 @@ fn run_migrate(args: MigrateArgs) -> Result<u8, Failure> {
     runtime.block_on(async {
         let conn = connect(&args.kube).await?;
         let opts = PlanOptions {
+            // Every object must be rewritten: never narrowed to a namespace.
             scan: ScanOptions {
                 chunk_size: args.chunk_size,
                 max_examples: args.max_examples,
+                namespace: None,
             },
             by_namespace: args.by_namespace,
             allow_pruning: args.allow_pruning,

@@ -357,3 +357,49 @@ async fn a_storage_version_change_counts_the_fields_the_new_storage_version_drop
         r.stdout, r.stderr
     );
 }
+
+#[tokio::test]
+async fn dash_n_narrows_the_scan_to_one_namespace_as_kubectl_does() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    let old = v1("narroweds", json!({}));
+    install(&client, &old).await;
+    let objects = ["team-a", "team-b"]
+        .iter()
+        .flat_map(|ns| {
+            [("small", 1), ("ok", 5)]
+                .map(|(name, size)| (ns.to_string(), name.to_string(), json!({"size": size})))
+        })
+        .collect();
+    create_objects(&client, "narroweds", "v1", objects).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let new = v1(
+        "narroweds",
+        json!({"size": {"type": "integer", "minimum": 2}}),
+    );
+    let path = write_manifest(dir.path(), "new.json", &new);
+    let kubeconfig = plane.admin_kubeconfig.display().to_string();
+    let r = apply_check(
+        &path,
+        &kubeconfig,
+        &["--objects", "-n", "team-b", "-o", "json"],
+    );
+    let report = r.json();
+    let scan = &report["crds"][0]["scan"];
+    assert_eq!(scan["namespace"], "team-b", "{scan:#}");
+    assert_eq!(scan["scanned"], 2, "only team-b's objects: {scan:#}");
+    assert_eq!(scan_findings(&report)[0].5, ["team-b/small"]);
+    // The table says the scan was narrowed.
+    let table = apply_check(&path, &kubeconfig, &["--objects", "--namespace", "team-b"]);
+    assert!(
+        table
+            .stdout
+            .contains("2 scanned in v1 (namespace team-b only)"),
+        "{}",
+        table.stdout
+    );
+    // Without -n, every namespace.
+    let all = apply_check(&path, &kubeconfig, &["--objects", "-o", "json"]).json();
+    assert_eq!(all["crds"][0]["scan"]["scanned"], 4);
+    assert!(all["crds"][0]["scan"].get("namespace").is_none());
+}

@@ -317,6 +317,7 @@ mod tests {
             group: "example.com".into(),
             version: "v1".into(),
             plural: "widgets".into(),
+            namespace: None,
         };
         assert_eq!(
             MigrationApi::V1alpha1.object("m", &r)["spec"]["resource"],

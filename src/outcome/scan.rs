@@ -15,6 +15,9 @@ pub struct ScanSummary {
     pub versions: Vec<String>,
     /// Served before and after, but with an unchanged schema: not scanned.
     pub unchanged_versions: Vec<String>,
+    /// The namespace the scan was narrowed to (`-n`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
     /// Objects scanned (in the version with the most; every version lists
     /// the same stored objects).
     pub scanned: u64,

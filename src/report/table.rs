@@ -266,6 +266,9 @@ fn render_scan(crd: &CrdReport, opts: TableOptions, out: &mut String) {
     if !scan.versions.is_empty() {
         line.push_str(&format!(" in {}", scan.versions.join(", ")));
     }
+    if let Some(ns) = &scan.namespace {
+        line.push_str(&format!(" (namespace {ns} only)"));
+    }
     line.push_str(&format!(
         "; {} invalid, {} losing data (server {}, ratcheting {})",
         scan.invalid,

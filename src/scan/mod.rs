@@ -30,12 +30,15 @@ use tally::{Group, GroupKey, Kind, Tally};
 pub const RATCHETING_SINCE_MINOR: u32 = 30;
 
 /// How to scan.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ScanOptions {
     /// Objects per LIST page (`--chunk-size`).
     pub chunk_size: u32,
     /// Example objects per finding in the table (`--max-examples`).
     pub max_examples: usize,
+    /// Only the objects of this namespace (`-n`); cluster-scoped CRDs are
+    /// scanned whole.
+    pub namespace: Option<String>,
 }
 
 impl Default for ScanOptions {
@@ -43,6 +46,7 @@ impl Default for ScanOptions {
         ScanOptions {
             chunk_size: 500,
             max_examples: 5,
+            namespace: None,
         }
     }
 }
@@ -97,13 +101,16 @@ pub async fn scan_crd(
     live: &Crd,
     new: &Crd,
     server_minor: u32,
-    opts: ScanOptions,
+    opts: &ScanOptions,
     progress: &mut (dyn FnMut(Progress<'_>) + Send),
 ) -> Result<CrdScan, ScanError> {
     let ratcheting = server_minor >= RATCHETING_SINCE_MINOR;
     let retries_before = conn.retries();
     let mut tally = Tally::new(opts.max_examples, ratcheting);
     let mut summary = ScanSummary::new(server_minor);
+    if live.spec.scope == "Namespaced" {
+        summary.namespace.clone_from(&opts.namespace);
+    }
     let mut findings = Vec::new();
     let mut scanned_per_version = Vec::new();
     for old_version in live.served_versions() {
@@ -122,7 +129,7 @@ pub async fn scan_crd(
                 continue;
             }
         };
-        let resource = live.resource(&name);
+        let resource = live.resource_in(&name, opts.namespace.as_deref());
         let old_schema = &old_version.schema;
         let keep_default = |p: &FieldPath| default_is_new(old_schema, &new_version.schema, p);
         let listing = Listing {
@@ -185,7 +192,7 @@ async fn scan_rewrites(
     live: &Crd,
     new: &Crd,
     server_minor: u32,
-    opts: ScanOptions,
+    opts: &ScanOptions,
     tally: &mut Tally,
     progress: &mut (dyn FnMut(Progress<'_>) + Send),
     summary: &mut ScanSummary,
@@ -208,7 +215,7 @@ async fn scan_rewrites(
         let listing = Listing {
             conn,
             crd: &live.name,
-            resource: live.resource(&version),
+            resource: live.resource_in(&version, opts.namespace.as_deref()),
             label: format!("{version} -> {}", storage.name()),
             validator: &validator,
             keep_default: &never,
@@ -246,7 +253,7 @@ pub async fn scan_for_migration(
     conn: &Connection,
     live: &Crd,
     server_minor: u32,
-    opts: ScanOptions,
+    opts: &ScanOptions,
     by_namespace: bool,
     progress: &mut (dyn FnMut(Progress<'_>) + Send),
 ) -> Result<MigrationScan, ScanError> {
@@ -280,7 +287,7 @@ pub async fn scan_for_migration(
         let listing = Listing {
             conn,
             crd: &live.name,
-            resource: live.resource(&version),
+            resource: live.resource_in(&version, opts.namespace.as_deref()),
             label: version.clone(),
             validator: &validator,
             keep_default: &never,
@@ -323,6 +330,7 @@ impl ScanSummary {
             ratcheting: server_minor >= RATCHETING_SINCE_MINOR,
             versions: Vec::new(),
             unchanged_versions: Vec::new(),
+            namespace: None,
             scanned: 0,
             invalid: 0,
             losing_data: 0,
@@ -410,7 +418,7 @@ struct Listing<'a> {
     data_loss_only: bool,
     /// Count objects per namespace.
     by_namespace: bool,
-    opts: ScanOptions,
+    opts: &'a ScanOptions,
 }
 
 /// What one complete listing read.

@@ -367,7 +367,7 @@ impl Reviewer {
                 old,
                 new,
                 minor,
-                ScanOptions::default(),
+                &ScanOptions::default(),
                 &mut quiet,
             )
             .await

@@ -52,7 +52,7 @@ pub const VERB: Verb = Verb {
 };
 
 /// How to plan and check.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct PlanOptions {
     /// LIST page size and examples per finding.
     pub scan: ScanOptions,
@@ -175,7 +175,7 @@ pub async fn plan(
                 conn,
                 &crd,
                 minor,
-                opts.scan,
+                &opts.scan,
                 opts.by_namespace,
                 &mut *progress,
             )
@@ -654,6 +654,7 @@ mod tests {
                 group: "example.com".into(),
                 version: "v1".into(),
                 plural: "widgets".into(),
+                namespace: None,
             },
             resource_version: "1".into(),
             generation: 1,
