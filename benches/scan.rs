@@ -199,6 +199,7 @@ async fn raw_list(conn: &Connection, plural: &str) -> u64 {
         group: "example.com".into(),
         version: "v1".into(),
         plural: plural.into(),
+        namespace: None,
     };
     let mut token: Option<String> = None;
     let mut n = 0u64;
@@ -218,7 +219,7 @@ async fn raw_list(conn: &Connection, plural: &str) -> u64 {
 async fn scan(conn: &Connection, plural: &str) -> u64 {
     let old = Crd::from_manifest(manifest(plural, 0)).expect("old");
     let new = Crd::from_manifest(manifest(plural, 3)).expect("new");
-    let s = scan_crd(conn, &old, &new, 34, ScanOptions::default(), &mut |_| {})
+    let s = scan_crd(conn, &old, &new, 34, &ScanOptions::default(), &mut |_| {})
         .await
         .expect("scan");
     s.summary.scanned

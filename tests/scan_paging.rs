@@ -93,9 +93,9 @@ fn connection(expire: usize) -> (Connection, Arc<AtomicUsize>) {
 async fn scan_pages(conn: &Connection) -> Result<crd_safety::scan::CrdScan, ScanError> {
     let opts = ScanOptions {
         chunk_size: 2,
-        max_examples: 5,
+        ..ScanOptions::default()
     };
-    scan_crd(conn, &crd(None), &crd(Some(2)), 34, opts, &mut |_| {}).await
+    scan_crd(conn, &crd(None), &crd(Some(2)), 34, &opts, &mut |_| {}).await
 }
 
 #[tokio::test]
@@ -139,7 +139,7 @@ async fn progress_is_reported_per_page_with_the_servers_estimate() {
         &crd(None),
         &crd(Some(2)),
         34,
-        ScanOptions::default(),
+        &ScanOptions::default(),
         &mut |p| seen.push((p.version.to_string(), p.scanned, p.total)),
     )
     .await
