@@ -225,6 +225,20 @@ pub struct ResourceRef {
     pub namespace: Option<String>,
 }
 
+impl ResourceRef {
+    /// The collection's API path, in `namespace` when given:
+    /// `/apis/{group}/{version}[/namespaces/{ns}]/{plural}`.
+    pub fn path(&self, namespace: Option<&str>) -> String {
+        match namespace {
+            Some(ns) => format!(
+                "/apis/{}/{}/namespaces/{ns}/{}",
+                self.group, self.version, self.plural
+            ),
+            None => format!("/apis/{}/{}/{}", self.group, self.version, self.plural),
+        }
+    }
+}
+
 /// A copy of one `spec.versions[i]` without its `schema`, whose
 /// `openAPIV3Schema` (if any) is pushed to `schemas`.
 fn without_schema<'a>(version: &'a Value, schemas: &mut Vec<Option<&'a Value>>) -> Value {

@@ -60,16 +60,7 @@ impl Connection {
         limit: u32,
         token: Option<&str>,
     ) -> Result<Page, ListError> {
-        let path = match &resource.namespace {
-            Some(ns) => format!(
-                "/apis/{}/{}/namespaces/{ns}/{}",
-                resource.group, resource.version, resource.plural
-            ),
-            None => format!(
-                "/apis/{}/{}/{}",
-                resource.group, resource.version, resource.plural
-            ),
-        };
+        let path = resource.path(resource.namespace.as_deref());
         let mut params = ListParams::default().limit(limit);
         if let Some(t) = token {
             params = params.continue_token(t);

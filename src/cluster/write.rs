@@ -64,16 +64,7 @@ impl Connection {
     ) -> Result<Rewrite, RewriteError> {
         let meta = &object["metadata"];
         let name = meta["name"].as_str().unwrap_or_default();
-        let path = match meta["namespace"].as_str().filter(|n| !n.is_empty()) {
-            Some(ns) => format!(
-                "/apis/{}/{}/namespaces/{ns}/{}",
-                resource.group, resource.version, resource.plural
-            ),
-            None => format!(
-                "/apis/{}/{}/{}",
-                resource.group, resource.version, resource.plural
-            ),
-        };
+        let path = resource.path(meta["namespace"].as_str().filter(|n| !n.is_empty()));
         let params = PostParams {
             field_manager: Some(FIELD_MANAGER.to_string()),
             ..PostParams::default()
