@@ -20,7 +20,18 @@ macro_rules! exit_codes {
     };
 }
 
-const EXIT_CODES: &str = exit_codes!();
+/// Every kind of input a command reads CRDs from, for the top-level help.
+macro_rules! sources {
+    () => {
+        "Where CRDs come from (OLD, NEW, -f and lint's PATH take any of these):
+  FILE.yaml, DIR          files, or every YAML file under a directory (recursively)
+  -                       standard input
+  git:REF:PATH            a file or directory as it is at a git revision (git:main:config/crd)
+  CHART_DIR, CHART.tgz    a Helm chart: its crds/ and templates rendered with its default values
+  kustomize:DIR, -k DIR   a kustomization, rendered
+  the live cluster        apply-check, apply, migrate and serve read it through the kubeconfig"
+    };
+}
 
 macro_rules! apply_exit_codes {
     () => {
@@ -67,7 +78,7 @@ macro_rules! serve_exit_codes {
     long_about = "Compares CustomResourceDefinitions before they are applied and reports every change \
 that would be rejected by the API server, block updates of existing objects, silently drop stored data, \
 or break clients.",
-    after_help = EXIT_CODES
+    after_help = concat!(sources!(), "\n\n", exit_codes!())
 )]
 pub struct Cli {
     #[command(subcommand)]

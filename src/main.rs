@@ -190,6 +190,7 @@ fn render(report: &Report, args: &ReportArgs) -> String {
                 width: table_width(),
                 show_info: args.show_info,
                 wide: args.output == OutputFormat::Wide,
+                cwd: Some(&cwd),
             },
         ),
         OutputFormat::Json => report.to_json() + "\n",
@@ -225,8 +226,8 @@ fn finish(
             .map_err(|e| Failure::Input(e.to_string()))?;
         baseline.apply(report);
         eprintln!(
-            "wrote {} finding(s) to the baseline {}",
-            baseline.entries.len(),
+            "wrote {} to the baseline {}",
+            crd_safety::text::plural(baseline.entries.len(), "finding", "findings"),
             path.display()
         );
     }
@@ -728,6 +729,7 @@ fn run_migrate(args: MigrateArgs) -> Result<u8, Failure> {
                     width: table_width(),
                     show_info: false,
                     wide: false,
+                    cwd: None,
                 },
             ))?;
         }
@@ -755,7 +757,7 @@ fn run_migrate(args: MigrateArgs) -> Result<u8, Failure> {
             let total: u64 = plan.crds.iter().filter_map(|c| c.objects).sum();
             let bar = terminal_bar(
                 indicatif::ProgressBar::new(total),
-                "{msg} [{bar:30}] {pos}/{len} {per_sec} ETA {eta}",
+                "{msg} [{bar:30}] {pos}/{len} {rate} ETA {eta}",
             );
             show_retries(&conn, bar.as_ref());
             let mut before = 0u64;
@@ -814,10 +816,16 @@ fn terminal_bar(bar: indicatif::ProgressBar, template: &str) -> Option<indicatif
     if !std::io::stderr().is_terminal() {
         return None;
     }
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(template)
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
+    let style = indicatif::ProgressStyle::with_template(template)
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        // `{per_sec}` shows four decimals (`41.9873/s`); a rate is read whole.
+        .with_key(
+            "rate",
+            |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{:.0}/s", state.per_sec());
+            },
+        );
+    bar.set_style(style);
     Some(bar)
 }
 

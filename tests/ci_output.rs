@@ -291,9 +291,7 @@ fn a_baseline_passes_until_a_finding_changes_again() {
     let written = p.diff(&["--write-baseline", &baseline]);
     assert_eq!(written.code, 0, "{}", written.stderr);
     assert!(
-        written
-            .stderr
-            .contains("wrote 10 finding(s) to the baseline"),
+        written.stderr.contains("wrote 10 findings to the baseline"),
         "{}",
         written.stderr
     );

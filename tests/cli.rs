@@ -22,6 +22,40 @@ fn relative(text: &str, dir: &tempfile::TempDir) -> String {
     text.replace(&format!("{}/", dir.path().display()), "")
 }
 
+/// At 80 columns every line fits, and what cannot be read in pieces (a
+/// check id, a version, a file name) is never cut.
+#[test]
+fn an_80_column_terminal_gets_whole_words() {
+    let absolute_old = format!("{}/{OLD}", env!("CARGO_MANIFEST_DIR"));
+    let r = support::run::run_in_columns(80, &["diff", &absolute_old, NEW], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    for line in r.stdout.lines() {
+        assert!(
+            line.chars().count() <= 80,
+            "{} columns: {line}",
+            line.chars().count()
+        );
+    }
+    for whole in [
+        "storedVersionRemoval",
+        "existingFieldRemoval",
+        "servedVersionRemoval",
+        "legacyMode",
+        "v1alpha1",
+        "widgets.example.com",
+        "examples/widgets/new.yaml:3",
+    ] {
+        assert!(r.stdout.contains(whole), "{whole} is cut:\n{}", r.stdout);
+    }
+    // A source under the working directory is shown as the user would type it.
+    assert!(
+        r.stdout.contains("old: examples/widgets/old.yaml:4"),
+        "{}",
+        r.stdout
+    );
+    insta::assert_snapshot!("widgets_table_80", r.stdout);
+}
+
 #[test]
 fn an_unsafe_upgrade_prints_a_table_per_crd_and_exits_1() {
     let r = run(&["diff", OLD, NEW], None);

@@ -4,8 +4,24 @@
 use super::{CrdStatus, Report};
 use crate::compare::{Finding, Severity, StoredVersionsSource};
 
+/// `s` as a table cell: `|` escaped, one line, and `<` outside code spans
+/// written `&lt;`, or GitHub takes `<none>` for an HTML tag and drops it.
 fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace(['\n', '\r'], " ")
+    let mut out = String::with_capacity(s.len());
+    let mut code = false;
+    for c in s.chars() {
+        match c {
+            '`' => {
+                code = !code;
+                out.push(c);
+            }
+            '<' if !code => out.push_str("&lt;"),
+            '|' => out.push_str("\\|"),
+            '\n' | '\r' => out.push(' '),
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 fn code(s: Option<&str>) -> String {
@@ -85,8 +101,8 @@ pub fn render_markdown(report: &Report) -> String {
         }
         if !info.is_empty() {
             out.push_str(&format!(
-                "\n<details><summary>{} info finding(s)</summary>\n\n",
-                info.len()
+                "\n<details><summary>{}</summary>\n\n",
+                crate::text::plural(info.len(), "info finding", "info findings")
             ));
             rows(&info, &mut out);
             out.push_str("\n</details>\n");
@@ -131,4 +147,21 @@ pub fn render_markdown(report: &Report) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cell;
+
+    #[test]
+    fn a_cell_keeps_angle_brackets_visible_and_code_as_written() {
+        assert_eq!(
+            cell("x-kubernetes-list-type <none> -> \"map\""),
+            "x-kubernetes-list-type &lt;none> -> \"map\""
+        );
+        assert_eq!(
+            cell("rule `a <= b || c`\nadded"),
+            "rule `a <= b \\|\\| c` added"
+        );
+    }
 }

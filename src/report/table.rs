@@ -3,15 +3,18 @@
 //! binary resolves `--color`, `NO_COLOR` and whether stdout is a terminal),
 //! so rendering stays a pure function that tests can pin down.
 
+use std::path::Path;
+
 use comfy_table::{ContentArrangement, Table, presets};
 use owo_colors::OwoColorize;
 
 use super::{CrdReport, CrdStatus, Report, change_of, detail_of};
 use crate::compare::{Finding, Severity, StoredVersionsSource};
+use crate::text::{longest_piece, wrap, wrap_indented};
 
 /// How to draw the table.
 #[derive(Debug, Clone, Copy)]
-pub struct TableOptions {
+pub struct TableOptions<'a> {
     /// Use ANSI colors.
     pub color: bool,
     /// Total width to wrap the table to.
@@ -22,6 +25,9 @@ pub struct TableOptions {
     /// Full messages in every row (`-o wide`), instead of what changed in
     /// the row and the why and how once per check below the table.
     pub wide: bool,
+    /// The working directory: source files under it are shown relative to
+    /// it, as the user would type them.
+    pub cwd: Option<&'a Path>,
 }
 
 pub(super) fn paint_severity(s: Severity, color: bool) -> String {
@@ -96,6 +102,7 @@ pub fn render_table(report: &Report, opts: TableOptions) -> String {
         };
         line.push_str(&format!(" (CRD rules of Kubernetes {v}{from})"));
     }
+    let line = wrap_indented("", "  ", &line, opts.width.into());
     if opts.color {
         let painted = if report.summary.errors > 0 {
             line.red().bold().to_string()
@@ -110,7 +117,13 @@ pub fn render_table(report: &Report, opts: TableOptions) -> String {
     }
     out.push('\n');
     for notice in &report.notices {
-        out.push_str(&format!("notice: {notice}\n"));
+        out.push_str(&wrap_indented(
+            "",
+            "  ",
+            &format!("notice: {notice}"),
+            opts.width.into(),
+        ));
+        out.push('\n');
     }
     out
 }
@@ -124,10 +137,20 @@ fn render_crd(crd: &CrdReport, opts: TableOptions, out: &mut String) {
     out.push_str(&format!("{name}  {}", paint_status(crd.status, opts.color)));
     let sources: Vec<String> = [("old", &crd.old_source), ("new", &crd.new_source)]
         .iter()
-        .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k}: {v}")))
+        .filter_map(|(k, v)| {
+            v.as_ref()
+                .map(|v| format!("{k}: {}", shown_source(v, opts)))
+        })
         .collect();
     if !sources.is_empty() {
-        out.push_str(&format!("  ({})", sources.join(", ")));
+        let sources = format!("({})", sources.join(", "));
+        let line = crd.name.len() + 2 + crd.status.label().len() + 2 + sources.chars().count();
+        if line <= usize::from(opts.width) {
+            out.push_str(&format!("  {sources}"));
+        } else {
+            out.push('\n');
+            out.push_str(&note(&sources, opts));
+        }
     }
     out.push('\n');
     if let Some(sv) = &crd.stored_versions {
@@ -140,10 +163,9 @@ fn render_crd(crd: &CrdReport, opts: TableOptions, out: &mut String) {
                 sv.source
             ),
         };
-        out.push_str(&format!(
-            "storedVersions: {} ({how})\n",
-            sv.versions.join(", ")
-        ));
+        let line = format!("storedVersions: {} ({how})", sv.versions.join(", "));
+        out.push_str(&wrap_indented("", "  ", &line, opts.width.into()));
+        out.push('\n');
     }
     // Object-scan findings get their own table below.
     let schema_findings: Vec<_> = crd
@@ -166,26 +188,32 @@ fn render_crd(crd: &CrdReport, opts: TableOptions, out: &mut String) {
         out.push_str(&format!("  {what}"));
     } else {
         let last = if opts.wide { "MESSAGE" } else { "CHANGE" };
-        let mut table = new_table(opts, &["SEVERITY", "CHECK", "VERSION", "PATH", last]);
-        for f in &shown {
-            table.add_row(vec![
-                paint_severity(f.severity, opts.color),
-                f.check.id().to_string(),
-                f.version.clone().unwrap_or_default(),
-                f.path.clone().unwrap_or_default(),
-                if opts.wide {
+        let rows = shown
+            .iter()
+            .map(|f| {
+                let change = if opts.wide {
                     f.message.clone()
                 } else {
                     change_of(f).to_string()
-                },
-            ]);
-        }
-        if opts.color {
-            table.enforce_styling();
-        }
-        out.push_str(&table.to_string());
+                };
+                let cells = vec![
+                    f.check.id().to_string(),
+                    f.version.clone().unwrap_or_default(),
+                    f.path.clone().unwrap_or_default(),
+                    change,
+                ];
+                (f.severity, cells)
+            })
+            .collect();
+        let columns = [
+            ("CHECK", Wrap::Never),
+            ("VERSION", Wrap::Never),
+            ("PATH", Wrap::Words),
+            (last, Wrap::Words),
+        ];
+        out.push_str(&grid(opts, &columns, rows));
         if !opts.wide {
-            why_and_how(&shown, out);
+            why_and_how(&shown, opts, out);
         }
     }
     if hidden > 0 {
@@ -196,21 +224,29 @@ fn render_crd(crd: &CrdReport, opts: TableOptions, out: &mut String) {
     }
     render_scan(crd, opts, out);
     for e in &crd.excepted {
-        out.push_str(&format!(
-            "\n  accepted: {} {} {} ({})",
-            e.finding.check,
-            e.finding.version.as_deref().unwrap_or("-"),
-            e.finding.path.as_deref().unwrap_or("-"),
-            e.reason
+        out.push('\n');
+        out.push_str(&note(
+            &format!(
+                "accepted: {} {} {} ({})",
+                e.finding.check,
+                e.finding.version.as_deref().unwrap_or("-"),
+                e.finding.path.as_deref().unwrap_or("-"),
+                e.reason
+            ),
+            opts,
         ));
     }
     for f in &crd.baselined {
-        out.push_str(&format!(
-            "\n  baselined: {} {} {} ({})",
-            f.check,
-            f.version.as_deref().unwrap_or("-"),
-            f.path.as_deref().unwrap_or("-"),
-            change_of(f)
+        out.push('\n');
+        out.push_str(&note(
+            &format!(
+                "baselined: {} {} {} ({})",
+                f.check,
+                f.version.as_deref().unwrap_or("-"),
+                f.path.as_deref().unwrap_or("-"),
+                change_of(f)
+            ),
+            opts,
         ));
     }
     out.push('\n');
@@ -218,7 +254,7 @@ fn render_crd(crd: &CrdReport, opts: TableOptions, out: &mut String) {
 
 /// Each check's why and how, once, below the compact table (`-o wide` has
 /// them in every row).
-fn why_and_how(shown: &[&Finding], out: &mut String) {
+fn why_and_how(shown: &[&Finding], opts: TableOptions, out: &mut String) {
     let mut seen: Vec<(&str, &str)> = Vec::new();
     for f in shown {
         let detail = detail_of(f);
@@ -228,20 +264,145 @@ fn why_and_how(shown: &[&Finding], out: &mut String) {
         }
     }
     for (check, detail) in seen {
-        out.push_str(&format!("\n  {check}: {detail}"));
+        out.push('\n');
+        out.push_str(&note(&format!("{check}: {detail}"), opts));
     }
 }
 
-/// A table in the report's style, wrapped to the terminal width.
-fn new_table(opts: TableOptions, header: &[&str]) -> Table {
+/// A source file as the user would type it: relative to the working
+/// directory when it is under it.
+fn shown_source(source: &str, opts: TableOptions) -> String {
+    let Some(cwd) = opts.cwd else {
+        return source.to_string();
+    };
+    let path = Path::new(source);
+    match path.strip_prefix(cwd) {
+        Ok(rest) if path.is_absolute() => rest.to_string_lossy().into_owned(),
+        _ => source.to_string(),
+    }
+}
+
+/// A line below a table, indented by two and wrapped to the width with
+/// its continuation lines indented by four.
+fn note(text: &str, opts: TableOptions) -> String {
+    wrap_indented("  ", "    ", text, opts.width.into())
+}
+
+/// Whether a column's cells may be wrapped.
+#[derive(Clone, Copy, PartialEq)]
+enum Wrap {
+    /// Ids, versions, counts: one word each, never broken.
+    Never,
+    /// Prose and paths: broken at spaces, and long words at their
+    /// separators (`text::wrap`), never inside a word that fits.
+    Words,
+}
+
+/// A findings table in the report's style: a SEVERITY column, then
+/// `columns`, laid out to fit `opts.width`.
+///
+/// The layout is computed here rather than by comfy-table, whose dynamic
+/// arrangement cuts words (`storedVersionRem` / `oval`) once a column is
+/// narrower than its longest word: columns that never wrap keep their
+/// widest cell, and the wrapping ones share the rest in proportion to their
+/// widest line, never narrower than their longest unbreakable piece.
+fn grid(
+    opts: TableOptions,
+    columns: &[(&str, Wrap)],
+    rows: Vec<(Severity, Vec<String>)>,
+) -> String {
+    let mut header = vec!["SEVERITY"];
+    header.extend(columns.iter().map(|(h, _)| *h));
+    let mut wraps = vec![Wrap::Never];
+    wraps.extend(columns.iter().map(|(_, w)| *w));
+    let plain: Vec<Vec<String>> = rows
+        .iter()
+        .map(|(s, cells)| {
+            let mut row = vec![s.as_str().to_string()];
+            row.extend(cells.iter().cloned());
+            row
+        })
+        .collect();
+    let widths = column_widths(&header, &wraps, &plain, opts.width.into());
     let mut table = Table::new();
     table
         .load_style(presets::UTF8_FULL_CONDENSED)
         .force_no_tty()
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_width(opts.width)
-        .set_header(header.to_vec());
-    table
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(header);
+    for ((severity, _), row) in rows.iter().zip(plain) {
+        let cells: Vec<String> = row
+            .into_iter()
+            .enumerate()
+            .map(|(i, cell)| match (i, wraps[i]) {
+                (0, _) => paint_severity(*severity, opts.color),
+                (_, Wrap::Never) => cell,
+                (_, Wrap::Words) => wrap(&cell, widths[i]).join("\n"),
+            })
+            .collect();
+        table.add_row(cells);
+    }
+    if opts.color {
+        table.enforce_styling();
+    }
+    table.to_string()
+}
+
+/// Each column's width (content only; the borders and padding take `3n+1`).
+fn column_widths(
+    header: &[&str],
+    wraps: &[Wrap],
+    rows: &[Vec<String>],
+    width: usize,
+) -> Vec<usize> {
+    let n = header.len();
+    let widest = |i: usize, measure: fn(&str) -> usize| {
+        rows.iter()
+            .map(|r| measure(&r[i]))
+            .chain([header[i].chars().count()])
+            .max()
+            .unwrap_or(0)
+    };
+    let natural: Vec<usize> = (0..n).map(|i| widest(i, |s| s.chars().count())).collect();
+    let fixed: usize = (0..n)
+        .filter(|&i| wraps[i] == Wrap::Never)
+        .map(|i| natural[i])
+        .sum();
+    let available = width.saturating_sub(3 * n + 1 + fixed);
+    let open: Vec<usize> = (0..n).filter(|&i| wraps[i] == Wrap::Words).collect();
+    let wanted: usize = open.iter().map(|&i| natural[i]).sum();
+    let mut widths = natural.clone();
+    if wanted <= available {
+        return widths;
+    }
+    // Columns that fit in an even share take all they want (a path is read
+    // more easily whole); each of the others gets its longest unbreakable
+    // piece, then what is left in proportion to how much more it would take.
+    let mut open = open;
+    open.sort_by_key(|&i| natural[i]);
+    let mut available = available;
+    while let Some(&i) = open.first() {
+        if natural[i] > available / open.len() {
+            break;
+        }
+        available -= natural[i];
+        open.remove(0);
+    }
+    let floor: Vec<usize> = (0..n)
+        .map(|i| widest(i, longest_piece).min(natural[i]))
+        .collect();
+    let spare = available.saturating_sub(open.iter().map(|&i| floor[i]).sum());
+    let more: usize = open.iter().map(|&i| natural[i] - floor[i]).sum();
+    for &i in &open {
+        widths[i] = floor[i] + spare * (natural[i] - floor[i]) / more.max(1);
+    }
+    // Rounding down leaves a few columns: the widest wrapping column takes
+    // them.
+    let used: usize = open.iter().map(|&i| widths[i]).sum();
+    if let Some(&last) = open.last() {
+        widths[last] = (widths[last] + available.saturating_sub(used)).min(natural[last]);
+    }
+    widths
 }
 
 /// `1 request`, `2 requests`.
@@ -285,7 +446,13 @@ fn render_scan(crd: &CrdReport, opts: TableOptions, out: &mut String) {
     if scan.retries > 0 {
         line.push_str(&format!("; {} retried", plural_requests(scan.retries)));
     }
-    out.push_str(&line);
+    out.push('\n');
+    out.push_str(&wrap_indented(
+        "",
+        "  ",
+        line.trim_start(),
+        opts.width.into(),
+    ));
     if let Some(table) = object_findings_table(&crd.findings, opts) {
         out.push('\n');
         out.push_str(&table);
@@ -302,49 +469,48 @@ pub(super) fn object_findings_table(findings: &[Finding], opts: TableOptions) ->
     if rows.is_empty() {
         return None;
     }
-    let mut table = new_table(
-        opts,
-        &[
-            "SEVERITY",
-            "CHECK",
-            "VERSION",
-            "PATH",
-            "RULE",
-            "OBJECTS",
-            "RATCHETED",
-            "EXAMPLES",
-        ],
-    );
-    for (f, o) in &rows {
-        let more = o.count.saturating_sub(o.examples.len() as u64);
-        let mut examples = o.examples.join(", ");
-        if more > 0 {
-            examples.push_str(&format!(", +{more} more"));
-        }
-        table.add_row(vec![
-            paint_severity(f.severity, opts.color),
-            f.check.id().to_string(),
-            f.version.clone().unwrap_or_default(),
-            f.path.clone().unwrap_or_default(),
-            o.rule.clone(),
-            format!("{} of {}", o.count, o.scanned),
-            match o.ratcheted {
-                Some(true) => "yes".to_string(),
-                Some(false) => "no".to_string(),
-                None => "-".to_string(),
-            },
-            examples,
-        ]);
-    }
-    if opts.color {
-        table.enforce_styling();
-    }
-    let mut out = table.to_string();
+    let cells = rows
+        .iter()
+        .map(|(f, o)| {
+            let more = o.count.saturating_sub(o.examples.len() as u64);
+            let mut examples = o.examples.join(", ");
+            if more > 0 {
+                examples.push_str(&format!(", +{more} more"));
+            }
+            let ratcheted = match o.ratcheted {
+                Some(true) => "yes",
+                Some(false) => "no",
+                None => "-",
+            };
+            let row = vec![
+                f.check.id().to_string(),
+                f.version.clone().unwrap_or_default(),
+                f.path.clone().unwrap_or_default(),
+                o.rule.clone(),
+                format!("{} of {}", o.count, o.scanned),
+                ratcheted.to_string(),
+                examples,
+            ];
+            (f.severity, row)
+        })
+        .collect();
+    let columns = [
+        ("CHECK", Wrap::Never),
+        ("VERSION", Wrap::Never),
+        ("PATH", Wrap::Words),
+        ("RULE", Wrap::Words),
+        ("OBJECTS", Wrap::Never),
+        ("RATCHETED", Wrap::Never),
+        ("EXAMPLES", Wrap::Words),
+    ];
+    let mut out = grid(opts, &columns, cells);
     if rows.iter().any(|(_, o)| o.ratcheted.is_some()) {
-        out.push_str(
-            "\n  ratcheted yes: updates that leave the field unchanged still succeed; creating such an \
+        out.push('\n');
+        out.push_str(&note(
+            "ratcheted yes: updates that leave the field unchanged still succeed; creating such an \
              object fails. no: every write of these objects fails until they are fixed.",
-        );
+            opts,
+        ));
     }
     Some(out)
 }

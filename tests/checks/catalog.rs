@@ -173,7 +173,7 @@ pub(crate) fn unsafe_example(check: Check) -> (Option<Value>, Option<Value>) {
 }
 
 /// Checks no offline comparison can report.
-const LIVE_ONLY: &[Check] = &[
+pub(crate) const LIVE_ONLY: &[Check] = &[
     Check::ApiServerRejects,
     Check::FieldManagerConflict,
     Check::InvalidObjects,

@@ -14,6 +14,7 @@ mod catalog;
 mod config;
 mod crd_level;
 mod cross_version;
+mod docs;
 mod fields;
 mod old_objects;
 mod restructured;

@@ -186,6 +186,6 @@ fn a_type_the_node_does_not_have_in_a_branch_is_still_a_change() {
         Severity::Error,
         Some("v1"),
         Some("^.spec.foo"),
-        &["1 anyOf branch(es) removed"],
+        &["1 anyOf branch removed"],
     );
 }

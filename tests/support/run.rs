@@ -32,11 +32,16 @@ impl Run {
 
 /// Runs `kubectl-crd_safety args` in the repository root, feeding `stdin`.
 pub fn run(args: &[&str], stdin: Option<&str>) -> Run {
+    run_in_columns(120, args, stdin)
+}
+
+/// [`run`] in a terminal `columns` wide.
+pub fn run_in_columns(columns: u16, args: &[&str], stdin: Option<&str>) -> Run {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_kubectl-crd_safety"));
     cmd.args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("NO_COLOR", "1")
-        .env("COLUMNS", "120")
+        .env("COLUMNS", columns.to_string())
         .env_remove("KUBECONFIG")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -59,12 +59,12 @@ fails it is rejected"
             };
             let what = if pair {
                 format!(
-                    "CEL rule changed `{}` -> `{}`",
+                    "CEL rule changed `{}` -> {}",
                     short_rule(&removed[0].rule),
-                    short_rule(&rule.rule)
+                    rule.shown()
                 )
             } else {
-                format!("CEL rule added `{}`", short_rule(&rule.rule))
+                format!("CEL rule added {}", rule.shown())
             };
             let old = if pair {
                 Some(removed[0].raw.clone())
@@ -90,8 +90,8 @@ fails it is rejected"
                     c.check,
                     Severity::Error,
                     format!(
-                        "CEL rule removed `{}` (xValidations.allowRemoval is false)",
-                        short_rule(&rule.rule)
+                        "CEL rule removed {} (xValidations.allowRemoval is false)",
+                        rule.shown()
                     ),
                     Some(&rule.raw),
                     None,
@@ -134,11 +134,25 @@ which writes it rejects",
 /// One `x-kubernetes-validations` entry.
 struct Rule {
     rule: String,
+    /// The rule's own `message`: what its author says it enforces, which
+    /// reads better in a report than the expression alone.
+    message: Option<String>,
     optional_old_self: bool,
     raw: Value,
 }
 
 impl Rule {
+    /// The rule as a report shows it: `` `expression` ("message") ``.
+    fn shown(&self) -> String {
+        let rule = short_rule(&self.rule);
+        match &self.message {
+            // JSON string syntax: the report's `: ` split skips quoted text,
+            // escapes included.
+            Some(m) => format!("`{rule}` ({})", Value::String(short_rule(m))),
+            None => format!("`{rule}`"),
+        }
+    }
+
     fn uses_old_self(&self) -> bool {
         let bytes = self.rule.as_bytes();
         self.rule.match_indices("oldSelf").any(|(i, _)| {
@@ -160,6 +174,11 @@ fn rules(v: Option<&Value>) -> Vec<Rule> {
                         .and_then(Value::as_str)
                         .unwrap_or("")
                         .to_string(),
+                    message: r
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .filter(|m| !m.trim().is_empty())
+                        .map(str::to_string),
                     optional_old_self: r
                         .get("optionalOldSelf")
                         .and_then(Value::as_bool)

@@ -52,6 +52,8 @@ impl Node<'_, '_> {
         let new_set = branches(n.as_ref(), Docs::Strip, self.new);
         let removed = old_set.keys().filter(|k| !new_set.contains_key(*k)).count();
         let added = new_set.keys().filter(|k| !old_set.contains_key(*k)).count();
+        let word = |n: usize| if n == 1 { "branch" } else { "branches" };
+        let (b_added, b_removed) = (word(added), word(removed));
         if removed == 0 && added == 0 {
             // The same constraints, reordered or documented differently.
             if branches(o.as_ref(), Docs::Keep, self.old)
@@ -77,7 +79,7 @@ impl Node<'_, '_> {
                 emit(
                     Severity::Info,
                     format!(
-                        "{kw} constraint added ({added} branch(es)): every value the old schema allows is {}, \
+                        "{kw} constraint added ({added} {b_added}): every value the old schema allows is {}, \
 which a branch accepts as it is, so no stored object can fail it",
                         types.join(" or ")
                     ),
@@ -87,7 +89,7 @@ which a branch accepts as it is, so no stored object can fail it",
             emit(
                 Severity::Error,
                 format!(
-                    "{kw} constraint added ({added} branch(es)): values that fit none of it are rejected; {NOT_RATCHETED}"
+                    "{kw} constraint added ({added} {b_added}): values that fit none of it are rejected; {NOT_RATCHETED}"
                 ),
             );
             return;
@@ -104,7 +106,7 @@ which a branch accepts as it is, so no stored object can fail it",
                     emit(
                         Severity::Error,
                         format!(
-                            "{added} allOf branch(es) added: each is a new constraint every value must meet; {NOT_RATCHETED}"
+                            "{added} allOf {b_added} added: each is a new constraint every value must meet; {NOT_RATCHETED}"
                         ),
                     );
                 }
@@ -114,7 +116,7 @@ which a branch accepts as it is, so no stored object can fail it",
                     emit(
                         Severity::Error,
                         format!(
-                            "{removed} anyOf branch(es) removed: values that only fit them are rejected; {NOT_RATCHETED}"
+                            "{removed} anyOf {b_removed} removed: values that only fit them are rejected; {NOT_RATCHETED}"
                         ),
                     );
                 }
@@ -127,7 +129,7 @@ which a branch accepts as it is, so no stored object can fail it",
                     self.emit(
                         check,
                         sev,
-                        format!("{added} anyOf branch(es) added: more values are accepted"),
+                        format!("{added} anyOf {b_added} added: more values are accepted"),
                         o.as_ref(),
                         n.as_ref(),
                     );
@@ -138,7 +140,7 @@ which a branch accepts as it is, so no stored object can fail it",
                     emit(
                         Severity::Error,
                         format!(
-                            "{removed} oneOf branch(es) removed: values that only fit them are rejected; {NOT_RATCHETED}"
+                            "{removed} oneOf {b_removed} removed: values that only fit them are rejected; {NOT_RATCHETED}"
                         ),
                     );
                 }
@@ -164,19 +166,19 @@ which a branch accepts as it is, so no stored object can fail it",
                         one_of::Overlap::Proven(w) => (
                             Severity::Error,
                             format!(
-                                "{added} oneOf branch(es) added that overlap an existing one: a value such as {w} matched one branch and now matches two, so it is rejected (oneOf means exactly one); {NOT_RATCHETED}"
+                                "{added} oneOf {b_added} added that overlap an existing one: a value such as {w} matched one branch and now matches two, so it is rejected (oneOf means exactly one); {NOT_RATCHETED}"
                             ),
                         ),
                         one_of::Overlap::Disjoint => (
                             Severity::Info,
                             format!(
-                                "{added} oneOf branch(es) added that share no value with the existing ones: more values are accepted"
+                                "{added} oneOf {b_added} added that share no value with the existing ones: more values are accepted"
                             ),
                         ),
                         one_of::Overlap::Undecided => (
                             Severity::Warning,
                             format!(
-                                "{added} oneOf branch(es) added; whether a value can now match two branches could not be decided from the schema: such values are rejected (oneOf means exactly one); {NOT_RATCHETED}"
+                                "{added} oneOf {b_added} added; whether a value can now match two branches could not be decided from the schema: such values are rejected (oneOf means exactly one); {NOT_RATCHETED}"
                             ),
                         ),
                     };

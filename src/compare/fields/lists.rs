@@ -94,11 +94,15 @@ that repeat the new key fail validation (never ratcheted), and server-side apply
             c.check,
             Severity::Warning,
             format!(
-                "x-kubernetes-map-type {} -> {}: server-side apply now {} this object, which changes which \
+                "x-kubernetes-map-type {} -> {}: server-side apply now {}, which changes which \
 field manager owns its keys",
                 show(o.as_ref()),
                 show(n.as_ref()),
-                if norm(n.as_ref()) == "atomic" { "replaces as a whole" } else { "merges key by key" }
+                if norm(n.as_ref()) == "atomic" {
+                    "replaces this object as a whole"
+                } else {
+                    "merges this object key by key"
+                }
             ),
             o.as_ref(),
             n.as_ref(),

@@ -160,10 +160,13 @@ does not describe is now pruned: {PRUNED}",
             c.check,
             Severity::Error,
             format!(
-                "additionalProperties narrowed {} -> {}: map entries the new schema does not allow are pruned \
-or rejected ({PRUNED})",
-                short(&ov, 40),
-                short(&nv, 40)
+                "additionalProperties {}: map entries the new schema does not allow are pruned or \
+rejected; {PRUNED}",
+                if n.is_none() {
+                    format!("{} removed", short(&ov, 40))
+                } else {
+                    format!("narrowed {} -> {}", short(&ov, 40), short(&nv, 40))
+                }
             ),
             Some(&ov),
             Some(&nv),
