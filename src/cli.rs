@@ -147,9 +147,9 @@ pub enum Command {
 ", migrate_exit_codes!()))]
     Migrate(MigrateArgs),
     /// Serve a validating admission webhook that judges every create, update and delete of a
-    /// CustomResourceDefinition with the checks of apply-check (see README, "Guard the cluster").
+    /// CustomResourceDefinition with the checks of apply-check (see docs/webhook.md).
     #[command(after_help = concat!("Examples:
-  # What the chart's pods run (README, \"Guard the cluster\")
+  # What the chart's pods run (docs/webhook.md)
   kubectl-crd_safety serve --tls-cert-file /tls/tls.crt --tls-private-key-file /tls/tls.key \\
     --config /config/config.yaml
 

@@ -172,7 +172,7 @@ fn not_breaking(old_dir: &str, crd: &str, issue: &str) -> Option<usize> {
 /// The false-alarm audit: error findings on the corpus pairs, by the check
 /// that produced them, and the verdicts they make UNSAFE. Every change to
 /// these figures is deliberate: a check that starts or stops firing on real
-/// releases changes this table, and README ("How many errors are real")
+/// releases changes this table, and docs/checks.md ("How many errors are real")
 /// gives the figures before and after the work that moved them.
 const AUDIT_ERRORS: &[(&str, usize)] = &[
     ("additionalProperties", 4),

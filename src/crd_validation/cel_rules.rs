@@ -6,7 +6,7 @@
 //! boolean (a string), stay within the server's cost limits, per rule and
 //! per schema; `oldSelf` only where old and new values can be correlated,
 //! `optionalOldSelf` only with `oldSelf`. Overload errors are left to the
-//! server's dry run in `apply-check` (README says so).
+//! server's dry run in `apply-check` (docs/api-server-rules.md says so).
 
 use kube::core::cel::cel::common::ast::IdedExpr;
 use kube::core::cel::cel::parser::Parser;

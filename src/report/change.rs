@@ -2,7 +2,7 @@
 //! 50`), for a table row, and why it matters and how to do it safely, which
 //! the compact table prints once per check below the rows.
 //!
-//! Messages are written "what: why. how" (STYLE.md), so the split is read
+//! Messages are written "what: why. how", so the split is read
 //! from the message itself: the first `: ` outside backticks and quotes.
 //! Deriving it here keeps the checks free of a second text to maintain.
 

@@ -1,6 +1,6 @@
 //! The report: one model for every output format, and its renderers.
 //!
-//! The JSON/YAML form is a contract for scripts (documented in README.md):
+//! The JSON/YAML form is a contract for scripts (documented in docs/output.md):
 //! `{"crds": [{"name", "status", "findings": [{"check", "severity",
 //! "version", "path", "message", "old", "new"}], ...}], "summary": {...}}`,
 //! with `version` and `path` null where they do not apply. Fields are only

@@ -8,7 +8,7 @@
 //! the scan are decided anew every time). Requests for a pair being judged
 //! wait for that judgment instead of repeating it.
 //!
-//! Measured (`cargo bench --bench webhook`, README "Guard the cluster"):
+//! Measured (`cargo bench --bench webhook`, docs/webhook.md):
 //! this is what keeps 20 concurrent reviews of the largest corpus CRD near
 //! the latency of one.
 
