@@ -38,9 +38,10 @@ use support::{PAIRS, corpus_dir};
 fn cpu() -> Duration {
     match getrusage(UsageWho::RUSAGE_SELF) {
         Ok(u) => {
+            // `num_microseconds` is i64 everywhere (`tv_usec` is i32 on macOS).
             let t = |tv: nix::sys::time::TimeVal| {
-                Duration::from_secs(tv.tv_sec().unsigned_abs())
-                    + Duration::from_micros(tv.tv_usec().unsigned_abs())
+                use nix::sys::time::TimeValLike;
+                Duration::from_micros(tv.num_microseconds().unsigned_abs())
             };
             t(u.user_time()) + t(u.system_time())
         }
