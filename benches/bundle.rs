@@ -11,7 +11,13 @@
 //! bundle (one optional field added to every version). `BUNDLE_BENCH_N`
 //! lists the bundle sizes (default `10,100`), `BUNDLE_BENCH_RTT_MS` the
 //! round trips (default `0,20,50`); `BUNDLE_BENCH_APPLY=0` skips the apply
-//! legs. Figures are printed, never asserted.
+//! legs. `BUNDLE_BENCH_BEFORE=PATH` times another build of the plugin (the
+//! one before a change) beside this one in the same run.
+//! `BUNDLE_BENCH_OBJECTS=N` stores about N objects spread over the bundle's
+//! CRDs and adds `apply-check --objects`, beside the same LISTs made by a
+//! plain client `--concurrency` at a time. Peak memory is GNU time's
+//! maximum resident set (when `/usr/bin/time` exists). Figures are printed,
+//! never asserted.
 
 #[path = "../tests/support/envtest.rs"]
 mod envtest;
@@ -130,14 +136,40 @@ fn write_bundle(dir: &Path, crds: &[Value]) {
     }
 }
 
-/// Runs `program args`; wall seconds, and whether it exited 0 or 1 (a
-/// verdict), printing its error otherwise.
-fn timed(program: &str, args: &[&str]) -> f64 {
+/// Wall time and peak memory of one run.
+#[derive(Debug, Clone, Copy)]
+struct Timed {
+    wall: f64,
+    /// Maximum resident set, MiB.
+    peak: Option<f64>,
+}
+
+impl Timed {
+    fn show(self, requests: usize) -> String {
+        let peak = self
+            .peak
+            .map(|p| format!(", {p:.0} MiB"))
+            .unwrap_or_default();
+        format!("{:.1} s ({requests} req{peak})", self.wall)
+    }
+}
+
+/// Runs `program args`, under GNU time when it is there; reports an exit
+/// other than 0 or 1 (a verdict) with the program's error.
+fn timed(program: &str, args: &[&str]) -> (Timed, Vec<u8>) {
+    let gnu_time = Path::new("/usr/bin/time").exists();
+    let peak_file = tempfile::NamedTempFile::new().expect("temp file");
+    let mut command = if gnu_time {
+        let mut c = Command::new("/usr/bin/time");
+        c.args(["-f", "%M", "-o"])
+            .arg(peak_file.path())
+            .arg(program);
+        c
+    } else {
+        Command::new(program)
+    };
     let started = Instant::now();
-    let out = Command::new(program)
-        .args(args)
-        .output()
-        .expect("the command runs");
+    let out = command.args(args).output().expect("the command runs");
     let wall = started.elapsed().as_secs_f64();
     if !matches!(out.status.code(), Some(0 | 1)) {
         eprintln!(
@@ -151,7 +183,117 @@ fn timed(program: &str, args: &[&str]) -> f64 {
                 .join("\n")
         );
     }
-    wall
+    let peak = std::fs::read_to_string(peak_file.path())
+        .ok()
+        .and_then(|t| t.lines().last()?.trim().parse::<f64>().ok())
+        .map(|kib| kib / 1024.0);
+    (Timed { wall, peak }, out.stdout)
+}
+
+/// Stores about `count` objects spread over the bundle's CRDs (namespaced
+/// ones in namespace `bench`), as small as their schemas allow: metadata
+/// and an empty `spec` where one is described. The server refuses those a
+/// schema requires more of; the number it stored is returned.
+fn store_objects(kubectl: &str, kubeconfig: &str, crds: &[Value], count: usize, dir: &Path) -> u64 {
+    let _ = Command::new(kubectl)
+        .args(["create", "namespace", "bench", "--kubeconfig", kubeconfig])
+        .output();
+    let mut items = Vec::new();
+    for i in 0..count {
+        let crd = &crds[i % crds.len()];
+        let group = crd["spec"]["group"].as_str().unwrap_or("");
+        let kind = crd["spec"]["names"]["kind"].as_str().unwrap_or("");
+        let Some(version) = crd["spec"]["versions"]
+            .as_array()
+            .and_then(|v| v.iter().find(|v| v["storage"] == json!(true)))
+        else {
+            continue;
+        };
+        let mut object = json!({
+            "apiVersion": format!("{group}/{}", version["name"].as_str().unwrap_or("")),
+            "kind": kind,
+            "metadata": {"name": format!("o{i}")},
+        });
+        if crd["spec"]["scope"] == json!("Namespaced") {
+            object["metadata"]["namespace"] = json!("bench");
+        }
+        if version
+            .pointer("/schema/openAPIV3Schema/properties/spec")
+            .is_some()
+        {
+            object["spec"] = json!({});
+        }
+        items.push(object);
+    }
+    let file = dir.join("objects.json");
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
+    std::fs::write(&file, serde_json::to_string(&list).expect("json")).expect("objects file");
+    let out = Command::new(kubectl)
+        .args([
+            "create",
+            "-f",
+            &file.display().to_string(),
+            "--kubeconfig",
+            kubeconfig,
+        ])
+        .output()
+        .expect("kubectl runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.ends_with(" created"))
+        .count() as u64
+}
+
+/// The LISTs `apply-check --objects` makes (every served version of every
+/// CRD, 500 a page), made by a plain client `concurrency` at a time: how
+/// long the listings alone take over this network.
+fn plain_listing(kubeconfig: &str, crds: &[Value], concurrency: usize) -> f64 {
+    use futures::StreamExt;
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        let kc = kube::config::Kubeconfig::read_from(kubeconfig).expect("kubeconfig");
+        let config =
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+                .await
+                .expect("config");
+        let client = kube::Client::try_from(config).expect("client");
+        let mut paths = Vec::new();
+        for crd in crds {
+            let group = crd["spec"]["group"].as_str().unwrap_or("");
+            let plural = crd["spec"]["names"]["plural"].as_str().unwrap_or("");
+            for v in crd["spec"]["versions"].as_array().into_iter().flatten() {
+                if v["served"] == json!(true) {
+                    let name = v["name"].as_str().unwrap_or("");
+                    paths.push(format!("/apis/{group}/{name}/{plural}"));
+                }
+            }
+        }
+        let started = Instant::now();
+        futures::stream::iter(paths.into_iter().map(|path| {
+            let client = client.clone();
+            async move {
+                let mut token: Option<String> = None;
+                loop {
+                    let mut params = kube::api::ListParams::default().limit(500);
+                    if let Some(t) = &token {
+                        params = params.continue_token(t);
+                    }
+                    let request = kube::core::Request::new(&path)
+                        .list(&params)
+                        .expect("request");
+                    let page: Value = client.request(request).await.expect("LIST");
+                    match page["metadata"]["continue"].as_str() {
+                        Some(t) if !t.is_empty() => token = Some(t.to_string()),
+                        _ => break,
+                    }
+                }
+            }
+        }))
+        .buffer_unordered(concurrency)
+        .collect::<Vec<_>>()
+        .await;
+        started.elapsed().as_secs_f64()
+    })
 }
 
 /// Installs `dir` as it is, straight to the server, as crd-safety's own
@@ -209,16 +351,19 @@ fn main() {
     let sizes = list("BUNDLE_BENCH_N", "10,100");
     let rtts = list("BUNDLE_BENCH_RTT_MS", "0,20,50");
     let with_apply = std::env::var("BUNDLE_BENCH_APPLY").map_or(true, |v| v != "0");
+    let before = std::env::var("BUNDLE_BENCH_BEFORE").ok();
+    let objects: usize = std::env::var("BUNDLE_BENCH_OBJECTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
     let work = tempfile::tempdir().expect("tempdir");
     let mut offset = 0usize;
     println!(
-        "Kubernetes {}, one run each; requests counted at the proxy",
+        "Kubernetes {}, one run each; requests counted at the proxy; peak memory by GNU time",
         plane.kube_version
     );
-    println!(
-        "| CRDs | round trip | apply-check | kubectl --dry-run=server | ratio | apply --yes | kubectl apply --server-side | ratio |"
-    );
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+    let mut rows = Vec::new();
+    let mut object_rows = Vec::new();
     for n in sizes {
         let n = n as usize;
         let old: Vec<Value> = (0..n)
@@ -236,28 +381,38 @@ fn main() {
         write_bundle(&new_dir, &new);
         install(&kubectl, &admin, &old_dir);
         std::thread::sleep(Duration::from_secs(2));
+        let stored = if objects > 0 {
+            store_objects(&kubectl, &admin, &old, objects, work.path())
+        } else {
+            0
+        };
         let new_path = new_dir.display().to_string();
         for rtt in &rtts {
             let proxy = faults::FaultProxy::delaying(&plane, Duration::from_millis(*rtt));
             let kc_dir = work.path().join(format!("kc-{n}-{rtt}"));
             std::fs::create_dir_all(&kc_dir).expect("kubeconfig dir");
             let kc = proxy.kubeconfig(&kc_dir);
-            let before = proxy.seen().len();
-            let check = timed(
-                plugin,
-                &[
-                    "apply-check",
-                    "-f",
-                    &new_path,
-                    "--kubeconfig",
-                    &kc,
-                    "-o",
-                    "json",
-                ],
-            );
-            let check_requests = proxy.seen().len() - before;
-            let before = proxy.seen().len();
-            let dry = timed(
+            // Each leg through the proxy, with the requests it saw.
+            let leg = |program: &str, args: &[&str]| {
+                let seen = proxy.seen().len();
+                let (t, out) = timed(program, args);
+                (t, proxy.seen().len() - seen, out)
+            };
+            let check_args = [
+                "apply-check",
+                "-f",
+                &new_path,
+                "--kubeconfig",
+                &kc,
+                "-o",
+                "json",
+            ];
+            let (check, check_req, _) = leg(plugin, &check_args);
+            let check_before = before
+                .as_deref()
+                .map(|b| leg(b, &check_args))
+                .map_or("-".to_string(), |(t, r, _)| t.show(r));
+            let (dry, dry_req, _) = leg(
                 &kubectl,
                 &[
                     "apply",
@@ -270,19 +425,44 @@ fn main() {
                     &kc,
                 ],
             );
-            let dry_requests = proxy.seen().len() - before;
-            let (mut ours, mut theirs) = (String::from("-"), String::from("-"));
+            if objects > 0 {
+                let with_objects = [&check_args[..], &["--objects"]].concat();
+                let (scan, scan_req, out) = leg(plugin, &with_objects);
+                let scanned: u64 = serde_json::from_slice::<Value>(&out)
+                    .ok()
+                    .and_then(|r| {
+                        r["crds"].as_array().map(|crds| {
+                            crds.iter()
+                                .filter_map(|c| c["scan"]["scanned"].as_u64())
+                                .sum()
+                        })
+                    })
+                    .unwrap_or(0);
+                let scan_before = before
+                    .as_deref()
+                    .map(|b| leg(b, &with_objects))
+                    .map_or("-".to_string(), |(t, r, _)| t.show(r));
+                let plain = plain_listing(&kc, &new, 8);
+                let scanning = scan.wall - check.wall;
+                object_rows.push(format!(
+                    "| {n} | {rtt} ms | {scanned} of {stored} | {} | {scan_before} | {scanning:.1} s | {plain:.1} s | {:.2}x |",
+                    scan.show(scan_req),
+                    scanning / plain
+                ));
+            }
+            let (mut ours, mut ours_before, mut theirs) =
+                ("-".to_string(), "-".to_string(), "-".to_string());
             let mut ratio_apply = String::from("-");
             if with_apply {
-                let before = proxy.seen().len();
-                let a = timed(
-                    plugin,
-                    &["apply", "-f", &new_path, "--kubeconfig", &kc, "--yes"],
-                );
-                let a_requests = proxy.seen().len() - before;
+                let apply_args = ["apply", "-f", &new_path, "--kubeconfig", &kc, "--yes"];
+                let (a, a_req, _) = leg(plugin, &apply_args);
                 install(&kubectl, &admin, &old_dir);
-                let before = proxy.seen().len();
-                let k = timed(
+                if let Some(b) = before.as_deref() {
+                    let (t, r, _) = leg(b, &apply_args);
+                    ours_before = t.show(r);
+                    install(&kubectl, &admin, &old_dir);
+                }
+                let (k, k_req, _) = leg(
                     &kubectl,
                     &[
                         "apply",
@@ -295,16 +475,37 @@ fn main() {
                         &kc,
                     ],
                 );
-                let k_requests = proxy.seen().len() - before;
                 install(&kubectl, &admin, &old_dir);
-                ours = format!("{a:.1} s ({a_requests} req)");
-                theirs = format!("{k:.1} s ({k_requests} req)");
-                ratio_apply = format!("{:.2}x", a / k);
+                ours = a.show(a_req);
+                theirs = k.show(k_req);
+                ratio_apply = format!("{:.2}x", a.wall / k.wall);
             }
-            println!(
-                "| {n} | {rtt} ms | {check:.1} s ({check_requests} req) | {dry:.1} s ({dry_requests} req) | {:.2}x | {ours} | {theirs} | {ratio_apply} |",
-                check / dry
+            let row = format!(
+                "| {n} | {rtt} ms | {} | {check_before} | {} | {:.2}x | {ours} | {ours_before} | {theirs} | {ratio_apply} |",
+                check.show(check_req),
+                dry.show(dry_req),
+                check.wall / dry.wall
             );
+            println!("{row}");
+            rows.push(row);
+        }
+    }
+    println!();
+    println!(
+        "| CRDs | round trip | apply-check | before | kubectl --dry-run=server | ratio | apply --yes | before | kubectl apply --server-side | ratio |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    for row in rows {
+        println!("{row}");
+    }
+    if !object_rows.is_empty() {
+        println!();
+        println!(
+            "| CRDs | round trip | objects scanned | apply-check --objects | before | scan (minus apply-check) | plain client's LISTs, 8 at once | ratio |"
+        );
+        println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+        for row in object_rows {
+            println!("{row}");
         }
     }
 }

@@ -2,6 +2,8 @@
 //! real `status.storedVersions`, and the API server's own dry run of the
 //! update. The result also says what `apply` would do to each CRD.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use futures::{StreamExt, TryStreamExt};
 use serde_json::Value;
 
@@ -25,8 +27,31 @@ pub struct LiveCheck {
     pub plan: Vec<Planned>,
 }
 
-/// Scan settings and where to report progress.
-pub type ScanRequest<'a> = (ScanOptions, &'a mut (dyn FnMut(Progress<'_>) + Send));
+/// How `apply_check` runs.
+pub struct CheckOptions<'a> {
+    /// Requests (reads, dry runs, object scans) in flight at once: the wait
+    /// is then proportional to the work, not to the count of round trips.
+    pub concurrency: usize,
+    /// Validate the stored objects of every CRD that changes (`--objects`).
+    pub scan: Option<ScanOptions>,
+    /// Told as the check moves on, for a progress line; called from the
+    /// requests in flight, in the order they finish.
+    pub progress: &'a (dyn Fn(Step<'_>) + Sync),
+}
+
+/// Where `apply_check` is.
+#[derive(Debug, Clone, Copy)]
+pub enum Step<'a> {
+    /// The server's dry run has answered for `done` of `total` CRDs.
+    DryRun {
+        /// CRDs answered so far.
+        done: usize,
+        /// CRDs of the manifests.
+        total: usize,
+    },
+    /// An object scan moved on.
+    Scan(Progress<'a>),
+}
 
 /// Why a live check could not finish.
 #[derive(Debug, thiserror::Error)]
@@ -52,21 +77,19 @@ struct Verdict {
 }
 
 /// Reads the live CRDs named in `new`, compares, dry-runs each update and,
-/// with `scan`, validates the stored objects of every CRD that changes
-/// against its new schema. Reads and dry runs go `concurrency` at a time
-/// (the wait is then proportional to the work, not to the count of round
-/// trips); the report keeps manifest order.
+/// with a scan, validates the stored objects of every CRD that changes
+/// against its new schema. Everything goes `concurrency` requests at a time
+/// (big bundles read the live CRDs with one LIST); the report keeps
+/// manifest order.
 pub async fn apply_check(
     conn: &Connection,
     new: &ManifestSet,
     config: &Config,
-    concurrency: usize,
-    scan: Option<ScanRequest<'_>>,
+    options: &CheckOptions<'_>,
 ) -> Result<LiveCheck, LiveError> {
-    let concurrency = concurrency.max(1);
-    let reads = futures::stream::iter(new.crds.iter().map(|n| conn.get_crd(&n.crd.name)))
-        .buffered(concurrency)
-        .try_collect::<Vec<_>>();
+    let concurrency = options.concurrency.max(1);
+    let names: Vec<&str> = new.crds.iter().map(|n| n.crd.name.as_str()).collect();
+    let reads = conn.get_crds(&names, concurrency);
     // The CRD rules are those of the connected server's version.
     let (fetched, server) = futures::try_join!(reads, conn.server_version())?;
     let mut live = ManifestSet::default();
@@ -102,9 +125,13 @@ pub async fn apply_check(
         .iter()
         .map(|i| i.map(|i| &live.crds[i].crd))
         .collect();
-    let verdicts = futures::stream::iter(new.crds.iter().zip(&live_crds).map(
-        |(n, live_crd)| async move {
+    let answered = AtomicUsize::new(0);
+    let total = new.crds.len();
+    let verdicts =
+        futures::stream::iter(new.crds.iter().zip(&live_crds).map(|(n, live_crd)| async {
             let verdict = conn.dry_run_apply(&n.crd.name, &n.crd.manifest).await?;
+            let done = answered.fetch_add(1, Ordering::Relaxed) + 1;
+            (options.progress)(Step::DryRun { done, total });
             Ok::<_, ClusterError>(match verdict {
                 DryRun::Accepted(would_be) => Verdict {
                     unchanged: live_crd.is_some_and(|l| same_content(&would_be, &l.manifest)),
@@ -125,11 +152,10 @@ pub async fn apply_check(
                     rejected: Some(message),
                 },
             })
-        },
-    ))
-    .buffered(concurrency)
-    .try_collect::<Vec<_>>()
-    .await?;
+        }))
+        .buffered(concurrency)
+        .try_collect::<Vec<_>>()
+        .await?;
     let policy = config.policy();
     let mut plan = Vec::with_capacity(new.crds.len());
     for (((entry, n), live_crd), verdict) in
@@ -199,14 +225,24 @@ pub async fn apply_check(
             entry.add(kept, excepted);
         }
     }
-    if let Some((opts, progress)) = scan {
-        for (i, planned) in plan.iter().enumerate() {
-            let Some(old) = live_crds[i].filter(|_| planned.action == Action::Update) else {
-                continue;
-            };
-            let result =
-                scan_crd(conn, old, &new.crds[i].crd, minor, &opts, &mut *progress).await?;
-            let (kept, excepted) = policy.apply(&planned.name, result.findings);
+    if let Some(opts) = &options.scan {
+        // Several CRDs at once, sharing one page budget (`PageShare`), so
+        // the objects in memory stay those of about two pages.
+        let jobs = plan.iter().enumerate().filter_map(|(i, planned)| {
+            let old = live_crds[i].filter(|_| planned.action == Action::Update)?;
+            Some(async move {
+                let mut progress = |p: Progress<'_>| (options.progress)(Step::Scan(p));
+                scan_crd(conn, old, &new.crds[i].crd, minor, opts, &mut progress)
+                    .await
+                    .map(|result| (i, result))
+            })
+        });
+        let scanned = futures::stream::iter(jobs)
+            .buffered(concurrency)
+            .try_collect::<Vec<_>>()
+            .await?;
+        for (i, result) in scanned {
+            let (kept, excepted) = policy.apply(&plan[i].name, result.findings);
             crds[i].add(kept, excepted);
             crds[i].scan = Some(result.summary);
         }

@@ -28,7 +28,7 @@ use crd_safety::compare::Check;
 use crd_safety::config::{Config, FailMode, Mode};
 use crd_safety::diff;
 use crd_safety::diff::{StoredVersionsArg, diff_judged};
-use crd_safety::live::LiveCheck;
+use crd_safety::live::{CheckOptions, LiveCheck, Step};
 use crd_safety::locate::locate;
 use crd_safety::manifest::{self, HelmOptions, Positions, Source, SourceOptions};
 use crd_safety::report::{
@@ -470,39 +470,42 @@ async fn live_check(
     config: &Config,
     args: &ApplyCheckArgs,
 ) -> Result<LiveCheck, Failure> {
-    let bar = args
-        .objects
-        .then(|| {
-            terminal_bar(
-                indicatif::ProgressBar::new_spinner(),
-                "{spinner} {msg} [{elapsed}]",
-            )
-        })
-        .flatten();
+    // A progress line on a terminal: the dry runs over the bundle's CRDs,
+    // then the object scans.
+    let bar = terminal_bar(
+        indicatif::ProgressBar::new_spinner(),
+        "{spinner} {msg} [{elapsed}]",
+    );
     show_retries(conn, bar.as_ref());
-    let mut progress = |p: Progress<'_>| {
-        if let Some(bar) = &bar {
-            let total = p.total.map(|t| format!(" of ~{t}")).unwrap_or_default();
-            bar.set_message(format!(
-                "scanning {} {}: {} objects{total}{}",
-                p.crd,
-                p.version,
-                p.scanned,
-                retries_so_far(conn)
-            ));
-            bar.tick();
-        }
+    let progress = |step: Step<'_>| {
+        let Some(bar) = &bar else { return };
+        let message = match step {
+            Step::DryRun { done, total } => format!(
+                "server-side dry run: {done} of {}",
+                crd_safety::text::plural(total, "CRD", "CRDs")
+            ),
+            Step::Scan(p) => {
+                let total = p.total.map(|t| format!(" of ~{t}")).unwrap_or_default();
+                format!(
+                    "scanning {} {}: {} objects{total}",
+                    p.crd, p.version, p.scanned
+                )
+            }
+        };
+        bar.set_message(format!("{message}{}", retries_so_far(conn)));
+        bar.tick();
     };
-    let scan = args.objects.then_some((
-        ScanOptions {
+    let options = CheckOptions {
+        concurrency: usize::from(args.concurrency),
+        scan: args.objects.then(|| ScanOptions {
             chunk_size: args.chunk_size,
             max_examples: args.max_examples,
             namespace: args.namespace.clone(),
-        },
-        &mut progress as &mut (dyn FnMut(Progress<'_>) + Send),
-    ));
-    let result =
-        crd_safety::live::apply_check(conn, new, config, usize::from(args.concurrency), scan).await;
+            ..ScanOptions::default()
+        }),
+        progress: &progress,
+    };
+    let result = crd_safety::live::apply_check(conn, new, config, &options).await;
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
@@ -688,6 +691,7 @@ fn run_migrate(args: MigrateArgs) -> Result<u8, Failure> {
                 chunk_size: args.chunk_size,
                 max_examples: args.max_examples,
                 namespace: None,
+                ..ScanOptions::default()
             },
             by_namespace: args.by_namespace,
             allow_pruning: args.allow_pruning,

@@ -915,15 +915,26 @@ async fn a_big_bundle_over_a_slow_network_gets_the_same_verdicts_in_order() {
         })
         .collect();
     assert_eq!(results(&r.json()), expected);
-    // One read per CRD for the check; an update of an established CRD is
-    // not polled for `Established` (the apply's answer says so), only the
-    // one created.
-    let reads = proxy.seen()[before..]
+    // The check reads the live CRDs with a paginated LIST (100 a page, the
+    // server's other CRDs included), not one GET each; an update of an
+    // established CRD is not polled for `Established` (the apply's answer
+    // says so), only the one created.
+    let seen = &proxy.seen()[before..];
+    let lists = seen
+        .iter()
+        .filter(|s| {
+            s.method == "GET"
+                && s.target
+                    .starts_with("/apis/apiextensions.k8s.io/v1/customresourcedefinitions?")
+        })
+        .count();
+    assert!((1..=3).contains(&lists), "{lists} LISTs of CRDs");
+    let reads = seen
         .iter()
         .filter(|s| s.method == "GET" && s.target.contains("/customresourcedefinitions/bundle"))
         .count();
     assert!(
-        (N - 1..N - 1 + 10).contains(&reads),
+        reads < 10,
         "{reads} reads of single CRDs for {} CRDs",
         N - 1
     );
@@ -934,4 +945,66 @@ async fn a_big_bundle_over_a_slow_network_gets_the_same_verdicts_in_order() {
             "{name}"
         );
     }
+}
+
+/// A big bundle's live CRDs are read with a LIST, which needs the `list`
+/// verb; a user who may only `get` CRDs (and dry-run them) gets the same
+/// report through one GET each, as RBAC decides on the real server.
+#[tokio::test]
+async fn a_user_who_may_only_get_crds_still_checks_a_big_bundle() {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    let params = kube::api::PostParams::default();
+    let role: ClusterRole = serde_json::from_value(json!({
+        "metadata": {"name": "crd-getter"},
+        "rules": [{
+            "apiGroups": ["apiextensions.k8s.io"],
+            "resources": ["customresourcedefinitions"],
+            "verbs": ["get", "patch", "create"],
+        }],
+    }))
+    .expect("role");
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "crd-getter"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "crd-getter"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "crd-getter"}],
+    }))
+    .expect("binding");
+    Api::<ClusterRole>::all(client.clone())
+        .create(&params, &role)
+        .await
+        .expect("role created");
+    Api::<ClusterRoleBinding>::all(client.clone())
+        .create(&params, &binding)
+        .await
+        .expect("binding created");
+    // 40 CRDs (more than a LIST is used for), two of them installed.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let n = crd_safety::cluster::LIST_FROM + 8;
+    for i in 0..n {
+        let m = crd(&format!("getonly{i:03}s"), &[("v1", true, true)], json!({}));
+        if i < 2 {
+            install(&client, &m).await;
+        }
+        write_manifest(dir.path(), &format!("{i:03}.json"), &m);
+    }
+    let bundle = dir.path().display().to_string();
+    let kubeconfig = plane.admin_kubeconfig.display().to_string();
+    let getter = apply_check(&bundle, &kubeconfig, &["--as", "crd-getter", "-o", "json"]);
+    assert_eq!(getter.code, 0, "{}{}", getter.stdout, getter.stderr);
+    let statuses: Vec<String> = getter.json()["crds"]
+        .as_array()
+        .expect("crds")
+        .iter()
+        .map(|c| c["status"].as_str().unwrap_or_default().to_string())
+        .collect();
+    let expected: Vec<&str> = (0..n).map(|i| if i < 2 { "safe" } else { "new" }).collect();
+    assert_eq!(statuses, expected);
+    // The admin, whose LIST is allowed, gets the same report.
+    let admin_report = apply_check(&bundle, &kubeconfig, &["-o", "json"]);
+    assert_eq!(
+        verdicts_of(&admin_report.json()),
+        verdicts_of(&getter.json())
+    );
 }

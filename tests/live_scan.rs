@@ -403,3 +403,63 @@ async fn dash_n_narrows_the_scan_to_one_namespace_as_kubectl_does() {
     assert_eq!(all["crds"][0]["scan"]["scanned"], 4);
     assert!(all["crds"][0]["scan"].get("namespace").is_none());
 }
+
+/// Several CRDs are scanned at once, sharing one page budget: the report
+/// is the one a scan of one CRD after the other gives, in manifest order,
+/// with every object counted.
+#[tokio::test]
+async fn several_crds_scanned_at_once_report_as_one_after_another() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    const CRDS: usize = 6;
+    const OBJECTS: usize = 30;
+    for c in 0..CRDS {
+        let plural = format!("atonce{c}s");
+        install(&client, &v1(&plural, json!({}))).await;
+        // Every third object is below the new minimum.
+        let objects = (0..OBJECTS)
+            .map(|i| {
+                let size = if i % 3 == 0 { 0 } else { 5 };
+                (
+                    "default".to_string(),
+                    format!("o{i:02}"),
+                    json!({"size": size}),
+                )
+            })
+            .collect();
+        create_objects(&client, &plural, "v1", objects).await;
+        let new = v1(&plural, json!({"size": {"type": "integer", "minimum": 1}}));
+        write_manifest(dir.path(), &format!("{c}.json"), &new);
+    }
+    let kubeconfig = plane.admin_kubeconfig.display().to_string();
+    let path = dir.path().display().to_string();
+    let run = |concurrency: &str| {
+        let args = [
+            "--objects",
+            "--chunk-size",
+            "4",
+            "--concurrency",
+            concurrency,
+            "-o",
+            "json",
+        ];
+        let r = apply_check(&path, &kubeconfig, &args);
+        assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+        let mut report = r.json();
+        if let Some(o) = report.as_object_mut() {
+            o.remove("cluster");
+        }
+        report
+    };
+    let one_by_one = run("1");
+    let at_once = run("8");
+    assert_eq!(at_once, one_by_one);
+    let crds = at_once["crds"].as_array().expect("crds");
+    assert_eq!(crds.len(), CRDS);
+    for (c, crd) in crds.iter().enumerate() {
+        assert_eq!(crd["name"], format!("atonce{c}s.example.com"));
+        assert_eq!(crd["scan"]["scanned"], OBJECTS, "{}", crd["scan"]);
+        assert_eq!(crd["scan"]["invalid"], OBJECTS / 3, "{}", crd["scan"]);
+    }
+}

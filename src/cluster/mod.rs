@@ -9,6 +9,7 @@
 mod client;
 pub mod kubeconfig;
 mod list;
+mod live_crds;
 pub mod ownership;
 pub mod proxy;
 mod request;
@@ -19,6 +20,7 @@ mod write;
 
 pub use crate::crd::ResourceRef;
 pub use list::{ListError, Page, ServerVersion};
+pub use live_crds::LIST_FROM;
 pub use retry::{RequestTrace, RetryNotice, RetryPolicy};
 pub use storage_migration::{MigrationApi, MigrationCreate, MigrationState};
 pub use write::{Rewrite, RewriteError, StoredVersionsUpdate};
@@ -26,7 +28,7 @@ pub use write::{Rewrite, RewriteError, StoredVersionsUpdate};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use kube::api::{GetParams, Patch, PatchParams};
@@ -130,6 +132,9 @@ pub struct Connection {
     retry_policy: RetryPolicy,
     /// Retries and traces of this connection (clones share it).
     log: Arc<retry::RequestLog>,
+    /// Retries of the requests made through this clone only (see
+    /// [`Connection::counting`]); they count in `log` too.
+    own_retries: Arc<AtomicU64>,
     /// Whether the server has answered at least once: a refused connection
     /// after that is a restart, worth retrying; before, it is no server.
     reached: Arc<AtomicBool>,
@@ -444,9 +449,26 @@ impl Connection {
             install_hint: None,
             retry_policy: RetryPolicy::default(),
             log: Arc::default(),
+            own_retries: Arc::default(),
             reached: Arc::default(),
             compression: false,
         }
+    }
+
+    /// A clone whose [`Connection::own_retries`] counts only the retries of
+    /// requests made through it: the scans of several CRDs run at once on
+    /// one connection, and each reports its own.
+    pub fn counting(&self) -> Connection {
+        Connection {
+            own_retries: Arc::default(),
+            ..self.clone()
+        }
+    }
+
+    /// Requests retried so far among those made through this clone and its
+    /// own clones since [`Connection::counting`] made it.
+    pub fn own_retries(&self) -> u64 {
+        self.own_retries.load(Ordering::Relaxed)
     }
 
     /// This connection with another retry policy.

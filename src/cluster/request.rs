@@ -150,6 +150,8 @@ impl Connection {
                     exhausted: true,
                 });
             };
+            self.own_retries
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             self.log.note(&RetryNotice {
                 request: what.to_string(),
                 cause,

@@ -12,6 +12,7 @@ mod tally;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
 use thiserror::Error;
@@ -39,6 +40,9 @@ pub struct ScanOptions {
     /// Only the objects of this namespace (`-n`); cluster-scoped CRDs are
     /// scanned whole.
     pub namespace: Option<String>,
+    /// The scans running at once with these options, which share
+    /// `chunk_size` between them.
+    pub share: PageShare,
 }
 
 impl Default for ScanOptions {
@@ -47,7 +51,46 @@ impl Default for ScanOptions {
             chunk_size: 500,
             max_examples: 5,
             namespace: None,
+            share: PageShare::default(),
         }
+    }
+}
+
+impl ScanOptions {
+    /// Objects per page for the next LIST: `chunk_size` split between the
+    /// scans running now. A scan holds at most two pages (one validated,
+    /// the next one fetched), so however many CRDs are scanned at once they
+    /// hold about two `chunk_size` pages together, as one scan alone does;
+    /// when the others finish, the last one grows back to whole pages.
+    fn page_limit(&self) -> u32 {
+        let running = u32::try_from(self.share.0.load(Ordering::Relaxed))
+            .unwrap_or(u32::MAX)
+            .max(1);
+        (self.chunk_size / running).max(MIN_PAGE.min(self.chunk_size))
+    }
+}
+
+/// The smallest page a shared scan asks for: below it round trips, not
+/// memory, bound the scan.
+const MIN_PAGE: u32 = 50;
+
+/// A count of the scans running at once (clones share it).
+#[derive(Debug, Clone, Default)]
+pub struct PageShare(Arc<AtomicUsize>);
+
+/// One running scan, counted in its [`PageShare`] until dropped.
+struct Running<'a>(&'a PageShare);
+
+impl PageShare {
+    fn enter(&self) -> Running<'_> {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        Running(self)
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -104,8 +147,10 @@ pub async fn scan_crd(
     opts: &ScanOptions,
     progress: &mut (dyn FnMut(Progress<'_>) + Send),
 ) -> Result<CrdScan, ScanError> {
+    let _running = opts.share.enter();
     let ratcheting = server_minor >= RATCHETING_SINCE_MINOR;
-    let retries_before = conn.retries();
+    // Its own retries, when other scans share the connection.
+    let conn = &conn.counting();
     let mut tally = Tally::new(opts.max_examples, ratcheting);
     let mut summary = ScanSummary::new(server_minor);
     if live.spec.scope == "Namespaced" {
@@ -162,7 +207,7 @@ pub async fn scan_crd(
     {
         scanned_per_version.push((format!("{read} -> {}", storage.name()), listed));
     }
-    summary.retries = conn.retries() - retries_before;
+    summary.retries = conn.own_retries();
     let rewritten = format!("the new storage version's ({}) schema", storage.name());
     Ok(conclude(
         summary,
@@ -258,7 +303,8 @@ pub async fn scan_for_migration(
     progress: &mut (dyn FnMut(Progress<'_>) + Send),
 ) -> Result<MigrationScan, ScanError> {
     let ratcheting = server_minor >= RATCHETING_SINCE_MINOR;
-    let retries_before = conn.retries();
+    // Its own retries, when other scans share the connection.
+    let conn = &conn.counting();
     let mut tally = Tally::new(opts.max_examples, ratcheting);
     let storage = live.storage_version();
     let mut summary = ScanSummary::new(server_minor);
@@ -303,7 +349,7 @@ pub async fn scan_for_migration(
         scanned_per_version.push((version.clone(), listed.scanned));
         summary.versions.push(version);
     }
-    summary.retries = conn.retries() - retries_before;
+    summary.retries = conn.own_retries();
     let against = format!("the storage version's ({}) schema", storage.name());
     let mut scan = conclude(
         summary,
@@ -502,7 +548,7 @@ async fn list_and_validate(
         namespaces: BTreeMap::new(),
     };
     let pool = Arc::new(crate::parallel::Pool::new());
-    let mut page = conn.list_page(resource, opts.chunk_size, None).await?;
+    let mut page = conn.list_page(resource, opts.page_limit(), None).await?;
     loop {
         let next = page.next().map(str::to_string);
         let remaining = page.metadata.remaining_item_count;
@@ -524,7 +570,7 @@ async fn list_and_validate(
         });
         let fetching = async {
             match &next {
-                Some(t) => Some(conn.list_page(resource, opts.chunk_size, Some(t)).await),
+                Some(t) => Some(conn.list_page(resource, opts.page_limit(), Some(t)).await),
                 None => None,
             }
         };
@@ -678,4 +724,32 @@ fn finding(
             ratcheted,
             examples: group.examples.clone(),
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scans_running_at_once_split_the_page_and_the_last_one_grows_back() {
+        let opts = ScanOptions::default();
+        assert_eq!(opts.page_limit(), 500, "alone: whole pages");
+        let running: Vec<Running<'_>> = (0..4).map(|_| opts.share.enter()).collect();
+        assert_eq!(opts.page_limit(), 125);
+        let more: Vec<Running<'_>> = (0..16).map(|_| opts.share.enter()).collect();
+        assert_eq!(opts.page_limit(), MIN_PAGE, "never below the smallest page");
+        drop(more);
+        drop(running);
+        assert_eq!(opts.page_limit(), 500);
+        let small = ScanOptions {
+            chunk_size: 4,
+            ..ScanOptions::default()
+        };
+        let _four: Vec<Running<'_>> = (0..4).map(|_| small.share.enter()).collect();
+        assert_eq!(
+            small.page_limit(),
+            4,
+            "a chunk smaller than the floor stays"
+        );
+    }
 }
