@@ -779,7 +779,6 @@ fn run_migrate(args: MigrateArgs) -> Result<u8, Failure> {
             let run = RunOptions {
                 chunk_size: args.chunk_size,
                 concurrency: usize::from(args.concurrency),
-                retry: conn.retry_policy(),
                 server: migrate::ServerWait {
                     pickup: args.server_wait,
                     poll: std::time::Duration::from_secs(1),

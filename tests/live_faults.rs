@@ -202,7 +202,8 @@ async fn a_scan_through_429_503_and_cut_connections_completes_with_exact_counts(
         "GET crd faultscans.example.com: 429 Too Many Requests; retry 1 in 1.0s",
         "dry-run crd faultscans.example.com: 503 Service Unavailable; retry 1 in ",
         "GET /version: connection closed",
-        "LIST example.com/v1 faultscans: 503 Service Unavailable; retry 1 in 0.2s",
+        // Our own backoff of 250 ms, stretched by up to a fifth of jitter.
+        "LIST example.com/v1 faultscans: 503 Service Unavailable; retry 1 in 0.",
         "LIST example.com/v1 faultscans: connection closed",
         "LIST example.com/v1 faultscans: 429 Too Many Requests; retry 1 in 0.0s",
     ] {
@@ -576,5 +577,71 @@ async fn large_pages_come_gzip_compressed_unless_the_kubeconfig_disables_it() {
         bytes[0],
         bytes[1],
         bytes[1] as f64 / bytes[0] as f64
+    );
+}
+
+/// A conversion webhook that does not answer makes the API server fail
+/// every read of the CRD's objects in another version with a 500. That is
+/// not retried (the server names no wait, and client-go does not retry
+/// such a 500 either): the scan stops at once with one line that names the
+/// conversion webhook.
+#[tokio::test]
+async fn a_broken_conversion_webhook_fails_at_once_naming_it() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("port")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let webhook = json!({
+        "strategy": "Webhook",
+        "webhook": {
+            "conversionReviewVersions": ["v1"],
+            "clientConfig": {"url": format!("https://127.0.0.1:{closed}/convert")},
+        },
+    });
+    let mut old = crd(
+        "convfails",
+        &[("v1", true, true), ("v2", true, false)],
+        json!({}),
+    );
+    old["spec"]["conversion"] = webhook;
+    install(&client, &old).await;
+    // Stored in v1, the version it is written in: no conversion yet.
+    create_numbered(&client, "convfails", 3).await;
+    // The new release changes v2, so the scan reads the objects in v2,
+    // which only the webhook can convert them to.
+    let mut new = old.clone();
+    new["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["size"]
+        ["minimum"] = json!(2);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let manifest = write_manifest(dir.path(), "new.json", &new);
+    let kubeconfig = plane.admin_kubeconfig.display().to_string();
+    let r = run(
+        &[
+            "apply-check",
+            "-f",
+            &manifest,
+            "--kubeconfig",
+            &kubeconfig,
+            "--objects",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .starts_with("error: the conversion webhook of the CRD failed")
+            && r.stderr.contains("conversion webhook for example.com/")
+            && r.stderr.contains("connection refused"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !r.stderr.contains("gave up after"),
+        "not retried: {}",
+        r.stderr
     );
 }

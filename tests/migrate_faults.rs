@@ -233,7 +233,7 @@ fn transient_failures_are_retried_honoring_retry_after_and_then_migrated() {
         .stderr
         .lines()
         .filter(|l| l.starts_with("request: PUT /apis/example.com/v1/namespaces/default/faults/b?"))
-        .filter(|l| l.contains(" 429 in "))
+        .filter(|l| l.contains(" 429 Too Many Requests in "))
         .count();
     assert_eq!(put_b_429, 2, "{}", r.stderr);
     let report: Value = serde_json::from_str(&r.stdout).expect("JSON");

@@ -21,6 +21,7 @@ mod write;
 pub use crate::crd::ResourceRef;
 pub use list::{ListError, Page, ServerVersion};
 pub use live_crds::LIST_FROM;
+pub(crate) use request::{Attempt, GaveUp};
 pub use retry::{RequestTrace, RetryNotice, RetryPolicy};
 pub use storage_migration::{MigrationApi, MigrationCreate, MigrationState};
 pub use write::{Rewrite, RewriteError, StoredVersionsUpdate};
@@ -97,6 +98,14 @@ pub enum ClusterError {
     /// No answer within `--request-timeout`.
     #[error("request to {server} timed out{after}")]
     Timeout { server: String, after: String },
+    /// A CRD's conversion webhook failed, so the server cannot hand out its
+    /// objects in the version asked for: the webhook is what to fix, and no
+    /// retry helps.
+    #[error(
+        "the conversion webhook of the CRD failed, so the API server cannot read its objects in \
+         that version: {message}"
+    )]
+    ConversionWebhook { message: String },
     /// Any other API error.
     #[error("the API server answered {code}: {message}")]
     Api { code: u16, message: String },
@@ -518,6 +527,12 @@ impl Connection {
                 403 => ClusterError::Forbidden {
                     message: status.message.clone(),
                 },
+                // apiextensions-apiserver: "conversion webhook for GVK failed: ...".
+                500 if status.message.contains("conversion webhook for ") => {
+                    ClusterError::ConversionWebhook {
+                        message: status.message.clone(),
+                    }
+                }
                 code => ClusterError::Api {
                     code,
                     message: status.message.clone(),

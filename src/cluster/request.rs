@@ -7,7 +7,8 @@
 //! retried like one cut before the answer. A LIST page retried sends the
 //! same `continue` token again, so paging resumes where it was.
 
-use std::sync::atomic::Ordering;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
 use http::Request;
@@ -16,7 +17,9 @@ use kube::client::Body;
 use kube::core::Status;
 use serde::de::DeserializeOwned;
 
-use super::retry::{RequestTrace, RetryNotice, is_transient_status, retry_after, transient_cause};
+use super::retry::{
+    RequestTrace, RetryNotice, is_transient_status, retry_after, spread, transient_cause,
+};
 use super::{ClusterError, Connection};
 
 /// A request that did not succeed.
@@ -66,8 +69,48 @@ impl Failed {
     }
 }
 
+/// What one try came to, for [`Connection::retried`].
+pub(crate) enum Attempt<T, E> {
+    /// It worked.
+    Done(T),
+    /// It failed for good.
+    Fatal(E),
+    /// Worth another try, after `after` if the server named a wait.
+    Transient {
+        error: E,
+        /// What failed, for the retry notice (`503 Service Unavailable`).
+        cause: String,
+        after: Option<Duration>,
+    },
+}
+
+/// How a retried request ended when it did not succeed.
+pub(crate) struct GaveUp<E> {
+    /// The last failure.
+    pub error: E,
+    /// Tries made, the first included.
+    pub tries: u32,
+    /// Time spent waiting between tries.
+    pub waited: Duration,
+    /// Whether the failure was transient and the policy ran out.
+    pub exhausted: bool,
+}
+
+/// Sleeps `wait`, waking early when `stop` is set, so Ctrl-C does not wait
+/// out a backoff.
+async fn sleep_unless_stopped(wait: Duration, stop: Option<&AtomicBool>) {
+    let Some(stop) = stop else {
+        return tokio::time::sleep(wait).await;
+    };
+    let deadline = tokio::time::Instant::now() + wait;
+    while tokio::time::Instant::now() < deadline && !stop.load(Ordering::SeqCst) {
+        let slice = deadline.saturating_duration_since(tokio::time::Instant::now());
+        tokio::time::sleep(slice.min(Duration::from_millis(100))).await;
+    }
+}
+
 /// One try's failure.
-enum TryError {
+pub(crate) enum TryError {
     /// Worth another try, after `after` if the server named a wait.
     Transient {
         error: kube::Error,
@@ -120,52 +163,87 @@ impl Connection {
         what: &str,
         request: Request<Vec<u8>>,
     ) -> Result<(Bytes, u32, Duration), Failed> {
+        let answered = self
+            .retried(what, None, || async {
+                match self.try_once(copy(&request)).await {
+                    Ok(bytes) => Attempt::Done(bytes),
+                    Err(TryError::Fatal(error)) => Attempt::Fatal(error),
+                    Err(TryError::Transient {
+                        error,
+                        cause,
+                        after,
+                    }) => Attempt::Transient {
+                        error,
+                        cause,
+                        after,
+                    },
+                }
+            })
+            .await;
+        answered.map_err(|g| Failed {
+            error: g.error,
+            tries: g.tries,
+            waited: g.waited,
+            exhausted: g.exhausted,
+        })
+    }
+
+    /// The one retry loop: tries `once` under the connection's policy
+    /// until it is done, fails for good, or the policy runs out, counting
+    /// and announcing every retry. With `stop` (Ctrl-C), a wait ends early
+    /// and `once` is left to decide what a stopped try is.
+    pub(crate) async fn retried<T, E, Fut>(
+        &self,
+        what: &str,
+        stop: Option<&AtomicBool>,
+        mut once: impl FnMut() -> Fut,
+    ) -> Result<(T, u32, Duration), GaveUp<E>>
+    where
+        Fut: Future<Output = Attempt<T, E>>,
+    {
         let policy = self.retry_policy;
-        let mut waited = Duration::ZERO;
-        let mut backoff = policy.backoff;
-        let mut attempt = 0u32;
+        let (mut waited, mut backoff, mut attempt) = (Duration::ZERO, policy.backoff, 0u32);
         loop {
             attempt += 1;
-            let (error, cause, after) = match self.try_once(copy(&request)).await {
-                Ok(bytes) => return Ok((bytes, attempt, waited)),
-                Err(TryError::Fatal(error)) => {
-                    return Err(Failed {
+            let (error, cause, after) = match once().await {
+                Attempt::Done(t) => return Ok((t, attempt, waited)),
+                Attempt::Fatal(error) => {
+                    return Err(GaveUp {
                         error,
                         tries: attempt,
                         waited,
                         exhausted: false,
                     });
                 }
-                Err(TryError::Transient {
+                Attempt::Transient {
                     error,
                     cause,
                     after,
-                }) => (error, cause, after),
+                } => (error, cause, after),
             };
-            let Some(wait) = policy.next_wait(attempt, waited, backoff, after) else {
-                return Err(Failed {
+            let Some(wait) = policy.next_wait(attempt, waited, backoff, after, spread()) else {
+                return Err(GaveUp {
                     error,
                     tries: attempt,
                     waited,
                     exhausted: true,
                 });
             };
-            self.own_retries
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.own_retries.fetch_add(1, Ordering::Relaxed);
             self.log.note(&RetryNotice {
                 request: what.to_string(),
                 cause,
                 retry: attempt,
                 wait,
             });
-            tokio::time::sleep(wait).await;
+            sleep_unless_stopped(wait, stop).await;
             waited += wait;
             backoff = backoff.saturating_mul(2);
         }
     }
 
     /// One try, traced for `-v` with its status or what failed.
-    async fn try_once(&self, request: Request<Vec<u8>>) -> Result<Bytes, TryError> {
+    pub(crate) async fn try_once(&self, request: Request<Vec<u8>>) -> Result<Bytes, TryError> {
         let method = request.method().to_string();
         let target = request
             .uri()
@@ -235,9 +313,6 @@ impl Connection {
         let api = parsed.unwrap_or_else(|| {
             Status::failure(text.trim(), "Failed to parse error data").with_code(code)
         });
-        if !is_transient_status(code) {
-            return Err(TryError::Fatal(kube::Error::Api(api.boxed())));
-        }
         // The API server also names the wait in the Status it sends.
         let after = after.or_else(|| {
             api.details
@@ -246,6 +321,9 @@ impl Connection {
                 .filter(|s| *s > 0)
                 .map(|s| Duration::from_secs(u64::from(s)))
         });
+        if !is_transient_status(code, after.is_some()) {
+            return Err(TryError::Fatal(kube::Error::Api(api.boxed())));
+        }
         let cause = format!(
             "{code} {}",
             status.canonical_reason().unwrap_or("from the server")

@@ -47,16 +47,38 @@ impl RetryPolicy {
     /// How long to wait before the next try after `attempt` tries that
     /// waited `waited` in all, with the current `backoff` and the server's
     /// `Retry-After`; `None` when the request has had its share.
+    ///
+    /// A backoff of our own is stretched by `spread` (0 to 1) times a fifth,
+    /// so that the requests of a bundle in flight together, failed by one
+    /// hiccup, do not all come back at the same instant; the server's own
+    /// `Retry-After` is kept as it is.
     pub fn next_wait(
         &self,
         attempt: u32,
         waited: Duration,
         backoff: Duration,
         retry_after: Option<Duration>,
+        spread: f64,
     ) -> Option<Duration> {
-        let wait = retry_after.unwrap_or_else(|| backoff.min(self.max_backoff));
+        let wait = retry_after.unwrap_or_else(|| {
+            let base = backoff.min(self.max_backoff);
+            base + base.mul_f64(JITTER * spread.clamp(0.0, 1.0))
+        });
         (attempt < self.attempts && waited + wait <= self.max_wait).then_some(wait)
     }
+}
+
+/// The most a backoff is stretched by jitter: a fifth.
+const JITTER: f64 = 0.2;
+
+/// A number from 0 to 1 for [`RetryPolicy::next_wait`], different for every
+/// call: std's hasher keys are random per instance, which is all the
+/// randomness jitter needs.
+pub fn spread() -> f64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(0);
+    (h.finish() % 10_000) as f64 / 10_000.0
 }
 
 /// The wait a response asks for: `Retry-After` in seconds or as an HTTP
@@ -77,9 +99,16 @@ pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
 
 /// Whether an HTTP status is worth another try: the server (or a proxy in
 /// front of it) is overloaded, restarting or timed out, and said nothing
-/// about the request itself.
-pub fn is_transient_status(code: u16) -> bool {
-    matches!(code, 429 | 500 | 502 | 503 | 504)
+/// about the request itself. A 500 is retried only when the server names a
+/// wait (`retry_after`), as client-go does: without one it is a failure of
+/// the request (a broken conversion webhook answers 500 to every read of
+/// its objects), and trying again only keeps the user waiting.
+pub fn is_transient_status(code: u16, retry_after: bool) -> bool {
+    match code {
+        429 | 502 | 503 | 504 => true,
+        500 => retry_after,
+        _ => false,
+    }
 }
 
 /// Why a request failed without an HTTP answer, when that is worth another
@@ -242,27 +271,43 @@ mod tests {
         let policy = RetryPolicy::default();
         let ms = Duration::from_millis;
         // The backoff the caller doubles, unless the server names a wait.
-        assert_eq!(policy.next_wait(1, ms(0), ms(250), None), Some(ms(250)));
         assert_eq!(
-            policy.next_wait(2, ms(250), ms(500), Some(Duration::from_secs(3))),
-            Some(Duration::from_secs(3))
+            policy.next_wait(1, ms(0), ms(250), None, 0.0),
+            Some(ms(250))
+        );
+        assert_eq!(
+            policy.next_wait(2, ms(250), ms(500), Some(Duration::from_secs(3)), 0.5),
+            Some(Duration::from_secs(3)),
+            "the server's wait is kept as it is"
+        );
+        // Jitter stretches our own backoff by up to a fifth.
+        assert_eq!(
+            policy.next_wait(1, ms(0), ms(250), None, 1.0),
+            Some(ms(300))
         );
         // A single backoff is capped ...
         assert_eq!(
-            policy.next_wait(6, ms(0), Duration::from_secs(16), None),
+            policy.next_wait(6, ms(0), Duration::from_secs(16), None, 0.0),
             Some(Duration::from_secs(8))
         );
         // ... at most `attempts` tries ...
-        assert_eq!(policy.next_wait(8, ms(0), ms(250), None), None);
+        assert_eq!(policy.next_wait(8, ms(0), ms(250), None, 0.0), None);
         // ... and at most `max_wait` of waiting per request.
         assert_eq!(
             policy.next_wait(
                 2,
                 Duration::from_secs(59),
                 ms(0),
-                Some(Duration::from_secs(2))
+                Some(Duration::from_secs(2)),
+                0.0
             ),
             None
+        );
+        let spreads: Vec<f64> = (0..20).map(|_| spread()).collect();
+        assert!(spreads.iter().all(|s| (0.0..1.0).contains(s)));
+        assert!(
+            spreads.iter().any(|s| *s != spreads[0]),
+            "every call spreads anew"
         );
     }
 
@@ -270,7 +315,7 @@ mod tests {
     fn the_default_policy_waits_out_a_restart_within_its_bound() {
         let policy = RetryPolicy::default();
         let (mut waited, mut backoff, mut attempt) = (Duration::ZERO, policy.backoff, 1);
-        while let Some(wait) = policy.next_wait(attempt, waited, backoff, None) {
+        while let Some(wait) = policy.next_wait(attempt, waited, backoff, None, 0.0) {
             waited += wait;
             backoff *= 2;
             attempt += 1;
@@ -307,6 +352,14 @@ mod tests {
         );
         assert_eq!(retry_after(&headers("soon"), now), None);
         assert_eq!(retry_after(&HeaderMap::new(), now), None);
+    }
+
+    #[test]
+    fn a_500_is_retried_only_when_the_server_names_a_wait() {
+        assert!(!is_transient_status(500, false));
+        assert!(is_transient_status(500, true));
+        assert!(is_transient_status(503, false) && is_transient_status(429, false));
+        assert!(!is_transient_status(404, true) && !is_transient_status(422, false));
     }
 
     #[test]

@@ -3,14 +3,22 @@
 //! `resourceVersion`, so a concurrent change makes them fail (409) instead
 //! of overwriting it.
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use kube::api::PostParams;
-use kube::client::Body;
 use serde_json::{Value, json};
 
-use super::retry::{RequestTrace, is_transient_status, retry_after};
-use super::{ClusterError, Connection, FIELD_MANAGER, ResourceRef, one_line};
+use super::request::TryError;
+use super::{ClusterError, Connection, FIELD_MANAGER, ResourceRef};
+
+/// What a transient failure of a write says: the server's status and
+/// message when it answered, else what happened to the connection.
+fn transient_message(error: kube::Error, cause: &str) -> String {
+    match error {
+        kube::Error::Api(status) => format!("{}: {}", status.code, status.message),
+        _ => cause.to_string(),
+    }
+}
 
 /// What became of writing one object back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,8 +35,8 @@ pub enum Rewrite {
 /// Why one object could not be written back.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum RewriteError {
-    /// 429, 500, 503, 504 or no answer: worth trying again, after `after`
-    /// when the server said so (`Retry-After`).
+    /// 429, 502, 503, 504 (500 with `Retry-After`) or a lost connection:
+    /// worth trying again, after `after` when the server said so.
     #[error("{message}")]
     Transient {
         /// What went wrong.
@@ -73,71 +81,27 @@ impl Connection {
         let request = kube::core::Request::new(path)
             .replace(name, &params, body)
             .map_err(|e| RewriteError::Refused(e.to_string()))?;
-        let target = request
-            .uri()
-            .path_and_query()
-            .map(|p| p.to_string())
-            .unwrap_or_default();
-        let started = std::time::Instant::now();
-        let sent = self.client.send(request.map(Body::from)).await;
-        self.log.trace(|| RequestTrace {
-            method: "PUT".into(),
-            target,
-            outcome: match &sent {
-                Ok(r) => r.status().as_u16().to_string(),
-                Err(_) => "failed".into(),
-            },
-            elapsed: started.elapsed(),
-        });
-        let response = match sent {
-            Ok(r) => r,
-            Err(e) => {
-                return Err(RewriteError::Transient {
-                    message: self.classify(e).to_string(),
-                    after: None,
-                });
-            }
-        };
-        self.reached
-            .store(true, std::sync::atomic::Ordering::SeqCst);
-        let code = response.status().as_u16();
-        if response.status().is_success() {
-            return Ok(Rewrite::Written);
-        }
-        let after = retry_after(response.headers(), SystemTime::now());
-        let text = match response.into_body().collect_bytes().await {
-            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-            Err(e) => one_line(&e),
-        };
-        let status = serde_json::from_str::<Value>(&text).unwrap_or(Value::Null);
-        let message = status["message"]
-            .as_str()
-            .map(str::to_string)
-            .unwrap_or_else(|| text.trim().chars().take(200).collect());
-        // The API server also names the wait in the Status it sends.
-        let after = after.or_else(|| {
-            status["details"]["retryAfterSeconds"]
-                .as_u64()
-                .map(Duration::from_secs)
-        });
-        match code {
-            404 => Ok(Rewrite::Deleted),
-            409 => Ok(Rewrite::WrittenByOthers),
-            code if is_transient_status(code) => Err(RewriteError::Transient {
-                message: format!("{code}: {message}"),
+        match self.try_once(request).await {
+            Ok(_) => Ok(Rewrite::Written),
+            Err(TryError::Transient {
+                error,
+                cause,
+                after,
+            }) => Err(RewriteError::Transient {
+                message: transient_message(error, &cause),
                 after,
             }),
-            401 => Err(RewriteError::Denied(
-                ClusterError::Unauthorized {
-                    server: self.server.clone(),
-                    context: self.context.clone(),
-                }
-                .to_string(),
-            )),
-            403 => Err(RewriteError::Denied(
-                ClusterError::Forbidden { message }.to_string(),
-            )),
-            _ => Err(RewriteError::Refused(format!("{code}: {message}"))),
+            Err(TryError::Fatal(kube::Error::Api(status))) => match status.code {
+                404 => Ok(Rewrite::Deleted),
+                409 => Ok(Rewrite::WrittenByOthers),
+                401 | 403 => Err(RewriteError::Denied(
+                    self.classify(kube::Error::Api(status)).to_string(),
+                )),
+                code => Err(RewriteError::Refused(format!("{code}: {}", status.message))),
+            },
+            Err(TryError::Fatal(error)) => {
+                Err(RewriteError::Refused(self.classify(error).to_string()))
+            }
         }
     }
 

@@ -44,6 +44,12 @@ macro_rules! keywords {
         const COUNT: usize = [$($json,)*].len();
 
         impl Kw {
+            /// Every field of `JSONSchemaProps` in apiextensions.k8s.io/v1,
+            /// in its JSON spelling: the vocabulary the checks' tests hold
+            /// the comparison to.
+            #[cfg(test)]
+            pub const JSON_NAMES: [&'static str; COUNT] = [$($json,)*];
+
             /// The keyword spelled `key`, if `JSONSchemaProps` has it.
             pub fn of(key: &str) -> Option<Kw> {
                 Some(match key {

@@ -42,6 +42,8 @@ use serde_json::Value;
 use crate::compare::{Check, Finding, Severity};
 pub use field::{ErrorType, FieldError, FieldPath};
 use json::Obj;
+#[cfg(test)]
+pub(crate) use keywords::Kw;
 
 /// The Kubernetes minor version whose rules are applied (1.x).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

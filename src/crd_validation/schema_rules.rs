@@ -717,6 +717,17 @@ fn root_metadata_is_implicit(meta: &Obj) -> bool {
     true
 }
 
+/// `type` is not `want` though `keyword` needs it: missing (`Required`)
+/// or another type (`Invalid`), as the API server words it.
+fn type_must_be(ty: &str, want: &str, keyword: &str, path: &FieldPath) -> FieldError {
+    let detail = format!("must be {want} if {keyword} is specified");
+    if ty.is_empty() {
+        FieldError::required(path.child("type"), detail)
+    } else {
+        FieldError::invalid(path.child("type"), Value::from(ty), detail)
+    }
+}
+
 fn value_validation(
     kws: &Keywords,
     skip_any_of: bool,
@@ -726,43 +737,20 @@ fn value_validation(
     path: &mut FieldPath,
     errs: &mut Vec<FieldError>,
 ) {
-    if !skip_any_of {
-        for (i, b) in kws.arr(Kw::AnyOf).iter().enumerate() {
+    for (kw, name) in [
+        (Kw::AnyOf, "anyOf"),
+        (Kw::AllOf, "allOf"),
+        (Kw::OneOf, "oneOf"),
+    ] {
+        if kw == Kw::AnyOf && skip_any_of {
+            continue;
+        }
+        for (i, b) in kws.arr(kw).iter().enumerate() {
             if let Some(b) = b.as_object() {
-                nested_value_validation(
-                    b,
-                    false,
-                    lvl,
-                    nested,
-                    &mut path.push().child("anyOf").index(i),
-                    errs,
-                );
+                let skip = kw == Kw::AllOf && skip_first_all_of_any_of && i == 0;
+                let at = &mut path.push().child(name).index(i);
+                nested_value_validation(b, skip, lvl, nested, at, errs);
             }
-        }
-    }
-    for (i, b) in kws.arr(Kw::AllOf).iter().enumerate() {
-        if let Some(b) = b.as_object() {
-            let skip = skip_first_all_of_any_of && i == 0;
-            nested_value_validation(
-                b,
-                skip,
-                lvl,
-                nested,
-                &mut path.push().child("allOf").index(i),
-                errs,
-            );
-        }
-    }
-    for (i, b) in kws.arr(Kw::OneOf).iter().enumerate() {
-        if let Some(b) = b.as_object() {
-            nested_value_validation(
-                b,
-                false,
-                lvl,
-                nested,
-                &mut path.push().child("oneOf").index(i),
-                errs,
-            );
         }
     }
     if let Some(n) = kws.obj(Kw::Not) {
@@ -1421,18 +1409,7 @@ impl Walker<'_> {
         let map_type = kws.opt_str(Kw::MapType);
         let list_type = kws.opt_str(Kw::ListType);
         if map_type.is_some() && ty != "object" {
-            if ty.is_empty() {
-                errs.push(FieldError::required(
-                    path.child("type"),
-                    "must be object if x-kubernetes-map-type is specified",
-                ));
-            } else {
-                errs.push(FieldError::invalid(
-                    path.child("type"),
-                    Value::from(ty),
-                    "must be object if x-kubernetes-map-type is specified",
-                ));
-            }
+            errs.push(type_must_be(ty, "object", "x-kubernetes-map-type", path));
         }
         if let Some(m) = map_type
             && m != "atomic"
@@ -1445,18 +1422,7 @@ impl Walker<'_> {
             ));
         }
         if list_type.is_some() && ty != "array" {
-            if ty.is_empty() {
-                errs.push(FieldError::required(
-                    path.child("type"),
-                    "must be array if x-kubernetes-list-type is specified",
-                ));
-            } else {
-                errs.push(FieldError::invalid(
-                    path.child("type"),
-                    Value::from(ty),
-                    "must be array if x-kubernetes-list-type is specified",
-                ));
-            }
+            errs.push(type_must_be(ty, "array", "x-kubernetes-list-type", path));
         } else if self.opts.require_atomic_set_type
             && list_type == Some("set")
             && let Some(is) = kws.items()

@@ -168,19 +168,25 @@ pub fn read(
         obj.into_tree()
     };
     if dir.find_entry("Chart.yaml").is_some() {
-        let mut files = Vec::new();
-        all_files(&dir, "", &mut files, &object_error)?;
+        let mut all = Vec::new();
+        files(&dir, "", &|_| true, &mut all, &object_error)?;
         let prefix = if rel.is_empty() {
             label("")
         } else {
             format!("{}/", label(&rel))
         };
         let shown = format!("git:{}:{}", spec.rev, spec.path);
-        let chart = chart::at_revision(&files, &prefix, &shown, helm)?;
+        let chart = chart::at_revision(&all, &prefix, &shown, helm)?;
         notices.extend(chart.notice);
         return Ok(chart.texts);
     }
-    walk(&dir, &rel, spec, &label, &mut out, &object_error)?;
+    // The filter a directory on disk gets: `*.yaml`, `*.yml`, `*.json`.
+    let mut manifests = Vec::new();
+    let is_manifest = |name: &str| super::is_manifest(Path::new(name));
+    files(&dir, &rel, &is_manifest, &mut manifests, &object_error)?;
+    for f in manifests {
+        out.push(text(&f.path, f.data, spec, &label)?);
+    }
     out.sort_by(|a, b| a.label.cmp(&b.label));
     Ok(out)
 }
@@ -202,66 +208,34 @@ fn text(
     })
 }
 
-/// Every manifest below `tree`, with the filter a directory on disk gets:
-/// `*.yaml`, `*.yml`, `*.json`, hidden entries skipped. Symlinks and
-/// submodules are not followed.
-fn walk(
+/// Every file below `tree` whose name `keep` accepts, as `ChartFile`s whose
+/// paths start with `prefix` (`""` for the tree's own root). Hidden entries
+/// are skipped and symlinks and submodules not followed, as on disk.
+fn files(
     tree: &gix::Tree<'_>,
     prefix: &str,
-    spec: &GitSpec,
-    label: &dyn Fn(&str) -> String,
-    out: &mut Vec<Text>,
-    object_error: &dyn Fn(&str, &dyn std::fmt::Display) -> GitError,
-) -> Result<(), GitError> {
-    for entry in tree.iter() {
-        let entry = entry.map_err(|e| object_error(prefix, &e))?;
-        let name = entry.filename().to_string();
-        if name.starts_with('.') {
-            continue;
-        }
-        let path = if prefix.is_empty() {
-            name.clone()
-        } else {
-            format!("{prefix}/{name}")
-        };
-        let mode = entry.mode();
-        if mode.is_tree() {
-            let sub = entry
-                .object()
-                .map_err(|e| object_error(&path, &e))?
-                .into_tree();
-            walk(&sub, &path, spec, label, out, object_error)?;
-        } else if mode.is_blob() && super::is_manifest(Path::new(&name)) {
-            let mut blob = entry.object().map_err(|e| object_error(&path, &e))?;
-            out.push(text(&path, std::mem::take(&mut blob.data), spec, label)?);
-        }
-    }
-    Ok(())
-}
-
-/// Every file below `tree` (hidden entries skipped), for reading a chart.
-fn all_files(
-    tree: &gix::Tree<'_>,
-    prefix: &str,
+    keep: &dyn Fn(&str) -> bool,
     out: &mut Vec<ChartFile>,
     object_error: &dyn Fn(&str, &dyn std::fmt::Display) -> GitError,
 ) -> Result<(), GitError> {
     for entry in tree.iter() {
         let entry = entry.map_err(|e| object_error(prefix, &e))?;
         let name = entry.filename().to_string();
-        if name.starts_with('.') {
+        let mode = entry.mode();
+        if name.starts_with('.') || !(mode.is_tree() || (mode.is_blob() && keep(&name))) {
             continue;
         }
-        let path = format!("{prefix}{name}");
-        let mode = entry.mode();
-        if mode.is_tree() || mode.is_blob() {
-            let mut obj = entry.object().map_err(|e| object_error(&path, &e))?;
-            if mode.is_tree() {
-                all_files(&obj.into_tree(), &format!("{path}/"), out, object_error)?;
-            } else {
-                let data = std::mem::take(&mut obj.data);
-                out.push(ChartFile { path, data });
-            }
+        let path = if prefix.is_empty() {
+            name
+        } else {
+            format!("{prefix}/{name}")
+        };
+        let mut obj = entry.object().map_err(|e| object_error(&path, &e))?;
+        if mode.is_tree() {
+            files(&obj.into_tree(), &path, keep, out, object_error)?;
+        } else {
+            let data = std::mem::take(&mut obj.data);
+            out.push(ChartFile { path, data });
         }
     }
     Ok(())

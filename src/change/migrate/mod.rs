@@ -30,7 +30,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use thiserror::Error;
 
-pub use rewrite::RetryPolicy;
 pub use server::ServerWait;
 
 use super::{Decision, Proposal, Question, Verb, plural};
@@ -368,8 +367,6 @@ pub struct RunOptions {
     pub chunk_size: u32,
     /// Writes in flight at once.
     pub concurrency: usize,
-    /// Retries of transient failures.
-    pub retry: RetryPolicy,
     /// How the server engine waits for the cluster's migrator.
     pub server: ServerWait,
 }

@@ -8,7 +8,7 @@
 //! - 404 means it was deleted: nothing left to migrate.
 //! - 429, 500, 503, 504 and lost connections are retried with exponential
 //!   backoff (the server's `Retry-After` when it sends one) under the
-//!   policy every request shares ([`RetryPolicy`]), per object. A retried
+//!   policy every request shares (`crate::cluster::RetryPolicy`), per object. A retried
 //!   PUT is safe: if the first one was stored, the retry gets 409.
 //! - 401/403 stop the run (no later write would succeed); anything else is
 //!   reported for that object and the others go on.
@@ -17,15 +17,13 @@
 //! are in memory.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::Value;
 
 use super::RunOptions;
-pub use crate::cluster::RetryPolicy;
 use crate::cluster::{
-    Connection, ListError, Page, ResourceRef, RetryNotice, Rewrite, RewriteError,
+    Attempt, Connection, GaveUp, ListError, Page, ResourceRef, Rewrite, RewriteError,
 };
 use crate::outcome::ObjectFailure;
 use crate::scan::object_name;
@@ -96,7 +94,7 @@ pub(super) async fn rewrite_all(
         let items = std::mem::take(&mut page.items);
         let writing = async {
             let mut outcomes = futures::stream::iter(items)
-                .map(|object| write_one(conn, resource, object, opts, stop, &denied))
+                .map(|object| write_one(conn, resource, object, stop, &denied))
                 .buffer_unordered(opts.concurrency.max(1));
             let mut results = Vec::new();
             while let Some(r) = outcomes.next().await {
@@ -170,63 +168,49 @@ async fn first_page(
         .map_err(|e| e.to_string())
 }
 
-/// Writes one object back, retrying transient failures. Returns its name,
-/// what happened and how many retries it took.
+/// Writes one object back, retrying transient failures under the
+/// connection's retry policy. Returns its name, what happened and how many
+/// retries it took.
 async fn write_one(
     conn: &Connection,
     resource: &ResourceRef,
     object: Value,
-    opts: RunOptions,
     stop: &AtomicBool,
     denied: &AtomicBool,
 ) -> (String, One, u64) {
     let name = object_name(&object);
-    let policy = opts.retry;
-    let mut waited = Duration::ZERO;
-    let mut backoff = policy.backoff;
-    let mut attempt = 0u32;
-    loop {
-        if stop.load(Ordering::SeqCst) || denied.load(Ordering::SeqCst) {
-            return (name, One::Skipped, u64::from(attempt.saturating_sub(1)));
-        }
-        attempt += 1;
-        match conn.rewrite_object(resource, &object).await {
-            Ok(r) => return (name, One::Done(r), u64::from(attempt - 1)),
-            Err(RewriteError::Denied(why)) => {
-                denied.store(true, Ordering::SeqCst);
-                return (name, One::Denied(why), u64::from(attempt - 1));
+    let written = conn
+        .retried(&format!("PUT {name}"), Some(stop), || async {
+            if stop.load(Ordering::SeqCst) || denied.load(Ordering::SeqCst) {
+                return Attempt::Fatal(One::Skipped);
             }
-            Err(RewriteError::Refused(why)) => {
-                return (name, One::Failed(why), u64::from(attempt - 1));
-            }
-            Err(RewriteError::Transient { message, after }) => {
-                let Some(wait) = policy.next_wait(attempt, waited, backoff, after) else {
-                    return (
-                        name,
-                        One::Failed(format!("{message} (gave up after {attempt} tries)")),
-                        u64::from(attempt - 1),
-                    );
-                };
-                conn.note_retry(&RetryNotice {
-                    request: format!("PUT {name}"),
+            match conn.rewrite_object(resource, &object).await {
+                Ok(r) => Attempt::Done(r),
+                Err(RewriteError::Denied(why)) => {
+                    denied.store(true, Ordering::SeqCst);
+                    Attempt::Fatal(One::Denied(why))
+                }
+                Err(RewriteError::Refused(why)) => Attempt::Fatal(One::Failed(why)),
+                Err(RewriteError::Transient { message, after }) => Attempt::Transient {
+                    error: One::Failed(message.clone()),
                     cause: message,
-                    retry: attempt,
-                    wait,
-                });
-                sleep_unless_stopped(wait, stop).await;
-                waited += wait;
-                backoff = backoff.saturating_mul(2);
+                    after,
+                },
             }
-        }
-    }
-}
-
-/// Sleeps `wait`, waking early when `stop` is set, so Ctrl-C does not wait
-/// out a backoff.
-async fn sleep_unless_stopped(wait: Duration, stop: &AtomicBool) {
-    let deadline = tokio::time::Instant::now() + wait;
-    while tokio::time::Instant::now() < deadline && !stop.load(Ordering::SeqCst) {
-        let slice = deadline.saturating_duration_since(tokio::time::Instant::now());
-        tokio::time::sleep(slice.min(Duration::from_millis(100))).await;
+        })
+        .await;
+    match written {
+        Ok((r, tries, _)) => (name, One::Done(r), u64::from(tries - 1)),
+        Err(GaveUp {
+            error: One::Failed(why),
+            tries,
+            exhausted: true,
+            ..
+        }) => (
+            name,
+            One::Failed(format!("{why} (gave up after {tries} tries)")),
+            u64::from(tries - 1),
+        ),
+        Err(g) => (name, g.error, u64::from(g.tries - 1)),
     }
 }

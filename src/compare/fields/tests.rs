@@ -9,56 +9,8 @@ use serde_json::{Value, json};
 
 use super::{Context, FIELD_CHECKS, walk};
 use crate::compare::{Check, CheckOptions, Finding, Severity};
+use crate::crd_validation::Kw;
 use crate::schema::Schema;
-
-/// The fields of `JSONSchemaProps` in apiextensions.k8s.io/v1, as written in
-/// a CRD.
-const VOCABULARY: &[&str] = &[
-    "id",
-    "$schema",
-    "$ref",
-    "description",
-    "type",
-    "format",
-    "title",
-    "default",
-    "maximum",
-    "exclusiveMaximum",
-    "minimum",
-    "exclusiveMinimum",
-    "maxLength",
-    "minLength",
-    "pattern",
-    "maxItems",
-    "minItems",
-    "uniqueItems",
-    "multipleOf",
-    "enum",
-    "maxProperties",
-    "minProperties",
-    "required",
-    "items",
-    "allOf",
-    "oneOf",
-    "anyOf",
-    "not",
-    "properties",
-    "additionalProperties",
-    "patternProperties",
-    "dependencies",
-    "additionalItems",
-    "definitions",
-    "externalDocs",
-    "example",
-    "nullable",
-    "x-kubernetes-preserve-unknown-fields",
-    "x-kubernetes-embedded-resource",
-    "x-kubernetes-int-or-string",
-    "x-kubernetes-list-map-keys",
-    "x-kubernetes-list-type",
-    "x-kubernetes-map-type",
-    "x-kubernetes-validations",
-];
 
 /// The keywords no check compares: the API server refuses all of them in a
 /// structural schema, so a change to one is left to the catch-all.
@@ -206,7 +158,7 @@ fn every_keyword_a_check_claims_is_one_it_compares() {
 
 #[test]
 fn every_keyword_of_the_vocabulary_is_compared_or_reported_as_unknown() {
-    for &kw in VOCABULARY {
+    for kw in Kw::JSON_NAMES {
         let claimed = FIELD_CHECKS.iter().any(|c| c.keywords.contains(&kw));
         if claimed {
             assert!(
