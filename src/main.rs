@@ -31,6 +31,7 @@ use crd_safety::diff::{StoredVersionsArg, diff_judged};
 use crd_safety::live::{CheckOptions, LiveCheck, Step};
 use crd_safety::locate::locate;
 use crd_safety::manifest::{self, HelmOptions, Positions, Source, SourceOptions};
+use crd_safety::outcome::{ApplySection, MigrateSection};
 use crd_safety::report::{
     Report, TableOptions, render_github, render_markdown, render_migration_outcome,
     render_migration_plan, render_outcomes, render_sarif, render_table, retries_line,
@@ -600,11 +601,11 @@ fn run_apply(args: ApplyArgs) -> Result<u8, Failure> {
             }
         }
         if structured {
-            let section = serde_json::json!({
-                "decision": decision.as_str(apply::VERB.done),
-                "results": results,
-                "retries": conn.retries() - retries_before,
-            });
+            let section = to_json(&ApplySection {
+                decision: decision.as_str(apply::VERB.done),
+                results: &results,
+                retries: conn.retries() - retries_before,
+            })?;
             let value = serde_json::to_value(report)
                 .map_err(|e| Failure::Input(format!("cannot serialize the report: {e}")))?;
             emit(&render_value(
@@ -650,6 +651,12 @@ fn ask(proposal: &Proposal, yes: bool) -> Result<Decision, Failure> {
 }
 
 /// `value` (a JSON object) with `section` added under `key`.
+/// `value` as JSON, for a report section.
+fn to_json(value: &impl serde::Serialize) -> Result<serde_json::Value, Failure> {
+    serde_json::to_value(value)
+        .map_err(|e| Failure::Input(format!("cannot serialize the report: {e}")))
+}
+
 fn with_section(
     mut value: serde_json::Value,
     key: &str,
@@ -795,10 +802,10 @@ fn run_migrate(args: MigrateArgs) -> Result<u8, Failure> {
             }
         }
         if structured {
-            let section = serde_json::json!({
-                "decision": decision.as_str(migrate::VERB.done),
-                "results": results,
-            });
+            let section = to_json(&MigrateSection {
+                decision: decision.as_str(migrate::VERB.done),
+                results: &results,
+            })?;
             let value = serde_json::to_value(&plan)
                 .map_err(|e| Failure::Input(format!("cannot serialize the report: {e}")))?;
             let output = match args.output {

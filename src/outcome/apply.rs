@@ -103,3 +103,17 @@ pub struct Applied {
     #[serde(flatten)]
     pub outcome: ApplyOutcome,
 }
+
+/// The `apply` section that `apply -o json|yaml` adds to the report: part of
+/// the output contract (docs/output.md), typed so that it changes only on
+/// purpose.
+#[derive(Debug, Clone, Serialize)]
+pub struct ApplySection<'a> {
+    /// `applied`, `nothingToDo`, `refused`, `declined` or `failed`.
+    pub decision: &'a str,
+    /// What became of each CRD, in manifest order (empty when nothing was
+    /// applied).
+    pub results: &'a [Applied],
+    /// Requests retried during the apply itself.
+    pub retries: u64,
+}

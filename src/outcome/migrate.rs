@@ -174,3 +174,15 @@ pub struct ObjectFailure {
     /// The server's answer.
     pub message: String,
 }
+
+/// The `migrate` section that `migrate -o json|yaml` adds to the plan: part
+/// of the output contract (docs/output.md), typed so that it changes only
+/// on purpose.
+#[derive(Debug, Clone, Serialize)]
+pub struct MigrateSection<'a> {
+    /// `migrated`, `nothingToDo`, `dryRun`, `refused`, `declined`, `failed`
+    /// or `interrupted`.
+    pub decision: &'a str,
+    /// What became of each CRD, in the order given.
+    pub results: &'a [Migrated],
+}

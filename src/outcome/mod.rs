@@ -8,9 +8,10 @@ mod baseline;
 mod migrate;
 mod scan;
 
-pub use apply::{Action, Applied, ApplyOutcome, Planned};
+pub use apply::{Action, Applied, ApplyOutcome, ApplySection, Planned};
 pub use baseline::{BaselineEntry, fingerprint};
 pub use migrate::{
-    CrdPlan, EngineName, Migrated, MigrationOutcome, MigrationPlan, ObjectFailure, PlannedEngine,
+    CrdPlan, EngineName, MigrateSection, Migrated, MigrationOutcome, MigrationPlan, ObjectFailure,
+    PlannedEngine,
 };
 pub use scan::{ObjectDataLoss, ObjectReport, ObjectViolation, ScanSummary};
