@@ -602,3 +602,56 @@ fn a_missing_kubeconfig_is_named_once_like_kubectl_names_it() {
         format!("error: kubeconfig: {missing}: no such file or directory\n")
     );
 }
+
+/// Every offline report, in JSON and in YAML, holds to the documented
+/// output contract (`docs/output.schema.json`); the live tests hold theirs
+/// (apply-check, `--objects`, apply, migrate) to it through `Run::json`.
+#[test]
+fn every_offline_report_holds_to_the_output_schema() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let baseline = dir.path().join("baseline.yaml");
+    let baseline = baseline.display().to_string();
+    let written = run(&["diff", OLD, NEW, "--write-baseline", &baseline], None);
+    assert_eq!(written.code, 0, "{}", written.stderr);
+    let runs: [&[&str]; 6] = [
+        &["diff", OLD, NEW],
+        &[
+            "diff",
+            "examples/conversion-none/old.yaml",
+            "examples/conversion-none/new.yaml",
+        ],
+        &[
+            "diff",
+            "examples/safe-upgrade/old.yaml",
+            "examples/safe-upgrade/new.yaml",
+        ],
+        &["lint", "examples/invalid-crd"],
+        // Accepted by the baseline, one entry stale (the CRD is the same).
+        &["diff", OLD, OLD, "--baseline", &baseline],
+        &["diff", OLD, NEW, "--config", "examples/crd-safety.yaml"],
+    ];
+    for args in runs {
+        for format in ["json", "yaml"] {
+            let r = run(&[args, &["-o", format]].concat(), None);
+            assert!(matches!(r.code, 0 | 1), "{args:?}: {}", r.stderr);
+            let value: Value = if format == "json" {
+                serde_json::from_str(&r.stdout).expect("JSON")
+            } else {
+                serde_saphyr::from_str(&r.stdout).expect("YAML")
+            };
+            let errors = support::contract::violations(&value);
+            assert!(errors.is_empty(), "{args:?} -o {format}: {errors:#?}");
+        }
+    }
+}
+
+/// The schema is strict: a field it does not know, or a value outside an
+/// enum, is a violation, so the contract cannot drift unnoticed.
+#[test]
+fn the_output_schema_refuses_a_report_that_drifted() {
+    let mut report = run(&["diff", OLD, NEW, "-o", "json"], None).json();
+    report["crds"][0]["findings"][0]["severity"] = "fatal".into();
+    report["summary"]["surprise"] = 1.into();
+    let errors = support::contract::violations(&report);
+    assert_eq!(errors.len(), 2, "{errors:#?}");
+}

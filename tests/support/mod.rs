@@ -1,5 +1,6 @@
 //! Helpers shared by the integration tests.
 
+pub mod contract;
 pub mod corpus;
 pub mod envtest;
 pub mod etcd;

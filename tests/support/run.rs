@@ -19,14 +19,19 @@ pub struct Run {
 }
 
 impl Run {
-    /// Standard output as JSON; a failure shows both streams.
+    /// Standard output as JSON; a failure shows both streams. A report or
+    /// a migration plan is held to the output contract on the way.
     pub fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+        let value: Value = serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
             panic!(
                 "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
                 self.stdout, self.stderr
             )
-        })
+        });
+        if value.get("crds").is_some() {
+            super::contract::assert_holds(&value);
+        }
+        value
     }
 }
 
