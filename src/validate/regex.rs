@@ -1231,4 +1231,147 @@ mod tests {
             Some(r"[0-9A-Za-z_\x{2D}]")
         );
     }
+
+    /// A Go double-quoted string literal (`strconv.Unquote`), as bytes: Go's
+    /// `\x` escapes may spell bytes that are not UTF-8.
+    fn go_unquote(line: &str) -> Option<Vec<u8>> {
+        let inner = line.strip_prefix('"')?.strip_suffix('"')?;
+        let mut out = Vec::new();
+        let mut chars = inner.chars();
+        while let Some(c) = chars.next() {
+            if c != '\\' {
+                let mut buf = [0; 4];
+                out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+                continue;
+            }
+            fn hex(chars: &mut std::str::Chars<'_>, n: usize) -> Option<u32> {
+                let digits: String = chars.by_ref().take(n).collect();
+                u32::from_str_radix(&digits, 16).ok()
+            }
+            match chars.next()? {
+                'a' => out.push(7),
+                'b' => out.push(8),
+                'f' => out.push(12),
+                'n' => out.push(b'\n'),
+                'r' => out.push(b'\r'),
+                't' => out.push(b'\t'),
+                'v' => out.push(11),
+                '\\' => out.push(b'\\'),
+                '"' => out.push(b'"'),
+                '\'' => out.push(b'\''),
+                'x' => out.push(u8::try_from(hex(&mut chars, 2)?).ok()?),
+                e @ ('u' | 'U') => {
+                    let c = char::from_u32(hex(&mut chars, if e == 'u' { 4 } else { 8 })?)?;
+                    let mut buf = [0; 4];
+                    out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+                }
+                d @ '0'..='7' => {
+                    let rest: String = chars.by_ref().take(2).collect();
+                    out.push(u8::from_str_radix(&format!("{d}{rest}"), 8).ok()?);
+                }
+                _ => return None,
+            }
+        }
+        Some(out)
+    }
+
+    /// Go's own regular-expression test data, which ships with every Go
+    /// installation (`$GOROOT/src/regexp/testdata/re2-search.txt`, what
+    /// `regexp`'s `TestRE2Search` runs): every pattern compiles with
+    /// `compile_go` as with Go's `regexp`, and on every string the leftmost
+    /// match is Go's, which is what a schema `pattern` and CEL `matches()`
+    /// decide with. Cases Go's own test skips are skipped (`\C`; `\B` on
+    /// text that is not single bytes), and so are inputs that are not UTF-8
+    /// (a Kubernetes string always is). Without Go it prints a notice,
+    /// except with `CI=true`, where Go is required.
+    #[test]
+    fn agrees_with_gos_own_re2_test_data() {
+        let in_ci = std::env::var("CI").is_ok_and(|v| v == "true");
+        let goroot = std::process::Command::new("go")
+            .args(["env", "GOROOT"])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+        let Some(goroot) = goroot else {
+            assert!(!in_ci, "go is required when CI=true");
+            eprintln!("notice: no go on PATH; Go's regexp test data not compared");
+            return;
+        };
+        let path = std::path::Path::new(&goroot).join("src/regexp/testdata/re2-search.txt");
+        let text = std::fs::read_to_string(&path).expect("Go's re2-search.txt is readable");
+        let (mut strings, mut in_strings) = (Vec::<Option<String>>::new(), false);
+        let mut pending: std::collections::VecDeque<Option<String>> = Default::default();
+        let mut current: Option<(String, regex::Regex)> = None;
+        let (mut compared, mut failures) = (0usize, Vec::new());
+        for (n, line) in text.lines().enumerate() {
+            let first = line.as_bytes().first().copied().unwrap_or(b'#');
+            match first {
+                b'#' => {}
+                b'A'..=b'Z' => {}
+                _ if line == "strings" => {
+                    strings.clear();
+                    in_strings = true;
+                }
+                _ if line == "regexps" => in_strings = false,
+                b'"' => {
+                    let bytes = go_unquote(line).expect("a Go string literal");
+                    let text = String::from_utf8(bytes).ok();
+                    if in_strings {
+                        strings.push(text);
+                        continue;
+                    }
+                    assert!(pending.is_empty(), "line {}: out of sync", n + 1);
+                    pending = strings.iter().cloned().collect();
+                    let Some(pattern) = text else {
+                        current = None;
+                        continue;
+                    };
+                    current = match compile_go(&pattern) {
+                        Ok(re) => Some((pattern, re)),
+                        Err(_) if pattern.contains(r"\C") => None,
+                        Err(e) => {
+                            failures.push(format!("line {}: `{pattern}` refused: {e}", n + 1));
+                            None
+                        }
+                    };
+                }
+                _ => {
+                    let input = pending.pop_front().expect("a string for each result");
+                    let (Some((pattern, re)), Some(input)) = (&current, input) else {
+                        continue;
+                    };
+                    if !input.is_ascii() && pattern.contains(r"\B") {
+                        continue;
+                    }
+                    // full;partial;longest full;longest partial: Go's
+                    // `MatchString` is the partial, leftmost-first one.
+                    let partial = line.split(';').nth(1).expect("four results");
+                    let want = partial
+                        .split(' ')
+                        .next()
+                        .filter(|s| *s != "-")
+                        .and_then(|span| span.split_once('-'))
+                        .map(|(a, b)| (a.parse::<usize>(), b.parse::<usize>()));
+                    let want = want.map(|(a, b)| (a.expect("start"), b.expect("end")));
+                    let have = re.find(&input).map(|m| (m.start(), m.end()));
+                    compared += 1;
+                    if have != want {
+                        failures.push(format!(
+                            "line {}: `{pattern}` on {input:?}: {have:?}, Go: {want:?}",
+                            n + 1
+                        ));
+                    }
+                }
+            }
+        }
+        assert!(
+            failures.is_empty(),
+            "{} of {compared} differ from Go:\n{}",
+            failures.len(),
+            failures[..failures.len().min(20)].join("\n")
+        );
+        // re2-search.txt holds about 1,800 such cases (Go 1.2x).
+        assert!(compared > 1500, "only {compared} cases compared");
+    }
 }
