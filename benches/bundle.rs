@@ -238,10 +238,17 @@ fn store_objects(kubectl: &str, kubeconfig: &str, crds: &[Value], count: usize, 
         ])
         .output()
         .expect("kubectl runs");
-    String::from_utf8_lossy(&out.stdout)
+    let created = String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter(|l| l.ends_with(" created"))
-        .count() as u64
+        .count() as u64;
+    if created == 0 {
+        // Say why, or the scan figures measure empty listings unnoticed.
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let why: Vec<&str> = stderr.lines().take(5).collect();
+        eprintln!("bundle bench: no object stored:\n{}", why.join("\n"));
+    }
+    created
 }
 
 /// The LISTs `apply-check --objects` makes (every served version of every
