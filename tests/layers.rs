@@ -42,8 +42,12 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// The code of a file without comments and without its unit tests (a
-/// `#[cfg(test)]` module comes last in this code base).
+/// `#[cfg(test)]` module comes last in this code base, or is a file of its
+/// own named `tests.rs`).
 fn code(path: &Path) -> String {
+    if path.file_name().is_some_and(|n| n == "tests.rs") {
+        return String::new();
+    }
     let text = fs::read_to_string(path).expect("a source file is readable");
     let text = text.split("#[cfg(test)]").next().unwrap_or_default();
     text.lines()
