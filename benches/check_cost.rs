@@ -6,8 +6,8 @@
 //! machine, so here the two variants alternate, pair by pair, round by
 //! round: each round reads and compares every pair once with the check and
 //! once without (which goes first alternates), as `kubectl crd-safety diff
-//! OLD_DIR NEW_DIR` does before rendering (both sides read at once, the new
-//! CRDs judged as they are parsed, then `diff::diff_judged`). Printed: per round the total wall and CPU time of each
+//! OLD_DIR NEW_DIR` does before rendering, through the same entry
+//! (`command::diff::run`). Printed: per round the total wall and CPU time of each
 //! variant, then the median ratios; and the same for the largest pairs
 //! alone, where the check is the largest share.
 //!
@@ -25,9 +25,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crd_safety::command;
 use crd_safety::config::Config;
-use crd_safety::diff::{StoredVersionsArg, diff_judged, load};
-use crd_safety::manifest::{self, LoadedCrd, Source, SourceOptions};
+use crd_safety::manifest::{self, LoadedCrd, Positions, Source, SourceOptions};
 use nix::sys::resource::{UsageWho, getrusage};
 
 #[path = "support/mod.rs"]
@@ -69,23 +69,18 @@ fn one(old: &Path, new: &Path, config: &Config) -> (Duration, Duration) {
 }
 
 fn one_here(old: &Path, new: &Path, config: &Config) -> (Duration, Duration) {
-    let opts = SourceOptions::default();
+    let request = command::diff::Request {
+        old: vec![Source::Path(old.to_path_buf())],
+        new: vec![Source::Path(new.to_path_buf())],
+        sources: SourceOptions {
+            positions: Positions::Never,
+            ..SourceOptions::default()
+        },
+        config: config.clone(),
+        ..command::diff::Request::default()
+    };
     let (wall, cpu_start) = (Instant::now(), cpu());
-    let (o, n) = load(
-        &[Source::Path(old.to_path_buf())],
-        &[Source::Path(new.to_path_buf())],
-        &opts,
-        config,
-    );
-    if let (Ok(o), Ok((n, verdicts))) = (o, n) {
-        std::hint::black_box(diff_judged(
-            &o,
-            &n,
-            &verdicts,
-            &StoredVersionsArg::default(),
-            config,
-        ));
-    }
+    let _ = std::hint::black_box(command::diff::run(&request));
     (wall.elapsed(), cpu() - cpu_start)
 }
 

@@ -3,9 +3,9 @@
 //! "Largest files").
 //!
 //! Per pair, two measurements:
-//! - `full`: what `kubectl crd-safety diff OLD NEW` does before rendering:
-//!   read both files from disk, parse them (`manifest::load`) and compare
-//!   (`diff::diff`);
+//! - `full`: what `kubectl crd-safety diff OLD NEW` does before rendering,
+//!   through the same entry (`command::diff::run`): read both files from
+//!   disk, parse them, judge the new CRDs and compare;
 //! - `compare`: `diff::diff` alone, on sets parsed once up front;
 //! - `full-without-invalidCrd`: `full` with the offline API-server
 //!   validation left out: `full` over it is what the check adds to a `diff`
@@ -23,10 +23,11 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::Duration;
 
+use crd_safety::command;
 use crd_safety::config::Config;
 use crd_safety::crd_validation;
 use crd_safety::diff::{StoredVersionsArg, diff};
-use crd_safety::manifest::{self, ManifestSet, Source};
+use crd_safety::manifest::{self, ManifestSet, Positions, Source, SourceOptions};
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 
 #[path = "support/mod.rs"]
@@ -77,12 +78,19 @@ fn bench_pairs(c: &mut Criterion) {
             .measurement_time(Duration::from_secs(5))
             .throughput(Throughput::Bytes(old_meta.len() + new_meta.len()));
 
+        let request = |config: &Config| command::diff::Request {
+            old: vec![Source::Path(old_path.clone())],
+            new: vec![Source::Path(new_path.clone())],
+            sources: SourceOptions {
+                positions: Positions::Never,
+                ..SourceOptions::default()
+            },
+            config: config.clone(),
+            ..command::diff::Request::default()
+        };
+        let full = request(&config);
         group.bench_function("full", |b| {
-            b.iter(|| {
-                let old = load(black_box(&old_path));
-                let new = load(black_box(&new_path));
-                diff(&old, &new, &stored, &config)
-            })
+            b.iter(|| command::diff::run(black_box(&full)).map(|d| d.report))
         });
         group.bench_function("compare", |b| {
             b.iter(|| diff(black_box(&old), black_box(&new), &stored, &config))
@@ -91,12 +99,9 @@ fn bench_pairs(c: &mut Criterion) {
             skip_crd_validation: true,
             ..config.clone()
         };
+        let full_without = request(&without);
         group.bench_function("full-without-invalidCrd", |b| {
-            b.iter(|| {
-                let old = load(black_box(&old_path));
-                let new = load(black_box(&new_path));
-                diff(&old, &new, &stored, &without)
-            })
+            b.iter(|| command::diff::run(black_box(&full_without)).map(|d| d.report))
         });
         // Each iteration on a thread of its own, as `diff` checks CRDs on
         // fresh worker threads: the check's per-thread caches (parsed rules,

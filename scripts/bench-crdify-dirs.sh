@@ -13,20 +13,23 @@
 # loop for crdify), the ratio, and the largest peak RSS of any one process.
 #
 # Environment: RUNS (default 5), CRD_SAFETY_CORPUS, CRDIFY (default
-# target/bench-tools/crdify).
+# target/bench-tools/crdify), CRD_SAFETY_BIN (a crd-safety binary to use
+# instead of building one).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 CORPUS="${CRD_SAFETY_CORPUS:-$REPO/../shared/corpus}"
 RUNS="${RUNS:-5}"
 CRDIFY="${CRDIFY:-$REPO/target/bench-tools/crdify}"
-OURS="$REPO/target/release/kubectl-crd_safety"
+OURS="${CRD_SAFETY_BIN:-$REPO/target/release/kubectl-crd_safety}"
 
 die() { printf 'bench-crdify-dirs: error: %s\n' "$*" >&2; exit 1; }
 [[ -x "$CRDIFY" ]] || die "crdify not found at $CRDIFY (run scripts/bench-crdify.sh once, or set CRDIFY)"
 [[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive integer, got '$RUNS'"
 [[ -x /usr/bin/time ]] || die "/usr/bin/time (GNU time) is needed: apt-get install time"
-(cd "$REPO" && cargo build --release --quiet) || die "cargo build --release failed"
+if [[ -z "${CRD_SAFETY_BIN:-}" ]]; then
+    (cd "$REPO" && cargo build --release --quiet) || die "cargo build --release failed"
+fi
 
 PAIRS=(
     "prometheus-operator prometheus-operator/kube-prometheus-v0.16.0_po-v0.85.0 prometheus-operator/kube-prometheus-v0.18.0_po-v0.92.0"

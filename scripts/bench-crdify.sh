@@ -26,6 +26,8 @@
 #   CRD_SAFETY_CORPUS  corpus directory (default: <repo>/../shared/corpus)
 #   GO                 go binary (default: `go` on PATH, then /usr/local/go/bin/go)
 #   CRDIFY             use this crdify binary instead of building one
+#   CRD_SAFETY_BIN     use this crd-safety binary instead of building one
+#                      (to compare two builds against the same crdify)
 #
 # The external-secrets bundles (25 CRDs per file) are left out: crdify
 # compares one CRD per file. The 2-core machine may be busy with other
@@ -99,9 +101,14 @@ have=$("$CRDIFY" version 2>/dev/null || true)
 log "crdify: $CRDIFY ($(sed -n 's/^version: //p' <<<"$have" | head -n1))"
 
 # ---- crd-safety ------------------------------------------------------------------------
-log "cargo build --release"
-(cd "$REPO" && cargo build --release --quiet --bin kubectl-crd_safety) >&2 || die "cargo build --release failed"
-OURS="$REPO/target/release/kubectl-crd_safety"
+if [[ -n "${CRD_SAFETY_BIN:-}" ]]; then
+    [[ -x "$CRD_SAFETY_BIN" ]] || die "CRD_SAFETY_BIN=$CRD_SAFETY_BIN is not executable"
+    OURS="$CRD_SAFETY_BIN"
+else
+    log "cargo build --release"
+    (cd "$REPO" && cargo build --release --quiet --bin kubectl-crd_safety) >&2 || die "cargo build --release failed"
+    OURS="$REPO/target/release/kubectl-crd_safety"
+fi
 
 # ---- measuring -------------------------------------------------------------------------
 WORK="$(mktemp -d)"

@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use crd_safety::change::migrate::Engine;
+use crd_safety::config::{FailMode, Mode};
 use crd_safety::crd_validation::KubeVersion;
 
 /// The exit codes of the report commands, as a literal so each command's
@@ -226,18 +228,6 @@ pub enum ColorChoice {
     Never,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ModeArg {
-    Error,
-    Warn,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FailModeArg {
-    Closed,
-    Open,
-}
-
 /// Flags shared by every command that produces a report.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -253,12 +243,13 @@ pub struct ReportArgs {
     /// Config file [default: .crd-safety.yaml in the working directory, if present].
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// error: error findings fail the run; warn: report everything, never fail.
+    /// Whether error findings fail the run [default: from the config file, else error].
     #[arg(long, value_enum)]
-    pub mode: Option<ModeArg>,
-    /// closed: unknown changes are errors; open: they are warnings.
+    pub mode: Option<Mode>,
+    /// How changes no check understands are treated [default: from the config file, else
+    /// closed].
     #[arg(long, value_enum)]
-    pub fail_mode: Option<FailModeArg>,
+    pub fail_mode: Option<FailMode>,
     /// Findings recorded in this file (--write-baseline) are listed apart as baselined and
     /// never fail; its entries that match nothing are reported as stale.
     #[arg(long, value_name = "FILE")]
@@ -453,14 +444,6 @@ pub enum ChangeOutput {
     Yaml,
 }
 
-/// `migrate --engine`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum EngineArg {
-    Auto,
-    Server,
-    Client,
-}
-
 #[derive(Debug, Args)]
 pub struct MigrateArgs {
     /// CRDs to migrate, by name (widgets.example.com).
@@ -478,11 +461,9 @@ pub struct MigrateArgs {
     /// Count the objects per namespace in the plan.
     #[arg(long)]
     pub by_namespace: bool,
-    /// Who writes the objects back: the cluster's storage-version migrator
-    /// (server, where storagemigration.k8s.io is served), crd-safety itself
-    /// (client), or server where served and else client (auto).
+    /// Who writes the objects back.
     #[arg(long, value_enum, default_value = "auto")]
-    pub engine: EngineArg,
+    pub engine: Engine,
     /// How long the server engine waits for the cluster's migrator to take
     /// a migration up (auto then lets the client take over).
     #[arg(long, value_name = "DURATION", value_parser = crd_safety::duration::parse, default_value = "30s")]

@@ -55,8 +55,8 @@ pub enum ConfigError {
     Invalid { path: String, message: String },
 }
 
-/// Whether error findings fail the run.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+/// Whether error findings fail the run (`mode`, `--mode`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// Error findings fail the run (exit 1).
@@ -66,8 +66,9 @@ pub enum Mode {
     Warn,
 }
 
-/// How changes no check understands are treated.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+/// How changes no check understands are treated (`failMode`,
+/// `--fail-mode`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum FailMode {
     /// Unknown changes are errors.
@@ -152,8 +153,23 @@ const TOP_KEYS: &[&str] = &[
     "webhook",
 ];
 
+/// The file a command reads from its working directory without `--config`.
+pub const DEFAULT_FILE: &str = ".crd-safety.yaml";
+
 impl Config {
-    /// Reads a config file.
+    /// The configuration a command runs with: `path` when given (`--config`),
+    /// else `.crd-safety.yaml` of the working directory when there is one,
+    /// else the defaults.
+    pub fn discover(path: Option<&Path>) -> Result<Config, ConfigError> {
+        let default = Path::new(DEFAULT_FILE);
+        match path {
+            Some(path) => Config::load(path),
+            None if default.exists() => Config::load(default),
+            None => Ok(Config::default()),
+        }
+    }
+
+    /// Reads a configuration file.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.display().to_string(),

@@ -3,10 +3,11 @@
 //! The library holds everything that does not need a terminal: loading manifests
 //! ([`manifest`]), the CRD and structural-schema model ([`crd`], [`schema`]), the
 //! check catalog ([`compare`]), configuration ([`config`]) and the report model
-//! with its renderers ([`report`]), and the commands that change the cluster
-//! ([`change`]: `apply`, `migrate`). Data flows one way: load → normalize →
-//! compare → report. The binary (`kubectl-crd_safety`) parses flags, calls into
-//! this crate and maps the outcome to an exit code.
+//! with its renderers ([`report`]), the commands that change the cluster
+//! ([`change`]: `apply`, `migrate`), and one entry per command
+//! ([`command`]). Data flows one way: load → normalize →
+//! compare → report. The binary (`kubectl-crd_safety`) parses flags, calls
+//! [`command`] and maps the outcome to an exit code ([`exit`]).
 //!
 //! # Layers
 //!
@@ -14,7 +15,7 @@
 //! from a later one, and no two modules import each other (`tests/layers.rs`
 //! reads this list and holds the sources to it):
 //!
-//! 1. foundations: [`text`], [`json`], [`glob`], [`parallel`], [`duration`]
+//! 1. foundations: [`text`], [`json`], [`glob`], [`parallel`], [`duration`], [`exit`]
 //! 2. model: [`schema`], [`crd`], [`manifest`]
 //! 3. analysis, pure: [`validate`], [`compare`], [`crd_validation`], [`config`]
 //! 4. results the commands produce and the report renders: [`outcome`]
@@ -22,8 +23,10 @@
 //! 6. offline runs over a report: [`diff`], [`locate`], [`batches`], [`baseline`]
 //! 7. the API server, the only network code: [`cluster`]
 //! 8. commands: [`scan`], [`live`], [`change`], [`webhook`]
+//! 9. one entry per command, typed failures: [`command`]
 //!
-//! The binary sits on top. Keeping [`cluster`] above the analysis and the
+//! The binary sits on top: it parses flags, calls [`command`] and talks to
+//! the terminal. Keeping [`cluster`] above the analysis and the
 //! report keeps those free of IO; keeping the result types in [`outcome`]
 //! lets the report render a scan, an apply or a migration without importing
 //! the code that runs them.
@@ -32,12 +35,14 @@ pub mod baseline;
 pub mod batches;
 pub mod change;
 pub mod cluster;
+pub mod command;
 pub mod compare;
 pub mod config;
 pub mod crd;
 pub mod crd_validation;
 pub mod diff;
 pub mod duration;
+pub mod exit;
 pub mod glob;
 pub mod json;
 pub mod live;

@@ -17,10 +17,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use support::corpus::corpus_dir;
 
+use crd_safety::command;
 use crd_safety::compare::{Check, Severity};
 use crd_safety::config::Config;
-use crd_safety::diff::{StoredVersionsArg, diff, diff_judged, load};
-use crd_safety::manifest::{Source, SourceOptions};
+use crd_safety::diff::{StoredVersionsArg, diff, load};
+use crd_safety::manifest::{Positions, Source, SourceOptions};
 use crd_safety::report::Report;
 use serde_json::Value;
 
@@ -304,7 +305,7 @@ fn every_corpus_pair_compares_and_unsafe_pairs_are_flagged_with_the_right_checks
                 continue;
             }
         };
-        let (new, verdicts) = match new {
+        let (new, _) = match new {
             Ok(s) => s,
             Err(e) => {
                 problems.push(format!("{label}: tool error on new side: {e}"));
@@ -315,11 +316,31 @@ fn every_corpus_pair_compares_and_unsafe_pairs_are_flagged_with_the_right_checks
             history.get(project).map(Vec::as_slice).unwrap_or_default(),
             pair["old"].as_str().unwrap_or_default(),
         );
-        let report = diff_judged(&old, &new, &verdicts, &stored, &config);
+        // The report as `diff OLD_DIR NEW_DIR` makes it (large directories
+        // a few CRDs at a time, the new CRDs judged as they are read) must
+        // be the one made from both sides read whole.
+        let request = command::diff::Request {
+            old: vec![Source::Path(dir.join(old_dir))],
+            new: vec![Source::Path(dir.join(new_dir))],
+            sources: SourceOptions {
+                positions: Positions::Never,
+                ..SourceOptions::default()
+            },
+            stored: stored.clone(),
+            config: config.clone(),
+            ..command::diff::Request::default()
+        };
+        let report = match command::diff::run(&request) {
+            Ok(diffed) => diffed.report,
+            Err(e) => {
+                problems.push(format!("{label}: diff failed: {e}"));
+                continue;
+            }
+        };
         let as_json = |r| serde_json::to_value(r).expect("a report serializes");
         if as_json(&report) != as_json(&diff(&old, &new, &stored, &config)) {
             problems.push(format!(
-                "{label}: the CRDs judged while read give another report"
+                "{label}: `diff` gives another report than both sides read whole"
             ));
         }
         compared += 1;

@@ -13,6 +13,7 @@
 pub mod apply;
 pub mod migrate;
 
+use crate::exit;
 use thiserror::Error;
 
 /// How a command that changes the cluster ended.
@@ -34,11 +35,15 @@ pub enum Decision {
     Interrupted,
 }
 
-/// Exit code of a run stopped by Ctrl-C: 128 + SIGINT, what shells report
-/// for a program the signal killed, so scripts see the usual value.
-pub const EXIT_INTERRUPTED: u8 = 130;
-
 impl Decision {
+    /// The change was started: its outcomes are worth showing.
+    pub fn went_ahead(self) -> bool {
+        matches!(
+            self,
+            Decision::Done | Decision::Failed | Decision::Interrupted
+        )
+    }
+
     /// The word for JSON/YAML `decision`; `done` is the command's own word
     /// for [`Decision::Done`] (`applied`, `migrated`).
     pub fn as_str(self, done: &'static str) -> &'static str {
@@ -57,11 +62,11 @@ impl Decision {
     /// declined at the question, 130 interrupted.
     pub fn exit_code(self) -> u8 {
         match self {
-            Decision::NothingToDo | Decision::DryRun | Decision::Done => 0,
-            Decision::Refused => 1,
-            Decision::Failed => 3,
-            Decision::Declined => 4,
-            Decision::Interrupted => EXIT_INTERRUPTED,
+            Decision::NothingToDo | Decision::DryRun | Decision::Done => exit::SAFE,
+            Decision::Refused => exit::FINDINGS,
+            Decision::Failed => exit::CLUSTER,
+            Decision::Declined => exit::DECLINED,
+            Decision::Interrupted => exit::INTERRUPTED,
         }
     }
 }

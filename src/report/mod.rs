@@ -331,7 +331,11 @@ impl Report {
 
     /// The process exit code this report calls for: 1 when it fails, else 0.
     pub fn exit_code(&self) -> u8 {
-        u8::from(self.summary.failed)
+        if self.summary.failed {
+            crate::exit::FINDINGS
+        } else {
+            crate::exit::SAFE
+        }
     }
 
     /// Pretty JSON.

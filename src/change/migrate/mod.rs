@@ -64,7 +64,7 @@ pub struct PlanOptions {
 }
 
 /// Who writes the objects back (`--engine`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Engine {
     /// The cluster's migrator where `storagemigration.k8s.io` is served,
     /// with the client taking over a CRD the cluster does not take up;

@@ -1,0 +1,103 @@
+//! `apply`: the live check, the question, then every CRD or none.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::Failure;
+use crate::change::apply::{self, ApplyOptions};
+use crate::change::{Confirm, Decided, Decision, decide};
+use crate::cluster::Connection;
+use crate::live::LiveCheck;
+use crate::outcome::{Applied, ApplySection};
+use crate::report::Report;
+
+/// The flags of `apply` beyond its check's.
+#[derive(Debug, Clone, Copy)]
+pub struct Request {
+    /// `--yes`: do not ask.
+    pub yes: bool,
+    /// `--force`: apply despite error findings.
+    pub force: bool,
+    /// `--force-conflicts`: take over other field managers' fields.
+    pub force_conflicts: bool,
+    /// `--wait-timeout`: how long each CRD may take to be `Established`.
+    pub wait: Duration,
+    /// `--concurrency`: applies in flight at once.
+    pub concurrency: usize,
+}
+
+/// How an `apply` ended.
+#[derive(Debug)]
+pub struct ApplyRun {
+    /// What was decided, and the line that tells the user why when nothing
+    /// was applied.
+    pub decided: Decided,
+    /// Each CRD's outcome, in manifest order (empty when nothing was
+    /// applied).
+    pub results: Vec<Applied>,
+    /// Requests retried while applying.
+    pub retries: u64,
+}
+
+/// Decides (refused, nothing to do, `--yes` or the question through
+/// `confirm`) and, when the answer is yes, applies the plan of `checked`.
+/// A failure of any CRD makes the decision [`Decision::Failed`].
+pub async fn run(
+    conn: &Connection,
+    checked: &LiveCheck,
+    request: Request,
+    confirm: &mut dyn Confirm,
+) -> Result<ApplyRun, Failure> {
+    let proposal = apply::proposal(
+        conn,
+        &checked.report,
+        &checked.plan,
+        request.force,
+        request.force_conflicts,
+    );
+    let mut decided = decide(&proposal, request.yes, confirm)?;
+    let retries_before = conn.retries();
+    let mut results = Vec::new();
+    if decided.decision == Decision::Done {
+        let opts = ApplyOptions {
+            force_conflicts: request.force_conflicts,
+            wait: request.wait,
+            concurrency: request.concurrency,
+        };
+        results = apply::apply(conn, &checked.plan, opts).await;
+        if results.iter().any(|r| r.outcome.is_failure()) {
+            decided.decision = Decision::Failed;
+        }
+    }
+    Ok(ApplyRun {
+        decided,
+        results,
+        retries: conn.retries() - retries_before,
+    })
+}
+
+/// `apply -o json|yaml`: the check's report with the `apply` section added
+/// (`docs/output.schema.json`).
+#[derive(Debug, Serialize)]
+pub struct Output<'a> {
+    /// The check.
+    #[serde(flatten)]
+    pub report: &'a Report,
+    /// What `apply` did.
+    pub apply: ApplySection<'a>,
+}
+
+impl<'a> Output<'a> {
+    /// The structured output of `run`'s outcome over `report`.
+    pub fn new(report: &'a Report, run: &'a ApplyRun) -> Self {
+        Output {
+            report,
+            apply: ApplySection {
+                decision: run.decided.decision.as_str(apply::VERB.done),
+                results: &run.results,
+                retries: run.retries,
+            },
+        }
+    }
+}

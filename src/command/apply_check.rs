@@ -1,0 +1,67 @@
+//! `apply-check -f FILES`: the manifests against the live cluster.
+
+use super::{Baselines, Failure, finish};
+use crate::cluster::Connection;
+use crate::config::Config;
+use crate::live::{CheckOptions, LiveCheck, apply_check};
+use crate::manifest::{self, ManifestSet, Source, SourceOptions};
+
+/// What `apply-check` (and `apply`, which starts with it) reads.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    /// `-f` and `-k` sources.
+    pub new: Vec<Source>,
+    /// How the sources are read.
+    pub sources: SourceOptions,
+    /// The checks' configuration.
+    pub config: Config,
+    /// `--baseline`, `--write-baseline`.
+    pub baselines: Baselines,
+}
+
+/// The live check, ready to show.
+#[derive(Debug)]
+pub struct Checked {
+    /// The report and the plan of each CRD.
+    pub check: LiveCheck,
+    /// How many findings `--write-baseline` recorded.
+    pub baseline_written: Option<usize>,
+}
+
+/// Reads the manifests. Called before connecting, so that a bad file fails
+/// without a request to the cluster.
+pub fn load(request: &Request) -> Result<ManifestSet, Failure> {
+    if request
+        .new
+        .iter()
+        .filter(|s| matches!(s, Source::Stdin))
+        .count()
+        > 1
+    {
+        return Err(Failure::Usage("-f - can be given once".into()));
+    }
+    Ok(manifest::load_with(&request.new, &request.sources)?)
+}
+
+/// Compares `new` (from [`load`]) with the live CRDs, dry-runs each update
+/// on the API server and, with `options.scan`, checks the stored objects.
+pub async fn run(
+    conn: &Connection,
+    request: &Request,
+    new: &ManifestSet,
+    options: &CheckOptions<'_>,
+) -> Result<Checked, Failure> {
+    let mut check = apply_check(conn, new, &request.config, options).await?;
+    // The old side is the cluster's: positions come from the manifests.
+    let baseline_written = finish(
+        &mut check.report,
+        &ManifestSet::default(),
+        new,
+        request.sources.positions,
+        &request.baselines,
+    )?;
+    Ok(Checked {
+        check,
+        baseline_written,
+    })
+}

@@ -1,0 +1,87 @@
+//! `diff OLD NEW`: two manifest sets, no cluster.
+
+use super::{Baselines, Failure, finish};
+use crate::batches;
+use crate::config::Config;
+use crate::diff::{StoredVersionsArg, diff_judged, load};
+use crate::manifest::{ManifestSet, Source, SourceOptions};
+use crate::report::Report;
+
+/// What `diff` compares, and how.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    /// The installed side.
+    pub old: Vec<Source>,
+    /// The side about to be applied.
+    pub new: Vec<Source>,
+    /// How the sources are read.
+    pub sources: SourceOptions,
+    /// `--stored-versions`: the cluster's `status.storedVersions`, as known.
+    pub stored: StoredVersionsArg,
+    /// The checks' configuration.
+    pub config: Config,
+    /// `--baseline`, `--write-baseline`.
+    pub baselines: Baselines,
+}
+
+/// The report, and the manifests it was made from.
+#[derive(Debug)]
+pub struct Diffed {
+    /// What was found.
+    pub report: Report,
+    /// How many findings `--write-baseline` recorded.
+    pub baseline_written: Option<usize>,
+    /// Both parsed sides (empty when large directories were read a few
+    /// CRDs at a time). Handed back so that a process about to exit can
+    /// leak them: freeing every node of two large manifests one by one
+    /// costs a `diff` of the corpus' largest pairs 12-32% of its wall time
+    /// (measured 2026-11-26, see `docs/BENCHMARKS.md`), and the OS takes
+    /// the memory back anyway.
+    pub manifests: (ManifestSet, ManifestSet),
+}
+
+/// Compares `new` with `old`. Large directories are compared a few CRDs at
+/// a time ([`batches`]), which holds a fraction of the memory; anything
+/// else is read whole. Both ways give the same report.
+pub fn run(request: &Request) -> Result<Diffed, Failure> {
+    let Request {
+        old,
+        new,
+        sources,
+        stored,
+        config,
+        baselines,
+    } = request;
+    if is_stdin(old) && is_stdin(new) {
+        return Err(Failure::Usage(
+            "only one of OLD and NEW can be - (stdin)".into(),
+        ));
+    }
+    let batched = batches::diff(old, new, sources.positions, stored, config, batches::LIMITS);
+    let (mut report, manifests) = match batched {
+        Some(report) => (report, Default::default()),
+        None => {
+            let (old, new) = load(old, new, sources, config);
+            let old = old?;
+            let (new, verdicts) = new?;
+            let report = diff_judged(&old, &new, &verdicts, stored, config);
+            (report, (old, new))
+        }
+    };
+    let baseline_written = finish(
+        &mut report,
+        &manifests.0,
+        &manifests.1,
+        sources.positions,
+        baselines,
+    )?;
+    Ok(Diffed {
+        report,
+        baseline_written,
+        manifests,
+    })
+}
+
+fn is_stdin(sources: &[Source]) -> bool {
+    sources.iter().any(|s| matches!(s, Source::Stdin))
+}

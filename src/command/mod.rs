@@ -1,0 +1,130 @@
+//! One entry per command, shared by the binary, the tests and the benches:
+//! [`diff::run`], [`lint::run`], [`apply_check::run`], [`apply::run`],
+//! [`migrate::plan`] and [`migrate::run`] (`serve` is
+//! [`crate::webhook::serve`]). Each takes what the flags said, already
+//! parsed, and returns what the command found; the binary only parses the
+//! command line, talks to the terminal and maps the result to an exit code
+//! ([`Failure::exit_code`] and [`crate::exit`]).
+
+pub mod apply;
+pub mod apply_check;
+pub mod diff;
+pub mod lint;
+pub mod migrate;
+
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+use crate::baseline::{Baseline, BaselineError};
+use crate::change::ConfirmError;
+use crate::change::migrate::MigrateError;
+use crate::cluster::ClusterError;
+use crate::config::ConfigError;
+use crate::exit;
+use crate::live::LiveError;
+use crate::locate::locate;
+use crate::manifest::{ManifestError, ManifestSet, Positions};
+use crate::report::Report;
+use crate::webhook::ServeError;
+
+/// Why a command stopped before its verdict. Every kind keeps its own
+/// error, so the message is the one its module wrote and the exit code is
+/// decided here, once.
+#[derive(Debug, Error)]
+pub enum Failure {
+    /// Flags that do not go together.
+    #[error("{0}")]
+    Usage(String),
+    /// The configuration file.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A manifest, a source or a path.
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    /// `--baseline` or `--write-baseline`.
+    #[error(transparent)]
+    Baseline(#[from] BaselineError),
+    /// Nobody could be asked.
+    #[error(transparent)]
+    Confirm(#[from] ConfirmError),
+    /// The cluster could not be reached or did not answer.
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    /// A live check could not finish.
+    #[error(transparent)]
+    Live(#[from] LiveError),
+    /// `migrate` has no plan.
+    #[error(transparent)]
+    Migrate(#[from] MigrateError),
+    /// `serve` could not start or stopped.
+    #[error(transparent)]
+    Serve(#[from] ServeError),
+    /// The report could not be written out.
+    #[error("writing output: {0}")]
+    Output(#[source] std::io::Error),
+    /// The report could not be serialized.
+    #[error("cannot serialize the report: {0}")]
+    Serialize(String),
+    /// The async runtime could not start.
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+}
+
+impl Failure {
+    /// [`exit::INPUT`] for what the user can fix in the command line or
+    /// the files, [`exit::CLUSTER`] for what the cluster did.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Failure::Cluster(_) | Failure::Live(_) => exit::CLUSTER,
+            Failure::Migrate(e) => match e {
+                MigrateError::NotFound { .. } | MigrateError::NoServerEngine { .. } => exit::INPUT,
+                _ => exit::CLUSTER,
+            },
+            Failure::Usage(_)
+            | Failure::Config(_)
+            | Failure::Manifest(_)
+            | Failure::Baseline(_)
+            | Failure::Confirm(_)
+            | Failure::Serve(_)
+            | Failure::Output(_)
+            | Failure::Serialize(_)
+            | Failure::Runtime(_) => exit::INPUT,
+        }
+    }
+}
+
+/// The baseline flags every report takes.
+#[derive(Debug, Clone, Default)]
+pub struct Baselines {
+    /// `--baseline`: findings it lists are accepted.
+    pub accept: Option<PathBuf>,
+    /// `--write-baseline`: record every finding, then accept them.
+    pub write: Option<PathBuf>,
+}
+
+/// What every report gets before it is shown: where its findings are (for
+/// the formats that show it), then the baselines. Returns how many findings
+/// a `--write-baseline` recorded.
+pub(crate) fn finish(
+    report: &mut Report,
+    old: &ManifestSet,
+    new: &ManifestSet,
+    positions: Positions,
+    baselines: &Baselines,
+) -> Result<Option<usize>, Failure> {
+    if positions != Positions::Never {
+        locate(report, old, new);
+    }
+    if let Some(path) = &baselines.accept {
+        Baseline::load(path)?.apply(report);
+    }
+    let mut written = None;
+    if let Some(path) = &baselines.write {
+        let baseline = Baseline::of_report(report);
+        baseline.write(path)?;
+        baseline.apply(report);
+        written = Some(baseline.entries.len());
+    }
+    Ok(written)
+}
