@@ -109,6 +109,14 @@ else
     (cd "$REPO" && cargo build --release --quiet --bin kubectl-crd_safety) >&2 || die "cargo build --release failed"
     OURS="$REPO/target/release/kubectl-crd_safety"
 fi
+# A stale link/code-order.txt costs memory (link/README.md): say how much of
+# it the binary still holds.
+if command -v nm >/dev/null && [[ -f "$REPO/link/code-order.txt" ]]; then
+    listed=$(grep -c . "$REPO/link/code-order.txt")
+    found=$(nm "$OURS" 2>/dev/null | awk '{print $NF}' | sort -u \
+        | comm -12 - <(sort -u "$REPO/link/code-order.txt") | wc -l)
+    log "link order: $found of $listed listed functions are in the binary (scripts/code-order.sh records them again)"
+fi
 
 # ---- measuring -------------------------------------------------------------------------
 WORK="$(mktemp -d)"

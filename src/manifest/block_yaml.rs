@@ -15,6 +15,12 @@
 //! unchanged. Scalars are typed by the same function as the fast path. The
 //! tests below hold it to serde-saphyr's values and the fast path's
 //! positions on the whole corpus and on generated documents.
+//!
+//! Why it stays, measured 2026-11-26 with it turned off (every document to
+//! [`super::fast_yaml`]), medians of 9 runs of the release binary side by
+//! side: `diff -o json` of the corpus' five largest pairs 1.01-1.43x the
+//! wall time (1.33-1.57x CPU), directories 1.17-1.26x, `lint` of the
+//! corpus 1.36x.
 
 use serde_json::{Map, Value};
 

@@ -13,6 +13,11 @@
 //! itself, so the typing rules (YAML 1.1 booleans, legacy octal) stay its
 //! own; `tests::same_values_as_serde_saphyr` and the corpus test hold the two
 //! paths to the same values.
+//!
+//! This is the one event-driven reader; serde-saphyr reads what it cannot.
+//! Without it (and [`super::block_yaml`], which falls back to it), measured
+//! 2026-11-26: `diff -o json` of the corpus' five largest pairs 2.1-2.8x
+//! the wall time and 4-11 MB more peak memory, `lint` of the corpus 2.5x.
 
 use std::borrow::Cow;
 
