@@ -256,7 +256,7 @@ fn run_lint(args: LintArgs) -> Result<u8, Failure> {
         config.kube_version = v;
         config.kube_version_source = crd_safety::crd_validation::KubeVersionSource::Flag;
     }
-    let request = command::lint::Request {
+    let request = command::Manifests {
         new: parse_sources(args.paths.iter().map(String::as_str))?,
         sources: source_options(&args.sources, &args.report),
         config,
@@ -309,10 +309,10 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 }
 
 /// What `apply-check` and `apply` read, from their flags.
-fn check_request(args: &ApplyCheckArgs) -> Result<apply_check::Request, Failure> {
+fn check_request(args: &ApplyCheckArgs) -> Result<command::Manifests, Failure> {
     let mut new = parse_sources(args.filenames.iter().map(String::as_str))?;
     new.extend(args.kustomize.iter().cloned().map(Source::Kustomize));
-    Ok(apply_check::Request {
+    Ok(command::Manifests {
         new,
         sources: source_options(&args.sources, &args.report),
         config: load_config(&args.report)?,
@@ -383,7 +383,7 @@ fn run_apply_check(args: ApplyCheckArgs) -> Result<u8, Failure> {
 /// asked.
 async fn live_check(
     conn: &cluster::Connection,
-    request: &apply_check::Request,
+    request: &command::Manifests,
     new: &ManifestSet,
     args: &ApplyCheckArgs,
 ) -> Result<apply_check::Checked, Failure> {

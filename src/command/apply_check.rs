@@ -1,23 +1,9 @@
 //! `apply-check -f FILES`: the manifests against the live cluster.
 
-use super::{Baselines, Failure, finish};
+use super::{Failure, Manifests, finish};
 use crate::cluster::Connection;
-use crate::config::Config;
 use crate::live::{CheckOptions, LiveCheck, apply_check};
-use crate::manifest::{self, ManifestSet, Source, SourceOptions};
-
-/// What `apply-check` (and `apply`, which starts with it) reads.
-#[derive(Debug, Clone, Default)]
-pub struct Request {
-    /// `-f` and `-k` sources.
-    pub new: Vec<Source>,
-    /// How the sources are read.
-    pub sources: SourceOptions,
-    /// The checks' configuration.
-    pub config: Config,
-    /// `--baseline`, `--write-baseline`.
-    pub baselines: Baselines,
-}
+use crate::manifest::{self, ManifestSet};
 
 /// The live check, ready to show.
 #[derive(Debug)]
@@ -30,16 +16,8 @@ pub struct Checked {
 
 /// Reads the manifests. Called before connecting, so that a bad file fails
 /// without a request to the cluster.
-pub fn load(request: &Request) -> Result<ManifestSet, Failure> {
-    if request
-        .new
-        .iter()
-        .filter(|s| matches!(s, Source::Stdin))
-        .count()
-        > 1
-    {
-        return Err(Failure::Usage("-f - can be given once".into()));
-    }
+pub fn load(request: &Manifests) -> Result<ManifestSet, Failure> {
+    request.stdin_once("-f -")?;
     Ok(manifest::load_with(&request.new, &request.sources)?)
 }
 
@@ -47,7 +25,7 @@ pub fn load(request: &Request) -> Result<ManifestSet, Failure> {
 /// on the API server and, with `options.scan`, checks the stored objects.
 pub async fn run(
     conn: &Connection,
-    request: &Request,
+    request: &Manifests,
     new: &ManifestSet,
     options: &CheckOptions<'_>,
 ) -> Result<Checked, Failure> {

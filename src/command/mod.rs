@@ -20,11 +20,12 @@ use crate::baseline::{Baseline, BaselineError};
 use crate::change::ConfirmError;
 use crate::change::migrate::MigrateError;
 use crate::cluster::ClusterError;
+use crate::config::Config;
 use crate::config::ConfigError;
 use crate::exit;
 use crate::live::LiveError;
 use crate::locate::locate;
-use crate::manifest::{ManifestError, ManifestSet, Positions};
+use crate::manifest::{ManifestError, ManifestSet, Positions, Source, SourceOptions};
 use crate::report::Report;
 use crate::webhook::ServeError;
 
@@ -91,6 +92,31 @@ impl Failure {
             | Failure::Serialize(_)
             | Failure::Runtime(_) => exit::INPUT,
         }
+    }
+}
+
+/// The manifests of a command that reads one side (`lint`, `apply-check`,
+/// `apply`), and how.
+#[derive(Debug, Clone, Default)]
+pub struct Manifests {
+    /// The sources, in order.
+    pub new: Vec<Source>,
+    /// How the sources are read.
+    pub sources: SourceOptions,
+    /// The checks' configuration.
+    pub config: Config,
+    /// `--baseline`, `--write-baseline`.
+    pub baselines: Baselines,
+}
+
+impl Manifests {
+    /// Standard input can be read once; `dash` is how the flag spells it.
+    fn stdin_once(&self, dash: &str) -> Result<(), Failure> {
+        let stdin = self.new.iter().filter(|s| matches!(s, Source::Stdin));
+        if stdin.count() > 1 {
+            return Err(Failure::Usage(format!("{dash} can be given once")));
+        }
+        Ok(())
     }
 }
 
