@@ -10,7 +10,9 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use serde_json::json;
 use support::envtest::{ADMIN_TOKEN, ControlPlane, control_plane, sh};
+use support::live::{crd, write_manifest};
 use support::run::{Run, run};
 
 /// A plugin that appends a line to `runs` each time it runs, writes the
@@ -67,14 +69,23 @@ current-context: exec
     path.display().to_string()
 }
 
-/// `apply-check` of an example CRD (absent from the cluster: a few
-/// requests, no changes).
-fn check(kubeconfig: &str) -> Run {
+/// A CRD of this file's own in `dir`, absent from the cluster: its
+/// `apply-check` is a few requests and no changes.
+fn manifest(dir: &Path) -> String {
+    write_manifest(
+        dir,
+        "execs.json",
+        &crd("execs", &[("v1", true, true)], json!({})),
+    )
+}
+
+/// `apply-check` of [`manifest`].
+fn check(dir: &Path, kubeconfig: &str) -> Run {
     run(
         &[
             "apply-check",
             "-f",
-            "examples/widgets/new.yaml",
+            &manifest(dir),
             "--kubeconfig",
             kubeconfig,
             "-o",
@@ -106,7 +117,7 @@ fn without_a_terminal_an_if_available_plugin_runs_and_its_stderr_is_not_shown() 
     let (script, _) = plugin(dir.path(), "2099-01-01T00:00:00Z");
     let kc = kubeconfig(plane, dir.path(), &script, "IfAvailable");
     assert!(kubectl(plane, &kc).status.success(), "kubectl accepts it");
-    let r = check(&kc);
+    let r = check(dir.path(), &kc);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert!(!r.stderr.contains(ADMIN_TOKEN), "{}", r.stderr);
     assert!(!r.stdout.contains(ADMIN_TOKEN));
@@ -125,7 +136,7 @@ fn an_always_interactive_plugin_without_a_terminal_is_refused_like_kubectl() {
         "{}",
         String::from_utf8_lossy(&by_kubectl.stderr)
     );
-    let r = check(&kc);
+    let r = check(dir.path(), &kc);
     assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
     assert_eq!(
         r.stderr.trim(),
@@ -141,7 +152,7 @@ fn an_expired_credential_is_fetched_again_before_the_next_request() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (fresh, fresh_runs) = plugin(dir.path(), "2099-01-01T00:00:00Z");
     let kc = kubeconfig(plane, dir.path(), &fresh, "Never");
-    let r = check(&kc);
+    let r = check(dir.path(), &kc);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     // kube-rs runs the plugin once to build the configuration and once for
     // the client; after that a valid credential is reused.
@@ -154,7 +165,7 @@ fn an_expired_credential_is_fetched_again_before_the_next_request() {
     let expired_dir = tempfile::tempdir().expect("tempdir");
     let (expired, expired_runs) = plugin(expired_dir.path(), "2000-01-01T00:00:00Z");
     let kc = kubeconfig(plane, expired_dir.path(), &expired, "Never");
-    let r = check(&kc);
+    let r = check(expired_dir.path(), &kc);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     // The CRD's GET, /version and the dry run each need a credential.
     let expired_count = runs(&expired_runs);
@@ -172,6 +183,7 @@ fn verbose_output_shows_each_request_and_never_a_credential() {
     let kc = kubeconfig(plane, dir.path(), &script, "IfAvailable");
     let ca = plane.dir.path().join("certs/apiserver.crt");
     let ca = ca.display().to_string();
+    let manifest = manifest(dir.path());
     // The exec plugin's credential, and the same token given as a flag.
     for extra in [
         vec!["--kubeconfig", kc.as_str()],
@@ -185,13 +197,7 @@ fn verbose_output_shows_each_request_and_never_a_credential() {
         ],
     ] {
         for level in ["-v", "--v=9"] {
-            let mut args = vec![
-                "apply-check",
-                "-f",
-                "examples/widgets/new.yaml",
-                "-o",
-                "json",
-            ];
+            let mut args = vec!["apply-check", "-f", &manifest, "-o", "json"];
             args.extend_from_slice(&extra);
             if level == "-v" {
                 args.extend_from_slice(&["-v", "6"]);

@@ -364,7 +364,10 @@ async fn a_user_who_may_not_update_changes_nothing() {
         numbered("default", "r", 30),
     )
     .await;
-    // The restricted user may read CRDs and these objects, nothing more.
+    // A user of this test's own may read CRDs and these objects, nothing
+    // more (the shared `restricted` user must keep no bindings).
+    let user = "readonly-migrator";
+    let kubeconfig = plane.user_kubeconfig(user);
     let role: Api<DynamicObject> = Api::all_with(
         client.clone(),
         &ApiResource::erase::<k8s_openapi::api::rbac::v1::ClusterRole>(&()),
@@ -396,7 +399,7 @@ async fn a_user_who_may_not_update_changes_nothing() {
                 "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
                 "metadata": {"name": "readonly-migrate"},
                 "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "readonly-migrate"},
-                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "restricted"}]
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]
             })),
         )
         .await
@@ -405,7 +408,7 @@ async fn a_user_who_may_not_update_changes_nothing() {
     let deadline = Instant::now() + Duration::from_secs(20);
     let r = loop {
         let r = migrate(
-            &plane.restricted_kubeconfig,
+            &kubeconfig,
             &["readonlies.example.com", "--yes", "-o", "json"],
         );
         if r.code != 3 || r.stdout.contains("\"migrate\"") || Instant::now() > deadline {

@@ -118,10 +118,10 @@ async fn objects_the_new_minimum_rejects_are_listed_and_ratcheted() {
 async fn fields_the_new_schema_drops_are_reported_as_data_loss() {
     let Some(plane) = control_plane() else { return };
     let old = v1(
-        "legacies",
+        "prunings",
         json!({"legacyMode": {"type": "string"}, "keep": {"type": "string"}}),
     );
-    let new = v1("legacies", json!({"keep": {"type": "string"}}));
+    let new = v1("prunings", json!({"keep": {"type": "string"}}));
     let objects = [
         ("a", json!({"legacyMode": "on", "keep": "x"})),
         ("b", json!({"keep": "y"})),

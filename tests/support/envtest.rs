@@ -36,6 +36,8 @@ pub struct ControlPlane {
     /// A user in `system:masters`.
     pub admin_kubeconfig: PathBuf,
     /// A user with no RBAC bindings at all (every request is forbidden).
+    /// The live tests share it and rely on that: a test that binds RBAC
+    /// makes a user of its own ([`ControlPlane::user_kubeconfig`]).
     pub restricted_kubeconfig: PathBuf,
     /// The directory with kube-apiserver, etcd (and kubectl when available).
     pub assets: PathBuf,
@@ -405,6 +407,44 @@ printf '%s,token-admin,uid-token-admin,"system:masters"\n%s,token-restricted,uid
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
         });
+    }
+
+    /// A kubeconfig for `user` (a client certificate of the test CA, in no
+    /// group): a user of the caller's own, for a test that binds RBAC to
+    /// it. The shared control plane's `restricted` user must keep no
+    /// bindings at all, as the tests of other modules rely on it.
+    pub fn user_kubeconfig(&self, user: &str) -> PathBuf {
+        assert!(
+            !user.is_empty()
+                && user
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+            "a user name of lowercase letters, digits and dashes: {user:?}"
+        );
+        let dir = self.dir.path().join("users").join(user);
+        std::fs::create_dir_all(&dir).expect("user dir");
+        let pki = self.dir.path().join("pki");
+        // A serial file of its own: tests make users at the same time.
+        sh(
+            &dir,
+            &format!(
+                r#"printf 'extendedKeyUsage=clientAuth\n' > client.ext
+openssl req -newkey rsa:2048 -nodes -keyout user.key -out user.csr -subj "/CN={user}" 2>/dev/null
+openssl x509 -req -in user.csr -CA {ca} -CAkey {key} -CAserial ca.srl -CAcreateserial -out user.crt -days 2 -extfile client.ext 2>/dev/null"#,
+                ca = pki.join("ca.crt").display(),
+                key = pki.join("ca.key").display(),
+            ),
+        );
+        let kubeconfig = dir.join("kubeconfig");
+        write_kubeconfig(
+            &kubeconfig,
+            &self.server,
+            &self.dir.path().join("certs/apiserver.crt"),
+            &dir.join("user.crt"),
+            &dir.join("user.key"),
+            user,
+        );
+        kubeconfig
     }
 
     /// A kube-rs client for one of the kubeconfigs.
