@@ -1,0 +1,1022 @@
+//! Live tests of `apply` against a real kube-apiserver and etcd: what gets
+//! written, what is refused, and what the user is told. Each test uses its
+//! own CRD names so the tests can run in parallel on the shared control
+//! plane.
+
+// Signals, pseudo-terminals and the test control plane: Unix only.
+#![cfg(unix)]
+
+use crate::support;
+
+use std::process::Command;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::{Api, Client};
+use serde_json::{Value, json};
+use support::envtest::{ControlPlane, control_plane};
+use support::live::{admin, apply_check, crd, findings, install, install_as, write_manifest};
+use support::run::{Run, run};
+
+/// The field manager of an earlier run of the plugin: upgrades of what it
+/// applied do not conflict.
+const OURS: &str = "kubectl-crd-safety";
+
+/// Runs `apply -f path... --kubeconfig <admin> extra...` without a terminal.
+fn apply(plane: &ControlPlane, paths: &[&str], extra: &[&str]) -> Run {
+    let kubeconfig = plane.admin_kubeconfig.display().to_string();
+    let mut args = vec!["apply"];
+    for p in paths {
+        args.extend(["-f", p]);
+    }
+    args.extend(["--kubeconfig", &kubeconfig]);
+    args.extend_from_slice(extra);
+    run(&args, None)
+}
+
+/// The live CRD as JSON, or `None` when it does not exist.
+async fn live(client: &Client, name: &str) -> Option<Value> {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.get_opt(name)
+        .await
+        .expect("the admin reads CRDs")
+        .map(|c| serde_json::to_value(c).expect("json"))
+}
+
+/// The properties of `spec` in a live CRD's first version.
+async fn spec_fields(client: &Client, name: &str) -> Value {
+    let crd = live(client, name).await.expect("the CRD exists");
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        .clone()
+}
+
+/// `(name, action, result)` for every CRD in `apply.results`.
+fn results(report: &Value) -> Vec<(String, String, String)> {
+    report["apply"]["results"]
+        .as_array()
+        .expect("apply.results")
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap_or_default().to_string(),
+                r["action"].as_str().unwrap_or_default().to_string(),
+                r["result"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn triple(name: &str, action: &str, result: &str) -> (String, String, String) {
+    (name.into(), action.into(), result.into())
+}
+
+#[tokio::test]
+async fn a_safe_upgrade_is_applied_with_yes_and_is_visible_in_the_cluster() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    install_as(
+        &client,
+        &crd("upgrades", &[("v1", true, true)], json!({})),
+        OURS,
+    )
+    .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_manifest(
+        dir.path(),
+        "10-upgrades.json",
+        &crd(
+            "upgrades",
+            &[("v1", true, true)],
+            json!({"color": {"type": "string"}}),
+        ),
+    );
+    write_manifest(
+        dir.path(),
+        "20-newcomers.json",
+        &crd("newcomers", &[("v1", true, true)], json!({})),
+    );
+    let path = dir.path().display().to_string();
+
+    let r = apply(plane, &[&path], &["--yes", "-o", "json"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let report = r.json();
+    assert_eq!(report["apply"]["decision"], "applied");
+    assert_eq!(
+        results(&report),
+        [
+            triple("upgrades.example.com", "update", "configured"),
+            triple("newcomers.example.com", "create", "created"),
+        ]
+    );
+    // The cluster has the new schema, written by our field manager, and the
+    // new CRD serves.
+    assert_eq!(
+        spec_fields(&client, "upgrades.example.com").await["color"],
+        json!({"type": "string"})
+    );
+    let upgraded = live(&client, "upgrades.example.com").await.expect("crd");
+    let managers: Vec<&str> = upgraded["metadata"]["managedFields"]
+        .as_array()
+        .expect("managedFields")
+        .iter()
+        .filter_map(|m| m["manager"].as_str())
+        .collect();
+    assert!(managers.contains(&"kubectl-crd-safety"), "{managers:?}");
+    let newcomer = live(&client, "newcomers.example.com").await.expect("crd");
+    let established = newcomer["status"]["conditions"]
+        .as_array()
+        .expect("conditions")
+        .iter()
+        .any(|c| c["type"] == "Established" && c["status"] == "True");
+    assert!(established, "{newcomer}");
+
+    // Running it again changes nothing and says so.
+    let again = apply(plane, &[&path], &["--yes"]);
+    assert_eq!(again.code, 0, "{}{}", again.stdout, again.stderr);
+    assert!(
+        again.stderr.contains("Nothing to apply"),
+        "{}",
+        again.stderr
+    );
+}
+
+#[tokio::test]
+async fn error_findings_refuse_the_apply_unless_forced() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    install_as(
+        &client,
+        &crd(
+            "refusals",
+            &[("v1", true, true)],
+            json!({"mode": {"type": "string"}}),
+        ),
+        OURS,
+    )
+    .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write_manifest(
+        dir.path(),
+        "refusals.json",
+        &crd(
+            "refusals",
+            &[("v1", true, true)],
+            json!({"mode": {"type": "integer"}}),
+        ),
+    );
+
+    let r = apply(plane, &[&path], &["--yes"]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("┆ type "), "{}", r.stdout);
+    assert!(
+        r.stderr
+            .contains("not applying: 1 error finding (use --force"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        spec_fields(&client, "refusals.example.com").await["mode"]["type"],
+        "string",
+        "a refused apply leaves the cluster alone"
+    );
+
+    let r = apply(plane, &[&path], &["--yes", "--force"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("refusals.example.com  configured"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(
+        spec_fields(&client, "refusals.example.com").await["mode"]["type"],
+        "integer"
+    );
+}
+
+#[tokio::test]
+async fn without_a_terminal_and_without_yes_nothing_is_applied() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    install_as(
+        &client,
+        &crd("quiets", &[("v1", true, true)], json!({})),
+        OURS,
+    )
+    .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write_manifest(
+        dir.path(),
+        "quiets.json",
+        &crd(
+            "quiets",
+            &[("v1", true, true)],
+            json!({"extra": {"type": "string"}}),
+        ),
+    );
+    let r = apply(plane, &[&path], &[]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("no terminal to ask on (pass --yes"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stdout.contains("quiets.example.com  SAFE"),
+        "the report is still shown: {}",
+        r.stdout
+    );
+    assert!(
+        spec_fields(&client, "quiets.example.com")
+            .await
+            .get("extra")
+            .is_none(),
+        "nothing was written"
+    );
+}
+
+/// Runs `apply` in a pseudo-terminal, waits for the question, answers with
+/// one key and returns the exit code and everything the terminal showed.
+fn apply_in_terminal(plane: &ControlPlane, path: &str, key: &str) -> (i32, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kubectl-crd_safety"));
+    cmd.args(["apply", "-f", path, "--kubeconfig"])
+        .arg(&plane.admin_kubeconfig)
+        .env("NO_COLOR", "1")
+        .env("TERM", "xterm")
+        .env("COLUMNS", "120")
+        .env_remove("KUBECONFIG");
+    let mut session = rexpect::session::spawn_command(cmd, Some(30_000)).expect("a pty session");
+    let before = session
+        .exp_string("to context envtest-admin? [y/N]")
+        .expect("the question is asked");
+    session.send(key).expect("the key is typed");
+    session.flush().expect("flushed");
+    let after = session.exp_eof().expect("the command finishes");
+    let status = session.process().wait().expect("exit status");
+    let code = match status {
+        rexpect::process::WaitStatus::Exited(_, code) => code,
+        other => panic!("unexpected end: {other:?}"),
+    };
+    (code, format!("{before}[answered {key}]{after}"))
+}
+
+#[tokio::test]
+async fn the_question_is_answered_in_a_terminal() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    install_as(
+        &client,
+        &crd("prompts", &[("v1", true, true)], json!({})),
+        OURS,
+    )
+    .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write_manifest(
+        dir.path(),
+        "prompts.json",
+        &crd(
+            "prompts",
+            &[("v1", true, true)],
+            json!({"answer": {"type": "string"}}),
+        ),
+    );
+    let path_ref = path.clone();
+    let (code, screen) =
+        tokio::task::spawn_blocking(move || apply_in_terminal(plane, &path_ref, "n"))
+            .await
+            .expect("pty thread");
+    assert_eq!(code, 4, "{screen}");
+    assert!(
+        screen.contains("About to apply to context envtest-admin"),
+        "{screen}"
+    );
+    assert!(screen.contains("prompts.example.com  update"), "{screen}");
+    assert!(screen.contains("Nothing applied."), "{screen}");
+    assert!(
+        spec_fields(&client, "prompts.example.com")
+            .await
+            .get("answer")
+            .is_none()
+    );
+
+    let (code, screen) = tokio::task::spawn_blocking(move || apply_in_terminal(plane, &path, "y"))
+        .await
+        .expect("pty thread");
+    assert_eq!(code, 0, "{screen}");
+    assert!(
+        screen.contains("prompts.example.com  configured"),
+        "{screen}"
+    );
+    assert_eq!(
+        spec_fields(&client, "prompts.example.com").await["answer"],
+        json!({"type": "string"})
+    );
+}
+
+#[tokio::test]
+async fn a_field_manager_conflict_is_reported_and_refused_until_forced() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    // Another manager (the test's "crd-safety-test") installed it.
+    install(&client, &crd("owneds", &[("v1", true, true)], json!({}))).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write_manifest(
+        dir.path(),
+        "owneds.json",
+        &crd(
+            "owneds",
+            &[("v1", true, true)],
+            json!({"extra": {"type": "string"}}),
+        ),
+    );
+    let kubeconfig = plane.admin_kubeconfig.display().to_string();
+
+    // apply-check warns before anyone tries.
+    let r = apply_check(&path, &kubeconfig, &["-o", "json"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let report = r.json();
+    assert_eq!(
+        findings(&report),
+        [("fieldManagerConflict".into(), "warning".into(), None)]
+    );
+    let message = report["crds"][0]["findings"][0]["message"]
+        .as_str()
+        .expect("message");
+    assert!(
+        message.contains("conflict with \"crd-safety-test\"")
+            && message.contains("--force-conflicts"),
+        "{message}"
+    );
+
+    // apply refuses before asking, and writes nothing.
+    let r = apply(plane, &[&path], &["--yes"]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("another field manager owns fields the manifests change (owneds.example.com); use --force-conflicts"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        spec_fields(&client, "owneds.example.com")
+            .await
+            .get("extra")
+            .is_none()
+    );
+
+    // Taking the fields over is explicit.
+    let r = apply(
+        plane,
+        &[&path],
+        &["--yes", "--force-conflicts", "-o", "json"],
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(
+        results(&r.json()),
+        [triple("owneds.example.com", "update", "configured")]
+    );
+    assert_eq!(
+        spec_fields(&client, "owneds.example.com").await["extra"],
+        json!({"type": "string"})
+    );
+}
+
+#[tokio::test]
+async fn a_failure_stops_the_run_and_the_outcome_says_what_was_applied() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    // `clashes` asks for a short name another CRD of the group already has:
+    // the server accepts the write but never establishes it.
+    let mut taken = crd("takens", &[("v1", true, true)], json!({}));
+    taken["spec"]["names"]["shortNames"] = json!(["tk"]);
+    install(&client, &taken).await;
+
+    // JSON for scripts; one apply at a time, so nothing after the failure
+    // has started.
+    let dir = failing_run(["firsts", "clashes", "lasts"]);
+    let r = apply(
+        plane,
+        &[&dir.path().display().to_string()],
+        &["--yes", "-o", "json", "--concurrency", "1"],
+    );
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+    let report = r.json();
+    assert_eq!(report["apply"]["decision"], "failed");
+    assert_eq!(
+        results(&report),
+        [
+            triple("firsts.example.com", "create", "created"),
+            triple("clashes.example.com", "create", "notEstablished"),
+            triple("lasts.example.com", "create", "notApplied"),
+        ]
+    );
+    let message = report["apply"]["results"][1]["message"]
+        .as_str()
+        .expect("the failure says why");
+    assert!(
+        message.contains("refused its names") && message.contains("\"tk\""),
+        "{message}"
+    );
+    assert!(live(&client, "firsts.example.com").await.is_some());
+    assert!(
+        live(&client, "lasts.example.com").await.is_none(),
+        "nothing after the failure was applied"
+    );
+
+    // The table says the same to a person.
+    let dir = failing_run(["seconds", "clashers", "finals"]);
+    let r = apply(
+        plane,
+        &[&dir.path().display().to_string()],
+        &["--yes", "--concurrency", "1"],
+    );
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+    let outcome = r
+        .stdout
+        .split("Apply to context")
+        .nth(1)
+        .unwrap_or_default();
+    assert_eq!(
+        outcome
+            .lines()
+            .filter(|l| !l.contains("refused its names"))
+            .collect::<Vec<_>>(),
+        [
+            " envtest-admin:",
+            "  seconds.example.com   created",
+            "  finals.example.com    not applied",
+            "1 applied (seconds.example.com), 2 not applied or not established.",
+            "To finish: fix the cause above and run the same apply again; the CRDs already applied \
+are unchanged and are skipped.",
+        ],
+        "{}",
+        r.stdout
+    );
+    assert!(
+        outcome
+            .contains("  clashers.example.com  NOT ESTABLISHED: the API server refused its names:"),
+        "{outcome}"
+    );
+
+    // Applies in flight together (the default, 8) each finish and say how
+    // they ended: the failure stops only those not yet started.
+    let dir = failing_run(["thirds", "clashings", "afters"]);
+    let r = apply(
+        plane,
+        &[&dir.path().display().to_string()],
+        &["--yes", "-o", "json"],
+    );
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+    assert_eq!(
+        results(&r.json()),
+        [
+            triple("thirds.example.com", "create", "created"),
+            triple("clashings.example.com", "create", "notEstablished"),
+            triple("afters.example.com", "create", "created"),
+        ]
+    );
+    assert!(live(&client, "afters.example.com").await.is_some());
+}
+
+/// Manifests for three new CRDs, the second of which asks for the short
+/// name `tk` that `takens` already has.
+fn failing_run(plurals: [&str; 3]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (i, plural) in plurals.iter().enumerate() {
+        let mut m = crd(plural, &[("v1", true, true)], json!({}));
+        if i == 1 {
+            m["spec"]["names"]["shortNames"] = json!(["tk"]);
+        }
+        write_manifest(dir.path(), &format!("{i}-{plural}.json"), &m);
+    }
+    dir
+}
+
+#[test]
+fn apply_help_documents_its_exit_codes() {
+    let r = run(&["apply", "--help"], None);
+    assert_eq!(r.code, 0);
+    for line in [
+        "4  not applied: the answer to the confirmation was no",
+        "--force-conflicts",
+        "--wait-timeout",
+    ] {
+        assert!(r.stdout.contains(line), "{line}: {}", r.stdout);
+    }
+}
+
+/// `(manager, operation)` of every top-level managedFields entry of a CRD.
+async fn managers(client: &Client, name: &str) -> Vec<(String, String)> {
+    let crd = live(client, name).await.expect("the CRD exists");
+    crd["metadata"]["managedFields"]
+        .as_array()
+        .expect("managedFields")
+        .iter()
+        .filter(|e| e.get("subresource").is_none())
+        .map(|e| {
+            (
+                e["manager"].as_str().unwrap_or_default().to_string(),
+                e["operation"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_crd_installed_with_plain_kubectl_apply_is_taken_over_like_kubectl_server_side() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = write_manifest(
+        dir.path(),
+        "old.json",
+        &crd("handapplieds", &[("v1", true, true)], json!({})),
+    );
+    kubectl_installs(plane, "apply", &old, dir.path());
+    let name = "handapplieds.example.com";
+    assert!(
+        managers(&client, name)
+            .await
+            .contains(&("kubectl-client-side-apply".into(), "Update".into()))
+    );
+    let new = write_manifest(
+        dir.path(),
+        "new.json",
+        &crd(
+            "handapplieds",
+            &[("v1", true, true)],
+            json!({"extra": {"type": "string"}}),
+        ),
+    );
+
+    // No conflict is reported; the takeover is named.
+    let kubeconfig = plane.admin_kubeconfig.display().to_string();
+    let r = apply_check(&new, &kubeconfig, &["-o", "json"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let report = r.json();
+    assert_eq!(
+        findings(&report),
+        [("fieldManagerConflict".into(), "info".into(), None)]
+    );
+    let message = report["crds"][0]["findings"][0]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        message.contains("kubectl-client-side-apply")
+            && message.contains("kubectl apply --server-side"),
+        "{message}"
+    );
+
+    let r = apply(plane, &[&new], &["--yes", "-o", "json"]);
+    assert_eq!(
+        r.code, 0,
+        "no --force-conflicts needed\n{}{}",
+        r.stdout, r.stderr
+    );
+    assert_eq!(results(&r.json()), [triple(name, "update", "configured")]);
+    assert_eq!(
+        spec_fields(&client, name).await["extra"],
+        json!({"type": "string"})
+    );
+    let after = managers(&client, name).await;
+    assert!(after.contains(&(OURS.into(), "Apply".into())), "{after:?}");
+    assert!(
+        !after.iter().any(|(m, _)| m == "kubectl-client-side-apply"),
+        "{after:?}"
+    );
+    let crd = live(&client, name).await.expect("the CRD exists");
+    assert!(
+        crd["metadata"]["annotations"]
+            .get("kubectl.kubernetes.io/last-applied-configuration")
+            .is_some(),
+        "the last-applied annotation is left in place"
+    );
+}
+
+#[tokio::test]
+async fn fields_owned_by_helm_are_not_taken_and_helm_is_named() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    install_as(
+        &client,
+        &crd("helmeds", &[("v1", true, true)], json!({})),
+        "helm",
+    )
+    .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write_manifest(
+        dir.path(),
+        "helmeds.json",
+        &crd(
+            "helmeds",
+            &[("v1", true, true)],
+            json!({"extra": {"type": "string"}}),
+        ),
+    );
+    let kubeconfig = plane.admin_kubeconfig.display().to_string();
+    let r = apply_check(&path, &kubeconfig, &["-o", "json"]);
+    let report = r.json();
+    assert_eq!(
+        findings(&report),
+        [("fieldManagerConflict".into(), "warning".into(), None)]
+    );
+    let message = report["crds"][0]["findings"][0]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        message.contains("helm is Helm (the next helm upgrade reverts the change)"),
+        "{message}"
+    );
+    let r = apply(plane, &[&path], &["--yes"]);
+    assert_eq!(r.code, 1, "refused\n{}{}", r.stdout, r.stderr);
+    assert!(
+        spec_fields(&client, "helmeds.example.com")
+            .await
+            .get("extra")
+            .is_none()
+    );
+}
+
+/// Installs `manifest` with a plain `kubectl VERB -f` (client-side), as
+/// most CRDs in the wild were installed.
+fn kubectl_installs(plane: &ControlPlane, verb: &str, manifest: &str, home: &std::path::Path) {
+    let kubectl = Command::new("kubectl")
+        .args([verb, "-f", manifest, "--kubeconfig"])
+        .arg(&plane.admin_kubeconfig)
+        .env_remove("KUBECONFIG")
+        .env("HOME", home)
+        .output()
+        .expect("kubectl runs");
+    assert!(
+        kubectl.status.success(),
+        "{}",
+        String::from_utf8_lossy(&kubectl.stderr)
+    );
+}
+
+#[tokio::test]
+async fn a_release_changing_annotations_and_schema_takes_over_kubectl_apply_and_create() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (verb, plural) in [("apply", "annotateds"), ("create", "createds")] {
+        let name = format!("{plural}.example.com");
+        let mut old = crd(plural, &[("v1", true, true)], json!({}));
+        old["metadata"]["annotations"] = json!({"example.com/release": "1.0"});
+        let old = write_manifest(dir.path(), &format!("{plural}-old.json"), &old);
+        kubectl_installs(plane, verb, &old, dir.path());
+        // What nearly every release does: a new annotation value and a new
+        // field, two conflicts with the client-side manager.
+        let mut new = crd(
+            plural,
+            &[("v1", true, true)],
+            json!({"extra": {"type": "string"}}),
+        );
+        new["metadata"]["annotations"] = json!({"example.com/release": "1.1"});
+        let new = write_manifest(dir.path(), &format!("{plural}-new.json"), &new);
+
+        let r = apply(plane, &[&new], &["--yes", "-o", "json"]);
+        assert_eq!(
+            r.code, 0,
+            "kubectl {verb}: taken over as kubectl apply --server-side does\n{}{}",
+            r.stdout, r.stderr
+        );
+        assert_eq!(results(&r.json()), [triple(&name, "update", "configured")]);
+        let live = live(&client, &name).await.expect("the CRD exists");
+        assert_eq!(
+            live["metadata"]["annotations"]["example.com/release"], "1.1",
+            "kubectl {verb}"
+        );
+        assert_eq!(
+            spec_fields(&client, &name).await["extra"],
+            json!({"type": "string"})
+        );
+        let after = managers(&client, &name).await;
+        assert!(after.contains(&(OURS.into(), "Apply".into())), "{after:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_bundle_the_server_refuses_in_part_is_not_applied_at_all_even_with_force() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    // storedVersions [v1alpha1, v1]: a manifest without v1alpha1 is refused
+    // by the API server until the objects are migrated.
+    install(
+        &client,
+        &crd("halfways", &[("v1alpha1", true, true)], json!({})),
+    )
+    .await;
+    install(
+        &client,
+        &crd(
+            "halfways",
+            &[("v1alpha1", true, false), ("v1", true, true)],
+            json!({}),
+        ),
+    )
+    .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The first CRD of the bundle is fine on its own.
+    write_manifest(
+        dir.path(),
+        "0-fines.json",
+        &crd("fines", &[("v1", true, true)], json!({})),
+    );
+    write_manifest(
+        dir.path(),
+        "1-halfways.json",
+        &crd("halfways", &[("v1", true, true)], json!({})),
+    );
+    let bundle = dir.path().display().to_string();
+
+    let r = apply(plane, &[&bundle], &["--force", "--yes"]);
+    assert_eq!(r.code, 1, "refused\n{}{}", r.stdout, r.stderr);
+    assert!(
+        live(&client, "fines.example.com").await.is_none(),
+        "no CRD of the bundle is applied"
+    );
+    let refusal = r
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("error: not applying"))
+        .unwrap_or_default();
+    assert!(
+        refusal.contains("not applying any of the 2 CRDs")
+            && refusal.contains("halfways.example.com: ")
+            && refusal.contains("storedVersions")
+            && refusal.contains("kubectl crd-safety migrate halfways.example.com"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !refusal.contains("--force"),
+        "no flag makes the server accept it: {refusal}"
+    );
+    let stored = live(&client, "halfways.example.com").await.expect("kept");
+    assert_eq!(stored["spec"]["versions"].as_array().map(Vec::len), Some(2));
+}
+
+/// `bundleNNN.example.com`, as installed (`added` false) or as the next
+/// release has it (one more optional field).
+fn bundle_crd(i: usize, added: bool) -> Value {
+    let extra = if added {
+        json!({"added": {"type": "string"}})
+    } else {
+        json!({})
+    };
+    crd(&format!("bundle{i:03}s"), &[("v1", true, true)], extra)
+}
+
+/// The report without what names the way to the server (context, URL),
+/// one line per CRD so that a difference reads as one.
+fn verdicts_of(report: &Value) -> Vec<String> {
+    let mut r = report.clone();
+    if let Some(o) = r.as_object_mut() {
+        o.remove("cluster");
+    }
+    let mut lines: Vec<String> = r["crds"]
+        .as_array_mut()
+        .expect("crds")
+        .iter_mut()
+        .map(|c| {
+            if let Some(o) = c.as_object_mut() {
+                o.remove("oldSource");
+            }
+            c.to_string()
+        })
+        .collect();
+    if let Some(o) = r.as_object_mut() {
+        o.remove("crds");
+    }
+    lines.push(r.to_string());
+    lines
+}
+
+/// A bundle of 100 CRDs, a few of which fail in the ways a real upgrade
+/// does (refused by the server, a field owned by Helm, deleted meanwhile),
+/// checked and applied both straight and through a proxy 20 ms away with
+/// requests in flight together: the same report and the same outcomes, in
+/// manifest order.
+#[tokio::test]
+async fn a_big_bundle_over_a_slow_network_gets_the_same_verdicts_in_order() {
+    use futures::StreamExt;
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    const N: usize = 100;
+    let (refused, helm, deleted) = (10, 20, 30);
+    futures::stream::iter((0..N).map(|i| {
+        let client = client.clone();
+        async move {
+            let manager = if i == helm { "helm" } else { OURS };
+            install_as(&client, &bundle_crd(i, false), manager).await;
+        }
+    }))
+    .buffer_unordered(8)
+    .collect::<Vec<()>>()
+    .await;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.delete(
+        &format!("bundle{deleted:03}s.example.com"),
+        &Default::default(),
+    )
+    .await
+    .expect("deleted meanwhile");
+    let gone = format!("bundle{deleted:03}s.example.com");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while live(&client, &gone).await.is_some() {
+        assert!(std::time::Instant::now() < deadline, "{gone} still there");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    for i in 0..N {
+        let mut m = bundle_crd(i, true);
+        if i == refused {
+            // The scope of a CRD is immutable.
+            m["spec"]["scope"] = json!("Cluster");
+        }
+        write_manifest(dir.path(), &format!("{i:03}.json"), &m);
+    }
+    let path = dir.path().display().to_string();
+    let kubeconfig = plane.admin_kubeconfig.display().to_string();
+    let proxy = support::faults::FaultProxy::delaying(plane, std::time::Duration::from_millis(20));
+    let slow_kubeconfig = proxy.kubeconfig(dir.path());
+
+    let straight = apply_check(&path, &kubeconfig, &["-o", "json"]);
+    let slow = apply_check(
+        &path,
+        &slow_kubeconfig,
+        &["-o", "json", "--concurrency", "16"],
+    );
+    assert_eq!(straight.code, 1, "{}", straight.stderr);
+    assert_eq!(slow.code, 1, "{}", slow.stderr);
+    let report = straight.json();
+    let (a, b) = (verdicts_of(&report), verdicts_of(&slow.json()));
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(x, y, "straight vs through the slow proxy");
+    }
+    let names: Vec<&str> = report["crds"]
+        .as_array()
+        .expect("crds")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    let expected: Vec<String> = (0..N)
+        .map(|i| format!("bundle{i:03}s.example.com"))
+        .collect();
+    assert_eq!(names, expected, "manifest order");
+    let checks_of = |i: usize| -> Vec<String> {
+        report["crds"][i]["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .filter_map(|f| f["check"].as_str().map(str::to_string))
+            .collect()
+    };
+    assert!(checks_of(refused).contains(&"apiServerRejects".to_string()));
+    assert!(checks_of(helm).contains(&"fieldManagerConflict".to_string()));
+
+    // `apply --yes` through the slow proxy.
+    let slow_apply = |extra: &[&str]| {
+        let mut args = vec![
+            "apply",
+            "-f",
+            &path,
+            "--kubeconfig",
+            &slow_kubeconfig,
+            "--yes",
+        ];
+        args.extend_from_slice(extra);
+        run(&args, None)
+    };
+    // The server refuses one: nothing is applied, either way.
+    let r = slow_apply(&[]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(
+        spec_fields(&client, "bundle050s.example.com")
+            .await
+            .get("added")
+            .is_none()
+    );
+
+    // Without it, and taking Helm's field over: every CRD applied through
+    // the slow proxy, reported in manifest order.
+    std::fs::remove_file(dir.path().join(format!("{refused:03}.json"))).expect("removed");
+    let before = proxy.seen().len();
+    let r = slow_apply(&["--force-conflicts", "-o", "json"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let expected: Vec<(String, String, String)> = (0..N)
+        .filter(|i| *i != refused)
+        .map(|i| {
+            let name = format!("bundle{i:03}s.example.com");
+            if i == deleted {
+                triple(&name, "create", "created")
+            } else {
+                triple(&name, "update", "configured")
+            }
+        })
+        .collect();
+    assert_eq!(results(&r.json()), expected);
+    // The check reads the live CRDs with a paginated LIST (100 a page, the
+    // server's other CRDs included), not one GET each; an update of an
+    // established CRD is not polled for `Established` (the apply's answer
+    // says so), only the one created. The other tests of the binary add
+    // CRDs of their own meanwhile (none removes one), so the pages are at
+    // most what the server's CRDs fill now.
+    let seen = &proxy.seen()[before..];
+    let lists = seen
+        .iter()
+        .filter(|s| {
+            s.method == "GET"
+                && s.target
+                    .starts_with("/apis/apiextensions.k8s.io/v1/customresourcedefinitions?")
+        })
+        .count();
+    let in_cluster = crds
+        .list_metadata(&Default::default())
+        .await
+        .expect("the admin lists CRDs")
+        .items
+        .len();
+    let pages = in_cluster.div_ceil(100);
+    assert!(
+        (1..=pages).contains(&lists),
+        "{lists} LISTs of CRDs, {in_cluster} CRDs in the cluster"
+    );
+    let reads = seen
+        .iter()
+        .filter(|s| s.method == "GET" && s.target.contains("/customresourcedefinitions/bundle"))
+        .count();
+    assert!(
+        reads < 10,
+        "{reads} reads of single CRDs for {} CRDs",
+        N - 1
+    );
+    for i in [0, helm, deleted, N - 1] {
+        let name = format!("bundle{i:03}s.example.com");
+        assert!(
+            spec_fields(&client, &name).await.get("added").is_some(),
+            "{name}"
+        );
+    }
+}
+
+/// A big bundle's live CRDs are read with a LIST, which needs the `list`
+/// verb; a user who may only `get` CRDs (and dry-run them) gets the same
+/// report through one GET each, as RBAC decides on the real server.
+#[tokio::test]
+async fn a_user_who_may_only_get_crds_still_checks_a_big_bundle() {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    let params = kube::api::PostParams::default();
+    let role: ClusterRole = serde_json::from_value(json!({
+        "metadata": {"name": "crd-getter"},
+        "rules": [{
+            "apiGroups": ["apiextensions.k8s.io"],
+            "resources": ["customresourcedefinitions"],
+            "verbs": ["get", "patch", "create"],
+        }],
+    }))
+    .expect("role");
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "crd-getter"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "crd-getter"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "crd-getter"}],
+    }))
+    .expect("binding");
+    Api::<ClusterRole>::all(client.clone())
+        .create(&params, &role)
+        .await
+        .expect("role created");
+    Api::<ClusterRoleBinding>::all(client.clone())
+        .create(&params, &binding)
+        .await
+        .expect("binding created");
+    // 40 CRDs (more than a LIST is used for), two of them installed.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let n = crd_safety::cluster::LIST_FROM + 8;
+    for i in 0..n {
+        let m = crd(&format!("getonly{i:03}s"), &[("v1", true, true)], json!({}));
+        if i < 2 {
+            install(&client, &m).await;
+        }
+        write_manifest(dir.path(), &format!("{i:03}.json"), &m);
+    }
+    let bundle = dir.path().display().to_string();
+    let kubeconfig = plane.admin_kubeconfig.display().to_string();
+    let getter = apply_check(&bundle, &kubeconfig, &["--as", "crd-getter", "-o", "json"]);
+    assert_eq!(getter.code, 0, "{}{}", getter.stdout, getter.stderr);
+    let statuses: Vec<String> = getter.json()["crds"]
+        .as_array()
+        .expect("crds")
+        .iter()
+        .map(|c| c["status"].as_str().unwrap_or_default().to_string())
+        .collect();
+    let expected: Vec<&str> = (0..n).map(|i| if i < 2 { "safe" } else { "new" }).collect();
+    assert_eq!(statuses, expected);
+    // The admin, whose LIST is allowed, gets the same report.
+    let admin_report = apply_check(&bundle, &kubeconfig, &["-o", "json"]);
+    assert_eq!(
+        verdicts_of(&admin_report.json()),
+        verdicts_of(&getter.json())
+    );
+}

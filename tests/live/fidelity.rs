@@ -1,0 +1,720 @@
+//! Differential test of our validator against the real API server: many
+//! objects, valid and invalid for every keyword, format, list type and a set
+//! of CEL rules, are created with `dryRun=All` and also validated locally;
+//! the verdicts must agree. The agreement per category is printed (run with
+//! `--nocapture`); a disagreement fails the test unless it is listed in
+//! `KNOWN_LIMITATIONS` with the reason.
+
+use crate::support;
+
+use std::collections::BTreeMap;
+
+use crd_safety::schema::Schema;
+use crd_safety::validate::Validator;
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
+use kube::{Api, Client};
+use serde_json::{Value, json};
+use support::envtest::{ControlPlane, assert_agrees_on_matrix, control_plane};
+use support::fixtures;
+use support::live::{admin, install};
+
+/// Disagreements we accept, by case label, with the reason.
+const KNOWN_LIMITATIONS: &[(&str, &str)] = &[];
+
+fn field_schemas() -> Value {
+    json!({
+        "int": {"type": "integer", "minimum": 1, "maximum": 10},
+        "intx": {"type": "integer", "minimum": 1, "exclusiveMinimum": true,
+                  "maximum": 10, "exclusiveMaximum": true},
+        "int32": {"type": "integer", "format": "int32"},
+        "int32max": {"type": "integer", "format": "int32", "maximum": 3000000000i64, "multipleOf": 0.5},
+        "mult": {"type": "integer", "multipleOf": 3},
+        "num": {"type": "number", "minimum": 0.5, "multipleOf": 0.5},
+        "str": {"type": "string", "minLength": 2, "maxLength": 5},
+        "pat": {"type": "string", "pattern": "^[a-z][a-z0-9-]*$"},
+        "unpat": {"type": "string", "pattern": "[0-9]"},
+        "en": {"type": "string", "enum": ["a", "b"]},
+        "flag": {"type": "boolean"},
+        "nul": {"type": "string", "nullable": true},
+        "ios": {"x-kubernetes-int-or-string": true},
+        "iosp": {"x-kubernetes-int-or-string": true, "pattern": "^[0-9]+%$", "maximum": 5},
+        "list": {"type": "array", "minItems": 1, "maxItems": 3, "items": {"type": "string"}},
+        "set": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+        "lmap": {"type": "array", "x-kubernetes-list-type": "map",
+                  "x-kubernetes-list-map-keys": ["name"],
+                  "items": {"type": "object", "required": ["name"], "properties": {
+                      "name": {"type": "string"}, "v": {"type": "integer"}}}},
+        "lmap2": {"type": "array", "x-kubernetes-list-type": "map",
+                   "x-kubernetes-list-map-keys": ["name", "port"],
+                   "items": {"type": "object", "required": ["name", "port"], "properties": {
+                       "name": {"type": "string"}, "port": {"type": "integer"}}}},
+        "props": {"type": "object", "minProperties": 1, "maxProperties": 2,
+                   "additionalProperties": {"type": "string"}},
+        "req": {"type": "object", "required": ["a"], "properties": {
+                 "a": {"type": "string"}, "b": {"type": "string"}}},
+        "reqd": {"type": "object", "required": ["a"], "properties": {
+                  "a": {"type": "string", "default": "x"}}},
+        "all": {"type": "string", "allOf": [{"minLength": 2}, {"maxLength": 4}]},
+        "any": {"type": "string", "anyOf": [{"maxLength": 2}, {"pattern": "^x"}]},
+        "one": {"type": "integer", "oneOf": [{"minimum": 5}, {"maximum": 7}]},
+        "not": {"type": "string", "not": {"enum": ["forbidden"]}},
+        "emb": {"type": "object", "x-kubernetes-embedded-resource": true,
+                 "x-kubernetes-preserve-unknown-fields": true},
+        "cel": {"type": "object", "properties": {
+                  "lo": {"type": "integer"}, "hi": {"type": "integer"},
+                  "name": {"type": "string"}, "items": {"type": "array", "items": {"type": "string"}}},
+                 "x-kubernetes-validations": [
+                     {"rule": "!has(self.lo) || !has(self.hi) || self.lo <= self.hi", "message": "lo <= hi"},
+                     {"rule": "!has(self.name) || self.name.startsWith('n-')", "message": "prefix"},
+                     {"rule": "!has(self.items) || self.items.all(i, i.size() < 4)", "message": "short items"},
+                     {"rule": "!has(self.name) || self.name.matches('^n-[a-z]+$')", "message": "letters"}
+                 ]},
+        "re_digit": {"type": "string", "pattern": r"^\d{3}$"},
+        "re_word": {"type": "string", "pattern": r"^\w+$"},
+        "re_space": {"type": "string", "pattern": r"^a\sb$"},
+        "re_bound": {"type": "string", "pattern": r"\bllo"},
+        "re_fold": {"type": "string", "pattern": "(?i)^(straße|k)$"},
+        "re_foldw": {"type": "string", "pattern": r"(?i)^\w$"},
+        "re_dot": {"type": "string", "pattern": "^.{3}$"},
+        "re_class": {"type": "string", "pattern": "^[a&&b-]+$"},
+        "re_brace": {"type": "string", "pattern": "^a{,2}$"},
+        "celre": {"type": "object", "properties": {
+                    "d": {"type": "string"}, "w": {"type": "string"}, "s": {"type": "string"},
+                    "i": {"type": "string"}, "dot": {"type": "string"}, "f": {"type": "string"},
+                    "short": {"type": "string", "x-kubernetes-validations": [
+                        {"rule": "self.size() <= 3", "message": "three code points"}]}},
+                  "x-kubernetes-validations": [
+                      {"rule": r"!has(self.d) || self.d.matches('^\\d+$')", "message": "digits"},
+                      {"rule": r"!has(self.w) || self.w.matches('^\\w+$')", "message": "word"},
+                      {"rule": r"!has(self.s) || self.s.matches('^a\\sb$')", "message": "space"},
+                      {"rule": "!has(self.i) || self.i.matches('(?i)^(straße|k)$')", "message": "fold"},
+                      {"rule": "!has(self.dot) || self.dot.matches('^.{3}$')", "message": "dot"},
+                      {"rule": r"!has(self.f) || self.f.find('\\d+') == '' || size(self.f) <= 4", "message": "find"}
+                  ]},
+        "fmt_date_time": {"type": "string", "format": "date-time"},
+        "fmt_date": {"type": "string", "format": "date"},
+        "fmt_duration": {"type": "string", "format": "duration"},
+        "fmt_uuid": {"type": "string", "format": "uuid"},
+        "fmt_ipv4": {"type": "string", "format": "ipv4"},
+        "fmt_ipv6": {"type": "string", "format": "ipv6"},
+        "fmt_cidr": {"type": "string", "format": "cidr"},
+        "fmt_mac": {"type": "string", "format": "mac"},
+        "fmt_hostname": {"type": "string", "format": "hostname"},
+        "fmt_email": {"type": "string", "format": "email"},
+        "fmt_uri": {"type": "string", "format": "uri"},
+        "fmt_byte": {"type": "string", "format": "byte"},
+        "fmt_hexcolor": {"type": "string", "format": "hexcolor"},
+        "fmt_bson": {"type": "string", "format": "bsonobjectid"},
+        "fmt_short": {"type": "string", "format": "k8s-short-name"},
+        "fmt_unknown": {"type": "string", "format": "no-such-format"}
+    })
+}
+
+/// `(category, label, spec)` for every case.
+fn cases() -> Vec<(&'static str, String, Value)> {
+    let mut out: Vec<(&'static str, String, Value)> = Vec::new();
+    let mut add = |cat: &'static str, field: &str, v: Value| {
+        let label = format!("{field}={v}");
+        out.push((cat, label, json!({ field: v })));
+    };
+    for v in [
+        json!(0),
+        json!(1),
+        json!(5),
+        json!(10),
+        json!(11),
+        json!(-3),
+    ] {
+        add("bounds", "int", v.clone());
+        add("bounds", "intx", v);
+    }
+    for v in [
+        json!(2147483647),
+        json!(2147483648i64),
+        json!(-2147483649i64),
+    ] {
+        add("types", "int32", v.clone());
+        add("types", "int32max", v);
+    }
+    for v in [json!(0), json!(3), json!(4), json!(9), json!(-6)] {
+        add("bounds", "mult", v);
+    }
+    for v in [
+        json!(0.5),
+        json!(1.0),
+        json!(0.25),
+        json!(0.75),
+        json!(2),
+        json!(0),
+    ] {
+        add("bounds", "num", v);
+    }
+    for v in ["a", "ab", "abcde", "abcdef", "ééé", "日本語日本語"] {
+        add("strings", "str", json!(v));
+    }
+    for v in ["abc", "a-1", "1abc", "Abc", "", "a b"] {
+        add("strings", "pat", json!(v));
+    }
+    for v in ["abc", "a1b", "9"] {
+        add("strings", "unpat", json!(v));
+    }
+    for v in [json!("a"), json!("b"), json!("c"), json!("A"), json!(1)] {
+        add("enum", "en", v);
+    }
+    for (field, v) in [
+        ("int", json!("5")),
+        ("int", json!(5.5)),
+        ("int", json!(5.0)),
+        ("int", json!(true)),
+        ("num", json!("1")),
+        ("num", json!(3)),
+        ("str", json!(12)),
+        ("flag", json!("true")),
+        ("flag", json!(false)),
+        ("list", json!("x")),
+        ("props", json!(["a"])),
+        ("nul", json!(null)),
+        ("str", json!(null)),
+        ("ios", json!(3)),
+        ("ios", json!("50%")),
+        ("ios", json!(1.5)),
+        ("ios", json!(true)),
+        ("iosp", json!(3)),
+        ("iosp", json!("50%")),
+        ("iosp", json!("fifty")),
+        ("iosp", json!(9)),
+    ] {
+        add("types", field, v);
+    }
+    for v in [
+        json!([]),
+        json!(["a"]),
+        json!(["a", "b", "c"]),
+        json!(["a", "b", "c", "d"]),
+    ] {
+        add("arrays", "list", v);
+    }
+    for v in [json!(["a", "b"]), json!(["a", "a"]), json!([])] {
+        add("listType", "set", v);
+    }
+    for v in [
+        json!([{"name": "a"}, {"name": "b"}]),
+        json!([{"name": "a", "v": 1}, {"name": "a", "v": 2}]),
+        json!([{"v": 1}]),
+    ] {
+        add("listType", "lmap", v);
+    }
+    for v in [
+        json!([{"name": "a", "port": 1}, {"name": "a", "port": 2}]),
+        json!([{"name": "a", "port": 1}, {"name": "a", "port": 1}]),
+    ] {
+        add("listType", "lmap2", v);
+    }
+    for v in [
+        json!({}),
+        json!({"x": "1"}),
+        json!({"x": "1", "y": "2"}),
+        json!({"x": "1", "y": "2", "z": "3"}),
+        json!({"x": 1}),
+    ] {
+        add("objects", "props", v);
+    }
+    for v in [json!({"a": "1"}), json!({"b": "1"}), json!({})] {
+        add("objects", "req", v);
+    }
+    for v in [json!({}), json!({"a": "y"})] {
+        add("objects", "reqd", v);
+    }
+    for v in ["a", "ab", "abcd", "abcde"] {
+        add("combinators", "all", json!(v));
+    }
+    for v in ["ab", "xlong", "long"] {
+        add("combinators", "any", json!(v));
+    }
+    for v in [json!(4), json!(6), json!(8)] {
+        add("combinators", "one", v);
+    }
+    for v in ["ok", "forbidden"] {
+        add("combinators", "not", json!(v));
+    }
+    for v in [
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}),
+        json!({"kind": "ConfigMap"}),
+        json!({"apiVersion": "v1"}),
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "Not_Valid"}}),
+    ] {
+        add("embedded", "emb", v);
+    }
+    for v in [
+        json!({"lo": 1, "hi": 2}),
+        json!({"lo": 3, "hi": 2}),
+        json!({"name": "n-abc"}),
+        json!({"name": "abc"}),
+        json!({"name": "n-ab1"}),
+        json!({"items": ["a", "bcd"]}),
+        json!({"items": ["a", "bcde"]}),
+    ] {
+        add("cel", "cel", v);
+    }
+    // Go's regexp: ASCII \d \w \s \b, Unicode `.` and case folding.
+    let regexes: &[(&str, &[&str])] = &[
+        ("re_digit", &["123", "١٢٣", "１２３", "12a"]),
+        ("re_word", &["hello_1", "héllo", "日本"]),
+        (
+            "re_space",
+            &["a b", "a\tb", "a\u{00A0}b", "a\u{000B}b", "a\u{2003}b"],
+        ),
+        ("re_bound", &["héllo", "hello", "llo"]),
+        (
+            "re_fold",
+            &["STRASSE", "STRAẞE", "Straße", "K", "\u{212A}", "x"],
+        ),
+        ("re_foldw", &["K", "\u{212A}", "\u{017F}", "é"]),
+        ("re_dot", &["abc", "日本語", "éab", "ab", "e\u{0301}ab"]),
+        ("re_class", &["a&b", "ab-", "abc"]),
+        ("re_brace", &["a{,2}", "aa", "a"]),
+    ];
+    for (field, values) in regexes {
+        for v in *values {
+            add("regex", field, json!(v));
+        }
+    }
+    for v in [
+        json!({"d": "123"}),
+        json!({"d": "١٢٣"}),
+        json!({"w": "hello"}),
+        json!({"w": "héllo"}),
+        json!({"s": "a b"}),
+        json!({"s": "a\u{00A0}b"}),
+        json!({"i": "STRAẞE"}),
+        json!({"i": "\u{212A}"}),
+        json!({"i": "STRASSE"}),
+        json!({"dot": "日本語"}),
+        json!({"dot": "ab"}),
+        json!({"f": "ab12"}),
+        json!({"f": "éé12"}),
+        json!({"f": "ééé123"}),
+        json!({"f": "١٢٣٤٥"}),
+        json!({"short": "ééé"}),
+        json!({"short": "日本語x"}),
+        json!({"short": "abc"}),
+    ] {
+        add("cel", "celre", v);
+    }
+    let formats: &[(&str, &[&str])] = &[
+        (
+            "fmt_date_time",
+            &[
+                "2024-01-02T03:04:05Z",
+                "2024-01-02T03:04:05.123+02:00",
+                "2024-01-02",
+                "2024-13-02T03:04:05Z",
+                "yesterday",
+            ],
+        ),
+        ("fmt_date", &["2024-01-02", "2024-02-30", "2024-1-2", "x"]),
+        (
+            "fmt_duration",
+            &["1h", "1h30m", "500ms", "1d", "3 days", "x"],
+        ),
+        (
+            "fmt_uuid",
+            &[
+                "123e4567-e89b-12d3-a456-426614174000",
+                "123E4567-E89B-12D3-A456-426614174000",
+                "123e4567e89b12d3a456426614174000",
+                "not-a-uuid",
+            ],
+        ),
+        ("fmt_ipv4", &["10.0.0.1", "256.0.0.1", "10.0.0", "::1"]),
+        ("fmt_ipv6", &["::1", "fe80::1", "10.0.0.1", "gggg::1"]),
+        (
+            "fmt_cidr",
+            &["10.0.0.0/8", "10.0.0.0/33", "fe80::/10", "10.0.0.0"],
+        ),
+        (
+            "fmt_mac",
+            &[
+                "00:11:22:33:44:55",
+                "00-11-22-33-44-55",
+                "0011.2233.4455",
+                "zz:11:22:33:44:55",
+            ],
+        ),
+        (
+            "fmt_hostname",
+            &[
+                "example.com",
+                "a",
+                "-bad.com",
+                "under_score.com",
+                "UPPER.com",
+            ],
+        ),
+        (
+            "fmt_email",
+            &["a@example.com", "a@b", "not-an-email", "a b@c.com"],
+        ),
+        (
+            "fmt_uri",
+            &[
+                "https://example.com/x",
+                "relative/path",
+                "://bad",
+                "mailto:a@b.c",
+            ],
+        ),
+        ("fmt_byte", &["aGVsbG8=", "aGVsbG8", "!!!", ""]),
+        ("fmt_hexcolor", &["#fff", "#ffffff", "fff", "#ggg"]),
+        (
+            "fmt_bson",
+            &["507f1f77bcf86cd799439011", "507f1f77bcf86cd79943901", "zz"],
+        ),
+        ("fmt_short", &["abc", "a-b", "ABC", "a.b"]),
+        ("fmt_unknown", &["anything"]),
+    ];
+    for (field, values) in formats {
+        for v in *values {
+            add("formats", field, json!(v));
+        }
+    }
+    out
+}
+
+/// `Ok(None)`: accepted; `Ok(Some(message))`: rejected.
+async fn server_verdict(api: &Api<DynamicObject>, obj: &Value) -> Result<Option<String>, String> {
+    let dynamic: DynamicObject = serde_json::from_value(obj.clone()).map_err(|e| e.to_string())?;
+    let params = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    match api.create(&params, &dynamic).await {
+        Ok(_) => Ok(None),
+        Err(kube::Error::Api(s)) if matches!(s.code, 400 | 422) => Ok(Some(s.message)),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// On every API server of the matrix (1.30, 1.34 and 1.37 in CI), whose
+/// formats and ratcheting differ, judged by the validator of its version.
+#[tokio::test]
+async fn the_validator_agrees_with_the_api_server() {
+    assert_agrees_on_matrix(validator_agrees_on).await;
+}
+
+/// Creates every case on `plane` (dry run) and validates it here: the
+/// disagreements.
+async fn validator_agrees_on(plane: &ControlPlane) -> Vec<String> {
+    let client: Client = admin(plane).await;
+    let schema = json!({"type": "object", "properties": {
+        "spec": {"type": "object", "properties": field_schemas()}}});
+    let mut manifest = fixtures::single("fidelities", schema.clone());
+    // An irregular plural: the kind is not the plural minus its `s`.
+    manifest["spec"]["names"]["kind"] = json!("Fidelity");
+    install(&client, &manifest).await;
+    let validator = Validator::new(
+        &Schema::from_value(&schema).expect("schema"),
+        plane.kube_minor,
+    )
+    .expect("the schema compiles");
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("example.com", "v1", "Fidelity"),
+        "fidelities",
+    );
+    let api: Api<DynamicObject> = Api::namespaced_with(client, "default", &ar);
+
+    let mut per_category: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    let mut unexpected = Vec::new();
+    let cases = cases();
+    for (i, (category, label, spec)) in cases.iter().enumerate() {
+        let obj = json!({"apiVersion": "example.com/v1", "kind": "Fidelity",
+                         "metadata": {"name": format!("case-{i}"), "namespace": "default"},
+                         "spec": spec});
+        let verdict = server_verdict(&api, &obj)
+            .await
+            .unwrap_or_else(|e| panic!("{label}: the server did not answer: {e}"));
+        let server = verdict.is_none();
+        let outcome = validator.validate(&obj);
+        let ours = outcome.violations.is_empty() && outcome.not_evaluated.is_empty();
+        let entry = per_category.entry(category).or_default();
+        entry.1 += 1;
+        if ours == server {
+            entry.0 += 1;
+        } else if !KNOWN_LIMITATIONS.iter().any(|(l, _)| l == label) {
+            unexpected.push(format!(
+                "{category} {label}: server {}, ours {} {:?}",
+                verdict.as_deref().unwrap_or("accepts"),
+                if ours { "accepts" } else { "rejects" },
+                outcome
+                    .violations
+                    .iter()
+                    .map(|v| format!("{} {}", v.rule.id(), v.message))
+                    .chain(outcome.not_evaluated.iter().map(|n| n.reason.clone()))
+                    .collect::<Vec<_>>()
+            ));
+        }
+    }
+    eprintln!(
+        "validator vs kube-apiserver {}, agreement per category:",
+        plane.kube_version
+    );
+    for (category, (agree, total)) in &per_category {
+        eprintln!("  {category:<12} {agree}/{total}");
+    }
+    assert!(cases.len() > 150, "a large set of cases");
+    unexpected
+}
+
+/// Patterns Go's `regexp` accepts, reads differently from Rust, or rejects.
+const PATTERNS: &[&str] = &[
+    r"^[a&&b]$",
+    r"a{,2}",
+    r"x{01}",
+    r"\Qa.b\E",
+    r"\012",
+    r"(?)a",
+    r"(?<n>a)(?P<m>b)",
+    r"a{1000}",
+    r"(a{10}){100}",
+    r"((a{10}b)c{10}){11}",
+    r"\pL{1000}",
+    r"[[:alpha:]]",
+    r"\p{Greek}",
+    r"(?i)k",
+    r"a*?b+?",
+    r"\<\>",
+    r"[]a]",
+    r"[\d\W]",
+    r"a**",
+    r"a{2}{3}",
+    r"a+*",
+    r"a{1001}",
+    r"(a{100}){11}",
+    r"\Z",
+    r"\e",
+    r"\1",
+    r"(?=a)",
+    r"(?<=a)b",
+    r"(?x)a",
+    r"(?-)a",
+    r"[a--b]",
+    r"[z-a]",
+    r"[[:foo:]]",
+    r"\C",
+    r"*a",
+    r"[\b]",
+    r"\p{greek}",
+    r"\p{Letter}",
+    r"\p{Latn}",
+    r"\p{Any}",
+    r"\p{Lu}",
+    r"\p{Cased_Letter}",
+    r"\p{uppercase-letter}",
+    r"\p{Ascii}",
+    r"\p{Assigned}",
+    r"\p{SignWriting}",
+    r"\p{Nko}",
+    r"\p{Old_Italic}",
+    r"(a",
+    r"a)",
+];
+
+/// Patterns where our check knowingly differs from the API server's Go.
+const KNOWN_PATTERN_LIMITATIONS: &[(&str, &str)] = &[];
+
+#[tokio::test]
+async fn pattern_syntax_is_accepted_and_rejected_as_the_api_server_does() {
+    let Some(plane) = control_plane() else { return };
+    let client: Client = admin(plane).await;
+    let crds: Api<DynamicObject> = Api::all_with(
+        client,
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+            "customresourcedefinitions",
+        ),
+    );
+    let mut disagreements = Vec::new();
+    for pattern in PATTERNS {
+        let manifest = fixtures::single(
+            "patterns",
+            json!({"type": "object", "properties": {"s": {"type": "string", "pattern": pattern}}}),
+        );
+        let verdict = server_verdict(&crds, &manifest)
+            .await
+            .unwrap_or_else(|e| panic!("{pattern}: the server did not answer: {e}"));
+        let ours = crd_safety::validate::regex::compile_go(pattern);
+        if verdict.is_none() != ours.is_ok()
+            && !KNOWN_PATTERN_LIMITATIONS.iter().any(|(p, _)| p == pattern)
+        {
+            disagreements.push(format!(
+                "{pattern}: server {}, ours {}",
+                verdict.as_deref().unwrap_or("accepts"),
+                ours.map(|_| "accepts".to_string())
+                    .unwrap_or_else(|e| e.to_string())
+            ));
+        }
+    }
+    assert!(
+        disagreements.is_empty(),
+        "{} disagreements:\n{}",
+        disagreements.len(),
+        disagreements.join("\n")
+    );
+}
+
+/// The rules a release adds on `spec` (or its list), by message: the
+/// `diff` verdict on each (`info`: cannot fail on an object valid under the
+/// old schema; `error`: can) is checked against the server, which
+/// validates copies of objects created under the old schema after the
+/// update.
+const NEW_RULES: &[(&str, &str, &str)] = &[
+    (
+        "rule-either",
+        "has(self.configMapRef) || has(self.secretRef)",
+        "info",
+    ),
+    (
+        "rule-not-both",
+        "!has(self.configMapRef) || !has(self.secretRef)",
+        "info",
+    ),
+    ("rule-new-kind", "self.kind != 'C'", "info"),
+    (
+        "rule-cors-only-for-c",
+        "!has(self.cors) || self.kind == 'C'",
+        "info",
+    ),
+    ("rule-old-kind", "self.kind == 'A'", "error"),
+    (
+        "rule-short-note",
+        "!has(self.note) || self.note.size() < 3",
+        "error",
+    ),
+];
+
+/// The rule on the list of `spec.items`.
+const LIST_RULE: (&str, &str, &str) = (
+    "rule-one-z",
+    "self.filter(f, f.type == 'Z').size() <= 1",
+    "info",
+);
+
+/// `spec` before and after the release: `kind` and `items[].type` gain an
+/// enum value, `configMapRef` and `cors` are new, and the rules above are
+/// added.
+fn rules_release(new: bool) -> Value {
+    let mut kinds = json!(["A", "B"]);
+    let mut types = json!(["X", "Y"]);
+    let mut props = json!({
+        "kind": {"type": "string"},
+        "secretRef": {"type": "object", "properties": {"name": {"type": "string"}}},
+        "note": {"type": "string", "maxLength": 64},
+        "items": {"type": "array", "maxItems": 10, "items": {"type": "object", "required": ["type"],
+            "properties": {"type": {"type": "string"}}}}
+    });
+    let mut spec = json!({"type": "object", "required": ["kind", "secretRef"]});
+    if new {
+        kinds = json!(["A", "B", "C"]);
+        types = json!(["X", "Y", "Z"]);
+        props["configMapRef"] =
+            json!({"type": "object", "properties": {"name": {"type": "string"}}});
+        props["cors"] = json!({"type": "object", "properties": {"origin": {"type": "string"}}});
+        spec["x-kubernetes-validations"] = NEW_RULES
+            .iter()
+            .map(|(message, rule, _)| json!({"rule": rule, "message": message}))
+            .collect();
+        props["items"]["x-kubernetes-validations"] =
+            json!([{"rule": LIST_RULE.1, "message": LIST_RULE.0}]);
+    }
+    props["kind"]["enum"] = kinds;
+    props["items"]["items"]["properties"]["type"]["enum"] = types;
+    spec["properties"] = props;
+    let root = json!({"type": "object", "properties": {"spec": spec}});
+    fixtures::single("rulereleases", root)
+}
+
+#[tokio::test]
+async fn a_rule_called_harmless_never_fails_on_the_server_and_one_called_an_error_does() {
+    let Some(plane) = control_plane() else { return };
+    let client: Client = admin(plane).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = support::live::write_manifest(dir.path(), "old.json", &rules_release(false));
+    let new = support::live::write_manifest(dir.path(), "new.json", &rules_release(true));
+
+    // Offline: the verdict on each added rule.
+    let r = support::run::run(&["diff", &old, &new, "-o", "json", "--show-info"], None);
+    let report = r.json();
+    let mut offline = BTreeMap::new();
+    for f in report["crds"][0]["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        if f["check"] == "xValidations" {
+            let message = f["new"]["message"].as_str().unwrap_or_default().to_string();
+            offline.insert(
+                message,
+                f["severity"].as_str().unwrap_or_default().to_string(),
+            );
+        }
+    }
+    let expected: BTreeMap<String, String> = NEW_RULES
+        .iter()
+        .chain(std::iter::once(&LIST_RULE))
+        .map(|(m, _, s)| (m.to_string(), s.to_string()))
+        .collect();
+    assert_eq!(offline, expected, "{}", r.stdout);
+
+    // Objects valid under the old schema, covering its enum values, the
+    // optional fields present and absent.
+    install(&client, &rules_release(false)).await;
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("example.com", "v1", "Rulerelease"),
+        "rulereleases",
+    );
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
+    let specs = [
+        json!({"kind": "A", "secretRef": {}, "items": [{"type": "X"}, {"type": "Y"}]}),
+        json!({"kind": "B", "secretRef": {"name": "s"}, "note": "a long note", "items": []}),
+        json!({"kind": "A", "secretRef": {"name": "t"}, "note": "ok",
+               "items": [{"type": "Y"}, {"type": "Y"}, {"type": "X"}]}),
+        json!({"kind": "B", "secretRef": {}}),
+    ];
+    let object = |name: String, spec: &Value| {
+        json!({"apiVersion": "example.com/v1", "kind": "Rulerelease",
+               "metadata": {"name": name, "namespace": "default"}, "spec": spec})
+    };
+    for (i, spec) in specs.iter().enumerate() {
+        let obj: DynamicObject =
+            serde_json::from_value(object(format!("old-{i}"), spec)).expect("object");
+        api.create(&PostParams::default(), &obj)
+            .await
+            .unwrap_or_else(|e| panic!("object {i} valid under the old schema: {e}"));
+    }
+
+    // After the update, copies of the stored objects are created again (a
+    // GitOps re-sync, a restore): which rules does the server apply?
+    install(&client, &rules_release(true)).await;
+    let mut failed = std::collections::BTreeSet::new();
+    for (i, spec) in specs.iter().enumerate() {
+        if let Some(message) = server_verdict(&api, &object(format!("copy-{i}"), spec))
+            .await
+            .unwrap_or_else(|e| panic!("copy {i}: the server did not answer: {e}"))
+        {
+            for (rule, _) in expected.iter() {
+                if message.contains(rule.as_str()) {
+                    failed.insert(rule.clone());
+                }
+            }
+        }
+    }
+    let errors: std::collections::BTreeSet<String> = expected
+        .iter()
+        .filter(|(_, s)| *s == "error")
+        .map(|(m, _)| m.clone())
+        .collect();
+    assert_eq!(
+        failed, errors,
+        "the rules the server fails on old objects are exactly those reported as errors"
+    );
+}

@@ -1,0 +1,224 @@
+//! The release as a user gets it: `scripts/release.sh` builds the static
+//! Linux archive with its checksums, krew manifest, Homebrew formula and
+//! notes; krew's own validator accepts the manifest; krew installs the
+//! plugin from that manifest and archive; and kubectl runs it.
+//!
+//! The first run builds the release binary for `x86_64-unknown-linux-musl`
+//! (about 5 minutes on two cores; the script adds the Rust target). Without
+//! it, or without Go for krew, the test is skipped with a notice, except
+//! with `CI=true`.
+
+use crate::support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+/// Runs `scripts/release.sh --out DIR`; `None` (after a notice) when the
+/// toolchain cannot be installed here.
+fn release(out: &Path) -> Option<PathBuf> {
+    let run = Command::new("bash")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/release.sh"))
+        .arg("--out")
+        .arg(out)
+        .output()
+        .expect("release.sh runs");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    match run.status.code() {
+        Some(0) => Some(out.to_path_buf()),
+        Some(3) if !in_ci() => {
+            eprintln!(
+                "notice: skipping the release test: {}",
+                stderr.lines().last().unwrap_or("")
+            );
+            None
+        }
+        other => panic!("scripts/release.sh exited {other:?}:\n{stderr}"),
+    }
+}
+
+/// Whether an ELF executable asks for a dynamic loader (a `PT_INTERP`
+/// program header): a static binary runs where there is none.
+fn needs_loader(elf: &[u8]) -> bool {
+    assert_eq!(&elf[..4], b"\x7fELF", "an ELF file");
+    assert_eq!(elf[4], 2, "64-bit");
+    let u16_at = |o: usize| u16::from_le_bytes([elf[o], elf[o + 1]]) as usize;
+    let phoff = u64::from_le_bytes(elf[0x20..0x28].try_into().expect("8 bytes")) as usize;
+    let (size, count) = (u16_at(0x36), u16_at(0x38));
+    (0..count).any(|i| {
+        let at = phoff + i * size;
+        u32::from_le_bytes(elf[at..at + 4].try_into().expect("4 bytes")) == 3
+    })
+}
+
+fn sha256(path: &Path) -> String {
+    let out = Command::new("sha256sum")
+        .arg(path)
+        .output()
+        .expect("sha256sum runs");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn krew_installs_the_released_archive_and_kubectl_runs_the_plugin() {
+    let Some(krew) = support::helm::krew_dir() else {
+        return;
+    };
+    let dist = tempfile::tempdir().expect("tempdir");
+    let Some(dist) = release(dist.path()) else {
+        return;
+    };
+    let version = format!("v{}", env!("CARGO_PKG_VERSION"));
+    let name = format!("kubectl-crd_safety-{version}-x86_64-unknown-linux-musl.tar.gz");
+    let archive = dist.join(&name);
+    // What the archive holds.
+    let listing = Command::new("tar")
+        .arg("tzf")
+        .arg(&archive)
+        .output()
+        .expect("tar");
+    let listing = String::from_utf8_lossy(&listing.stdout);
+    for file in [
+        "kubectl-crd_safety",
+        "kubectl_complete-crd_safety",
+        "LICENSE",
+        "README.md",
+    ] {
+        assert!(
+            listing.lines().any(|l| l.trim_start_matches("./") == file),
+            "{file} in {listing}"
+        );
+    }
+    // The checksums file, the krew manifest and the formula name its sha256.
+    let sum = sha256(&archive);
+    let checksums = std::fs::read_to_string(dist.join("checksums.txt")).expect("checksums.txt");
+    assert!(checksums.contains(&format!("{sum}  {name}")), "{checksums}");
+    let manifest: Value = serde_saphyr::from_str(
+        &std::fs::read_to_string(dist.join("crd-safety.yaml")).expect("manifest"),
+    )
+    .expect("YAML");
+    let linux = manifest["spec"]["platforms"]
+        .as_array()
+        .expect("platforms")
+        .iter()
+        .find(|p| p["uri"].as_str().is_some_and(|u| u.ends_with(&name)))
+        .expect("the linux/amd64 platform");
+    assert_eq!(linux["sha256"], sum.as_str());
+    let formula = std::fs::read_to_string(dist.join("crd-safety.rb")).expect("formula");
+    assert!(formula.contains(&format!("sha256 \"{sum}\"")), "{formula}");
+    let notes = std::fs::read_to_string(dist.join("RELEASE_NOTES.md")).expect("notes");
+    assert!(notes.contains("### "), "CHANGELOG's section: {notes}");
+    // The binary is static.
+    let binary = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("target/x86_64-unknown-linux-musl/release/kubectl-crd_safety");
+    let elf = std::fs::read(&binary).expect("the release binary");
+    assert!(
+        !needs_loader(&elf),
+        "{} asks for a dynamic loader",
+        binary.display()
+    );
+    // krew's validator accepts the manifest (installing from the network is
+    // krew's job below, from the local archive).
+    let validate = Command::new(krew.join("validate-krew-manifest"))
+        .args(["-skip-install", "-manifest"])
+        .arg(dist.join("crd-safety.yaml"))
+        .output()
+        .expect("validate-krew-manifest runs");
+    assert!(
+        validate.status.success(),
+        "{}",
+        String::from_utf8_lossy(&validate.stderr)
+    );
+    // krew installs it; kubectl finds and runs it.
+    let root = tempfile::tempdir().expect("KREW_ROOT");
+    let install = Command::new(krew.join("krew"))
+        .arg("install")
+        .arg(format!(
+            "--manifest={}",
+            dist.join("crd-safety.yaml").display()
+        ))
+        .arg(format!("--archive={}", archive.display()))
+        .env("KREW_ROOT", root.path())
+        .output()
+        .expect("krew runs");
+    assert!(
+        install.status.success(),
+        "{}",
+        String::from_utf8_lossy(&install.stderr)
+    );
+    let path = format!(
+        "{}:{}",
+        root.path().join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run = Command::new("kubectl")
+        .args(["crd-safety", "--version"])
+        .env("PATH", &path)
+        .output()
+        .expect("kubectl runs");
+    assert_eq!(
+        String::from_utf8_lossy(&run.stdout).trim(),
+        format!("kubectl crd-safety {}", env!("CARGO_PKG_VERSION")),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    // The completion helper is installed next to it.
+    assert!(
+        root.path()
+            .join(format!(
+                "store/crd-safety/{version}/kubectl_complete-crd_safety"
+            ))
+            .exists()
+    );
+}
+
+/// Runs `cargo ARGS` in the repository, failing with its output.
+fn cargo(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "cargo {args:?}:\n{text}");
+    text
+}
+
+#[test]
+fn the_crates_io_package_holds_the_library_and_builds_with_its_docs() {
+    let listed = cargo(&["package", "--list", "--allow-dirty"]);
+    for needed in [
+        "src/lib.rs",
+        "src/main.rs",
+        "build.rs",
+        "examples/compare_crds.rs",
+        "LICENSE",
+    ] {
+        assert!(
+            listed.lines().any(|l| l == needed),
+            "{needed} missing:\n{listed}"
+        );
+    }
+    for left_out in ["tests/", "benches/", "charts/", "deploy/", ".github/"] {
+        assert!(
+            !listed.lines().any(|l| l.starts_with(left_out)),
+            "{left_out} packaged"
+        );
+    }
+    // Packaged, built from the package alone, not uploaded.
+    cargo(&["publish", "--dry-run", "--allow-dirty"]);
+    cargo(&["doc", "--no-deps", "--lib"]);
+}
