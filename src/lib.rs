@@ -12,7 +12,7 @@
 //! # Layers
 //!
 //! A module imports from its own layer or the ones listed before it, never
-//! from a later one, and no two modules import each other (`tests/layers.rs`
+//! from a later one, and no two modules import each other (`tests/offline/layers.rs`
 //! reads this list and holds the sources to it):
 //!
 //! 1. foundations: [`text`], [`json`], [`glob`], [`parallel`], [`duration`], [`exit`]

@@ -249,7 +249,7 @@ enum Reach {
     /// Objects stored in that version too: the API server decodes each
     /// object with the schema of the version it is stored in, whatever
     /// version the client asked for, so pruning and defaulting follow that
-    /// schema (`tests/live_unserved_stored.rs`).
+    /// schema (`tests/live/unserved_stored.rs`).
     StoredObjects,
 }
 

@@ -57,7 +57,7 @@ impl KubeVersion {
     /// The oldest version accepted by `--kube-version`.
     pub const OLDEST: KubeVersion = KubeVersion { minor: 25 };
     /// The oldest version whose rules are held to a real API server of
-    /// that version (`tests/live_crd_validation.rs` runs on 1.30, 1.34 and
+    /// that version (`tests/live/crd_validation.rs` runs on 1.30, 1.34 and
     /// 1.37); older ones are judged by what the code knows of them.
     pub const CHECKED_SINCE: KubeVersion = KubeVersion { minor: 30 };
 

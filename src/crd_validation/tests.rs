@@ -1,4 +1,4 @@
-//! Rules pinned from the API server's source; `tests/live_crd_validation.rs`
+//! Rules pinned from the API server's source; `tests/live/crd_validation.rs`
 //! holds them to a real kube-apiserver.
 
 use serde_json::{Value, json};

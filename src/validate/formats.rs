@@ -46,7 +46,7 @@ pub(crate) enum Format {
 
 /// `k8s-short-name` and `k8s-long-name` are gated by the server's
 /// compatibility version; a 1.34 server accepts any string for them
-/// (measured by tests/live_fidelity.rs), so they are only enforced from 1.35.
+/// (measured by tests/live/fidelity.rs), so they are only enforced from 1.35.
 const K8S_NAME_FORMATS_SINCE: u32 = 35;
 
 impl Format {
@@ -540,7 +540,7 @@ fn is_duration(s: &str) -> bool {
         return true;
     }
     // Each group's last spelling also matches as a prefix ("days", "hours");
-    // the server accepts "3 days" (tests/live_fidelity.rs).
+    // the server accepts "3 days" (tests/live/fidelity.rs).
     const UNITS: &[&[&str]] = &[
         &["ns", "nano"],
         &["us", "µs", "micro"],

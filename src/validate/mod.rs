@@ -159,7 +159,7 @@ impl Rule {
     /// run the CEL rules (`hasBlockingErr`: type-invalid and not-supported).
     pub fn is_blocking(&self) -> bool {
         // A format error is a type error for the server ("must be of type
-        // byte"): CEL is skipped after it too (tests/live_fidelity.rs).
+        // byte"): CEL is skipped after it too (tests/live/fidelity.rs).
         matches!(
             self,
             Rule::Type | Rule::Nullable | Rule::Enum | Rule::Format

@@ -162,7 +162,7 @@ pub(crate) fn unsafe_example(check: Check) -> (Option<Value>, Option<Value>) {
             ),
         ),
         // Only `apply-check` reports it, from the API server's dry run
-        // (tests/live_cluster.rs); no pair of manifests produces it.
+        // (tests/live/cluster.rs); no pair of manifests produces it.
         Check::ApiServerRejects
         | Check::FieldManagerConflict
         | Check::InvalidObjects

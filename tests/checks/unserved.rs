@@ -1,6 +1,6 @@
 //! Findings on a version served in neither release are graded by what they
 //! can reach (`grade_unserved_versions` in `src/compare/mod.rs`, the API
-//! server's behaviour in `tests/live_unserved_stored.rs`): request-only
+//! server's behaviour in `tests/live/unserved_stored.rs`): request-only
 //! changes are info; changes to what stored objects read as keep their
 //! severity while objects are stored in that version.
 

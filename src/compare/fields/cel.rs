@@ -32,7 +32,7 @@ impl Node<'_, '_> {
             // versions (conversion None) the "old" schema is the other
             // version's: an object written through it and read through this
             // one is pruned and defaulted by this one, as the evaluation
-            // assumes (tests/live_scan.rs).
+            // assumes (tests/live/scan.rs).
             let harmless = cannot_fail(
                 &rule.rule,
                 self.old,
