@@ -2,18 +2,14 @@
 //! on lines (`-o sarif`, `-o github`).
 //!
 //! The documents are parsed into `serde_json::Value`s, which keep no
-//! positions. Rather than carry spans through every check, each CRD keeps
-//! the text of its document, and the first lookup runs a second, light pass
-//! over it with granit-parser's events (the parser serde-saphyr itself
-//! uses), recording where every mapping key and sequence item starts. Only
-//! documents with findings are indexed, so a clean run pays nothing.
-//!
-//! When the caller knows it will need positions (`-o json`, `sarif`, ...),
-//! the fast YAML path records a [`Tree`] in the same parse instead: each
-//! node's start and the extent of its subtree, in document order, with no
-//! path strings and no second parse.
+//! positions. Rather than carry spans through every check, each document
+//! has one index, a [`Tree`]: every node's start and the extent of its
+//! subtree, in document order. When the caller knows it will need positions
+//! (`-o json`, `sarif`, ...), the fast YAML path records it in the same
+//! parse. Otherwise the CRD keeps its text and the first lookup builds the
+//! tree from granit-parser's events (the parser serde-saphyr itself uses);
+//! only documents with findings are indexed, so a clean run pays nothing.
 
-use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use granit_parser::{Event, Parser};
@@ -42,16 +38,8 @@ pub struct DocumentText {
     /// Path segments leading to this object inside the document (a `List`
     /// item is `items`, `3`), empty for a document that is the object.
     prefix: Vec<String>,
-    index: OnceLock<Option<Index>>,
-}
-
-/// How a document's positions are looked up.
-#[derive(Debug)]
-enum Index {
-    /// Recorded by the fast YAML path while the value was built.
-    Tree(Arc<Tree>),
-    /// Built by a second pass over the text, by path.
-    Paths(HashMap<String, (usize, usize)>),
+    /// Recorded by the fast YAML path, or built from the text on first use.
+    index: OnceLock<Option<Arc<Tree>>>,
 }
 
 /// Every node of one document in document order (a collection before its
@@ -149,21 +137,6 @@ impl Tree {
     }
 }
 
-/// Separates path segments in index keys (it occurs in no key we look up).
-const SEPARATOR: char = '\u{1}';
-
-/// Joins path segments into one index key.
-fn key_of<S: AsRef<str>>(segments: &[S]) -> String {
-    let mut out = String::new();
-    for (i, s) in segments.iter().enumerate() {
-        if i > 0 {
-            out.push(SEPARATOR);
-        }
-        out.push_str(s.as_ref());
-    }
-    out
-}
-
 impl DocumentText {
     /// A document whose text starts at `first_line` of its file.
     pub fn new(text: SharedText, first_line: usize) -> DocumentText {
@@ -181,8 +154,8 @@ impl DocumentText {
         prefix.extend(segments.iter().map(|s| s.to_string()));
         // A recorded tree covers the whole document: items share it.
         let index = OnceLock::new();
-        if let Some(Some(Index::Tree(tree))) = self.index.get() {
-            let _ = index.set(Some(Index::Tree(Arc::clone(tree))));
+        if let Some(Some(tree)) = self.index.get() {
+            let _ = index.set(Some(Arc::clone(tree)));
         }
         DocumentText {
             text: self.text.clone(),
@@ -203,7 +176,7 @@ impl DocumentText {
     /// manifest).
     pub(super) fn with_tree(self, tree: Tree) -> DocumentText {
         let index = OnceLock::new();
-        let _ = index.set(Some(Index::Tree(Arc::new(tree))));
+        let _ = index.set(Some(Arc::new(tree)));
         DocumentText {
             text: SharedText::default(),
             index,
@@ -214,8 +187,7 @@ impl DocumentText {
     /// Builds the index now (it is built on first use otherwise), so that
     /// callers can build the indexes of several documents in parallel.
     pub fn prepare(&self) {
-        self.index
-            .get_or_init(|| index(&self.text).map(Index::Paths));
+        self.index.get_or_init(|| tree_of(&self.text).map(Arc::new));
     }
 
     /// Line and column (1-based, in the file) of the node at `path` (mapping
@@ -223,113 +195,69 @@ impl DocumentText {
     /// its key starts. `None` when the path is not in the document or the
     /// text does not parse.
     pub fn find(&self, path: &[&str]) -> Option<(usize, usize)> {
-        let index = self
+        let tree = self
             .index
-            .get_or_init(|| index(&self.text).map(Index::Paths))
+            .get_or_init(|| tree_of(&self.text).map(Arc::new))
             .as_ref()?;
         let mut full: Vec<&str> = self.prefix.iter().map(String::as_str).collect();
         full.extend_from_slice(path);
-        let (line, col) = match index {
-            Index::Tree(tree) => tree.find(&full)?,
-            Index::Paths(paths) => *paths.get(&key_of(&full))?,
-        };
+        let (line, col) = tree.find(&full)?;
         Some((self.first_line + line - 1, col))
     }
 }
 
-/// An open collection while indexing; `base` is the length of the shared
-/// path string at the collection itself.
+/// An open collection while indexing: its node in the tree, and for a
+/// mapping the key whose value comes next, with where the key starts.
 enum Frame {
-    /// A mapping; `keyed` when the key whose value comes next was read.
-    Map { base: usize, keyed: bool },
-    /// A sequence; `next` is the index of the next item.
-    Seq { base: usize, next: usize },
-    /// A collection used as a mapping key: nothing inside is recorded.
-    Ignored,
+    Seq(usize),
+    Map(usize, Option<(String, (usize, usize))>),
 }
 
-/// Every mapping key and sequence item of the first document in `text`,
-/// by path, with its 1-based line and column in `text`. One path string is
-/// extended and cut back as the events go, so recording a node costs one
-/// allocation.
-fn index(text: &str) -> Option<HashMap<String, (usize, usize)>> {
-    let mut out = HashMap::new();
+/// The [`Tree`] of the first document in `text`, from its events: for a
+/// document the fast YAML path did not read (an anchor, a tag, a repeated
+/// key), built on first use. A document with a collection or an alias as a
+/// mapping key has no positions.
+fn tree_of(text: &str) -> Option<Tree> {
+    let mut tree = Tree::default();
     let mut stack: Vec<Frame> = Vec::new();
-    let mut path = String::new();
     let mut parser =
         Parser::new_from_str_with_options(text, granit_parser::options! { emit_comments: false });
     while let Some(event) = parser.next_event() {
         let (event, span) = event.ok()?;
         let at = (span.start.line(), span.start.col() + 1);
-        let starts = matches!(event, Event::MappingStart(..) | Event::SequenceStart(..));
-        match &event {
+        let map = match event {
             Event::MappingEnd | Event::SequenceEnd => {
-                stack.pop();
-                end_value(&mut stack);
+                let (Frame::Seq(i) | Frame::Map(i, _)) = stack.pop()?;
+                tree.close(i);
                 continue;
             }
             Event::DocumentEnd => break,
-            Event::Scalar(..)
-            | Event::Alias(..)
-            | Event::MappingStart(..)
-            | Event::SequenceStart(..) => {}
+            Event::MappingStart(..) => Some(true),
+            Event::SequenceStart(..) => Some(false),
+            Event::Scalar(..) | Event::Alias(..) => None,
             _ => continue,
-        }
-        // Where this node sits: the document, a key, a value, or an item.
-        let recorded = match stack.last_mut() {
-            None => {
-                out.entry(String::new()).or_insert(at);
-                true
-            }
-            Some(Frame::Ignored) => false,
-            Some(Frame::Map {
-                base,
-                keyed: keyed @ false,
-            }) => {
-                if let Event::Scalar(key, ..) = &event {
-                    path.truncate(*base);
-                    if *base > 0 {
-                        path.push(SEPARATOR);
-                    }
-                    path.push_str(key);
-                    out.entry(path.clone()).or_insert(at);
-                    *keyed = true;
-                } else if starts {
-                    // A complex key: skip it, and its value with it.
-                    stack.push(Frame::Ignored);
-                }
-                continue;
-            }
-            Some(Frame::Map { .. }) => true,
-            Some(Frame::Seq { base, next }) => {
-                path.truncate(*base);
-                if *base > 0 {
-                    path.push(SEPARATOR);
-                }
-                path.push_str(&next.to_string());
-                out.entry(path.clone()).or_insert(at);
-                true
-            }
         };
-        let base = path.len();
-        match event {
-            Event::MappingStart(..) if recorded => stack.push(Frame::Map { base, keyed: false }),
-            Event::SequenceStart(..) if recorded => stack.push(Frame::Seq { base, next: 0 }),
-            Event::MappingStart(..) | Event::SequenceStart(..) => stack.push(Frame::Ignored),
-            _ => end_value(&mut stack),
+        if let Some(Frame::Map(_, pending @ None)) = stack.last_mut() {
+            let Event::Scalar(key, ..) = event else {
+                return None;
+            };
+            *pending = Some((key.into_owned(), at));
+            continue;
+        }
+        let node = match stack.last_mut() {
+            Some(Frame::Map(_, pending)) => {
+                let (key, (line, col)) = pending.take()?;
+                tree.open(Some(&key), line, col, map == Some(true))
+            }
+            _ => tree.open(None, at.0, at.1, map == Some(true)),
+        };
+        match map {
+            Some(true) => stack.push(Frame::Map(node, None)),
+            Some(false) => stack.push(Frame::Seq(node)),
+            None => {}
         }
     }
-    Some(out)
-}
-
-/// A value just ended: its mapping waits for the next key, its sequence
-/// moves to the next item.
-fn end_value(stack: &mut [Frame]) {
-    match stack.last_mut() {
-        Some(Frame::Map { keyed, .. }) => *keyed = false,
-        Some(Frame::Seq { next, .. }) => *next += 1,
-        _ => {}
-    }
+    Some(tree)
 }
 
 #[cfg(test)]
@@ -372,6 +300,24 @@ mod tests {
             1,
         );
         assert_eq!(d.find(&["spec", "scope"]), Some((3, 5)));
+    }
+
+    #[test]
+    fn the_tree_built_on_demand_is_the_one_the_fast_path_records() {
+        let text = "a: 1\nb:\n  - {c: [1, 2], d: x}\n  - e: |\n      text\n    f: 'q'\ng: []\n";
+        let mut recorded = Tree::default();
+        super::super::fast_yaml::parse_recording(text, &|_| None, Some(&mut recorded))
+            .expect("plain YAML");
+        let built = tree_of(text).expect("parses");
+        assert_eq!(built.first_difference(&recorded), None);
+    }
+
+    #[test]
+    fn anchors_and_aliases_keep_their_positions() {
+        let d = doc("a: &x {b: 1}\nc: *x\nd:\n  - e: 2\n", 1);
+        assert_eq!(d.find(&["c"]), Some((2, 1)));
+        assert_eq!(d.find(&["d", "0", "e"]), Some((4, 5)));
+        assert_eq!(d.find(&["a", "b"]), Some((1, 8)));
     }
 
     #[test]

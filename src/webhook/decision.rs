@@ -399,6 +399,16 @@ mod tests {
         }
     }
 
+    /// The decision on CRD `w` with no other problems, in `mode`.
+    fn judge(
+        op: Operation,
+        findings: &[Finding],
+        annotations: &BTreeMap<String, String>,
+        mode: WebhookMode,
+    ) -> Decision {
+        decide("w", op, findings, Vec::new(), annotations, &settings(mode))
+    }
+
     fn annotations(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs
             .iter()
@@ -434,13 +444,11 @@ mod tests {
 
     #[test]
     fn warn_allows_and_returns_every_finding_as_a_warning() {
-        let d = decide(
-            "w",
+        let d = judge(
             Operation::Update,
             &[removal(), description()],
-            Vec::new(),
             &BTreeMap::new(),
-            &settings(WebhookMode::Warn),
+            WebhookMode::Warn,
         );
         assert!(d.allowed());
         assert_eq!(d.verdict, Verdict::Warn);
@@ -450,13 +458,11 @@ mod tests {
 
     #[test]
     fn audit_allows_silently_but_keeps_the_findings_for_the_log() {
-        let d = decide(
-            "w",
+        let d = judge(
             Operation::Update,
             &[removal()],
-            Vec::new(),
             &BTreeMap::new(),
-            &settings(WebhookMode::Audit),
+            WebhookMode::Audit,
         );
         assert_eq!(d.verdict, Verdict::Audit);
         assert!(d.warnings.is_empty());
@@ -466,13 +472,11 @@ mod tests {
     #[test]
     fn info_findings_never_reach_the_requester() {
         let info = Finding::new(Check::NewCrd, Severity::Info, "new CRD");
-        let d = decide(
-            "w",
+        let d = judge(
             Operation::Create,
             &[info],
-            Vec::new(),
             &BTreeMap::new(),
-            &settings(WebhookMode::Enforce),
+            WebhookMode::Enforce,
         );
         assert_eq!(d.verdict, Verdict::Allow);
         assert!(d.warnings.is_empty() && d.findings.is_empty());
@@ -484,14 +488,7 @@ mod tests {
             (ACCEPT_ANNOTATION, "existingFieldRemoval"),
             (ACCEPT_REASON_ANNOTATION, "size was never read; see #12"),
         ]);
-        let d = decide(
-            "w",
-            Operation::Update,
-            &[removal()],
-            Vec::new(),
-            &a,
-            &settings(WebhookMode::Enforce),
-        );
+        let d = judge(Operation::Update, &[removal()], &a, WebhookMode::Enforce);
         assert_eq!(d.verdict, Verdict::Warn);
         assert_eq!(d.accepted, ["existingFieldRemoval"]);
         assert_eq!(
@@ -504,13 +501,11 @@ mod tests {
     #[test]
     fn break_glass_without_a_reason_or_switched_off_is_ignored_and_says_so() {
         let no_reason = annotations(&[(ACCEPT_ANNOTATION, "existingFieldRemoval")]);
-        let d = decide(
-            "w",
+        let d = judge(
             Operation::Update,
             &[removal()],
-            Vec::new(),
             &no_reason,
-            &settings(WebhookMode::Enforce),
+            WebhookMode::Enforce,
         );
         assert_eq!(d.verdict, Verdict::Deny);
         assert!(
@@ -544,14 +539,7 @@ mod tests {
             (ACCEPT_ANNOTATION, "enum"),
             (ACCEPT_REASON_ANNOTATION, "ok"),
         ]);
-        let d = decide(
-            "w",
-            Operation::Update,
-            &[removal()],
-            Vec::new(),
-            &a,
-            &settings(WebhookMode::Enforce),
-        );
+        let d = judge(Operation::Update, &[removal()], &a, WebhookMode::Enforce);
         assert_eq!(d.verdict, Verdict::Deny);
         assert!(d.break_glass.is_none());
         assert!(d.message.as_deref().is_some_and(|m| {
@@ -607,13 +595,11 @@ mod tests {
                 )
             })
             .collect();
-        let d = decide(
-            "w",
+        let d = judge(
             Operation::Update,
             &many,
-            Vec::new(),
             &BTreeMap::new(),
-            &settings(WebhookMode::Warn),
+            WebhookMode::Warn,
         );
         assert!(d.warnings.iter().all(|w| w.len() <= WARNING_MAX));
         assert!(d.warnings.iter().all(|w| !w.chars().any(char::is_control)));
@@ -628,14 +614,7 @@ mod tests {
             (ACCEPT_ANNOTATION, "fieldRemoval"),
             (ACCEPT_REASON_ANNOTATION, "ok"),
         ]);
-        let d = decide(
-            "w",
-            Operation::Update,
-            &[removal()],
-            Vec::new(),
-            &a,
-            &settings(WebhookMode::Enforce),
-        );
+        let d = judge(Operation::Update, &[removal()], &a, WebhookMode::Enforce);
         assert_eq!(d.verdict, Verdict::Deny);
         assert!(d.warnings[0].contains("\"fieldRemoval\" is not a check id"));
     }

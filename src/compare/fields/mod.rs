@@ -304,11 +304,44 @@ struct FieldCheck {
     /// Removals are left to `conversionDataLoss` there, and documentation
     /// cannot lose data.
     across_versions: bool,
-    /// Its options besides `level`, as the config file spells them.
-    options: &'static [CheckOption],
+    /// Its option besides `level`, if any (none has two).
+    option: Option<CheckOption>,
     /// Its code.
-    run: fn(&mut Node<'_, '_>, &FieldCheck),
+    run: Run,
 }
+
+impl FieldCheck {
+    /// A check of `keywords` that also runs between served versions and has
+    /// no options besides `level`: what most are.
+    const fn of(check: Check, keywords: &'static [&'static str], run: Run) -> FieldCheck {
+        FieldCheck {
+            check,
+            keywords,
+            across_versions: true,
+            option: None,
+            run,
+        }
+    }
+
+    /// Only between the old and the new CRD (see `across_versions`).
+    const fn old_to_new_only(self) -> FieldCheck {
+        FieldCheck {
+            across_versions: false,
+            ..self
+        }
+    }
+
+    /// With its one option, `key` as the config file spells it.
+    const fn option(self, key: &'static str, set: fn(&mut CheckOptions, bool)) -> FieldCheck {
+        FieldCheck {
+            option: Some(CheckOption { key, set }),
+            ..self
+        }
+    }
+}
+
+/// A field check's code.
+type Run = fn(&mut Node<'_, '_>, &FieldCheck);
 
 /// Options whose names are shared by the declarations below.
 const ALLOW_ADDITIONS: &str = "allowAdditions";
@@ -316,245 +349,87 @@ const ALLOW_REMOVAL: &str = "allowRemoval";
 
 /// Every field check, in the order its findings are reported.
 const FIELD_CHECKS: &[FieldCheck] = &[
-    FieldCheck {
-        check: Check::ExistingFieldRemoval,
-        keywords: &["properties", "items"],
-        across_versions: false,
-        options: &[],
-        run: |n, c| n.field_removal(c),
-    },
-    FieldCheck {
-        check: Check::Description,
-        keywords: docs::DOC_KEYWORDS,
-        across_versions: false,
-        options: &[],
-        run: |n, c| n.documentation(c),
-    },
-    FieldCheck {
-        check: Check::Required,
-        keywords: &["required"],
-        across_versions: true,
-        options: &[],
-        run: |n, c| n.required(c),
-    },
-    FieldCheck {
-        check: Check::Type,
-        keywords: &["type"],
-        across_versions: true,
-        options: &[],
-        run: |n, c| n.type_(c),
-    },
-    FieldCheck {
-        check: Check::Enum,
-        keywords: &["enum"],
-        across_versions: true,
-        options: &[CheckOption {
-            key: ALLOW_ADDITIONS,
-            set: |o, b| o.enum_allow_additions = b,
-        }],
-        run: |n, c| n.enum_(c),
-    },
-    FieldCheck {
-        check: Check::Default,
-        keywords: &["default"],
-        across_versions: true,
-        options: &[],
-        run: |n, c| n.default(c),
-    },
-    FieldCheck {
-        check: Check::Minimum,
-        keywords: &["minimum"],
-        across_versions: true,
-        options: &[],
-        run: |n, c| n.lower_bound(c),
-    },
-    FieldCheck {
-        check: Check::MinLength,
-        keywords: &["minLength"],
-        across_versions: true,
-        options: &[],
-        run: |n, c| n.lower_bound(c),
-    },
-    FieldCheck {
-        check: Check::MinItems,
-        keywords: &["minItems"],
-        across_versions: true,
-        options: &[],
-        run: |n, c| n.lower_bound(c),
-    },
-    FieldCheck {
-        check: Check::MinProperties,
-        keywords: &["minProperties"],
-        across_versions: true,
-        options: &[],
-        run: |n, c| n.lower_bound(c),
-    },
-    FieldCheck {
-        check: Check::Maximum,
-        keywords: &["maximum"],
-        across_versions: true,
-        options: &[],
-        run: |n, c| n.upper_bound(c),
-    },
-    FieldCheck {
-        check: Check::MaxLength,
-        keywords: &["maxLength"],
-        across_versions: true,
-        options: &[],
-        run: |n, c| n.upper_bound(c),
-    },
-    FieldCheck {
-        check: Check::MaxItems,
-        keywords: &["maxItems"],
-        across_versions: true,
-        options: &[],
-        run: |n, c| n.upper_bound(c),
-    },
-    FieldCheck {
-        check: Check::MaxProperties,
-        keywords: &["maxProperties"],
-        across_versions: true,
-        options: &[],
-        run: |n, c| n.upper_bound(c),
-    },
-    FieldCheck {
-        check: Check::ExclusiveMinimum,
-        keywords: &["exclusiveMinimum"],
-        across_versions: true,
-        options: &[],
-        run: |n, c| n.exclusive(c, "minimum"),
-    },
-    FieldCheck {
-        check: Check::ExclusiveMaximum,
-        keywords: &["exclusiveMaximum"],
-        across_versions: true,
-        options: &[],
-        run: |n, c| n.exclusive(c, "maximum"),
-    },
-    FieldCheck {
-        check: Check::MultipleOf,
-        keywords: &["multipleOf"],
-        across_versions: true,
-        options: &[],
-        run: |n, c| n.multiple_of(c),
-    },
-    FieldCheck {
-        check: Check::UniqueItems,
-        keywords: &["uniqueItems"],
-        across_versions: true,
-        options: &[],
-        run: |n, c| n.unique_items(c),
-    },
-    FieldCheck {
-        check: Check::Pattern,
-        keywords: &["pattern"],
-        across_versions: true,
-        options: &[CheckOption {
-            key: ALLOW_REMOVAL,
-            set: |o, b| o.pattern_allow_removal = b,
-        }],
-        run: |n, c| n.pattern(c),
-    },
-    FieldCheck {
-        check: Check::Format,
-        keywords: &["format"],
-        across_versions: true,
-        options: &[],
-        run: |n, c| n.format(c),
-    },
-    FieldCheck {
-        check: Check::Nullable,
-        keywords: &["nullable"],
-        across_versions: true,
-        options: &[CheckOption {
-            key: "allowAddition",
-            set: |o, b| o.nullable_allow_addition = b,
-        }],
-        run: |n, c| n.nullable(c),
-    },
-    FieldCheck {
-        check: Check::XValidations,
-        keywords: &["x-kubernetes-validations"],
-        across_versions: true,
-        options: &[CheckOption {
-            key: ALLOW_REMOVAL,
-            set: |o, b| o.x_validations_allow_removal = b,
-        }],
-        run: |n, c| n.x_validations(c),
-    },
-    FieldCheck {
-        check: Check::ListType,
-        keywords: &["x-kubernetes-list-type", "x-kubernetes-list-map-keys"],
-        across_versions: true,
-        options: &[],
-        run: |n, c| n.list_type(c),
-    },
-    FieldCheck {
-        check: Check::MapType,
-        keywords: &["x-kubernetes-map-type"],
-        across_versions: true,
-        options: &[],
-        run: |n, c| n.map_type(c),
-    },
-    FieldCheck {
-        check: Check::PreserveUnknownFields,
-        keywords: &["x-kubernetes-preserve-unknown-fields"],
-        across_versions: true,
-        options: &[],
-        run: |n, c| n.preserve_unknown_fields(c),
-    },
-    FieldCheck {
-        check: Check::AdditionalProperties,
-        keywords: &["additionalProperties"],
-        across_versions: true,
-        options: &[],
-        run: |n, c| n.additional_properties(c),
-    },
-    FieldCheck {
-        check: Check::IntOrString,
-        keywords: &["x-kubernetes-int-or-string"],
-        across_versions: true,
-        options: &[],
-        run: |n, c| n.int_or_string(c),
-    },
-    FieldCheck {
-        check: Check::EmbeddedResource,
-        keywords: &["x-kubernetes-embedded-resource"],
-        across_versions: true,
-        options: &[],
-        run: |n, c| n.embedded_resource(c),
-    },
-    FieldCheck {
-        check: Check::AllOf,
-        keywords: &["allOf"],
-        across_versions: true,
-        options: &[],
-        run: |n, c| n.combinator(c),
-    },
-    FieldCheck {
-        check: Check::AnyOf,
-        keywords: &["anyOf"],
-        across_versions: true,
-        options: &[CheckOption {
-            key: ALLOW_ADDITIONS,
-            set: |o, b| o.any_of_allow_additions = b,
-        }],
-        run: |n, c| n.combinator(c),
-    },
-    FieldCheck {
-        check: Check::OneOf,
-        keywords: &["oneOf"],
-        across_versions: true,
-        options: &[],
-        run: |n, c| n.combinator(c),
-    },
-    FieldCheck {
-        check: Check::Not,
-        keywords: &["not"],
-        across_versions: true,
-        options: &[],
-        run: |n, c| n.not(c),
-    },
+    FieldCheck::of(
+        Check::ExistingFieldRemoval,
+        &["properties", "items"],
+        |n, c| n.field_removal(c),
+    )
+    .old_to_new_only(),
+    FieldCheck::of(Check::Description, docs::DOC_KEYWORDS, |n, c| {
+        n.documentation(c)
+    })
+    .old_to_new_only(),
+    FieldCheck::of(Check::Required, &["required"], |n, c| n.required(c)),
+    FieldCheck::of(Check::Type, &["type"], |n, c| n.type_(c)),
+    FieldCheck::of(Check::Enum, &["enum"], |n, c| n.enum_(c))
+        .option(ALLOW_ADDITIONS, |o, b| o.enum_allow_additions = b),
+    FieldCheck::of(Check::Default, &["default"], |n, c| n.default(c)),
+    FieldCheck::of(Check::Minimum, &["minimum"], |n, c| n.lower_bound(c)),
+    FieldCheck::of(Check::MinLength, &["minLength"], |n, c| n.lower_bound(c)),
+    FieldCheck::of(Check::MinItems, &["minItems"], |n, c| n.lower_bound(c)),
+    FieldCheck::of(Check::MinProperties, &["minProperties"], |n, c| {
+        n.lower_bound(c)
+    }),
+    FieldCheck::of(Check::Maximum, &["maximum"], |n, c| n.upper_bound(c)),
+    FieldCheck::of(Check::MaxLength, &["maxLength"], |n, c| n.upper_bound(c)),
+    FieldCheck::of(Check::MaxItems, &["maxItems"], |n, c| n.upper_bound(c)),
+    FieldCheck::of(Check::MaxProperties, &["maxProperties"], |n, c| {
+        n.upper_bound(c)
+    }),
+    FieldCheck::of(Check::ExclusiveMinimum, &["exclusiveMinimum"], |n, c| {
+        n.exclusive(c, "minimum")
+    }),
+    FieldCheck::of(Check::ExclusiveMaximum, &["exclusiveMaximum"], |n, c| {
+        n.exclusive(c, "maximum")
+    }),
+    FieldCheck::of(Check::MultipleOf, &["multipleOf"], |n, c| n.multiple_of(c)),
+    FieldCheck::of(Check::UniqueItems, &["uniqueItems"], |n, c| {
+        n.unique_items(c)
+    }),
+    FieldCheck::of(Check::Pattern, &["pattern"], |n, c| n.pattern(c))
+        .option(ALLOW_REMOVAL, |o, b| o.pattern_allow_removal = b),
+    FieldCheck::of(Check::Format, &["format"], |n, c| n.format(c)),
+    FieldCheck::of(Check::Nullable, &["nullable"], |n, c| n.nullable(c))
+        .option("allowAddition", |o, b| o.nullable_allow_addition = b),
+    FieldCheck::of(
+        Check::XValidations,
+        &["x-kubernetes-validations"],
+        |n, c| n.x_validations(c),
+    )
+    .option(ALLOW_REMOVAL, |o, b| o.x_validations_allow_removal = b),
+    FieldCheck::of(
+        Check::ListType,
+        &["x-kubernetes-list-type", "x-kubernetes-list-map-keys"],
+        |n, c| n.list_type(c),
+    ),
+    FieldCheck::of(Check::MapType, &["x-kubernetes-map-type"], |n, c| {
+        n.map_type(c)
+    }),
+    FieldCheck::of(
+        Check::PreserveUnknownFields,
+        &["x-kubernetes-preserve-unknown-fields"],
+        |n, c| n.preserve_unknown_fields(c),
+    ),
+    FieldCheck::of(
+        Check::AdditionalProperties,
+        &["additionalProperties"],
+        |n, c| n.additional_properties(c),
+    ),
+    FieldCheck::of(
+        Check::IntOrString,
+        &["x-kubernetes-int-or-string"],
+        |n, c| n.int_or_string(c),
+    ),
+    FieldCheck::of(
+        Check::EmbeddedResource,
+        &["x-kubernetes-embedded-resource"],
+        |n, c| n.embedded_resource(c),
+    ),
+    FieldCheck::of(Check::AllOf, &["allOf"], |n, c| n.combinator(c)),
+    FieldCheck::of(Check::AnyOf, &["anyOf"], |n, c| n.combinator(c))
+        .option(ALLOW_ADDITIONS, |o, b| o.any_of_allow_additions = b),
+    FieldCheck::of(Check::OneOf, &["oneOf"], |n, c| n.combinator(c)),
+    FieldCheck::of(Check::Not, &["not"], |n, c| n.not(c)),
 ];
 
 /// The options a field check accepts besides `level`.
@@ -562,7 +437,8 @@ pub(super) fn options_of(check: Check) -> &'static [CheckOption] {
     FIELD_CHECKS
         .iter()
         .find(|c| c.check == check)
-        .map_or(&[], |c| c.options)
+        .and_then(|c| c.option.as_ref())
+        .map_or(&[], std::slice::from_ref)
 }
 
 /// The children the walk descends into as typed schemas rather than
