@@ -4,7 +4,6 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use futures::{StreamExt, TryStreamExt};
 use serde_json::Value;
 
 use crate::cluster::{ClusterError, Connection, DryRun, ownership};
@@ -15,6 +14,7 @@ use crate::crd_validation::{KubeVersion, KubeVersionSource};
 use crate::diff::{StoredVersionsArg, entries};
 use crate::manifest::{LoadedCrd, Location, ManifestSet, normalize_to_v1};
 use crate::outcome::{Action, Planned};
+use crate::parallel::in_order;
 use crate::report::{ClusterInfo, Report, SkippedDocument};
 use crate::scan::{Progress, ScanError, ScanOptions, scan_crd};
 
@@ -127,8 +127,8 @@ pub async fn apply_check(
         .collect();
     let answered = AtomicUsize::new(0);
     let total = new.crds.len();
-    let verdicts =
-        futures::stream::iter(new.crds.iter().zip(&live_crds).map(|(n, live_crd)| async {
+    let verdicts = in_order(
+        new.crds.iter().zip(&live_crds).map(|(n, live_crd)| async {
             let verdict = conn.dry_run_apply(&n.crd.name, &n.crd.manifest).await?;
             let done = answered.fetch_add(1, Ordering::Relaxed) + 1;
             (options.progress)(Step::DryRun { done, total });
@@ -152,10 +152,10 @@ pub async fn apply_check(
                     rejected: Some(message),
                 },
             })
-        }))
-        .buffered(concurrency)
-        .try_collect::<Vec<_>>()
-        .await?;
+        }),
+        concurrency,
+    )
+    .await?;
     let policy = config.policy();
     let mut plan = Vec::with_capacity(new.crds.len());
     for (((entry, n), live_crd), verdict) in
@@ -237,10 +237,7 @@ pub async fn apply_check(
                     .map(|result| (i, result))
             })
         });
-        let scanned = futures::stream::iter(jobs)
-            .buffered(concurrency)
-            .try_collect::<Vec<_>>()
-            .await?;
+        let scanned = in_order(jobs, concurrency).await?;
         for (i, result) in scanned {
             let (kept, excepted) = policy.apply(&plan[i].name, result.findings);
             crds[i].add(kept, excepted);

@@ -5,6 +5,9 @@
 //! all that needs (no thread pool to keep, no dependency), and handing out
 //! the costliest items first keeps one large CRD from finishing last.
 //!
+//! Requests to the API server go [`in_order`]: a bounded number in flight,
+//! answers in the order asked.
+//!
 //! A scan validates page after page: [`Pool`] keeps its threads from one
 //! page to the next, so what each thread caches (compiled patterns, CEL
 //! contexts) is built once per scan instead of once per page.
@@ -14,6 +17,30 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
+
+/// Runs `jobs` at most `limit` at a time until one fails, and returns
+/// their outputs in the order of `jobs`, or the first failure.
+///
+/// `buffered` keeps the same order, but a finished job holds its slot
+/// until every job before it is done, so one slow answer (a large CRD, a
+/// long scan) leaves the others idle; here the next job starts as soon as
+/// any one ends.
+pub async fn in_order<T, E, F>(jobs: impl IntoIterator<Item = F>, limit: usize) -> Result<Vec<T>, E>
+where
+    F: Future<Output = Result<T, E>>,
+{
+    use futures::{StreamExt, TryStreamExt};
+    let jobs = jobs
+        .into_iter()
+        .enumerate()
+        .map(|(i, job)| async move { job.await.map(|out| (i, out)) });
+    let mut done: Vec<(usize, T)> = futures::stream::iter(jobs)
+        .buffer_unordered(limit.max(1))
+        .try_collect()
+        .await?;
+    done.sort_unstable_by_key(|(i, _)| *i);
+    Ok(done.into_iter().map(|(_, out)| out).collect())
+}
 
 fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, NonZeroUsize::get)

@@ -1,19 +1,19 @@
-//! `apply`: server-side apply of the planned CRDs, one at a time, each
-//! waited on until it is `Established`.
+//! `apply`: server-side apply of the planned CRDs, `--concurrency` at a
+//! time, each waited on until it is `Established`.
 //!
 //! The first failure stops the run: an operator's CRDs usually go together,
 //! and applying the rest after one failed would leave a mix the user did not
 //! review. Every CRD gets an outcome, so the report always says which were
 //! applied and which were not.
 
+use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-
-use futures::StreamExt;
 
 use super::{Proposal, Question, Verb, plural};
 use crate::cluster::{ApplyError, Connection, Established};
 use crate::outcome::{Action, Applied, ApplyOutcome, Planned};
+use crate::parallel::in_order;
 use crate::report::Report;
 
 /// `apply`'s words.
@@ -150,7 +150,7 @@ pub async fn apply(conn: &Connection, plan: &[Planned], opts: ApplyOptions) -> V
     // started; those in flight finish and say how they ended.
     let stopped = AtomicBool::new(false);
     let stopped = &stopped;
-    futures::stream::iter(plan.iter().map(|p| async move {
+    let applies = plan.iter().map(|p| async move {
         let outcome = if stopped.load(Ordering::SeqCst) {
             ApplyOutcome::NotApplied
         } else if p.action == Action::Unchanged {
@@ -164,15 +164,16 @@ pub async fn apply(conn: &Connection, plan: &[Planned], opts: ApplyOptions) -> V
         ) {
             stopped.store(true, Ordering::SeqCst);
         }
-        Applied {
+        Ok::<_, Infallible>(Applied {
             name: p.name.clone(),
             action: p.action,
             outcome,
-        }
-    }))
-    .buffered(opts.concurrency.max(1))
-    .collect()
-    .await
+        })
+    });
+    match in_order(applies, opts.concurrency).await {
+        Ok(applied) => applied,
+        Err(never) => match never {},
+    }
 }
 
 async fn apply_one(conn: &Connection, p: &Planned, opts: ApplyOptions) -> ApplyOutcome {

@@ -4,7 +4,6 @@
 
 use std::collections::HashMap;
 
-use futures::{StreamExt, TryStreamExt};
 use kube::api::ListParams;
 use serde_json::Value;
 
@@ -41,10 +40,7 @@ impl Connection {
                 Err(Fallback::Fail(e)) => return Err(e),
             }
         }
-        futures::stream::iter(names.iter().map(|n| self.get_crd(n)))
-            .buffered(concurrency.max(1))
-            .try_collect()
-            .await
+        crate::parallel::in_order(names.iter().map(|n| self.get_crd(n)), concurrency).await
     }
 
     /// Every CRD of the cluster, page by page, keeping those of `names`.
