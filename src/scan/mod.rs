@@ -11,7 +11,7 @@
 mod tally;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
@@ -167,13 +167,7 @@ pub async fn scan_crd(
             summary.unchanged_versions.push(name);
             continue;
         }
-        let validator = match Validator::new(&new_version.schema, server_minor) {
-            Ok(v) => Arc::new(v),
-            Err(e) => {
-                findings.push(unscannable(&name, &e.to_string()));
-                continue;
-            }
-        };
+        let validator = Compiled::new(&new_version.schema, server_minor);
         let resource = live.resource_in(&name, opts.namespace.as_deref());
         let old_schema = &old_version.schema;
         let keep_default = |p: &FieldPath| default_is_new(old_schema, &new_version.schema, p);
@@ -188,7 +182,14 @@ pub async fn scan_crd(
             by_namespace: false,
             opts,
         };
-        let listed = scan_version(&listing, &mut tally, progress, &mut summary.restarts).await?;
+        let listed =
+            match scan_version(&listing, &mut tally, progress, &mut summary.restarts).await? {
+                Ok(listed) => listed,
+                Err(why) => {
+                    findings.push(unscannable(&name, &why));
+                    continue;
+                }
+            };
         scanned_per_version.push((name.clone(), listed.scanned));
         summary.versions.push(name);
     }
@@ -250,10 +251,7 @@ async fn scan_rewrites(
     if readable.is_empty() {
         return Ok(Vec::new());
     }
-    let Ok(validator) = Validator::new(&storage.schema, server_minor).map(Arc::new) else {
-        // The new storage schema is judged by invalidCrd; nothing to add.
-        return Ok(Vec::new());
-    };
+    let validator = Compiled::new(&storage.schema, server_minor);
     let never = |_: &FieldPath| false;
     let mut read = Vec::new();
     for version in readable {
@@ -268,7 +266,11 @@ async fn scan_rewrites(
             by_namespace: false,
             opts,
         };
-        let listed = scan_version(&listing, tally, progress, &mut summary.restarts).await?;
+        let Ok(listed) = scan_version(&listing, tally, progress, &mut summary.restarts).await?
+        else {
+            // The new storage schema is judged by invalidCrd; nothing to add.
+            return Ok(Vec::new());
+        };
         read.push((version, listed.scanned));
     }
     Ok(read)
@@ -311,22 +313,8 @@ pub async fn scan_for_migration(
     let mut findings = Vec::new();
     let mut scanned_per_version = Vec::new();
     let mut namespaces = BTreeMap::new();
-    let mut unreadable_versions = Vec::new();
-    let validator = match Validator::new(&storage.schema, server_minor) {
-        Ok(v) => Arc::new(v),
-        Err(e) => {
-            findings.push(unscannable(storage.name(), &e.to_string()));
-            return Ok(MigrationScan {
-                scan: conclude(summary, tally, &[], findings, server_minor, &|_| {
-                    String::new()
-                }),
-                namespaces,
-                unreadable_versions,
-            });
-        }
-    };
-    let (others, unreadable) = stored_elsewhere(live, storage.name());
-    unreadable_versions = unreadable;
+    let validator = Compiled::new(&storage.schema, server_minor);
+    let (others, unreadable_versions) = stored_elsewhere(live, storage.name());
     let views = std::iter::once(storage.name().to_string()).chain(others);
     let never = |_: &FieldPath| false;
     for (i, version) in views.enumerate() {
@@ -341,7 +329,23 @@ pub async fn scan_for_migration(
             by_namespace: by_namespace && i == 0,
             opts,
         };
-        let listed = scan_version(&listing, &mut tally, progress, &mut summary.restarts).await?;
+        let listed = match scan_version(&listing, &mut tally, progress, &mut summary.restarts)
+            .await?
+        {
+            Ok(listed) => listed,
+            Err(why) => {
+                findings.push(unscannable(storage.name(), &why));
+                let summary = ScanSummary::new(server_minor);
+                let tally = Tally::new(opts.max_examples, ratcheting);
+                return Ok(MigrationScan {
+                    scan: conclude(summary, tally, &[], findings, server_minor, &|_| {
+                        String::new()
+                    }),
+                    namespaces: BTreeMap::new(),
+                    unreadable_versions: Vec::new(),
+                });
+            }
+        };
         if i == 0 {
             namespaces = listed.namespaces;
             summary.scanned = listed.scanned;
@@ -457,7 +461,7 @@ struct Listing<'a> {
     /// The version label of its findings: the version read, or `read ->
     /// storage` when judged as a rewrite in another version.
     label: String,
-    validator: &'a Arc<Validator>,
+    validator: &'a Compiled<'a>,
     /// Whether a default at a path is new (an unchanged one was already seen).
     keep_default: &'a (dyn Fn(&FieldPath) -> bool + Sync),
     /// Only report fields that would be dropped, not violations.
@@ -465,6 +469,37 @@ struct Listing<'a> {
     /// Count objects per namespace.
     by_namespace: bool,
     opts: &'a ScanOptions,
+}
+
+/// A schema's validator, compiled when the first object to check arrives:
+/// most CRDs of a large bundle have no objects in a given cluster, and
+/// compiling a schema (its patterns, its CEL rules) costs more than listing
+/// nothing. A schema that does not compile is reported only where an
+/// object is there to be checked.
+struct Compiled<'a> {
+    schema: &'a Schema,
+    server_minor: u32,
+    validator: OnceLock<Result<Arc<Validator>, String>>,
+}
+
+impl<'a> Compiled<'a> {
+    fn new(schema: &'a Schema, server_minor: u32) -> Compiled<'a> {
+        Compiled {
+            schema,
+            server_minor,
+            validator: OnceLock::new(),
+        }
+    }
+
+    fn get(&self) -> Result<Arc<Validator>, String> {
+        self.validator
+            .get_or_init(|| {
+                Validator::new(self.schema, self.server_minor)
+                    .map(Arc::new)
+                    .map_err(|e| e.to_string())
+            })
+            .clone()
+    }
 }
 
 /// What one complete listing read.
@@ -475,16 +510,18 @@ struct Listed {
 
 /// Lists and validates one version, starting over once if the continue
 /// token expires: counting objects twice would be as wrong as missing some.
+/// The inner error: objects are there, and the schema does not compile.
 async fn scan_version(
     listing: &Listing<'_>,
     tally: &mut Tally,
     progress: &mut (dyn FnMut(Progress<'_>) + Send),
     restarts: &mut u32,
-) -> Result<Listed, ScanError> {
+) -> Result<Result<Listed, String>, ScanError> {
     let mut restarted = false;
     loop {
         match list_and_validate(listing, tally, progress).await {
-            Ok(listed) => return Ok(listed),
+            Ok(listed) => return Ok(Ok(listed)),
+            Err(Stop::Unscannable(why)) => return Ok(Err(why)),
             Err(Stop::Cluster(e)) => return Err(e.into()),
             Err(Stop::Internal(why)) => {
                 return Err(ScanError::Internal {
@@ -516,6 +553,8 @@ enum Stop {
     Cluster(ClusterError),
     /// The validation thread died (a bug, reported rather than hidden).
     Internal(String),
+    /// The schema does not compile into a validator.
+    Unscannable(String),
 }
 
 impl From<ListError> for Stop {
@@ -547,27 +586,38 @@ async fn list_and_validate(
         scanned: 0,
         namespaces: BTreeMap::new(),
     };
-    let pool = Arc::new(crate::parallel::Pool::new());
+    // Threads, like the validator, only once there is an object to check.
+    let mut pool: Option<Arc<crate::parallel::Pool>> = None;
     let mut page = conn.list_page(resource, opts.page_limit(), None).await?;
     loop {
         let next = page.next().map(str::to_string);
         let remaining = page.metadata.remaining_item_count;
         let items = Arc::new(std::mem::take(&mut page.items));
-        let v = Arc::clone(listing.validator);
         let data_loss_only = listing.data_loss_only;
-        let workers = Arc::clone(&pool);
-        let checking = tokio::task::spawn_blocking(move || {
-            let outcomes = workers.map(Arc::clone(&items), move |o| {
-                let mut outcome = v.validate(o);
-                if data_loss_only {
-                    outcome.violations.clear();
-                    outcome.not_evaluated.clear();
-                    outcome.pruned.retain(|p| p.kind != PrunedKind::Defaulted);
-                }
-                outcome
-            });
-            (items, outcomes)
-        });
+        let checking = if items.is_empty() {
+            None
+        } else {
+            let v = listing.validator.get().map_err(Stop::Unscannable)?;
+            let workers = Arc::clone(pool.get_or_insert_with(Default::default));
+            Some(tokio::task::spawn_blocking(move || {
+                let outcomes = workers.map(Arc::clone(&items), move |o| {
+                    let mut outcome = v.validate(o);
+                    if data_loss_only {
+                        outcome.violations.clear();
+                        outcome.not_evaluated.clear();
+                        outcome.pruned.retain(|p| p.kind != PrunedKind::Defaulted);
+                    }
+                    outcome
+                });
+                (items, outcomes)
+            }))
+        };
+        let checking = async {
+            match checking {
+                Some(task) => task.await,
+                None => Ok((Arc::new(Vec::new()), Vec::new())),
+            }
+        };
         let fetching = async {
             match &next {
                 Some(t) => Some(conn.list_page(resource, opts.page_limit(), Some(t)).await),
