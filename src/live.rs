@@ -125,14 +125,18 @@ pub async fn apply_check(
         .iter()
         .map(|i| i.map(|i| &live.crds[i].crd))
         .collect();
-    let answered = AtomicUsize::new(0);
+    let answered = &AtomicUsize::new(0);
     let total = new.crds.len();
-    let verdicts = in_order(
-        new.crds.iter().zip(&live_crds).map(|(n, live_crd)| async {
+    // Each CRD's objects are scanned as soon as its own dry run says it
+    // changes, so the scans overlap the other CRDs' dry runs; they share one
+    // page budget (`PageShare`), so the objects in memory stay those of
+    // about two pages.
+    let checked = in_order(
+        new.crds.iter().zip(&live_crds).map(|(n, live_crd)| async move {
             let verdict = conn.dry_run_apply(&n.crd.name, &n.crd.manifest).await?;
             let done = answered.fetch_add(1, Ordering::Relaxed) + 1;
             (options.progress)(Step::DryRun { done, total });
-            Ok::<_, ClusterError>(match verdict {
+            let verdict = match verdict {
                 DryRun::Accepted(would_be) => Verdict {
                     unchanged: live_crd.is_some_and(|l| same_content(&would_be, &l.manifest)),
                     conflict: None,
@@ -151,11 +155,20 @@ pub async fn apply_check(
                     conflict: None,
                     rejected: Some(message),
                 },
-            })
+            };
+            let scan = match (&options.scan, live_crd) {
+                (Some(opts), Some(old)) if !verdict.unchanged => {
+                    let mut progress = |p: Progress<'_>| (options.progress)(Step::Scan(p));
+                    Some(scan_crd(conn, old, &n.crd, minor, opts, &mut progress).await?)
+                }
+                _ => None,
+            };
+            Ok::<_, LiveError>((verdict, scan))
         }),
         concurrency,
     )
     .await?;
+    let (verdicts, scans): (Vec<Verdict>, Vec<Option<_>>) = checked.into_iter().unzip();
     let policy = config.policy();
     let mut plan = Vec::with_capacity(new.crds.len());
     for (((entry, n), live_crd), verdict) in
@@ -225,23 +238,11 @@ pub async fn apply_check(
             entry.add(kept, excepted);
         }
     }
-    if let Some(opts) = &options.scan {
-        // Several CRDs at once, sharing one page budget (`PageShare`), so
-        // the objects in memory stay those of about two pages.
-        let jobs = plan.iter().enumerate().filter_map(|(i, planned)| {
-            let old = live_crds[i].filter(|_| planned.action == Action::Update)?;
-            Some(async move {
-                let mut progress = |p: Progress<'_>| (options.progress)(Step::Scan(p));
-                scan_crd(conn, old, &new.crds[i].crd, minor, opts, &mut progress)
-                    .await
-                    .map(|result| (i, result))
-            })
-        });
-        let scanned = in_order(jobs, concurrency).await?;
-        for (i, result) in scanned {
-            let (kept, excepted) = policy.apply(&plan[i].name, result.findings);
-            crds[i].add(kept, excepted);
-            crds[i].scan = Some(result.summary);
+    for ((entry, planned), scan) in crds.iter_mut().zip(&plan).zip(scans) {
+        if let Some(result) = scan {
+            let (kept, excepted) = policy.apply(&planned.name, result.findings);
+            entry.add(kept, excepted);
+            entry.scan = Some(result.summary);
         }
     }
     let skipped: Vec<SkippedDocument> = new.skipped.iter().map(SkippedDocument::from).collect();
