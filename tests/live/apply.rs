@@ -16,6 +16,8 @@ use serde_json::{Value, json};
 use support::envtest::{ControlPlane, control_plane};
 use support::live::{admin, apply_check, crd, findings, install, install_as, write_manifest};
 use support::run::{Run, run};
+use support::runs::{answer_in_terminal, assert_has, grant};
+use tempfile::TempDir;
 
 /// The field manager of an earlier run of the plugin: upgrades of what it
 /// applied do not conflict.
@@ -69,31 +71,61 @@ fn triple(name: &str, action: &str, result: &str) -> (String, String, String) {
     (name.into(), action.into(), result.into())
 }
 
+/// `<plural>.example.com` serving and storing v1 alone, with `fields`
+/// added to its spec.
+fn v1_crd(plural: &str, fields: Value) -> Value {
+    crd(plural, &[("v1", true, true)], fields)
+}
+
+/// What most tests here start from: `<plural>` installed by `manager` with
+/// the spec fields `installed`, and its next release, with `next`, written
+/// to `<plural>.json` in a new directory. The directory and the manifest's
+/// path.
+async fn installed_and_next(
+    client: &Client,
+    plural: &str,
+    manager: &str,
+    installed: Value,
+    next: Value,
+) -> (TempDir, String) {
+    install_as(client, &v1_crd(plural, installed), manager).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write_manifest(dir.path(), &format!("{plural}.json"), &v1_crd(plural, next));
+    (dir, path)
+}
+
+/// Field `field` of `spec` in a live CRD's first version, if it has it.
+async fn spec_field(client: &Client, name: &str, field: &str) -> Option<Value> {
+    spec_fields(client, name).await.get(field).cloned()
+}
+
+/// `apply-check -o json` of `path` as the admin passes with one finding,
+/// `fieldManagerConflict` of `severity`: its message.
+fn conflict_message(plane: &ControlPlane, path: &str, severity: &str) -> String {
+    let kubeconfig = plane.admin_kubeconfig.display().to_string();
+    let r = apply_check(path, &kubeconfig, &["-o", "json"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let report = r.json();
+    assert_eq!(
+        findings(&report),
+        [("fieldManagerConflict".into(), severity.into(), None)]
+    );
+    report["crds"][0]["findings"][0]["message"]
+        .as_str()
+        .expect("message")
+        .to_string()
+}
+
 #[tokio::test]
 async fn a_safe_upgrade_is_applied_with_yes_and_is_visible_in_the_cluster() {
     let Some(plane) = control_plane() else { return };
     let client = admin(plane).await;
-    install_as(
-        &client,
-        &crd("upgrades", &[("v1", true, true)], json!({})),
-        OURS,
-    )
-    .await;
+    install_as(&client, &v1_crd("upgrades", json!({})), OURS).await;
     let dir = tempfile::tempdir().expect("tempdir");
-    write_manifest(
-        dir.path(),
-        "10-upgrades.json",
-        &crd(
-            "upgrades",
-            &[("v1", true, true)],
-            json!({"color": {"type": "string"}}),
-        ),
-    );
-    write_manifest(
-        dir.path(),
-        "20-newcomers.json",
-        &crd("newcomers", &[("v1", true, true)], json!({})),
-    );
+    let next = v1_crd("upgrades", json!({"color": {"type": "string"}}));
+    write_manifest(dir.path(), "10-upgrades.json", &next);
+    let newcomer = v1_crd("newcomers", json!({}));
+    write_manifest(dir.path(), "20-newcomers.json", &newcomer);
     let path = dir.path().display().to_string();
 
     let r = apply(plane, &[&path], &["--yes", "-o", "json"]);
@@ -110,17 +142,14 @@ async fn a_safe_upgrade_is_applied_with_yes_and_is_visible_in_the_cluster() {
     // The cluster has the new schema, written by our field manager, and the
     // new CRD serves.
     assert_eq!(
-        spec_fields(&client, "upgrades.example.com").await["color"],
-        json!({"type": "string"})
+        spec_field(&client, "upgrades.example.com", "color").await,
+        Some(json!({"type": "string"}))
     );
-    let upgraded = live(&client, "upgrades.example.com").await.expect("crd");
-    let managers: Vec<&str> = upgraded["metadata"]["managedFields"]
-        .as_array()
-        .expect("managedFields")
-        .iter()
-        .filter_map(|m| m["manager"].as_str())
-        .collect();
-    assert!(managers.contains(&"kubectl-crd-safety"), "{managers:?}");
+    let managers = managers(&client, "upgrades.example.com").await;
+    assert!(
+        managers.contains(&(OURS.into(), "Apply".into())),
+        "{managers:?}"
+    );
     let newcomer = live(&client, "newcomers.example.com").await.expect("crd");
     let established = newcomer["status"]["conditions"]
         .as_array()
@@ -132,47 +161,26 @@ async fn a_safe_upgrade_is_applied_with_yes_and_is_visible_in_the_cluster() {
     // Running it again changes nothing and says so.
     let again = apply(plane, &[&path], &["--yes"]);
     assert_eq!(again.code, 0, "{}{}", again.stdout, again.stderr);
-    assert!(
-        again.stderr.contains("Nothing to apply"),
-        "{}",
-        again.stderr
-    );
+    assert_has(&again.stderr, "Nothing to apply");
 }
 
 #[tokio::test]
 async fn error_findings_refuse_the_apply_unless_forced() {
     let Some(plane) = control_plane() else { return };
     let client = admin(plane).await;
-    install_as(
+    let (_dir, path) = installed_and_next(
         &client,
-        &crd(
-            "refusals",
-            &[("v1", true, true)],
-            json!({"mode": {"type": "string"}}),
-        ),
+        "refusals",
         OURS,
+        json!({"mode": {"type": "string"}}),
+        json!({"mode": {"type": "integer"}}),
     )
     .await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = write_manifest(
-        dir.path(),
-        "refusals.json",
-        &crd(
-            "refusals",
-            &[("v1", true, true)],
-            json!({"mode": {"type": "integer"}}),
-        ),
-    );
 
     let r = apply(plane, &[&path], &["--yes"]);
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("┆ type "), "{}", r.stdout);
-    assert!(
-        r.stderr
-            .contains("not applying: 1 error finding (use --force"),
-        "{}",
-        r.stderr
-    );
+    assert_has(&r.stdout, "┆ type ");
+    assert_has(&r.stderr, "not applying: 1 error finding (use --force");
     assert_eq!(
         spec_fields(&client, "refusals.example.com").await["mode"]["type"],
         "string",
@@ -181,11 +189,7 @@ async fn error_findings_refuse_the_apply_unless_forced() {
 
     let r = apply(plane, &[&path], &["--yes", "--force"]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    assert!(
-        r.stdout.contains("refusals.example.com  configured"),
-        "{}",
-        r.stdout
-    );
+    assert_has(&r.stdout, "refusals.example.com  configured");
     assert_eq!(
         spec_fields(&client, "refusals.example.com").await["mode"]["type"],
         "integer"
@@ -196,39 +200,19 @@ async fn error_findings_refuse_the_apply_unless_forced() {
 async fn without_a_terminal_and_without_yes_nothing_is_applied() {
     let Some(plane) = control_plane() else { return };
     let client = admin(plane).await;
-    install_as(
-        &client,
-        &crd("quiets", &[("v1", true, true)], json!({})),
-        OURS,
-    )
-    .await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = write_manifest(
-        dir.path(),
-        "quiets.json",
-        &crd(
-            "quiets",
-            &[("v1", true, true)],
-            json!({"extra": {"type": "string"}}),
-        ),
-    );
+    let extra = json!({"extra": {"type": "string"}});
+    let (_dir, path) = installed_and_next(&client, "quiets", OURS, json!({}), extra).await;
     let r = apply(plane, &[&path], &[]);
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
-    assert!(
-        r.stderr.contains("no terminal to ask on (pass --yes"),
-        "{}",
-        r.stderr
-    );
+    assert_has(&r.stderr, "no terminal to ask on (pass --yes");
     assert!(
         r.stdout.contains("quiets.example.com  SAFE"),
         "the report is still shown: {}",
         r.stdout
     );
-    assert!(
-        spec_fields(&client, "quiets.example.com")
-            .await
-            .get("extra")
-            .is_none(),
+    assert_eq!(
+        spec_field(&client, "quiets.example.com", "extra").await,
+        None,
         "nothing was written"
     );
 }
@@ -236,78 +220,39 @@ async fn without_a_terminal_and_without_yes_nothing_is_applied() {
 /// Runs `apply` in a pseudo-terminal, waits for the question, answers with
 /// one key and returns the exit code and everything the terminal showed.
 fn apply_in_terminal(plane: &ControlPlane, path: &str, key: &str) -> (i32, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kubectl-crd_safety"));
-    cmd.args(["apply", "-f", path, "--kubeconfig"])
-        .arg(&plane.admin_kubeconfig)
-        .env("NO_COLOR", "1")
-        .env("TERM", "xterm")
-        .env("COLUMNS", "120")
-        .env_remove("KUBECONFIG");
-    let mut session = rexpect::session::spawn_command(cmd, Some(30_000)).expect("a pty session");
-    let before = session
-        .exp_string("to context envtest-admin? [y/N]")
-        .expect("the question is asked");
-    session.send(key).expect("the key is typed");
-    session.flush().expect("flushed");
-    let after = session.exp_eof().expect("the command finishes");
-    let status = session.process().wait().expect("exit status");
-    let code = match status {
-        rexpect::process::WaitStatus::Exited(_, code) => code,
-        other => panic!("unexpected end: {other:?}"),
-    };
-    (code, format!("{before}[answered {key}]{after}"))
+    let question = "to context envtest-admin? [y/N]";
+    let args = ["apply", "-f", path];
+    answer_in_terminal(&args, &plane.admin_kubeconfig, 120, question, key)
 }
 
 #[tokio::test]
 async fn the_question_is_answered_in_a_terminal() {
     let Some(plane) = control_plane() else { return };
     let client = admin(plane).await;
-    install_as(
-        &client,
-        &crd("prompts", &[("v1", true, true)], json!({})),
-        OURS,
-    )
-    .await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = write_manifest(
-        dir.path(),
-        "prompts.json",
-        &crd(
-            "prompts",
-            &[("v1", true, true)],
-            json!({"answer": {"type": "string"}}),
-        ),
-    );
+    let answer = json!({"answer": {"type": "string"}});
+    let (_dir, path) = installed_and_next(&client, "prompts", OURS, json!({}), answer).await;
     let path_ref = path.clone();
     let (code, screen) =
         tokio::task::spawn_blocking(move || apply_in_terminal(plane, &path_ref, "n"))
             .await
             .expect("pty thread");
     assert_eq!(code, 4, "{screen}");
-    assert!(
-        screen.contains("About to apply to context envtest-admin"),
-        "{screen}"
-    );
-    assert!(screen.contains("prompts.example.com  update"), "{screen}");
-    assert!(screen.contains("Nothing applied."), "{screen}");
-    assert!(
-        spec_fields(&client, "prompts.example.com")
-            .await
-            .get("answer")
-            .is_none()
+    assert_has(&screen, "About to apply to context envtest-admin");
+    assert_has(&screen, "prompts.example.com  update");
+    assert_has(&screen, "Nothing applied.");
+    assert_eq!(
+        spec_field(&client, "prompts.example.com", "answer").await,
+        None
     );
 
     let (code, screen) = tokio::task::spawn_blocking(move || apply_in_terminal(plane, &path, "y"))
         .await
         .expect("pty thread");
     assert_eq!(code, 0, "{screen}");
-    assert!(
-        screen.contains("prompts.example.com  configured"),
-        "{screen}"
-    );
+    assert_has(&screen, "prompts.example.com  configured");
     assert_eq!(
-        spec_fields(&client, "prompts.example.com").await["answer"],
-        json!({"type": "string"})
+        spec_field(&client, "prompts.example.com", "answer").await,
+        Some(json!({"type": "string"}))
     );
 }
 
@@ -316,30 +261,12 @@ async fn a_field_manager_conflict_is_reported_and_refused_until_forced() {
     let Some(plane) = control_plane() else { return };
     let client = admin(plane).await;
     // Another manager (the test's "crd-safety-test") installed it.
-    install(&client, &crd("owneds", &[("v1", true, true)], json!({}))).await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = write_manifest(
-        dir.path(),
-        "owneds.json",
-        &crd(
-            "owneds",
-            &[("v1", true, true)],
-            json!({"extra": {"type": "string"}}),
-        ),
-    );
-    let kubeconfig = plane.admin_kubeconfig.display().to_string();
+    let extra = json!({"extra": {"type": "string"}});
+    let (_dir, path) =
+        installed_and_next(&client, "owneds", "crd-safety-test", json!({}), extra).await;
 
     // apply-check warns before anyone tries.
-    let r = apply_check(&path, &kubeconfig, &["-o", "json"]);
-    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    let report = r.json();
-    assert_eq!(
-        findings(&report),
-        [("fieldManagerConflict".into(), "warning".into(), None)]
-    );
-    let message = report["crds"][0]["findings"][0]["message"]
-        .as_str()
-        .expect("message");
+    let message = conflict_message(plane, &path, "warning");
     assert!(
         message.contains("conflict with \"crd-safety-test\"")
             && message.contains("--force-conflicts"),
@@ -349,16 +276,13 @@ async fn a_field_manager_conflict_is_reported_and_refused_until_forced() {
     // apply refuses before asking, and writes nothing.
     let r = apply(plane, &[&path], &["--yes"]);
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
-    assert!(
-        r.stderr.contains("another field manager owns fields the manifests change (owneds.example.com); use --force-conflicts"),
-        "{}",
-        r.stderr
+    assert_has(
+        &r.stderr,
+        "another field manager owns fields the manifests change (owneds.example.com); use --force-conflicts",
     );
-    assert!(
-        spec_fields(&client, "owneds.example.com")
-            .await
-            .get("extra")
-            .is_none()
+    assert_eq!(
+        spec_field(&client, "owneds.example.com", "extra").await,
+        None
     );
 
     // Taking the fields over is explicit.
@@ -373,8 +297,8 @@ async fn a_field_manager_conflict_is_reported_and_refused_until_forced() {
         [triple("owneds.example.com", "update", "configured")]
     );
     assert_eq!(
-        spec_fields(&client, "owneds.example.com").await["extra"],
-        json!({"type": "string"})
+        spec_field(&client, "owneds.example.com", "extra").await,
+        Some(json!({"type": "string"}))
     );
 }
 
@@ -384,19 +308,17 @@ async fn a_failure_stops_the_run_and_the_outcome_says_what_was_applied() {
     let client = admin(plane).await;
     // `clashes` asks for a short name another CRD of the group already has:
     // the server accepts the write but never establishes it.
-    let mut taken = crd("takens", &[("v1", true, true)], json!({}));
+    let mut taken = v1_crd("takens", json!({}));
     taken["spec"]["names"]["shortNames"] = json!(["tk"]);
     install(&client, &taken).await;
 
     // JSON for scripts; one apply at a time, so nothing after the failure
     // has started.
-    let dir = failing_run(["firsts", "clashes", "lasts"]);
-    let r = apply(
+    let r = apply_failing_run(
         plane,
-        &[&dir.path().display().to_string()],
+        ["firsts", "clashes", "lasts"],
         &["--yes", "-o", "json", "--concurrency", "1"],
     );
-    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
     let report = r.json();
     assert_eq!(report["apply"]["decision"], "failed");
     assert_eq!(
@@ -421,13 +343,11 @@ async fn a_failure_stops_the_run_and_the_outcome_says_what_was_applied() {
     );
 
     // The table says the same to a person.
-    let dir = failing_run(["seconds", "clashers", "finals"]);
-    let r = apply(
+    let r = apply_failing_run(
         plane,
-        &[&dir.path().display().to_string()],
+        ["seconds", "clashers", "finals"],
         &["--yes", "--concurrency", "1"],
     );
-    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
     let outcome = r
         .stdout
         .split("Apply to context")
@@ -449,21 +369,18 @@ are unchanged and are skipped.",
         "{}",
         r.stdout
     );
-    assert!(
-        outcome
-            .contains("  clashers.example.com  NOT ESTABLISHED: the API server refused its names:"),
-        "{outcome}"
+    assert_has(
+        outcome,
+        "  clashers.example.com  NOT ESTABLISHED: the API server refused its names:",
     );
 
     // Applies in flight together (the default, 8) each finish and say how
     // they ended: the failure stops only those not yet started.
-    let dir = failing_run(["thirds", "clashings", "afters"]);
-    let r = apply(
+    let r = apply_failing_run(
         plane,
-        &[&dir.path().display().to_string()],
+        ["thirds", "clashings", "afters"],
         &["--yes", "-o", "json"],
     );
-    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
     assert_eq!(
         results(&r.json()),
         [
@@ -475,18 +392,21 @@ are unchanged and are skipped.",
     assert!(live(&client, "afters.example.com").await.is_some());
 }
 
-/// Manifests for three new CRDs, the second of which asks for the short
-/// name `tk` that `takens` already has.
-fn failing_run(plurals: [&str; 3]) -> tempfile::TempDir {
+/// Runs `apply extra...` of manifests for three new CRDs, the second of
+/// which asks for the short name `tk` that `takens` already has: the run
+/// fails (exit 3).
+fn apply_failing_run(plane: &ControlPlane, plurals: [&str; 3], extra: &[&str]) -> Run {
     let dir = tempfile::tempdir().expect("tempdir");
     for (i, plural) in plurals.iter().enumerate() {
-        let mut m = crd(plural, &[("v1", true, true)], json!({}));
+        let mut m = v1_crd(plural, json!({}));
         if i == 1 {
             m["spec"]["names"]["shortNames"] = json!(["tk"]);
         }
         write_manifest(dir.path(), &format!("{i}-{plural}.json"), &m);
     }
-    dir
+    let r = apply(plane, &[&dir.path().display().to_string()], extra);
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+    r
 }
 
 #[test]
@@ -524,11 +444,7 @@ async fn a_crd_installed_with_plain_kubectl_apply_is_taken_over_like_kubectl_ser
     let Some(plane) = control_plane() else { return };
     let client = admin(plane).await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let old = write_manifest(
-        dir.path(),
-        "old.json",
-        &crd("handapplieds", &[("v1", true, true)], json!({})),
-    );
+    let old = write_manifest(dir.path(), "old.json", &v1_crd("handapplieds", json!({})));
     kubectl_installs(plane, "apply", &old, dir.path());
     let name = "handapplieds.example.com";
     assert!(
@@ -536,28 +452,11 @@ async fn a_crd_installed_with_plain_kubectl_apply_is_taken_over_like_kubectl_ser
             .await
             .contains(&("kubectl-client-side-apply".into(), "Update".into()))
     );
-    let new = write_manifest(
-        dir.path(),
-        "new.json",
-        &crd(
-            "handapplieds",
-            &[("v1", true, true)],
-            json!({"extra": {"type": "string"}}),
-        ),
-    );
+    let next = v1_crd("handapplieds", json!({"extra": {"type": "string"}}));
+    let new = write_manifest(dir.path(), "new.json", &next);
 
     // No conflict is reported; the takeover is named.
-    let kubeconfig = plane.admin_kubeconfig.display().to_string();
-    let r = apply_check(&new, &kubeconfig, &["-o", "json"]);
-    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    let report = r.json();
-    assert_eq!(
-        findings(&report),
-        [("fieldManagerConflict".into(), "info".into(), None)]
-    );
-    let message = report["crds"][0]["findings"][0]["message"]
-        .as_str()
-        .unwrap_or_default();
+    let message = conflict_message(plane, &new, "info");
     assert!(
         message.contains("kubectl-client-side-apply")
             && message.contains("kubectl apply --server-side"),
@@ -572,8 +471,8 @@ async fn a_crd_installed_with_plain_kubectl_apply_is_taken_over_like_kubectl_ser
     );
     assert_eq!(results(&r.json()), [triple(name, "update", "configured")]);
     assert_eq!(
-        spec_fields(&client, name).await["extra"],
-        json!({"type": "string"})
+        spec_field(&client, name, "extra").await,
+        Some(json!({"type": "string"}))
     );
     let after = managers(&client, name).await;
     assert!(after.contains(&(OURS.into(), "Apply".into())), "{after:?}");
@@ -594,43 +493,18 @@ async fn a_crd_installed_with_plain_kubectl_apply_is_taken_over_like_kubectl_ser
 async fn fields_owned_by_helm_are_not_taken_and_helm_is_named() {
     let Some(plane) = control_plane() else { return };
     let client = admin(plane).await;
-    install_as(
-        &client,
-        &crd("helmeds", &[("v1", true, true)], json!({})),
-        "helm",
-    )
-    .await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = write_manifest(
-        dir.path(),
-        "helmeds.json",
-        &crd(
-            "helmeds",
-            &[("v1", true, true)],
-            json!({"extra": {"type": "string"}}),
-        ),
-    );
-    let kubeconfig = plane.admin_kubeconfig.display().to_string();
-    let r = apply_check(&path, &kubeconfig, &["-o", "json"]);
-    let report = r.json();
-    assert_eq!(
-        findings(&report),
-        [("fieldManagerConflict".into(), "warning".into(), None)]
-    );
-    let message = report["crds"][0]["findings"][0]["message"]
-        .as_str()
-        .unwrap_or_default();
-    assert!(
-        message.contains("helm is Helm (the next helm upgrade reverts the change)"),
-        "{message}"
+    let extra = json!({"extra": {"type": "string"}});
+    let (_dir, path) = installed_and_next(&client, "helmeds", "helm", json!({}), extra).await;
+    let message = conflict_message(plane, &path, "warning");
+    assert_has(
+        &message,
+        "helm is Helm (the next helm upgrade reverts the change)",
     );
     let r = apply(plane, &[&path], &["--yes"]);
     assert_eq!(r.code, 1, "refused\n{}{}", r.stdout, r.stderr);
-    assert!(
-        spec_fields(&client, "helmeds.example.com")
-            .await
-            .get("extra")
-            .is_none()
+    assert_eq!(
+        spec_field(&client, "helmeds.example.com", "extra").await,
+        None
     );
 }
 
@@ -658,17 +532,13 @@ async fn a_release_changing_annotations_and_schema_takes_over_kubectl_apply_and_
     let dir = tempfile::tempdir().expect("tempdir");
     for (verb, plural) in [("apply", "annotateds"), ("create", "createds")] {
         let name = format!("{plural}.example.com");
-        let mut old = crd(plural, &[("v1", true, true)], json!({}));
+        let mut old = v1_crd(plural, json!({}));
         old["metadata"]["annotations"] = json!({"example.com/release": "1.0"});
         let old = write_manifest(dir.path(), &format!("{plural}-old.json"), &old);
         kubectl_installs(plane, verb, &old, dir.path());
         // What nearly every release does: a new annotation value and a new
         // field, two conflicts with the client-side manager.
-        let mut new = crd(
-            plural,
-            &[("v1", true, true)],
-            json!({"extra": {"type": "string"}}),
-        );
+        let mut new = v1_crd(plural, json!({"extra": {"type": "string"}}));
         new["metadata"]["annotations"] = json!({"example.com/release": "1.1"});
         let new = write_manifest(dir.path(), &format!("{plural}-new.json"), &new);
 
@@ -685,8 +555,8 @@ async fn a_release_changing_annotations_and_schema_takes_over_kubectl_apply_and_
             "kubectl {verb}"
         );
         assert_eq!(
-            spec_fields(&client, &name).await["extra"],
-            json!({"type": "string"})
+            spec_field(&client, &name, "extra").await,
+            Some(json!({"type": "string"}))
         );
         let after = managers(&client, &name).await;
         assert!(after.contains(&(OURS.into(), "Apply".into())), "{after:?}");
@@ -715,15 +585,11 @@ async fn a_bundle_the_server_refuses_in_part_is_not_applied_at_all_even_with_for
     .await;
     let dir = tempfile::tempdir().expect("tempdir");
     // The first CRD of the bundle is fine on its own.
-    write_manifest(
-        dir.path(),
-        "0-fines.json",
-        &crd("fines", &[("v1", true, true)], json!({})),
-    );
+    write_manifest(dir.path(), "0-fines.json", &v1_crd("fines", json!({})));
     write_manifest(
         dir.path(),
         "1-halfways.json",
-        &crd("halfways", &[("v1", true, true)], json!({})),
+        &v1_crd("halfways", json!({})),
     );
     let bundle = dir.path().display().to_string();
 
@@ -762,7 +628,7 @@ fn bundle_crd(i: usize, added: bool) -> Value {
     } else {
         json!({})
     };
-    crd(&format!("bundle{i:03}s"), &[("v1", true, true)], extra)
+    v1_crd(&format!("bundle{i:03}s"), extra)
 }
 
 /// The report without what names the way to the server (context, URL),
@@ -890,11 +756,9 @@ async fn a_big_bundle_over_a_slow_network_gets_the_same_verdicts_in_order() {
     // The server refuses one: nothing is applied, either way.
     let r = slow_apply(&[]);
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
-    assert!(
-        spec_fields(&client, "bundle050s.example.com")
-            .await
-            .get("added")
-            .is_none()
+    assert_eq!(
+        spec_field(&client, "bundle050s.example.com", "added").await,
+        None
     );
 
     // Without it, and taking Helm's field over: every CRD applied through
@@ -953,7 +817,7 @@ async fn a_big_bundle_over_a_slow_network_gets_the_same_verdicts_in_order() {
     for i in [0, helm, deleted, N - 1] {
         let name = format!("bundle{i:03}s.example.com");
         assert!(
-            spec_fields(&client, &name).await.get("added").is_some(),
+            spec_field(&client, &name, "added").await.is_some(),
             "{name}"
         );
     }
@@ -964,38 +828,19 @@ async fn a_big_bundle_over_a_slow_network_gets_the_same_verdicts_in_order() {
 /// report through one GET each, as RBAC decides on the real server.
 #[tokio::test]
 async fn a_user_who_may_only_get_crds_still_checks_a_big_bundle() {
-    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
     let Some(plane) = control_plane() else { return };
     let client = admin(plane).await;
-    let params = kube::api::PostParams::default();
-    let role: ClusterRole = serde_json::from_value(json!({
-        "metadata": {"name": "crd-getter"},
-        "rules": [{
-            "apiGroups": ["apiextensions.k8s.io"],
-            "resources": ["customresourcedefinitions"],
-            "verbs": ["get", "patch", "create"],
-        }],
-    }))
-    .expect("role");
-    let binding: ClusterRoleBinding = serde_json::from_value(json!({
-        "metadata": {"name": "crd-getter"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "crd-getter"},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "crd-getter"}],
-    }))
-    .expect("binding");
-    Api::<ClusterRole>::all(client.clone())
-        .create(&params, &role)
-        .await
-        .expect("role created");
-    Api::<ClusterRoleBinding>::all(client.clone())
-        .create(&params, &binding)
-        .await
-        .expect("binding created");
+    let rules = json!([{
+        "apiGroups": ["apiextensions.k8s.io"],
+        "resources": ["customresourcedefinitions"],
+        "verbs": ["get", "patch", "create"],
+    }]);
+    grant(&client, "crd-getter", "crd-getter", rules).await;
     // 40 CRDs (more than a LIST is used for), two of them installed.
     let dir = tempfile::tempdir().expect("tempdir");
     let n = crd_safety::cluster::LIST_FROM + 8;
     for i in 0..n {
-        let m = crd(&format!("getonly{i:03}s"), &[("v1", true, true)], json!({}));
+        let m = v1_crd(&format!("getonly{i:03}s"), json!({}));
         if i < 2 {
             install(&client, &m).await;
         }

@@ -8,11 +8,27 @@ use std::path::Path;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Api;
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use serde_json::{Value, json};
-use support::envtest::{control_plane, control_plane_of, matrix};
-use support::live::{admin, apply_check, crd, findings, install, write_manifest};
+use support::envtest::{control_plane, control_plane_of, free_port, matrix};
+use support::live::{admin, apply_check, crd, create_objects, findings, install, write_manifest};
 use support::run::run;
+use support::runs::{assert_has, finding};
+
+/// `apply-check` of the safe-upgrade example with `kubeconfig` meets a
+/// cluster fault: exit 3 and one line on stderr, which is returned.
+fn fault_line(kubeconfig: &str, extra: &[&str]) -> String {
+    let r = apply_check("examples/safe-upgrade/new.yaml", kubeconfig, extra);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    r.stderr
+}
+
+/// Writes a kubeconfig's `text` to `name` in `dir`: its path.
+fn kubeconfig_file(dir: &Path, name: &str, text: String) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("kubeconfig");
+    path.display().to_string()
+}
 
 #[tokio::test]
 async fn the_test_control_plane_serves_crds_to_admin_and_denies_the_restricted_user() {
@@ -58,20 +74,8 @@ async fn a_stored_version_removal_is_caught_only_thanks_to_the_live_stored_versi
         ),
     )
     .await;
-    let ar = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("example.com", "v1alpha1", "Older"),
-        "olders",
-    );
-    let objects: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
-    let obj: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "example.com/v1alpha1", "kind": "Older",
-        "metadata": {"name": "first"}, "spec": {"size": 1}
-    }))
-    .expect("object");
-    objects
-        .create(&PostParams::default(), &obj)
-        .await
-        .expect("object created as v1alpha1");
+    let first = ("default".into(), "first".into(), json!({"size": 1}));
+    create_objects(&client, "olders", "v1alpha1", vec![first]).await;
     // ...then storage moves to v1: status.storedVersions is now [v1alpha1, v1].
     let switched = crd(
         "olders",
@@ -95,21 +99,15 @@ async fn a_stored_version_removal_is_caught_only_thanks_to_the_live_stored_versi
         report["crds"][0]["storedVersions"]["versions"],
         json!(["v1alpha1", "v1"])
     );
-    let f = findings(&report);
-    assert!(
-        f.contains(&(
-            "storedVersionRemoval".into(),
-            "error".into(),
-            Some("v1alpha1".into())
-        )),
-        "{f:?}"
+    let removal = (
+        "storedVersionRemoval".into(),
+        "error".into(),
+        Some("v1alpha1".into()),
     );
-    let rejection = report["crds"][0]["findings"]
-        .as_array()
-        .expect("findings")
-        .iter()
-        .find(|f| f["check"] == "apiServerRejects")
-        .expect("the API server's own refusal is reported");
+    let f = findings(&report);
+    assert!(f.contains(&removal), "{f:?}");
+    // The API server's own refusal is reported.
+    let rejection = finding(&report, "apiServerRejects");
     assert!(
         rejection["message"]
             .as_str()
@@ -123,11 +121,7 @@ async fn a_stored_version_removal_is_caught_only_thanks_to_the_live_stored_versi
     let offline = run(&["diff", &installed, &dropped, "-o", "json"], None);
     let offline: Value = serde_json::from_str(&offline.stdout).expect("json");
     assert!(
-        !findings(&offline).contains(&(
-            "storedVersionRemoval".into(),
-            "error".into(),
-            Some("v1alpha1".into())
-        )),
+        !findings(&offline).contains(&removal),
         "offline the removal can only be a warning"
     );
 }
@@ -150,11 +144,7 @@ async fn a_crd_missing_from_the_cluster_is_new_and_the_header_names_the_context(
         "{}",
         r.stdout
     );
-    assert!(
-        r.stdout.contains("freshes.example.com  NEW"),
-        "{}",
-        r.stdout
-    );
+    assert_has(&r.stdout, "freshes.example.com  NEW");
 }
 
 #[tokio::test]
@@ -169,11 +159,8 @@ async fn the_api_servers_own_rejection_is_a_finding() {
     let r = apply_check(&path, &kubeconfig, &["-o", "json"]);
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
     let report: Value = serde_json::from_str(&r.stdout).expect("json");
-    let findings = report["crds"][0]["findings"].as_array().expect("findings");
-    let f = findings
-        .iter()
-        .find(|f| f["check"] == "apiServerRejects")
-        .expect("the dry run's refusal");
+    // The dry run's refusal.
+    let f = finding(&report, "apiServerRejects");
     assert!(
         f["message"]
             .as_str()
@@ -181,10 +168,7 @@ async fn the_api_servers_own_rejection_is_a_finding() {
         "{f}"
     );
     // The offline check saw it too, at the path the server names.
-    let offline = findings
-        .iter()
-        .find(|f| f["check"] == "invalidCrd")
-        .expect("invalidCrd");
+    let offline = finding(&report, "invalidCrd");
     assert_eq!(
         offline["path"],
         "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"
@@ -248,42 +232,27 @@ async fn a_new_rule_is_judged_by_the_connected_servers_own_version() {
 #[tokio::test]
 async fn cluster_faults_are_one_line_and_exit_3() {
     let Some(plane) = control_plane() else { return };
-    let manifest = "examples/safe-upgrade/new.yaml";
     let dir = tempfile::tempdir().expect("tempdir");
     let admin_cfg = std::fs::read_to_string(&plane.admin_kubeconfig).expect("kubeconfig");
 
     // 403: the restricted user may not read CRDs.
     let restricted = plane.restricted_kubeconfig.display().to_string();
-    let r = apply_check(manifest, &restricted, &[]);
-    assert_eq!(r.code, 3, "{}", r.stderr);
-    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    let stderr = fault_line(&restricted, &[]);
     assert!(
-        r.stderr.contains("forbidden (403)")
-            && r.stderr
-                .contains("cannot get resource \"customresourcedefinitions\""),
-        "{}",
-        r.stderr
+        stderr.contains("forbidden (403)")
+            && stderr.contains("cannot get resource \"customresourcedefinitions\""),
+        "{stderr}"
     );
 
     // Nothing listens on the port.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("port")
-        .local_addr()
-        .expect("addr")
-        .port();
+    let closed = free_port();
     let unreachable = admin_cfg.replace(&plane.server, &format!("https://127.0.0.1:{closed}"));
-    let path = dir.path().join("unreachable.kubeconfig");
-    std::fs::write(&path, unreachable).expect("kubeconfig");
-    let r = apply_check(manifest, &path.display().to_string(), &[]);
-    assert_eq!(r.code, 3, "{}", r.stderr);
-    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    let path = kubeconfig_file(dir.path(), "unreachable.kubeconfig", unreachable);
+    let stderr = fault_line(&path, &[]);
     assert!(
-        r.stderr
-            .contains("cannot reach the API server at https://127.0.0.1:")
-            && r.stderr
-                .ends_with(": connection refused - did you specify the right host or port?\n"),
-        "{}",
-        r.stderr
+        stderr.contains("cannot reach the API server at https://127.0.0.1:")
+            && stderr.ends_with(": connection refused - did you specify the right host or port?\n"),
+        "{stderr}"
     );
 
     // 401: a bearer token the server does not know.
@@ -295,20 +264,16 @@ async fn cluster_faults_are_one_line_and_exit_3() {
         &admin_cfg[..user_start],
         &admin_cfg[user_end..]
     );
-    let path = dir.path().join("token.kubeconfig");
-    std::fs::write(&path, with_token).expect("kubeconfig");
-    let r = apply_check(manifest, &path.display().to_string(), &[]);
-    assert_eq!(r.code, 3, "{}", r.stderr);
-    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
-    assert!(
-        r.stderr.contains(&format!(
+    let path = kubeconfig_file(dir.path(), "token.kubeconfig", with_token);
+    let stderr = fault_line(&path, &[]);
+    assert_has(
+        &stderr,
+        &format!(
             "{} refused the credentials of context envtest-admin (401 Unauthorized)",
             plane.server
-        )),
-        "{}",
-        r.stderr
+        ),
     );
-    assert!(!r.stderr.contains(token), "the token is never printed");
+    assert!(!stderr.contains(token), "the token is never printed");
 
     // A request timeout: the path to the real server stalls (a relay that
     // accepts connections and never forwards a byte).
@@ -322,22 +287,12 @@ async fn cluster_faults_are_one_line_and_exit_3() {
         std::thread::sleep(std::time::Duration::from_secs(30));
     });
     let slow = admin_cfg.replace(&plane.server, &format!("https://127.0.0.1:{port}"));
-    let path = dir.path().join("stalled.kubeconfig");
-    std::fs::write(&path, slow).expect("kubeconfig");
+    let path = kubeconfig_file(dir.path(), "stalled.kubeconfig", slow);
     let started = std::time::Instant::now();
-    let r = apply_check(
-        manifest,
-        &path.display().to_string(),
-        &["--request-timeout", "1s"],
-    );
-    assert_eq!(r.code, 3, "{}", r.stderr);
-    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
-    assert!(
-        r.stderr.contains(&format!(
-            "request to https://127.0.0.1:{port} timed out after 1s (--request-timeout)"
-        )),
-        "{}",
-        r.stderr
+    let stderr = fault_line(&path, &["--request-timeout", "1s"]);
+    assert_has(
+        &stderr,
+        &format!("request to https://127.0.0.1:{port} timed out after 1s (--request-timeout)"),
     );
     assert!(
         started.elapsed() < std::time::Duration::from_secs(20),
@@ -351,17 +306,11 @@ async fn cluster_faults_are_one_line_and_exit_3() {
         &serving_ca.display().to_string(),
         &wrong_ca.display().to_string(),
     );
-    let path = dir.path().join("untrusted.kubeconfig");
-    std::fs::write(&path, untrusted).expect("kubeconfig");
-    let r = apply_check(manifest, &path.display().to_string(), &[]);
-    assert_eq!(r.code, 3, "{}", r.stderr);
-    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
-    assert!(r.stderr.contains("TLS handshake with"), "{}", r.stderr);
+    let path = kubeconfig_file(dir.path(), "untrusted.kubeconfig", untrusted);
+    let stderr = fault_line(&path, &[]);
+    assert_has(&stderr, "TLS handshake with");
     for secret in [".key", "BEGIN"] {
-        assert!(
-            !r.stderr.contains(secret),
-            "no credential material in errors"
-        );
+        assert!(!stderr.contains(secret), "no credential material in errors");
     }
 }
 
@@ -411,5 +360,5 @@ async fn kubectl_runs_the_plugin_as_kubectl_crd_safety() {
         "{stdout}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stdout.contains("gadgets.example.com  NEW"), "{stdout}");
+    assert_has(&stdout, "gadgets.example.com  NEW");
 }

@@ -12,8 +12,9 @@ use std::process::Command;
 
 use serde_json::json;
 use support::envtest::{ADMIN_TOKEN, ControlPlane, control_plane, sh};
-use support::live::{crd, write_manifest};
+use support::live::{apply_check, crd, write_manifest};
 use support::run::{Run, run};
+use tempfile::TempDir;
 
 /// A plugin that appends a line to `runs` each time it runs, writes the
 /// token to its stderr (as a careless plugin might) and prints a token
@@ -33,6 +34,16 @@ fn plugin(dir: &Path, expires: &str) -> (PathBuf, PathBuf) {
     .expect("plugin written");
     sh(dir, &format!("chmod +x '{}'", script.display()));
     (script, runs)
+}
+
+/// A new directory with a [`plugin`] whose credential expires at `expires`
+/// and a kubeconfig that runs it in `interactiveMode` `mode`: the
+/// directory, the kubeconfig's path and the plugin's log of runs.
+fn exec_user(plane: &ControlPlane, expires: &str, mode: &str) -> (TempDir, String, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (script, runs) = plugin(dir.path(), expires);
+    let kubeconfig = kubeconfig(plane, dir.path(), &script, mode);
+    (dir, kubeconfig, runs)
 }
 
 fn kubeconfig(plane: &ControlPlane, dir: &Path, script: &Path, mode: &str) -> String {
@@ -79,20 +90,10 @@ fn manifest(dir: &Path) -> String {
     )
 }
 
-/// `apply-check` of [`manifest`].
+/// `apply-check -o json` of [`manifest`] (held to the server's dry run on
+/// the way, as [`apply_check`] does).
 fn check(dir: &Path, kubeconfig: &str) -> Run {
-    run(
-        &[
-            "apply-check",
-            "-f",
-            &manifest(dir),
-            "--kubeconfig",
-            kubeconfig,
-            "-o",
-            "json",
-        ],
-        None,
-    )
+    apply_check(&manifest(dir), kubeconfig, &["-o", "json"])
 }
 
 fn runs(log: &Path) -> usize {
@@ -113,9 +114,7 @@ fn kubectl(plane: &ControlPlane, kubeconfig: &str) -> std::process::Output {
 #[test]
 fn without_a_terminal_an_if_available_plugin_runs_and_its_stderr_is_not_shown() {
     let Some(plane) = control_plane() else { return };
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (script, _) = plugin(dir.path(), "2099-01-01T00:00:00Z");
-    let kc = kubeconfig(plane, dir.path(), &script, "IfAvailable");
+    let (dir, kc, _) = exec_user(plane, "2099-01-01T00:00:00Z", "IfAvailable");
     assert!(kubectl(plane, &kc).status.success(), "kubectl accepts it");
     let r = check(dir.path(), &kc);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
@@ -126,9 +125,7 @@ fn without_a_terminal_an_if_available_plugin_runs_and_its_stderr_is_not_shown() 
 #[test]
 fn an_always_interactive_plugin_without_a_terminal_is_refused_like_kubectl() {
     let Some(plane) = control_plane() else { return };
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (script, runs_log) = plugin(dir.path(), "2099-01-01T00:00:00Z");
-    let kc = kubeconfig(plane, dir.path(), &script, "Always");
+    let (dir, kc, runs_log) = exec_user(plane, "2099-01-01T00:00:00Z", "Always");
     let by_kubectl = kubectl(plane, &kc);
     assert!(!by_kubectl.status.success(), "kubectl refuses it too");
     assert!(
@@ -149,9 +146,7 @@ fn an_always_interactive_plugin_without_a_terminal_is_refused_like_kubectl() {
 #[test]
 fn an_expired_credential_is_fetched_again_before_the_next_request() {
     let Some(plane) = control_plane() else { return };
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (fresh, fresh_runs) = plugin(dir.path(), "2099-01-01T00:00:00Z");
-    let kc = kubeconfig(plane, dir.path(), &fresh, "Never");
+    let (dir, kc, fresh_runs) = exec_user(plane, "2099-01-01T00:00:00Z", "Never");
     let r = check(dir.path(), &kc);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     // kube-rs runs the plugin once to build the configuration and once for
@@ -162,9 +157,7 @@ fn an_expired_credential_is_fetched_again_before_the_next_request() {
         "a valid credential is reused: {fresh_count}"
     );
 
-    let expired_dir = tempfile::tempdir().expect("tempdir");
-    let (expired, expired_runs) = plugin(expired_dir.path(), "2000-01-01T00:00:00Z");
-    let kc = kubeconfig(plane, expired_dir.path(), &expired, "Never");
+    let (expired_dir, kc, expired_runs) = exec_user(plane, "2000-01-01T00:00:00Z", "Never");
     let r = check(expired_dir.path(), &kc);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     // The CRD's GET, /version and the dry run each need a credential.
@@ -178,9 +171,7 @@ fn an_expired_credential_is_fetched_again_before_the_next_request() {
 #[test]
 fn verbose_output_shows_each_request_and_never_a_credential() {
     let Some(plane) = control_plane() else { return };
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (script, _) = plugin(dir.path(), "2000-01-01T00:00:00Z");
-    let kc = kubeconfig(plane, dir.path(), &script, "IfAvailable");
+    let (dir, kc, _) = exec_user(plane, "2000-01-01T00:00:00Z", "IfAvailable");
     let ca = plane.dir.path().join("certs/apiserver.crt");
     let ca = ca.display().to_string();
     let manifest = manifest(dir.path());

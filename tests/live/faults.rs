@@ -10,16 +10,16 @@
 
 use crate::support;
 
-use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
 use kube::Client;
 use serde_json::{Value, json};
-use support::envtest::{ControlPlane, control_plane, dedicated};
+use support::envtest::{ControlPlane, control_plane, dedicated, free_port};
 use support::faults::{Fault, FaultProxy, Incoming, Seen};
 use support::live::{admin, crd, create_objects, install, write_manifest};
-use support::run::run;
+use support::run::{Run, run};
+use support::runs::{assert_has, finished, start};
 
 /// Creates `n` objects `<plural>` named `o0..`, with `spec.size = i % 10`.
 async fn create_numbered(client: &Client, plural: &str, n: usize) {
@@ -56,6 +56,29 @@ async fn setup(plane: &ControlPlane, plural: &str, n: usize, dir: &std::path::Pa
     install(&client, &old).await;
     create_numbered(&client, plural, n).await;
     write_manifest(dir, "new.json", &new)
+}
+
+/// Runs `apply-check -f manifest --kubeconfig kubeconfig --objects
+/// extra...`: the check with a scan of the objects.
+fn scan(manifest: &str, kubeconfig: &str, extra: &[&str]) -> Run {
+    let mut args = vec![
+        "apply-check",
+        "-f",
+        manifest,
+        "--kubeconfig",
+        kubeconfig,
+        "--objects",
+    ];
+    args.extend_from_slice(extra);
+    run(&args, None)
+}
+
+/// Whether a request the proxy sees is a LIST of `plural`'s objects after
+/// the first page (it sends a continue token).
+fn later_page(r: &Incoming<'_>, plural: &str) -> bool {
+    r.target
+        .starts_with(&format!("/apis/example.com/v1/{plural}?"))
+        && r.target.contains("continue=")
 }
 
 /// An HTTP date `secs` from now, as a server would send in `Retry-After`.
@@ -130,7 +153,7 @@ async fn a_scan_through_429_503_and_cut_connections_completes_with_exact_counts(
         if path == "/version" {
             return Fault::Close;
         }
-        if path == "/apis/example.com/v1/faultscans" && r.target.contains("continue=") {
+        if later_page(r, "faultscans") {
             let mut pages = pages.lock().expect("page count");
             *pages += 1;
             return match *pages {
@@ -143,39 +166,18 @@ async fn a_scan_through_429_503_and_cut_connections_completes_with_exact_counts(
         }
         Fault::Forward
     });
-    let args = |kubeconfig: &str| -> Vec<String> {
-        [
-            "apply-check",
-            "-f",
-            &manifest,
-            "--kubeconfig",
-            kubeconfig,
-            "--objects",
-            "--chunk-size",
-            "10",
-            "-o",
-            "json",
-        ]
-        .map(str::to_string)
-        .to_vec()
-    };
+    let pages_of_10 = ["--chunk-size", "10", "-o", "json"];
     // The baseline: the same scan through a proxy that forwards everything.
     let clean = FaultProxy::start(plane, |_: &Incoming<'_>| Fault::Forward);
     let clean_dir = tempfile::tempdir().expect("tempdir");
-    let clean_args = args(&clean.kubeconfig(clean_dir.path()));
+    let clean_kubeconfig = clean.kubeconfig(clean_dir.path());
     let started = Instant::now();
-    let baseline = run(
-        &clean_args.iter().map(String::as_str).collect::<Vec<_>>(),
-        None,
-    );
+    let baseline = scan(&manifest, &clean_kubeconfig, &pages_of_10);
     let baseline_took = started.elapsed();
     assert_eq!(baseline.json()["cluster"]["retries"], 0);
-    let faulty_args = args(&proxy.kubeconfig(dir.path()));
+    let faulty_kubeconfig = proxy.kubeconfig(dir.path());
     let started = Instant::now();
-    let r = run(
-        &faulty_args.iter().map(String::as_str).collect::<Vec<_>>(),
-        None,
-    );
+    let r = scan(&manifest, &faulty_kubeconfig, &pages_of_10);
     let took = started.elapsed();
     assert_eq!(
         r.code, 1,
@@ -249,41 +251,26 @@ async fn the_table_says_how_often_it_retried_and_that_the_counts_are_complete() 
     let dir = tempfile::tempdir().expect("tempdir");
     let manifest = setup(plane, "faulttables", 20, dir.path()).await;
     let proxy = FaultProxy::start(plane, |r: &Incoming<'_>| {
-        let list = r.target.starts_with("/apis/example.com/v1/faulttables?");
-        if list && r.target.contains("continue=") && r.nth == 1 {
+        if later_page(r, "faulttables") && r.nth == 1 {
             Fault::status(503, Some("0"))
         } else {
             Fault::Forward
         }
     });
     let kubeconfig = proxy.kubeconfig(dir.path());
-    let r = run(
-        &[
-            "apply-check",
-            "-f",
-            &manifest,
-            "--kubeconfig",
-            &kubeconfig,
-            "--objects",
-            "--chunk-size",
-            "5",
-        ],
-        None,
-    );
+    let r = scan(&manifest, &kubeconfig, &["--chunk-size", "5"]);
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
-    assert!(
-        r.stdout
-            .contains(&format!("objects: 20 scanned in v1; 4 invalid, 0 losing data (server 1.{}, ratcheting on); 3 requests retried", plane.kube_minor)),
-        "{}",
-        r.stdout
-    );
-    assert!(
-        r.stdout.contains(
-            "retries: 3 requests to the API server retried after transient failures (429, 5xx, \
-             lost connections); every count above is complete"
+    assert_has(
+        &r.stdout,
+        &format!(
+            "objects: 20 scanned in v1; 4 invalid, 0 losing data (server 1.{}, ratcheting on); 3 requests retried",
+            plane.kube_minor
         ),
-        "{}",
-        r.stdout
+    );
+    assert_has(
+        &r.stdout,
+        "retries: 3 requests to the API server retried after transient failures (429, 5xx, \
+             lost connections); every count above is complete",
     );
 }
 
@@ -294,29 +281,17 @@ async fn faults_that_outlast_the_retries_fail_the_scan_instead_of_a_short_count(
     let manifest = setup(plane, "faultstucks", 20, dir.path()).await;
     // The second page never comes (Retry-After: 0 keeps the test quick).
     let proxy = FaultProxy::start(plane, |r: &Incoming<'_>| {
-        if r.target.starts_with("/apis/example.com/v1/faultstucks?")
-            && r.target.contains("continue=")
-        {
+        if later_page(r, "faultstucks") {
             Fault::status(503, Some("0"))
         } else {
             Fault::Forward
         }
     });
     let kubeconfig = proxy.kubeconfig(dir.path());
-    let r = run(
-        &[
-            "apply-check",
-            "-f",
-            &manifest,
-            "--kubeconfig",
-            &kubeconfig,
-            "--objects",
-            "--chunk-size",
-            "10",
-            "-o",
-            "json",
-        ],
-        None,
+    let r = scan(
+        &manifest,
+        &kubeconfig,
+        &["--chunk-size", "10", "-o", "json"],
     );
     assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
     assert_eq!(r.stdout, "", "no report, so no partial count");
@@ -346,9 +321,7 @@ async fn an_apply_whose_answer_is_lost_is_retried_and_applied_once() {
     let Some(plane) = control_plane() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
     let client = admin(plane).await;
-    let (old, new) = old_and_new("faultapplies");
-    install(&client, &old).await;
-    let manifest = write_manifest(dir.path(), "new.json", &new);
+    let manifest = setup(plane, "faultapplies", 0, dir.path()).await;
     // The real apply reaches the server but its answer is cut; the
     // retried apply's answer says the CRD is established, so no GET waits
     // for it (a 503 scripted for one would go unused).
@@ -428,24 +401,20 @@ async fn lists_served(client: &Client, plural: &str) -> u64 {
         .sum::<f64>() as u64
 }
 
+/// The scan of `manifest`'s objects as the admin, straight to the server,
+/// started for the test to restart the server under it.
 fn scan_directly(plane: &ControlPlane, manifest: &str) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_kubectl-crd_safety"))
-        .args([
-            "apply-check",
-            "-f",
-            manifest,
-            "--objects",
-            "--chunk-size",
-            "10",
-        ])
-        .args(["-o", "json", "--kubeconfig"])
-        .arg(&plane.admin_kubeconfig)
-        .env_remove("KUBECONFIG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary starts")
+    let args = [
+        "apply-check",
+        "-f",
+        manifest,
+        "--objects",
+        "--chunk-size",
+        "10",
+        "-o",
+        "json",
+    ];
+    start(&args, &plane.admin_kubeconfig)
 }
 
 #[tokio::test]
@@ -462,11 +431,9 @@ async fn a_scan_survives_the_api_server_restarting_in_the_middle() {
     let manifest = setup(&plane, "restarts", n, dir.path()).await;
     // A baseline in the same run, for the figure.
     let started = Instant::now();
-    let baseline = scan_directly(&plane, &manifest)
-        .wait_with_output()
-        .expect("baseline scan");
+    let baseline = finished(scan_directly(&plane, &manifest)).await;
     let baseline_took = started.elapsed();
-    assert_eq!(baseline.status.code(), Some(1));
+    assert_eq!(baseline.code, 1, "baseline scan: {}", baseline.stderr);
     let client = admin(&plane).await;
     let before = lists_served(&client, "restarts").await;
     let started = Instant::now();
@@ -485,17 +452,11 @@ async fn a_scan_survives_the_api_server_restarting_in_the_middle() {
     .await
     .expect("restart thread");
     let away = restart_started.elapsed();
-    let out = tokio::task::spawn_blocking(move || child.wait_with_output())
-        .await
-        .expect("waited")
-        .expect("output");
+    let r = finished(child).await;
     let took = started.elapsed();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
-    let report: Value = serde_json::from_str(&stdout).expect("a JSON report");
+    let stderr = &r.stderr;
+    assert_eq!(r.code, 1, "{}{stderr}", r.stdout);
+    let report: Value = serde_json::from_str(&r.stdout).expect("a JSON report");
     let scan = &report["crds"][0]["scan"];
     assert_eq!(scan["scanned"], n, "every object exactly once: {scan}");
     assert_eq!(scan["invalid"], n / 5, "sizes 0 and 1: {scan}");
@@ -535,20 +496,10 @@ async fn large_pages_come_gzip_compressed_unless_the_kubeconfig_disables_it() {
     ] {
         let proxy = FaultProxy::start(plane, |_: &Incoming<'_>| Fault::Forward);
         let kubeconfig = proxy.kubeconfig_with(dir.path(), extra);
-        let r = run(
-            &[
-                "apply-check",
-                "-f",
-                &manifest,
-                "--kubeconfig",
-                &kubeconfig,
-                "--objects",
-                "--chunk-size",
-                "500",
-                "-o",
-                "json",
-            ],
-            None,
+        let r = scan(
+            &manifest,
+            &kubeconfig,
+            &["--chunk-size", "500", "-o", "json"],
         );
         assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
         let scan = &r.json()["crds"][0]["scan"];
@@ -589,11 +540,7 @@ async fn large_pages_come_gzip_compressed_unless_the_kubeconfig_disables_it() {
 async fn a_broken_conversion_webhook_fails_at_once_naming_it() {
     let Some(plane) = control_plane() else { return };
     let client = admin(plane).await;
-    let closed = std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("port")
-        .local_addr()
-        .expect("addr")
-        .port();
+    let closed = free_port();
     let webhook = json!({
         "strategy": "Webhook",
         "webhook": {
@@ -618,17 +565,7 @@ async fn a_broken_conversion_webhook_fails_at_once_naming_it() {
     let dir = tempfile::tempdir().expect("tempdir");
     let manifest = write_manifest(dir.path(), "new.json", &new);
     let kubeconfig = plane.admin_kubeconfig.display().to_string();
-    let r = run(
-        &[
-            "apply-check",
-            "-f",
-            &manifest,
-            "--kubeconfig",
-            &kubeconfig,
-            "--objects",
-        ],
-        None,
-    );
+    let r = scan(&manifest, &kubeconfig, &[]);
     assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
     assert!(

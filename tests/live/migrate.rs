@@ -10,23 +10,24 @@
 use crate::support;
 
 use std::collections::BTreeMap;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams};
+use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::{Api, Client};
 use serde_json::{Value, json};
 use support::envtest::{
-    control_plane, matrix, minor_of, serving_storage_migration, storage_migration_flags,
+    ControlPlane, control_plane, matrix, minor_of, serving_storage_migration,
+    storage_migration_flags,
 };
 use support::etcd::{stored_objects, stored_version_counts};
 use support::live::{
     admin, apply_check, crd, create_objects, install_as, objects_api, write_manifest,
 };
 use support::run::{Run, run};
+use support::runs::{answer_in_terminal, assert_has, finding, finished, grant, start};
 
 /// The plugin's own field manager: re-installing the CRD from the tests
 /// never conflicts with what `apply` writes.
@@ -89,6 +90,12 @@ async fn stored_in_alpha(
     assert_eq!(stored_versions(client, &name).await, ["v1alpha1", "v1"]);
 }
 
+/// [`stored_in_alpha`] of [`two_versions`] of `plural`.
+async fn alpha_then_v1(client: &Client, plural: &str, objects: Vec<(String, String, Value)>) {
+    let (old, new) = (two_versions(plural, "v1alpha1"), two_versions(plural, "v1"));
+    stored_in_alpha(client, &old, &new, objects).await;
+}
+
 /// Runs `migrate args... --kubeconfig <kubeconfig>` without a terminal.
 fn migrate(kubeconfig: &std::path::Path, args: &[&str]) -> Run {
     let kubeconfig = kubeconfig.display().to_string();
@@ -98,8 +105,14 @@ fn migrate(kubeconfig: &std::path::Path, args: &[&str]) -> Run {
     run(&all, None)
 }
 
-fn counts(pairs: &[(&str, usize)]) -> BTreeMap<String, usize> {
-    pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+/// What etcd holds of `<plural>`'s objects: how many in each `apiVersion`.
+fn in_etcd(plane: &ControlPlane, plural: &str) -> BTreeMap<String, usize> {
+    stored_version_counts(&plane.etcd, "example.com", plural)
+}
+
+/// `n` objects, all in `version`, as [`in_etcd`] counts them.
+fn all_in(version: &str, n: usize) -> BTreeMap<String, usize> {
+    BTreeMap::from([(format!("example.com/{version}"), n)])
 }
 
 #[tokio::test]
@@ -108,17 +121,11 @@ async fn migrate_rewrites_every_object_in_the_storage_version_and_trims_stored_v
     let client = admin(plane).await;
     let mut objects = numbered("default", "w", 15);
     objects.extend(numbered("team-a", "t", 10));
-    stored_in_alpha(
-        &client,
-        &two_versions("migrations", "v1alpha1"),
-        &two_versions("migrations", "v1"),
-        objects,
-    )
-    .await;
+    alpha_then_v1(&client, "migrations", objects).await;
     let name = "migrations.example.com";
     assert_eq!(
-        stored_version_counts(&plane.etcd, "example.com", "migrations"),
-        counts(&[("example.com/v1alpha1", 25)]),
+        in_etcd(plane, "migrations"),
+        all_in("v1alpha1", 25),
         "etcd holds every object as written, in v1alpha1"
     );
 
@@ -132,16 +139,12 @@ async fn migrate_rewrites_every_object_in_the_storage_version_and_trims_stored_v
     let kubeconfig = plane.admin_kubeconfig.display().to_string();
     let r = apply_check(&dropped, &kubeconfig, &["-o", "json"]);
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
-    let message = r.json()["crds"][0]["findings"]
-        .as_array()
-        .expect("findings")
-        .iter()
-        .find(|f| f["check"] == "storedVersionRemoval")
-        .map(|f| f["message"].as_str().unwrap_or_default().to_string())
-        .expect("storedVersionRemoval");
-    assert!(
-        message.contains("`kubectl crd-safety migrate migrations.example.com`"),
-        "{message}"
+    let report = r.json();
+    let removal = finding(&report, "storedVersionRemoval");
+    let message = removal["message"].as_str().unwrap_or_default();
+    assert_has(
+        message,
+        "`kubectl crd-safety migrate migrations.example.com`",
     );
 
     // --dry-run plans and checks, per namespace, and changes nothing.
@@ -160,8 +163,8 @@ async fn migrate_rewrites_every_object_in_the_storage_version_and_trims_stored_v
     assert_eq!(c["namespaces"], json!({"default": 15, "team-a": 10}));
     assert_eq!(c["findings"], json!([]));
     assert_eq!(
-        stored_version_counts(&plane.etcd, "example.com", "migrations"),
-        counts(&[("example.com/v1alpha1", 25)]),
+        in_etcd(plane, "migrations"),
+        all_in("v1alpha1", 25),
         "a dry run writes nothing"
     );
     assert_eq!(stored_versions(&client, name).await, ["v1alpha1", "v1"]);
@@ -169,28 +172,16 @@ async fn migrate_rewrites_every_object_in_the_storage_version_and_trims_stored_v
     // The table says the same to a person.
     let r = migrate(&plane.admin_kubeconfig, &[name, "--dry-run"]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    assert!(
-        r.stdout.contains(
-            "migrations.example.com  storage version v1, storedVersions [v1alpha1, v1]: 25 objects to rewrite in v1"
-        ),
-        "{}",
-        r.stdout
+    assert_has(
+        &r.stdout,
+        "migrations.example.com  storage version v1, storedVersions [v1alpha1, v1]: 25 objects to rewrite in v1",
     );
-    assert!(
-        r.stderr.contains("Dry run: nothing migrated"),
-        "{}",
-        r.stderr
-    );
+    assert_has(&r.stderr, "Dry run: nothing migrated");
 
     // Without a terminal and without --yes nothing happens.
     let r = migrate(&plane.admin_kubeconfig, &[name]);
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
-    assert!(
-        r.stderr
-            .contains("refusing to migrate without confirmation"),
-        "{}",
-        r.stderr
-    );
+    assert_has(&r.stderr, "refusing to migrate without confirmation");
 
     let r = migrate(&plane.admin_kubeconfig, &[name, "--yes", "-o", "json"]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
@@ -206,8 +197,8 @@ async fn migrate_rewrites_every_object_in_the_storage_version_and_trims_stored_v
         (&json!("migrated"), &json!(25), &json!(["v1"]))
     );
     assert_eq!(
-        stored_version_counts(&plane.etcd, "example.com", "migrations"),
-        counts(&[("example.com/v1", 25)]),
+        in_etcd(plane, "migrations"),
+        all_in("v1", 25),
         "etcd now holds every object in v1"
     );
     assert_eq!(stored_versions(&client, name).await, ["v1"]);
@@ -242,7 +233,7 @@ async fn migrate_rewrites_every_object_in_the_storage_version_and_trims_stored_v
     // Running it again has nothing to do.
     let r = migrate(&plane.admin_kubeconfig, &[name, "--yes"]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    assert!(r.stderr.contains("Nothing to migrate"), "{}", r.stderr);
+    assert_has(&r.stderr, "Nothing to migrate");
 }
 
 #[tokio::test]
@@ -250,12 +241,9 @@ async fn an_unknown_crd_is_an_input_error() {
     let Some(plane) = control_plane() else { return };
     let r = migrate(&plane.admin_kubeconfig, &["nopes.example.com", "--dry-run"]);
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
-    assert!(
-        r.stderr.contains(
-            "customresourcedefinition nopes.example.com not found in context envtest-admin"
-        ),
-        "{}",
-        r.stderr
+    assert_has(
+        &r.stderr,
+        "customresourcedefinition nopes.example.com not found in context envtest-admin",
     );
 }
 
@@ -264,13 +252,7 @@ async fn concurrent_writes_and_deletes_are_neither_lost_nor_fatal() {
     let Some(plane) = control_plane() else { return };
     let client = admin(plane).await;
     let n = 600;
-    stored_in_alpha(
-        &client,
-        &two_versions("busies", "v1alpha1"),
-        &two_versions("busies", "v1"),
-        numbered("default", "b", n),
-    )
-    .await;
+    alpha_then_v1(&client, "busies", numbered("default", "b", n)).await;
     // A writer bumps spec.size of the first 100 objects, round after round,
     // and the objects from 500 on are deleted, while the migration runs.
     let running = Arc::new(AtomicBool::new(true));
@@ -357,53 +339,21 @@ async fn concurrent_writes_and_deletes_are_neither_lost_nor_fatal() {
 async fn a_user_who_may_not_update_changes_nothing() {
     let Some(plane) = control_plane() else { return };
     let client = admin(plane).await;
-    stored_in_alpha(
-        &client,
-        &two_versions("readonlies", "v1alpha1"),
-        &two_versions("readonlies", "v1"),
-        numbered("default", "r", 30),
-    )
-    .await;
+    alpha_then_v1(&client, "readonlies", numbered("default", "r", 30)).await;
     // A user of this test's own may read CRDs and these objects, nothing
     // more (the shared `restricted` user must keep no bindings).
     let user = "readonly-migrator";
     let kubeconfig = plane.user_kubeconfig(user);
-    let role: Api<DynamicObject> = Api::all_with(
-        client.clone(),
-        &ApiResource::erase::<k8s_openapi::api::rbac::v1::ClusterRole>(&()),
-    );
-    let binding: Api<DynamicObject> = Api::all_with(
-        client.clone(),
-        &ApiResource::erase::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>(&()),
-    );
-    let apply = PatchParams::apply("crd-safety-test").force();
-    role.patch(
+    grant(
+        &client,
         "readonly-migrate",
-        &apply,
-        &Patch::Apply(json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": {"name": "readonly-migrate"},
-            "rules": [
-                {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": ["get", "list"]},
-                {"apiGroups": ["example.com"], "resources": ["readonlies"], "verbs": ["get", "list"]}
-            ]
-        })),
+        user,
+        json!([
+            {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": ["get", "list"]},
+            {"apiGroups": ["example.com"], "resources": ["readonlies"], "verbs": ["get", "list"]}
+        ]),
     )
-    .await
-    .expect("role");
-    binding
-        .patch(
-            "readonly-migrate",
-            &apply,
-            &Patch::Apply(json!({
-                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                "metadata": {"name": "readonly-migrate"},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "readonly-migrate"},
-                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]
-            })),
-        )
-        .await
-        .expect("binding");
+    .await;
     // RBAC is read from a cache: wait until the plan can be made.
     let deadline = Instant::now() + Duration::from_secs(20);
     let r = loop {
@@ -428,8 +378,8 @@ async fn a_user_who_may_not_update_changes_nothing() {
     );
     assert_eq!(result["rewritten"], 0);
     assert_eq!(
-        stored_version_counts(&plane.etcd, "example.com", "readonlies"),
-        counts(&[("example.com/v1alpha1", 30)]),
+        in_etcd(plane, "readonlies"),
+        all_in("v1alpha1", 30),
         "nothing was written"
     );
     assert_eq!(
@@ -459,13 +409,10 @@ async fn fields_the_storage_schema_drops_refuse_the_migration_until_accepted() {
 
     let r = migrate(&plane.admin_kubeconfig, &["legacies.example.com", "--yes"]);
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
-    assert!(
-        r.stderr.contains(
-            "not migrating: 3 objects would lose fields the storage version's schema does not \
-             describe (use --allow-pruning to accept the loss)"
-        ),
-        "{}",
-        r.stderr
+    assert_has(
+        &r.stderr,
+        "not migrating: 3 objects would lose fields the storage version's schema does not \
+             describe (use --allow-pruning to accept the loss)",
     );
     assert!(
         r.stdout.contains("prunedFields") && r.stdout.contains("^.spec.legacy"),
@@ -473,8 +420,8 @@ async fn fields_the_storage_schema_drops_refuse_the_migration_until_accepted() {
         r.stdout
     );
     assert_eq!(
-        stored_version_counts(&plane.etcd, "example.com", "legacies"),
-        counts(&[("example.com/v1alpha1", 7)]),
+        in_etcd(plane, "legacies"),
+        all_in("v1alpha1", 7),
         "a refused migration writes nothing"
     );
 
@@ -531,11 +478,9 @@ async fn objects_a_rewrite_would_reject_refuse_the_migration() {
             &json!(["default/empty-1", "default/empty-2"])
         )
     );
-    assert!(
-        r.stderr
-            .contains("not migrating: 2 objects the API server would reject when written back"),
-        "{}",
-        r.stderr
+    assert_has(
+        &r.stderr,
+        "not migrating: 2 objects the API server would reject when written back",
     );
     assert_eq!(
         stored_versions(&client, "requireds.example.com").await,
@@ -548,37 +493,23 @@ async fn ctrl_c_stops_cleanly_and_a_second_run_finishes() {
     let Some(plane) = control_plane() else { return };
     let client = admin(plane).await;
     let n = 3000;
-    stored_in_alpha(
-        &client,
-        &two_versions("interrupts", "v1alpha1"),
-        &two_versions("interrupts", "v1"),
-        numbered("default", "i", n),
-    )
-    .await;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kubectl-crd_safety"))
-        .args([
-            "migrate",
-            "interrupts.example.com",
-            "--yes",
-            "--chunk-size",
-            "50",
-            "--concurrency",
-            "1",
-            "-o",
-            "json",
-            "--kubeconfig",
-        ])
-        .arg(&plane.admin_kubeconfig)
-        .env_remove("KUBECONFIG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("migrate starts");
+    alpha_then_v1(&client, "interrupts", numbered("default", "i", n)).await;
+    let args = [
+        "migrate",
+        "interrupts.example.com",
+        "--yes",
+        "--chunk-size",
+        "50",
+        "--concurrency",
+        "1",
+        "-o",
+        "json",
+    ];
+    let mut child = start(&args, &plane.admin_kubeconfig);
     // Interrupt once etcd shows the rewrite under way.
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let counts = stored_version_counts(&plane.etcd, "example.com", "interrupts");
+        let counts = in_etcd(plane, "interrupts");
         if counts.get("example.com/v1").copied().unwrap_or(0) >= 100 {
             break;
         }
@@ -597,16 +528,9 @@ async fn ctrl_c_stops_cleanly_and_a_second_run_finishes() {
         nix::sys::signal::Signal::SIGINT,
     )
     .expect("SIGINT sent");
-    let out = tokio::task::spawn_blocking(move || child.wait_with_output())
-        .await
-        .expect("waited")
-        .expect("output");
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert_eq!(out.status.code(), Some(130), "{stdout}{stderr}");
-    let report: Value = serde_json::from_str(&stdout).expect("a JSON report");
+    let r = finished(child).await;
+    assert_eq!(r.code, 130, "{}{}", r.stdout, r.stderr);
+    let report: Value = serde_json::from_str(&r.stdout).expect("a JSON report");
     assert_eq!(report["migrate"]["decision"], "interrupted");
     let result = &report["migrate"]["results"][0];
     assert_eq!(result["result"], "interrupted", "{result}");
@@ -616,7 +540,7 @@ async fn ctrl_c_stops_cleanly_and_a_second_run_finishes() {
             .is_some_and(|m| m.contains("storedVersions untouched [v1alpha1, v1]")),
         "{result}"
     );
-    let stored = stored_version_counts(&plane.etcd, "example.com", "interrupts");
+    let stored = in_etcd(plane, "interrupts");
     let migrated = stored.get("example.com/v1").copied().unwrap_or(0);
     assert!((100..n).contains(&migrated), "stopped part-way: {stored:?}");
     assert_eq!(
@@ -634,10 +558,7 @@ async fn ctrl_c_stops_cleanly_and_a_second_run_finishes() {
         &["interrupts.example.com", "--yes", "--concurrency", "8"],
     );
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    assert_eq!(
-        stored_version_counts(&plane.etcd, "example.com", "interrupts"),
-        counts(&[("example.com/v1", n)])
-    );
+    assert_eq!(in_etcd(plane, "interrupts"), all_in("v1", n));
     assert_eq!(
         stored_versions(&client, "interrupts.example.com").await,
         ["v1"]
@@ -648,57 +569,27 @@ async fn ctrl_c_stops_cleanly_and_a_second_run_finishes() {
 async fn the_question_names_the_cluster_and_the_counts_and_no_changes_nothing() {
     let Some(plane) = control_plane() else { return };
     let client = admin(plane).await;
-    stored_in_alpha(
-        &client,
-        &two_versions("prompteds", "v1alpha1"),
-        &two_versions("prompteds", "v1"),
-        numbered("default", "p", 5),
-    )
-    .await;
+    alpha_then_v1(&client, "prompteds", numbered("default", "p", 5)).await;
     let kubeconfig = plane.admin_kubeconfig.clone();
     let server = plane.server.clone();
     let (code, screen) = tokio::task::spawn_blocking(move || {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kubectl-crd_safety"));
-        cmd.args(["migrate", "prompteds.example.com", "--kubeconfig"])
-            .arg(&kubeconfig)
-            .env("NO_COLOR", "1")
-            .env("TERM", "xterm")
-            .env("COLUMNS", "160")
-            .env_remove("KUBECONFIG");
-        let mut session =
-            rexpect::session::spawn_command(cmd, Some(30_000)).expect("a pty session");
-        let before = session
-            .exp_string("Migrate 1 CRD (5 objects) in context envtest-admin? [y/N]")
-            .expect("the question is asked");
-        session.send("n").expect("the key is typed");
-        session.flush().expect("flushed");
-        let after = session.exp_eof().expect("the command finishes");
-        let code = match session.process().wait().expect("exit status") {
-            rexpect::process::WaitStatus::Exited(_, code) => code,
-            other => panic!("unexpected end: {other:?}"),
-        };
-        (code, format!("{before}[answered n]{after}"))
+        let question = "Migrate 1 CRD (5 objects) in context envtest-admin? [y/N]";
+        let args = ["migrate", "prompteds.example.com"];
+        answer_in_terminal(&args, &kubeconfig, 160, question, "n")
     })
     .await
     .expect("pty thread");
     assert_eq!(code, 4, "{screen}");
-    assert!(
-        screen.contains(&format!(
-            "About to migrate in context envtest-admin ({server}):"
-        )),
-        "{screen}"
+    assert_has(
+        &screen,
+        &format!("About to migrate in context envtest-admin ({server}):"),
     );
-    assert!(
-        screen.contains(
-            "prompteds.example.com  rewrite 5 objects in v1, then storedVersions [v1alpha1, v1] -> [v1]"
-        ),
-        "{screen}"
+    assert_has(
+        &screen,
+        "prompteds.example.com  rewrite 5 objects in v1, then storedVersions [v1alpha1, v1] -> [v1]",
     );
-    assert!(screen.contains("Nothing migrated."), "{screen}");
-    assert_eq!(
-        stored_version_counts(&plane.etcd, "example.com", "prompteds"),
-        counts(&[("example.com/v1alpha1", 5)])
-    );
+    assert_has(&screen, "Nothing migrated.");
+    assert_eq!(in_etcd(plane, "prompteds"), all_in("v1alpha1", 5));
     assert_eq!(
         stored_versions(&client, "prompteds.example.com").await,
         ["v1alpha1", "v1"]
@@ -709,13 +600,7 @@ async fn the_question_names_the_cluster_and_the_counts_and_no_changes_nothing() 
 async fn stored_versions_are_only_trimmed_on_the_crd_as_it_was_planned() {
     let Some(plane) = control_plane() else { return };
     let client = admin(plane).await;
-    stored_in_alpha(
-        &client,
-        &two_versions("preconditions", "v1alpha1"),
-        &two_versions("preconditions", "v1"),
-        Vec::new(),
-    )
-    .await;
+    alpha_then_v1(&client, "preconditions", Vec::new()).await;
     let name = "preconditions.example.com";
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     let planned = crds
@@ -805,13 +690,7 @@ async fn the_server_engine_hands_the_rewrite_to_the_clusters_migrator() {
             return;
         };
         let client = admin(&plane).await;
-        stored_in_alpha(
-            &client,
-            &two_versions("servermigrations", "v1alpha1"),
-            &two_versions("servermigrations", "v1"),
-            numbered("default", "s", 30),
-        )
-        .await;
+        alpha_then_v1(&client, "servermigrations", numbered("default", "s", 30)).await;
         let name = "servermigrations.example.com";
         let api = storage_migration_api(minor);
         // Started once the CRD exists, so the migrator's garbage-collector
@@ -862,10 +741,7 @@ async fn the_server_engine_hands_the_rewrite_to_the_clusters_migrator() {
                     .is_some_and(|f| f.contains("no storage-version migrator took up")),
                 "[{minor}] {result}"
             );
-            assert_eq!(
-                stored_version_counts(&plane.etcd, "example.com", "servermigrations"),
-                counts(&[("example.com/v1", 30)]),
-            );
+            assert_eq!(in_etcd(&plane, "servermigrations"), all_in("v1", 30));
             assert_eq!(storage_migrations(&client, api).await, Vec::<String>::new());
             continue;
         }
@@ -893,8 +769,8 @@ async fn the_server_engine_hands_the_rewrite_to_the_clusters_migrator() {
             "{migration}"
         );
         assert_eq!(
-            stored_version_counts(&plane.etcd, "example.com", "servermigrations"),
-            counts(&[("example.com/v1", 30)]),
+            in_etcd(&plane, "servermigrations"),
+            all_in("v1", 30),
             "[{minor}] the cluster's migrator stored every object in v1"
         );
         assert_eq!(stored_versions(&client, name).await, ["v1"], "[{minor}]");
@@ -912,13 +788,7 @@ async fn with_no_migrator_auto_falls_back_to_the_client_and_server_fails() {
     };
     let client = admin(&plane).await;
     for plural in ["unmigrateds", "fallbacks"] {
-        stored_in_alpha(
-            &client,
-            &two_versions(plural, "v1alpha1"),
-            &two_versions(plural, "v1"),
-            numbered("default", "f", 10),
-        )
-        .await;
+        alpha_then_v1(&client, plural, numbered("default", "f", 10)).await;
     }
 
     let r = migrate(
@@ -970,10 +840,7 @@ async fn with_no_migrator_auto_falls_back_to_the_client_and_server_fails() {
             .is_some_and(|f| f.contains("no storage-version migrator took up")),
         "{result}"
     );
-    assert_eq!(
-        stored_version_counts(&plane.etcd, "example.com", "fallbacks"),
-        counts(&[("example.com/v1", 10)])
-    );
+    assert_eq!(in_etcd(&plane, "fallbacks"), all_in("v1", 10));
     assert_eq!(
         stored_versions(&client, "fallbacks.example.com").await,
         ["v1"]
@@ -995,13 +862,7 @@ async fn without_the_api_auto_is_the_client_and_server_is_refused() {
         return; // 1.37 serves storagemigration.k8s.io/v1 by default
     }
     let client = admin(plane).await;
-    stored_in_alpha(
-        &client,
-        &two_versions("clientonlys", "v1alpha1"),
-        &two_versions("clientonlys", "v1"),
-        numbered("default", "c", 3),
-    )
-    .await;
+    alpha_then_v1(&client, "clientonlys", numbered("default", "c", 3)).await;
     let name = "clientonlys.example.com";
     let r = migrate(&plane.admin_kubeconfig, &[name, "--dry-run", "-o", "json"]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
@@ -1014,12 +875,9 @@ async fn without_the_api_auto_is_the_client_and_server_is_refused() {
         &[name, "--engine", "server", "--yes"],
     );
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
-    assert!(
-        r.stderr.contains(
-            "--engine server: context envtest-admin does not serve storagemigration.k8s.io"
-        ),
-        "{}",
-        r.stderr
+    assert_has(
+        &r.stderr,
+        "--engine server: context envtest-admin does not serve storagemigration.k8s.io",
     );
     assert_eq!(stored_versions(&client, name).await, ["v1alpha1", "v1"]);
 }

@@ -9,6 +9,7 @@ pub mod fixtures;
 pub mod helm;
 pub mod live;
 pub mod run;
+pub mod runs;
 pub mod sources;
 // Signals the server with nix: Unix only, like the control plane.
 #[cfg(unix)]
