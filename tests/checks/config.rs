@@ -2,13 +2,18 @@
 //! per-check options and exceptions.
 
 use crate::catalog::unsafe_example;
-use crate::fields::combined;
+use crate::fields::{combined, example_pair, flags_foo};
 use crate::fixtures::*;
+
+/// The report on the catalog's unsafe example of `check` under `config`.
+fn run_example(check: Check, config: &str) -> Report {
+    let (old, new) = example_pair(check);
+    run_config(&old, &new, config)
+}
 
 #[test]
 fn findings_fail_the_run_by_default() {
-    let (old, new) = unsafe_example(Check::Enum);
-    let report = run_config(&old.expect("fixture"), &new.expect("fixture"), "");
+    let report = run_example(Check::Enum, "");
     assert_eq!(report.crds[0].status, CrdStatus::Unsafe);
     assert_eq!(report.exit_code(), 1);
 }
@@ -21,9 +26,8 @@ fn a_check_level_changes_the_severity() {
         (Check::Scope, "warning", Severity::Warning),
         (Check::Description, "error", Severity::Error),
     ] {
-        let (old, new) = unsafe_example(check);
         let config = format!("checks:\n  {}: {level}\n", check.id());
-        let report = run_config(&old.expect("fixture"), &new.expect("fixture"), &config);
+        let report = run_example(check, &config);
         let findings = reported(&report);
         assert!(
             findings
@@ -56,9 +60,8 @@ fn an_ignored_check_drops_its_findings_without_turning_them_into_unknown_changes
         Check::PreserveUnknownFields,
         Check::Minimum,
     ] {
-        let (old, new) = unsafe_example(check);
         let config = format!("checks:\n  {}: ignore\n", check.id());
-        let report = run_config(&old.expect("fixture"), &new.expect("fixture"), &config);
+        let report = run_example(check, &config);
         assert_clean(reported(&report));
         assert!(report.crds[0].excepted.is_empty());
         assert_eq!(report.exit_code(), 0, "{check}");
@@ -67,25 +70,20 @@ fn an_ignored_check_drops_its_findings_without_turning_them_into_unknown_changes
 
 #[test]
 fn fail_mode_open_makes_unknown_changes_warnings() {
-    let (old, new) = unsafe_example(Check::UnknownChange);
-    let (old, new) = (old.expect("fixture"), new.expect("fixture"));
+    let (old, new) = example_pair(Check::UnknownChange);
     let closed = run_config(&old, &new, "failMode: closed\n");
-    flags(
+    flags_foo(
         reported(&closed),
         Check::UnknownChange,
         Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
         &[],
     );
     assert_eq!(closed.exit_code(), 1);
     let open = run_config(&old, &new, "failMode: open\n");
-    flags(
+    flags_foo(
         reported(&open),
         Check::UnknownChange,
         Severity::Warning,
-        Some("v1"),
-        Some("^.spec.foo"),
         &[],
     );
     assert_eq!(open.crds[0].status, CrdStatus::Warning);
@@ -94,39 +92,15 @@ fn fail_mode_open_makes_unknown_changes_warnings() {
 
 #[test]
 fn fail_mode_open_leaves_other_errors_alone() {
-    let (old, new) = unsafe_example(Check::Type);
-    let report = run_config(
-        &old.expect("fixture"),
-        &new.expect("fixture"),
-        "failMode: open\n",
-    );
-    flags(
-        reported(&report),
-        Check::Type,
-        Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
-        &[],
-    );
+    let report = run_example(Check::Type, "failMode: open\n");
+    flags_foo(reported(&report), Check::Type, Severity::Error, &[]);
     assert_eq!(report.exit_code(), 1);
 }
 
 #[test]
 fn mode_warn_lists_the_errors_but_exits_zero() {
-    let (old, new) = unsafe_example(Check::Type);
-    let report = run_config(
-        &old.expect("fixture"),
-        &new.expect("fixture"),
-        "mode: warn\n",
-    );
-    flags(
-        reported(&report),
-        Check::Type,
-        Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
-        &[],
-    );
+    let report = run_example(Check::Type, "mode: warn\n");
+    flags_foo(reported(&report), Check::Type, Severity::Error, &[]);
     assert_eq!(report.crds[0].status, CrdStatus::Unsafe);
     assert_eq!(report.summary.errors, 1);
     assert!(!report.summary.failed);
@@ -186,14 +160,7 @@ fn per_check_options_flip_the_safe_direction_to_an_error() {
             dump(reported(&default))
         );
         let strict = run_config(&old, &new, &format!("checks:\n  {option}\n"));
-        flags(
-            reported(&strict),
-            check,
-            Severity::Error,
-            Some("v1"),
-            Some("^.spec.foo"),
-            &[],
-        );
+        flags_foo(reported(&strict), check, Severity::Error, &[]);
         assert_eq!(strict.exit_code(), 1, "{option}");
     }
 }
@@ -206,12 +173,10 @@ fn an_option_and_a_level_combine() {
         &old.expect("fixture"),
         "checks:\n  pattern: {level: warning, allowRemoval: false}\n",
     );
-    flags(
+    flags_foo(
         reported(&report),
         Check::Pattern,
         Severity::Warning,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["pattern \"^a\" removed (pattern.allowRemoval is false)"],
     );
 }
@@ -228,8 +193,7 @@ fn exception(crd: &str, version: Option<&str>, path: &str, check: &str) -> Strin
 
 #[test]
 fn an_exception_moves_a_matching_finding_into_excepted_with_its_reason() {
-    let (old, new) = unsafe_example(Check::ExistingFieldRemoval);
-    let (old, new) = (old.expect("fixture"), new.expect("fixture"));
+    let (old, new) = example_pair(Check::ExistingFieldRemoval);
     for config in [
         exception(
             "*.example.com",
@@ -255,8 +219,7 @@ fn an_exception_moves_a_matching_finding_into_excepted_with_its_reason() {
 
 #[test]
 fn an_exception_for_another_crd_version_path_or_check_does_not_apply() {
-    let (old, new) = unsafe_example(Check::ExistingFieldRemoval);
-    let (old, new) = (old.expect("fixture"), new.expect("fixture"));
+    let (old, new) = example_pair(Check::ExistingFieldRemoval);
     for config in [
         exception("gadgets.example.com", None, "*", "existingFieldRemoval"),
         exception(NAME, Some("v2"), "*", "existingFieldRemoval"),
@@ -278,9 +241,8 @@ fn an_exception_for_another_crd_version_path_or_check_does_not_apply() {
 
 #[test]
 fn an_exception_without_a_path_covers_crd_wide_findings() {
-    let (old, new) = unsafe_example(Check::Scope);
     let config = "exceptions:\n  - crd: widgets.example.com\n    check: scope\n    reason: recreated on purpose\n";
-    let report = run_config(&old.expect("fixture"), &new.expect("fixture"), config);
+    let report = run_example(Check::Scope, config);
     assert_clean(reported(&report));
     let excepted = &report.crds[0].excepted;
     assert_eq!(excepted.len(), 1);
@@ -295,14 +257,7 @@ fn policy_apply_works_on_raw_findings_too() {
     let config = Config::parse("failMode: open\n", "c.yaml").expect("fixture config");
     let (kept, excepted) = config.policy().apply(NAME, raw);
     assert!(excepted.is_empty());
-    flags(
-        &kept,
-        Check::UnknownChange,
-        Severity::Warning,
-        Some("v1"),
-        Some("^.spec.foo"),
-        &[],
-    );
+    flags_foo(&kept, Check::UnknownChange, Severity::Warning, &[]);
 }
 
 #[test]

@@ -1,17 +1,55 @@
 //! CRD-level checks (`src/compare/crd_level.rs`): scope, versions and
 //! stored versions, names, subresources, columns, conversion.
 
-use crate::catalog::{flagged, unsafe_example};
+use crate::catalog::flagged;
+use crate::fields::reversed;
 use crate::fixtures::*;
+
+/// [`flags`] of a CRD-wide finding (no version, no path).
+#[track_caller]
+fn flags_crd_wide(
+    findings: &[Finding],
+    check: Check,
+    severity: Severity,
+    mentions: &[&str],
+) -> Finding {
+    flags(findings, check, severity, None, None, mentions)
+}
+
+/// [`flags_crd_wide`] on the catalog's unsafe example of `check`.
+#[track_caller]
+fn example_flags_crd_wide(check: Check, severity: Severity, mentions: &[&str]) -> Finding {
+    flags_crd_wide(&flagged(check), check, severity, mentions)
+}
+
+/// [`flags`] of a finding on version `v1` as a whole (no path).
+#[track_caller]
+fn flags_v1(findings: &[Finding], check: Check, severity: Severity, mentions: &[&str]) -> Finding {
+    flags(findings, check, severity, Some("v1"), None, mentions)
+}
+
+/// [`flags_v1`] on the catalog's unsafe example of `check`.
+#[track_caller]
+fn example_flags_v1(check: Check, severity: Severity, mentions: &[&str]) -> Finding {
+    flags_v1(&flagged(check), check, severity, mentions)
+}
+
+/// [`flags`] of a finding on version `v1alpha1` as a whole (no path).
+#[track_caller]
+fn flags_v1alpha1(
+    findings: &[Finding],
+    check: Check,
+    severity: Severity,
+    mentions: &[&str],
+) -> Finding {
+    flags(findings, check, severity, Some("v1alpha1"), None, mentions)
+}
 
 #[test]
 fn scope_change_is_unsafe() {
-    let f = flags(
-        &flagged(Check::Scope),
+    let f = example_flags_crd_wide(
         Check::Scope,
         Severity::Error,
-        None,
-        None,
         &["scope changed Namespaced -> Cluster", "Widget"],
     );
     assert_eq!(
@@ -30,12 +68,10 @@ fn stored_in(versions: &[&str]) -> Value {
 #[test]
 fn removing_a_version_listed_in_status_stored_versions_is_unsafe() {
     let findings = compare(&stored_in(&["v1alpha1", "v1"]), &widget());
-    flags(
+    flags_v1alpha1(
         &findings,
         Check::StoredVersionRemoval,
         Severity::Error,
-        Some("v1alpha1"),
-        None,
         &[
             "stored version v1alpha1 removed",
             "status.storedVersions lists it",
@@ -54,12 +90,10 @@ fn removing_a_version_named_by_the_stored_versions_flag_is_unsafe() {
     let mut stored = StoredVersionsArg::default();
     stored.add("v1alpha1,v1").expect("fixture flag value");
     let report = run(Some(&same_two("v1")), Some(&widget()), "", &stored);
-    flags(
+    flags_v1alpha1(
         reported(&report),
         Check::StoredVersionRemoval,
         Severity::Error,
-        Some("v1alpha1"),
-        None,
         &["--stored-versions lists it"],
     );
     let source = report.crds[0].stored_versions.as_ref().map(|s| s.source);
@@ -69,12 +103,10 @@ fn removing_a_version_named_by_the_stored_versions_flag_is_unsafe() {
 #[test]
 fn removing_the_assumed_storage_version_is_an_error() {
     let findings = flagged(Check::StoredVersionRemoval);
-    flags(
+    flags_v1alpha1(
         &findings,
         Check::StoredVersionRemoval,
         Severity::Error,
-        Some("v1alpha1"),
-        None,
         &["stored version v1alpha1 removed", "assumed"],
     );
 }
@@ -82,12 +114,10 @@ fn removing_the_assumed_storage_version_is_an_error() {
 #[test]
 fn removing_another_version_when_stored_versions_are_assumed_is_a_warning() {
     let findings = compare(&same_two("v1"), &widget());
-    flags(
+    flags_v1alpha1(
         &findings,
         Check::StoredVersionRemoval,
         Severity::Warning,
-        Some("v1alpha1"),
-        None,
         &["version v1alpha1 removed", "--stored-versions"],
     );
     assert!(
@@ -99,12 +129,10 @@ fn removing_another_version_when_stored_versions_are_assumed_is_a_warning() {
 
 #[test]
 fn removing_a_served_version_is_a_warning() {
-    flags(
+    flags_v1alpha1(
         &flagged(Check::ServedVersionRemoval),
         Check::ServedVersionRemoval,
         Severity::Warning,
-        Some("v1alpha1"),
-        None,
         &["served version v1alpha1 removed", "example.com/v1alpha1"],
     );
 }
@@ -115,12 +143,10 @@ fn no_longer_serving_a_version_is_a_warning() {
         c["spec"]["versions"][0]["served"] = json!(false)
     });
     let findings = compare(&same_two("v1"), &new);
-    flags(
+    flags_v1alpha1(
         &findings,
         Check::ServedVersionRemoval,
         Severity::Warning,
-        Some("v1alpha1"),
-        None,
         &["version v1alpha1 no longer served"],
     );
 }
@@ -136,12 +162,9 @@ fn serving_a_version_again_or_adding_a_version_is_safe() {
 
 #[test]
 fn moving_the_storage_version_is_info() {
-    let f = flags(
-        &flagged(Check::StorageVersionChange),
+    let f = example_flags_crd_wide(
         Check::StorageVersionChange,
         Severity::Info,
-        None,
-        None,
         &["storage version v1alpha1 -> v1"],
     );
     assert!(!f.message.contains("conversionDataLoss"), "{}", f.message);
@@ -151,24 +174,19 @@ fn moving_the_storage_version_is_info() {
 fn moving_the_storage_version_between_differing_schemas_mentions_the_data_loss() {
     let old = two_versions("v1alpha1", foo_and_bar(), string_foo());
     let new = two_versions("v1", foo_and_bar(), string_foo());
-    flags(
+    flags_crd_wide(
         &compare(&old, &new),
         Check::StorageVersionChange,
         Severity::Info,
-        None,
-        None,
         &["storage version v1alpha1 -> v1", "conversionDataLoss"],
     );
 }
 
 #[test]
 fn renaming_the_plural_is_unsafe() {
-    flags(
-        &flagged(Check::Names),
+    example_flags_crd_wide(
         Check::Names,
         Severity::Error,
-        None,
-        None,
         &["names.plural changed widgets -> gizmos"],
     );
 }
@@ -181,12 +199,10 @@ fn removing_a_short_name_is_a_warning() {
     let new = edit(&widget(), |c| {
         c["spec"]["names"]["shortNames"] = json!(["wdg"])
     });
-    flags(
+    flags_crd_wide(
         &compare(&old, &new),
         Check::Names,
         Severity::Warning,
-        None,
-        None,
         &["names.shortNames removed: wd", "kubectl get wd"],
     );
 }
@@ -204,12 +220,9 @@ fn adding_short_names_or_spelling_out_default_names_is_safe() {
 
 #[test]
 fn removing_the_status_subresource_is_unsafe() {
-    flags(
-        &flagged(Check::Subresources),
+    example_flags_v1(
         Check::Subresources,
         Severity::Error,
-        Some("v1"),
-        None,
         &["status subresource removed"],
     );
 }
@@ -217,12 +230,10 @@ fn removing_the_status_subresource_is_unsafe() {
 #[test]
 fn adding_the_status_subresource_is_a_warning() {
     let findings = compare(&widget(), &widget_v1("subresources", json!({"status": {}})));
-    flags(
+    flags_v1(
         &findings,
         Check::Subresources,
         Severity::Warning,
-        Some("v1"),
-        None,
         &["status subresource added"],
     );
 }
@@ -233,21 +244,17 @@ fn removing_the_scale_subresource_is_unsafe_and_adding_it_is_info() {
         "subresources",
         json!({"scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}}),
     );
-    flags(
+    flags_v1(
         &compare(&scaled, &widget()),
         Check::Subresources,
         Severity::Error,
-        Some("v1"),
-        None,
         &["scale subresource removed"],
     );
     let added = compare(&widget(), &scaled);
-    flags(
+    flags_v1(
         &added,
         Check::Subresources,
         Severity::Info,
-        Some("v1"),
-        None,
         &["scale subresource added"],
     );
     assert_eq!(added.len(), 1, "{}", dump(&added));
@@ -258,28 +265,21 @@ fn printer_column_changes_are_info() {
     let columns = |cols: Value| widget_v1("additionalPrinterColumns", cols);
     let foo_col = json!({"name": "Foo", "type": "string", "jsonPath": ".spec.foo"});
     let foo_moved = json!({"name": "Foo", "type": "string", "jsonPath": ".spec.bar"});
-    flags(
-        &flagged(Check::PrinterColumns),
+    example_flags_v1(
         Check::PrinterColumns,
         Severity::Info,
-        Some("v1"),
-        None,
         &["printer column \"Foo\" added"],
     );
-    flags(
+    flags_v1(
         &compare(&columns(json!([foo_col])), &widget()),
         Check::PrinterColumns,
         Severity::Info,
-        Some("v1"),
-        None,
         &["printer column \"Foo\" removed"],
     );
-    flags(
+    flags_v1(
         &compare(&columns(json!([foo_col])), &columns(json!([foo_moved]))),
         Check::PrinterColumns,
         Severity::Info,
-        Some("v1"),
-        None,
         &["printer column \"Foo\" changed"],
     );
 }
@@ -287,12 +287,10 @@ fn printer_column_changes_are_info() {
 #[test]
 fn conversion_webhook_to_none_with_differing_served_schemas_is_unsafe() {
     let findings = flagged(Check::Conversion);
-    flags(
+    flags_crd_wide(
         &findings,
         Check::Conversion,
         Severity::Error,
-        None,
-        None,
         &["conversion Webhook -> None", "lose or misread"],
     );
 }
@@ -301,12 +299,10 @@ fn conversion_webhook_to_none_with_differing_served_schemas_is_unsafe() {
 fn conversion_webhook_to_none_with_one_schema_is_a_warning() {
     let old = with_conversion(&same_two("v1"), webhook(Some("Q0E=")));
     let findings = compare(&old, &same_two("v1"));
-    flags(
+    flags_crd_wide(
         &findings,
         Check::Conversion,
         Severity::Warning,
-        None,
-        None,
         &["conversion Webhook -> None", "share one schema"],
     );
     assert_eq!(findings.len(), 1, "{}", dump(&findings));
@@ -317,12 +313,10 @@ fn dropping_the_conversion_webhook_ca_bundle_is_a_warning() {
     let old = with_conversion(&same_two("v1"), webhook(Some("Q0E=")));
     let new = with_conversion(&same_two("v1"), webhook(None));
     let findings = compare(&old, &new);
-    flags(
+    flags_crd_wide(
         &findings,
         Check::Conversion,
         Severity::Warning,
-        None,
-        None,
         &["caBundle is missing"],
     );
     assert_eq!(findings.len(), 1, "{}", dump(&findings));
@@ -334,12 +328,10 @@ fn a_new_ca_bundle_is_safe_and_switching_to_a_webhook_is_info() {
     let new = with_conversion(&same_two("v1"), webhook(Some("Q0I=")));
     assert_clean(&compare(&old, &new));
     let findings = compare(&same_two("v1"), &old);
-    flags(
+    flags_crd_wide(
         &findings,
         Check::Conversion,
         Severity::Info,
-        None,
-        None,
         &["conversion None -> Webhook"],
     );
     assert_eq!(findings.len(), 1, "{}", dump(&findings));
@@ -347,31 +339,23 @@ fn a_new_ca_bundle_is_safe_and_switching_to_a_webhook_is_info() {
 
 #[test]
 fn dropping_the_crd_level_preserve_unknown_fields_is_unsafe() {
-    flags(
-        &flagged(Check::PreserveUnknownFields),
+    example_flags_crd_wide(
         Check::PreserveUnknownFields,
         Severity::Error,
-        None,
-        None,
         &["spec.preserveUnknownFields true -> false"],
     );
 }
 
 #[test]
 fn turning_on_the_crd_level_preserve_unknown_fields_is_not_flagged() {
-    let (old, new) = unsafe_example(Check::PreserveUnknownFields);
-    let (old, new) = (old.expect("fixture"), new.expect("fixture"));
-    assert_clean(&compare(&new, &old));
+    assert_clean(&reversed(Check::PreserveUnknownFields));
 }
 
 #[test]
 fn deprecating_a_version_is_info() {
-    flags(
-        &flagged(Check::Deprecation),
+    example_flags_v1(
         Check::Deprecation,
         Severity::Info,
-        Some("v1"),
-        None,
         &["version v1 marked deprecated"],
     );
     let deprecated = |warning: &str| {
@@ -380,44 +364,34 @@ fn deprecating_a_version_is_info() {
             c["spec"]["versions"][0]["deprecationWarning"] = json!(warning);
         })
     };
-    flags(
+    flags_v1(
         &compare(&widget(), &deprecated("use v2")),
         Check::Deprecation,
         Severity::Info,
-        Some("v1"),
-        None,
         &["marked deprecated", "use v2"],
     );
-    flags(
+    flags_v1(
         &compare(&deprecated("use v2"), &deprecated("use v3")),
         Check::Deprecation,
         Severity::Info,
-        Some("v1"),
-        None,
         &["deprecationWarning text changed"],
     );
-    flags(
+    flags_v1(
         &compare(&deprecated("use v2"), &widget()),
         Check::Deprecation,
         Severity::Info,
-        Some("v1"),
-        None,
         &["no longer deprecated"],
     );
 }
 
 #[test]
 fn removing_a_selectable_field_is_a_warning_and_adding_one_is_safe() {
-    flags(
-        &flagged(Check::SelectableFields),
+    example_flags_v1(
         Check::SelectableFields,
         Severity::Warning,
-        Some("v1"),
-        None,
         &["selectable field .spec.foo removed"],
     );
-    let (old, new) = unsafe_example(Check::SelectableFields);
-    assert_clean(&compare(&new.expect("fixture"), &old.expect("fixture")));
+    assert_clean(&reversed(Check::SelectableFields));
 }
 
 #[test]
@@ -430,12 +404,10 @@ fn a_crd_only_in_the_new_manifests_is_new() {
     );
     assert_eq!(report.crds[0].status, CrdStatus::New);
     let findings = reported(&report);
-    flags(
+    flags_crd_wide(
         findings,
         Check::NewCrd,
         Severity::Info,
-        None,
-        None,
         &["new CRD (kind Widget, versions v1alpha1, v1)"],
     );
     assert_eq!(findings.len(), 1, "{}", dump(findings));
@@ -461,12 +433,10 @@ fn a_crd_only_in_the_old_manifests_is_absent() {
     let report = run(Some(&widget()), None, "", &StoredVersionsArg::default());
     assert_eq!(report.crds[0].status, CrdStatus::Absent);
     assert_eq!(report.exit_code(), 0);
-    flags(
+    flags_crd_wide(
         reported(&report),
         Check::AbsentCrd,
         Severity::Info,
-        None,
-        None,
         &["leaves widgets.example.com in place", "every Widget object"],
     );
 }

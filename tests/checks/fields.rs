@@ -4,6 +4,43 @@
 use crate::catalog::{flagged, unsafe_example};
 use crate::fixtures::*;
 
+/// [`flags`] at `^.spec.foo` of `v1`, the field most fixtures change.
+#[track_caller]
+pub(crate) fn flags_foo(
+    findings: &[Finding],
+    check: Check,
+    severity: Severity,
+    mentions: &[&str],
+) -> Finding {
+    flags(
+        findings,
+        check,
+        severity,
+        Some("v1"),
+        Some("^.spec.foo"),
+        mentions,
+    )
+}
+
+/// [`flags_foo`] on the catalog's unsafe example of `check`.
+#[track_caller]
+fn example_flags_foo(check: Check, severity: Severity, mentions: &[&str]) -> Finding {
+    flags_foo(&flagged(check), check, severity, mentions)
+}
+
+/// The catalog's unsafe example of `check` as (old, new), both present.
+pub(crate) fn example_pair(check: Check) -> (Value, Value) {
+    let (old, new) = unsafe_example(check);
+    (old.expect("fixture"), new.expect("fixture"))
+}
+
+/// The findings on the catalog's unsafe example of `check` read backwards
+/// (new to old), mostly the safe direction.
+pub(crate) fn reversed(check: Check) -> Vec<Finding> {
+    let (old, new) = example_pair(check);
+    compare(&new, &old)
+}
+
 #[test]
 fn removing_a_field_is_unsafe() {
     let f = flags(
@@ -134,12 +171,9 @@ fn a_required_field_made_optional_is_safe() {
 
 #[test]
 fn a_type_change_is_unsafe() {
-    let f = flags(
-        &flagged(Check::Type),
+    let f = example_flags_foo(
         Check::Type,
         Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["type changed \"string\" -> \"integer\""],
     );
     assert_eq!(
@@ -179,12 +213,9 @@ fn dropping_type_object_from_a_node_with_properties_is_unsafe() {
 
 #[test]
 fn enum_value_removed_is_unsafe() {
-    flags(
-        &flagged(Check::Enum),
+    example_flags_foo(
         Check::Enum,
         Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["enum values removed [\"b\"]"],
     );
 }
@@ -192,27 +223,22 @@ fn enum_value_removed_is_unsafe() {
 #[test]
 fn enum_restriction_added_is_unsafe() {
     let findings = compare(&widget(), &foo(json!({"type": "string", "enum": ["a"]})));
-    flags(
+    flags_foo(
         &findings,
         Check::Enum,
         Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["enum restriction added [\"a\"]"],
     );
 }
 
 #[test]
 fn enum_value_added_is_only_info_and_lifting_the_restriction_is_safe() {
-    let (old, new) = unsafe_example(Check::Enum);
-    let (old, new) = (old.expect("fixture"), new.expect("fixture"));
+    let (old, new) = example_pair(Check::Enum);
     let findings = compare(&new, &old);
-    flags(
+    flags_foo(
         &findings,
         Check::Enum,
         Severity::Info,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["enum values added [\"b\"]"],
     );
     assert_eq!(findings.len(), 1, "{}", dump(&findings));
@@ -221,12 +247,9 @@ fn enum_value_added_is_only_info_and_lifting_the_restriction_is_safe() {
 
 #[test]
 fn a_changed_default_is_unsafe() {
-    flags(
-        &flagged(Check::Default),
+    example_flags_foo(
         Check::Default,
         Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["default changed \"a\" -> \"b\""],
     );
 }
@@ -234,33 +257,27 @@ fn a_changed_default_is_unsafe() {
 #[test]
 fn a_default_removed_or_added_on_an_existing_field_is_unsafe() {
     let defaulted = foo(json!({"type": "string", "default": "a"}));
-    flags(
+    flags_foo(
         &compare(&defaulted, &widget()),
         Check::Default,
         Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["default \"a\" removed"],
     );
     // Stored objects without the field suddenly read "a".
-    flags(
+    flags_foo(
         &compare(&widget(), &defaulted),
         Check::Default,
         Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
         &[
             "default \"a\" added to an existing field",
             "every client suddenly reads",
         ],
     );
     // The type's zero value: typed clients read it as before.
-    flags(
+    flags_foo(
         &compare(&widget(), &foo(json!({"type": "string", "default": ""}))),
         Check::Default,
         Severity::Warning,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["it is the type's zero value"],
     );
     // A new field with a default changes nothing stored.
@@ -321,12 +338,10 @@ fn tightened_or_added_bounds_are_unsafe() {
         let (kw, ty, lower) = bound_of(check);
         let (tighter, verb) = if lower { (6, "raised") } else { (4, "lowered") };
         let findings = compare(&bounded(ty, kw, Some(5)), &bounded(ty, kw, Some(tighter)));
-        let f = flags(
+        let f = flags_foo(
             &findings,
             check,
             Severity::Error,
-            Some("v1"),
-            Some("^.spec.foo"),
             &[&format!("{kw} {verb} 5 -> {tighter}")],
         );
         assert_eq!(
@@ -335,14 +350,7 @@ fn tightened_or_added_bounds_are_unsafe() {
         );
         assert_eq!(findings.len(), 1, "{kw}: {}", dump(&findings));
         let added = compare(&bounded(ty, kw, None), &bounded(ty, kw, Some(5)));
-        flags(
-            &added,
-            check,
-            Severity::Error,
-            Some("v1"),
-            Some("^.spec.foo"),
-            &[&format!("{kw} 5 added")],
-        );
+        flags_foo(&added, check, Severity::Error, &[&format!("{kw} 5 added")]);
     }
 }
 
@@ -367,12 +375,10 @@ fn a_zero_length_or_count_minimum_added_is_safe_but_a_zero_minimum_is_not() {
         &bounded("integer", "minimum", None),
         &bounded("integer", "minimum", Some(0)),
     );
-    flags(
+    flags_foo(
         &findings,
         Check::Minimum,
         Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["minimum 0 added"],
     );
 }
@@ -383,15 +389,12 @@ fn exclusive_bounds_turned_on_are_unsafe_and_turned_off_safe() {
         (Check::ExclusiveMinimum, "1"),
         (Check::ExclusiveMaximum, "9"),
     ] {
-        let (old, new) = unsafe_example(check);
-        let (old, new) = (old.expect("fixture"), new.expect("fixture"));
+        let (old, new) = example_pair(check);
         let findings = compare(&old, &new);
-        flags(
+        flags_foo(
             &findings,
             check,
             Severity::Error,
-            Some("v1"),
-            Some("^.spec.foo"),
             &[&format!(
                 "{} turned on: the value {limit} itself",
                 check.id()
@@ -404,21 +407,16 @@ fn exclusive_bounds_turned_on_are_unsafe_and_turned_off_safe() {
 
 #[test]
 fn multiple_of_added_or_changed_to_a_non_divisor_is_unsafe() {
-    flags(
-        &flagged(Check::MultipleOf),
+    example_flags_foo(
         Check::MultipleOf,
         Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["multipleOf <none> -> 2"],
     );
     let m = |n: i64| foo(json!({"type": "integer", "multipleOf": n}));
-    flags(
+    flags_foo(
         &compare(&m(2), &m(3)),
         Check::MultipleOf,
         Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["multipleOf 2 -> 3"],
     );
 }
@@ -432,35 +430,22 @@ fn multiple_of_changed_to_a_divisor_or_removed_is_safe() {
 
 #[test]
 fn unique_items_turned_on_is_unsafe_and_off_safe() {
-    flags(
-        &flagged(Check::UniqueItems),
+    example_flags_foo(
         Check::UniqueItems,
         Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["uniqueItems turned on"],
     );
-    let (old, new) = unsafe_example(Check::UniqueItems);
-    assert_clean(&compare(&new.expect("fixture"), &old.expect("fixture")));
+    assert_clean(&reversed(Check::UniqueItems));
 }
 
 #[test]
 fn a_pattern_added_or_changed_is_unsafe() {
-    flags(
-        &flagged(Check::Pattern),
-        Check::Pattern,
-        Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
-        &["pattern \"^a\" added"],
-    );
+    example_flags_foo(Check::Pattern, Severity::Error, &["pattern \"^a\" added"]);
     let p = |re: &str| foo(json!({"type": "string", "pattern": re}));
-    flags(
+    flags_foo(
         &compare(&p("^a"), &p("^b")),
         Check::Pattern,
         Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["pattern changed \"^a\" -> \"^b\""],
     );
 }
@@ -473,12 +458,9 @@ fn a_pattern_removed_is_safe() {
 
 #[test]
 fn a_validated_format_added_is_unsafe() {
-    flags(
-        &flagged(Check::Format),
+    example_flags_foo(
         Check::Format,
         Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["format <none> -> \"email\"", "validates email"],
     );
 }
@@ -487,12 +469,10 @@ fn a_validated_format_added_is_unsafe() {
 fn an_unvalidated_format_is_info_and_a_removed_format_safe() {
     let f = |fmt: &str| foo(json!({"type": "string", "format": fmt}));
     let findings = compare(&widget(), &f("color"));
-    flags(
+    flags_foo(
         &findings,
         Check::Format,
         Severity::Info,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["format <none> -> \"color\"", "does not validate color"],
     );
     assert_clean(&compare(&f("email"), &widget()));
@@ -500,22 +480,12 @@ fn an_unvalidated_format_is_info_and_a_removed_format_safe() {
 
 #[test]
 fn nullable_removed_is_unsafe_and_added_only_info() {
-    flags(
-        &flagged(Check::Nullable),
-        Check::Nullable,
-        Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
-        &["nullable removed"],
-    );
-    let (old, new) = unsafe_example(Check::Nullable);
-    let findings = compare(&new.expect("fixture"), &old.expect("fixture"));
-    flags(
+    example_flags_foo(Check::Nullable, Severity::Error, &["nullable removed"]);
+    let findings = reversed(Check::Nullable);
+    flags_foo(
         &findings,
         Check::Nullable,
         Severity::Info,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["nullable added"],
     );
     assert_eq!(findings.len(), 1, "{}", dump(&findings));
@@ -537,12 +507,9 @@ fn cel(rules: &[Value]) -> Value {
 
 #[test]
 fn a_cel_rule_added_is_unsafe() {
-    let f = flags(
-        &flagged(Check::XValidations),
+    let f = example_flags_foo(
         Check::XValidations,
         Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["CEL rule added `self.size() < 5`"],
     );
     assert!(!f.message.contains("oldSelf"), "{}", f.message);
@@ -553,12 +520,10 @@ fn a_cel_rule_added_is_unsafe() {
 #[test]
 fn a_cel_finding_shows_the_rules_message() {
     let with_message = json!({"rule": "self.size() < 5", "message": "names: at most 4 \"chars\""});
-    let f = flags(
+    let f = flags_foo(
         &compare(&cel(&[]), &cel(&[with_message])),
         Check::XValidations,
         Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["CEL rule added `self.size() < 5` (\"names: at most 4 \\\"chars\\\"\")"],
     );
     assert_eq!(
@@ -569,27 +534,23 @@ fn a_cel_finding_shows_the_rules_message() {
 
 #[test]
 fn a_cel_rule_changed_is_unsafe() {
-    flags(
+    flags_foo(
         &compare(
             &cel(&[rule("self.size() < 5")]),
             &cel(&[rule("self.size() < 3")]),
         ),
         Check::XValidations,
         Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["CEL rule changed `self.size() < 5` -> `self.size() < 3`"],
     );
 }
 
 #[test]
 fn a_cel_transition_rule_added_says_it_is_never_ratcheted() {
-    flags(
+    flags_foo(
         &compare(&widget(), &cel(&[rule("self == oldSelf")])),
         Check::XValidations,
         Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
         &[
             "CEL rule added `self == oldSelf`",
             "transition rule (uses oldSelf)",
@@ -601,12 +562,10 @@ fn a_cel_transition_rule_added_says_it_is_never_ratcheted() {
 #[test]
 fn optional_old_self_changed_is_unsafe() {
     let optional = json!({"rule": "self == oldSelf", "optionalOldSelf": true});
-    flags(
+    flags_foo(
         &compare(&cel(&[rule("self == oldSelf")]), &cel(&[optional])),
         Check::XValidations,
         Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["optionalOldSelf changed on CEL rule `self == oldSelf`"],
     );
 }
@@ -618,12 +577,10 @@ fn a_cel_message_only_change_is_info() {
         &cel(&[with_message("too long")]),
         &cel(&[with_message("at most 4")]),
     );
-    flags(
+    flags_foo(
         &findings,
         Check::XValidations,
         Severity::Info,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["message, reason or fieldPath of CEL rule `self.size() < 5` changed"],
     );
     assert_eq!(findings.len(), 1, "{}", dump(&findings));
@@ -647,21 +604,15 @@ fn list(extra: Value) -> Value {
 
 #[test]
 fn a_list_becoming_a_set_is_unsafe_and_becoming_atomic_a_warning() {
-    flags(
-        &flagged(Check::ListType),
+    example_flags_foo(
         Check::ListType,
         Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["x-kubernetes-list-type <none> -> \"set\""],
     );
-    let (old, new) = unsafe_example(Check::ListType);
-    flags(
-        &compare(&new.expect("fixture"), &old.expect("fixture")),
+    flags_foo(
+        &reversed(Check::ListType),
         Check::ListType,
         Severity::Warning,
-        Some("v1"),
-        Some("^.spec.foo"),
         &[
             "x-kubernetes-list-type \"set\" -> <none>",
             "replaces the whole list",
@@ -678,24 +629,19 @@ fn list_map_keys_changed_is_unsafe() {
     let map = |keys: Value| {
         list(json!({"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": keys}))
     };
-    flags(
+    flags_foo(
         &compare(&map(json!(["name"])), &map(json!(["port"]))),
         Check::ListType,
         Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["x-kubernetes-list-map-keys [\"name\"] -> [\"port\"]"],
     );
 }
 
 #[test]
 fn a_map_becoming_atomic_is_a_warning_and_spelling_out_granular_safe() {
-    flags(
-        &flagged(Check::MapType),
+    example_flags_foo(
         Check::MapType,
         Severity::Warning,
-        Some("v1"),
-        Some("^.spec.foo"),
         &[
             "x-kubernetes-map-type <none> -> \"atomic\"",
             "replaces this object as a whole",
@@ -714,53 +660,42 @@ fn a_map_becoming_atomic_is_a_warning_and_spelling_out_granular_safe() {
 fn preserve_unknown_fields_removed_from_a_field_is_unsafe() {
     let kept = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
     let findings = compare(&foo(kept.clone()), &foo(json!({"type": "object"})));
-    flags(
+    flags_foo(
         &findings,
         Check::PreserveUnknownFields,
         Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
         &[
             "x-kubernetes-preserve-unknown-fields removed",
             "under ^.spec.foo",
         ],
     );
     let typed_map = foo(json!({"type": "object", "additionalProperties": {"type": "string"}}));
-    flags(
+    flags_foo(
         &compare(&foo(kept.clone()), &typed_map),
         Check::PreserveUnknownFields,
         Severity::Warning,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["replaced by a typed map"],
     );
-    flags(
+    flags_foo(
         &compare(&foo(json!({"type": "object"})), &foo(kept)),
         Check::PreserveUnknownFields,
         Severity::Info,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["x-kubernetes-preserve-unknown-fields added"],
     );
 }
 
 #[test]
 fn additional_properties_narrowed_is_unsafe_and_widened_safe() {
-    flags(
-        &flagged(Check::AdditionalProperties),
+    example_flags_foo(
         Check::AdditionalProperties,
         Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["additionalProperties {\"type\":\"string\"} removed"],
     );
     let map = |ap: Value| foo(json!({"type": "object", "additionalProperties": ap}));
-    flags(
+    flags_foo(
         &compare(&map(json!(true)), &map(json!({"type": "string"}))),
         Check::AdditionalProperties,
         Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["additionalProperties narrowed true -> {\"type\":\"string\"}"],
     );
     assert_clean(&compare(&map(json!({"type": "string"})), &map(json!(true))));
@@ -768,22 +703,17 @@ fn additional_properties_narrowed_is_unsafe_and_widened_safe() {
 
 #[test]
 fn int_or_string_removed_is_unsafe_and_added_info() {
-    flags(
-        &flagged(Check::IntOrString),
+    example_flags_foo(
         Check::IntOrString,
         Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["x-kubernetes-int-or-string removed: the field now accepts only integer"],
     );
     let ios = foo(json!({"x-kubernetes-int-or-string": true}));
     let findings = compare(&foo(json!({})), &ios);
-    flags(
+    flags_foo(
         &findings,
         Check::IntOrString,
         Severity::Info,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["x-kubernetes-int-or-string added"],
     );
     assert_eq!(findings.len(), 1, "{}", dump(&findings));
@@ -791,21 +721,15 @@ fn int_or_string_removed_is_unsafe_and_added_info() {
 
 #[test]
 fn embedded_resource_turned_on_or_off_is_unsafe() {
-    flags(
-        &flagged(Check::EmbeddedResource),
+    example_flags_foo(
         Check::EmbeddedResource,
         Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["x-kubernetes-embedded-resource turned on"],
     );
-    let (old, new) = unsafe_example(Check::EmbeddedResource);
-    flags(
-        &compare(&new.expect("fixture"), &old.expect("fixture")),
+    flags_foo(
+        &reversed(Check::EmbeddedResource),
         Check::EmbeddedResource,
         Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["x-kubernetes-embedded-resource turned off"],
     );
 }
@@ -826,12 +750,10 @@ pub(crate) fn combined(kw: &str, required: &[&str]) -> Value {
 #[test]
 fn a_combinator_added_is_unsafe_and_never_ratcheted() {
     for check in [Check::OneOf, Check::AnyOf, Check::AllOf] {
-        flags(
+        flags_foo(
             &flagged(check),
             check,
             Severity::Error,
-            Some("v1"),
-            Some("^.spec.foo"),
             &[
                 &format!("{} constraint added (2 branches)", check.id()),
                 "never ratcheted",
@@ -844,12 +766,10 @@ fn a_combinator_added_is_unsafe_and_never_ratcheted() {
 fn a_one_of_or_any_of_branch_removed_is_unsafe() {
     for check in [Check::OneOf, Check::AnyOf] {
         let kw = check.id();
-        flags(
+        flags_foo(
             &compare(&combined(kw, &["a", "b"]), &combined(kw, &["a"])),
             check,
             Severity::Error,
-            Some("v1"),
-            Some("^.spec.foo"),
             &[&format!("1 {kw} branch removed"), "never ratcheted"],
         );
     }
@@ -859,26 +779,17 @@ fn a_one_of_or_any_of_branch_removed_is_unsafe() {
 fn a_one_of_branch_added_is_graded_by_overlap_and_an_any_of_branch_info() {
     // {a, b} matched only the a-branch before, and matches both now.
     let findings = compare(&combined("oneOf", &["a"]), &combined("oneOf", &["a", "b"]));
-    flags(
+    flags_foo(
         &findings,
         Check::OneOf,
         Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["1 oneOf branch added that overlap", "{a: ..., b: ...}"],
     );
     // A new discriminator value shares nothing with the old branches.
     let kind = |k: &str| json!({"required": ["a"], "properties": {"a": {"enum": [k]}}});
     let with = |branches: Vec<Value>| foo(edit(&object_ab(), |s| s["oneOf"] = json!(branches)));
     let findings = compare(&with(vec![kind("x")]), &with(vec![kind("x"), kind("y")]));
-    flags(
-        &findings,
-        Check::OneOf,
-        Severity::Info,
-        Some("v1"),
-        Some("^.spec.foo"),
-        &["share no value"],
-    );
+    flags_foo(&findings, Check::OneOf, Severity::Info, &["share no value"]);
     // Anything the schema cannot settle stays a warning that says so.
     let findings = compare(
         &with(vec![json!({"required": ["a"]})]),
@@ -887,21 +798,17 @@ fn a_one_of_branch_added_is_graded_by_overlap_and_an_any_of_branch_info() {
             json!({"not": {"required": ["a"]}}),
         ]),
     );
-    flags(
+    flags_foo(
         &findings,
         Check::OneOf,
         Severity::Warning,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["could not be decided"],
     );
     let findings = compare(&combined("anyOf", &["a"]), &combined("anyOf", &["a", "b"]));
-    flags(
+    flags_foo(
         &findings,
         Check::AnyOf,
         Severity::Info,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["1 anyOf branch added"],
     );
     assert_eq!(findings.len(), 1, "{}", dump(&findings));
@@ -909,12 +816,10 @@ fn a_one_of_branch_added_is_graded_by_overlap_and_an_any_of_branch_info() {
 
 #[test]
 fn an_all_of_branch_added_is_unsafe_and_removed_safe() {
-    flags(
+    flags_foo(
         &compare(&combined("allOf", &["a"]), &combined("allOf", &["a", "b"])),
         Check::AllOf,
         Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["1 allOf branch added"],
     );
     assert_clean(&compare(
@@ -932,12 +837,10 @@ fn a_combinator_removed_or_only_redocumented_is_safe() {
         }));
         // Documentation is reported wherever it changes, and only at info.
         let findings = compare(&combined(kw, &["a", "b"]), &documented);
-        flags(
+        flags_foo(
             &findings,
             Check::Description,
             Severity::Info,
-            Some("v1"),
-            Some("^.spec.foo"),
             &[&format!("documentation inside {kw} changed")],
         );
         assert_eq!(findings.len(), 1, "{}", dump(&findings));
@@ -946,12 +849,9 @@ fn a_combinator_removed_or_only_redocumented_is_safe() {
 
 #[test]
 fn a_not_constraint_added_or_changed_is_unsafe_and_removed_safe() {
-    flags(
-        &flagged(Check::Not),
+    example_flags_foo(
         Check::Not,
         Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["not constraint added", "never ratcheted"],
     );
     let not = |req: Value| {
@@ -959,12 +859,10 @@ fn a_not_constraint_added_or_changed_is_unsafe_and_removed_safe() {
             s["not"] = json!({ "required": req })
         }))
     };
-    flags(
+    flags_foo(
         &compare(&not(json!(["a", "b"])), &not(json!(["a", "c"]))),
         Check::Not,
         Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["not constraint changed"],
     );
     assert_clean(&compare(&not(json!(["a", "b"])), &foo(object_ab())));
@@ -973,12 +871,10 @@ fn a_not_constraint_added_or_changed_is_unsafe_and_removed_safe() {
 #[test]
 fn a_description_change_is_only_info() {
     let findings = flagged(Check::Description);
-    flags(
+    flags_foo(
         &findings,
         Check::Description,
         Severity::Info,
-        Some("v1"),
-        Some("^.spec.foo"),
         &["description changed"],
     );
     assert_eq!(findings.len(), 1, "{}", dump(&findings));
@@ -987,14 +883,7 @@ fn a_description_change_is_only_info() {
 #[test]
 fn an_unknown_keyword_change_is_reported_readably() {
     let findings = flagged(Check::UnknownChange);
-    let f = flags(
-        &findings,
-        Check::UnknownChange,
-        Severity::Error,
-        Some("v1"),
-        Some("^.spec.foo"),
-        &[],
-    );
+    let f = flags_foo(&findings, Check::UnknownChange, Severity::Error, &[]);
     assert!(
         f.message
             .starts_with("^.spec.foo: x-acme-owner \"a\" -> \"b\""),

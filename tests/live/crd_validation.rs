@@ -25,12 +25,19 @@ const KNOWN_LIMITATIONS: &[(&str, &str)] = &[];
 /// The server's verdict on creating `manifest`: `None` when accepted, its
 /// message when refused.
 pub async fn server_verdict(client: &Client, manifest: &Value) -> Option<String> {
-    let body = serde_json::to_vec(manifest).unwrap_or_default();
     let req =
-        http::Request::post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions?dryRun=All")
-            .header("content-type", "application/json")
-            .body(body)
-            .expect("request");
+        http::Request::post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions?dryRun=All");
+    verdict(client, req, manifest).await
+}
+
+/// The server's verdict on `req` with `manifest` as its body: `None` when
+/// accepted, its message when refused.
+async fn verdict(client: &Client, req: http::request::Builder, manifest: &Value) -> Option<String> {
+    let body = serde_json::to_vec(manifest).unwrap_or_default();
+    let req = req
+        .header("content-type", "application/json")
+        .body(body)
+        .expect("request");
     match client.request_text(req).await {
         Ok(_) => None,
         Err(kube::Error::Api(e)) => Some(format!("{} ({})", e.message, e.code)),
@@ -53,7 +60,7 @@ fn base() -> Value {
     )
 }
 
-/// The spec schema node of version 0.
+/// The spec properties of version 0.
 fn spec_props(m: &mut Value) -> &mut Value {
     &mut m["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
 }
@@ -64,6 +71,11 @@ fn root(m: &mut Value) -> &mut Value {
 
 fn v0(m: &mut Value) -> &mut Value {
     &mut m["spec"]["versions"][0]
+}
+
+/// The `spec` schema node of version 0.
+fn spec_schema(m: &mut Value) -> &mut Value {
+    &mut root(m)["properties"]["spec"]
 }
 
 fn second_version(m: &mut Value, schema: Value) {
@@ -512,339 +524,222 @@ fn rich_spec(m: &mut Value) {
     props["free"] = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
 }
 
-/// More rules on [`rich_spec`] and its neighbours: (label, where the rule
-/// sits, the rule, a messageExpression, optionalOldSelf).
-const CEL_DEEP_CASES: &[(&str, Site, &str, Option<&str>, bool)] = &[
+/// More rules on the `spec` of [`deep_spec`], by label.
+const CEL_DEEP_CASES: &[(&str, &str)] = &[
+    ("cel_deep_old_self_ok", "oldSelf.size == self.size"),
+    (
+        "cel_deep_date_format_ok",
+        "!has(self.day) || self.day.size() > 0",
+    ),
+    (
+        "cel_deep_date_against_timestamp",
+        "self.day < timestamp('2024-01-01T00:00:00Z')",
+    ),
+    (
+        "cel_deep_nested_list_ok",
+        "self.grid.all(row, row.all(c, c >= 0))",
+    ),
+    (
+        "cel_deep_nested_list_against_string",
+        "self.grid.all(row, row.all(c, c == 'x'))",
+    ),
+    (
+        "cel_deep_map_of_lists_ok",
+        "self.groups.all(k, self.groups[k].size() < 5)",
+    ),
+    (
+        "cel_deep_map_of_lists_element_method",
+        "self.groups.all(k, self.groups[k].startsWith('a'))",
+    ),
+    (
+        "cel_deep_int_or_string_list_ok",
+        "self.ports.all(p, type(p) == int ? p > 0 : p.startsWith('h'))",
+    ),
+    ("cel_deep_enum_ok", "self.mode in ['a', 'b']"),
+    ("cel_deep_enum_against_int", "self.mode == 1"),
+    (
+        "cel_deep_int32_ok",
+        "self.small + 1 > 0 && self.small < 2147483647",
+    ),
+    (
+        "cel_deep_optional_select_ok",
+        "self.?obj.a.orValue('') == ''",
+    ),
+    (
+        "cel_deep_optional_index_ok",
+        "self.items[?0].a.orValue('') == ''",
+    ),
+    (
+        "cel_deep_optional_map_index_ok",
+        "self.groups[?'a'].orValue([]).size() == 0",
+    ),
+    ("cel_deep_has_on_index", "has(self.groups['a'])"),
+    ("cel_deep_in_map_ok", "'a' in self.groups"),
+    (
+        "cel_deep_embedded_fields_ok",
+        "!has(self.template) || self.template.kind != '' && self.template.metadata.name != ''",
+    ),
+    (
+        "cel_deep_embedded_undeclared_field",
+        "self.template.spec == 1",
+    ),
+    (
+        "cel_deep_embedded_metadata_labels",
+        "self.template.metadata.labels.size() > 0",
+    ),
+    (
+        "cel_deep_string_chain_ok",
+        "self.obj.a.lowerAscii().trim().split('.').all(p, p.size() > 0)",
+    ),
+    (
+        "cel_deep_string_chain_wrong",
+        "self.obj.a.split('.').lowerAscii() == ''",
+    ),
+    (
+        "cel_deep_ternary_objects_ok",
+        "(self.size > 0 ? self.obj : self.obj).a == ''",
+    ),
+    (
+        "cel_deep_ternary_object_and_string",
+        "(self.size > 0 ? self.obj : 'x') == 'x'",
+    ),
+    (
+        "cel_deep_exists_on_map_ok",
+        "self.groups.exists(k, k == 'a')",
+    ),
+    (
+        "cel_deep_map_key_method_ok",
+        "self.groups.all(k, k.matches('^[a-z]+$'))",
+    ),
+    (
+        "cel_deep_list_of_objects_equality_ok",
+        "self.items == self.items",
+    ),
+    (
+        "cel_deep_list_of_objects_against_strings",
+        "self.items == ['a']",
+    ),
+    ("cel_deep_duration_literal_ok", "self.ttl < duration('1h')"),
+    (
+        "cel_deep_bad_duration_literal",
+        "self.ttl < duration('1 hour')",
+    ),
+    (
+        "cel_deep_bad_timestamp_literal",
+        "self.when < timestamp('yesterday')",
+    ),
+    ("cel_deep_integer_division_double", "self.ratio / 2 > 1.0"),
+    (
+        "cel_deep_double_conversion_ok",
+        "self.ratio / double(2) > 1.0",
+    ),
+    ("cel_deep_uint_conversion_ok", "uint(self.size) >= 0u"),
+    (
+        "cel_deep_bytes_conversion_ok",
+        "bytes(self.obj.a).size() >= 0 && string(self.blob) != 'x'",
+    ),
+    ("cel_deep_bool_conversion_ok", "bool('true')"),
+];
+
+/// Rules on the root of [`deep_spec`], by label.
+const CEL_DEEP_ROOT_CASES: &[(&str, &str)] = &[
     // Sized from the request before 1.37, 253 bytes from 1.37: matching
     // the name against a pattern costs too much only before.
     (
         "cel_deep_root_metadata_name_matched",
-        Site::Root,
         "self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$') && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$') && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$') && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",
-        None,
-        false,
     ),
     (
         "cel_deep_root_metadata_name_ok",
-        Site::Root,
         "self.metadata.name.startsWith('a') || true",
-        None,
-        false,
     ),
     (
         "cel_deep_root_metadata_name_against_int",
-        Site::Root,
         "self.metadata.name == 1",
-        None,
-        false,
     ),
     (
         "cel_deep_root_kind_ok",
-        Site::Root,
         "self.kind == 'Widget' && self.apiVersion != ''",
-        None,
-        false,
     ),
     (
         "cel_deep_root_spec_size_ok",
-        Site::Root,
         "!has(self.spec) || !has(self.spec.size) || self.spec.size > 0",
-        None,
-        false,
     ),
-    (
-        "cel_deep_root_spec_against_string",
-        Site::Root,
-        "self.spec == 'x'",
-        None,
-        false,
-    ),
+    ("cel_deep_root_spec_against_string", "self.spec == 'x'"),
+];
+
+/// messageExpressions of a rule that holds on the `spec` of [`deep_spec`],
+/// by label.
+const CEL_DEEP_MESSAGE_EXPRESSION_CASES: &[(&str, &str)] = &[
     (
         "cel_deep_message_expression_ok",
-        Site::Spec,
-        "true",
-        Some("'size is ' + string(self.size)"),
-        false,
+        "'size is ' + string(self.size)",
     ),
     (
         "cel_deep_message_expression_int_plus_string",
-        Site::Spec,
-        "true",
-        Some("self.size + 'x'"),
-        false,
+        "self.size + 'x'",
+    ),
+    ("cel_deep_message_expression_undeclared", "'x' + other"),
+    ("cel_deep_message_expression_object", "self.obj"),
+];
+
+/// Rules on the `spec` of [`base`] for the rule fields, syntax and cost, by
+/// label.
+const CEL_RULE_CASES: &[(&str, &str)] = &[
+    ("cel_optional_syntax_ok", "self.?name.orValue('') != 'x'"),
+    ("cel_empty_rule", "  "),
+    ("cel_syntax_error", "self.size >"),
+    (
+        "cel_multiline_without_message",
+        "has(self.size) ||\n has(self.name)",
+    ),
+    ("cel_rule_not_bool", "self.size"),
+    ("cel_undefined_field", "self.nope > 1"),
+    (
+        "cel_undefined_field_in_list_items",
+        "self.tags.all(t, t.size() > 0) && self.labels.all(k, k != '') && has(self.nam)",
+    ),
+    ("cel_wrong_overload", "self.size.startsWith('a')"),
+    ("cel_size_of_an_integer", "size(self.size) > 0"),
+    ("cel_string_plus_integer", "self.name + self.size == 'a1'"),
+    ("cel_string_ordered_against_integer", "self.name < 3"),
+    (
+        "cel_cross_type_numeric_ordering_ok",
+        "self.size < 3.5 && self.size + 1 > 0",
     ),
     (
-        "cel_deep_message_expression_undeclared",
-        Site::Spec,
-        "true",
-        Some("'x' + other"),
-        false,
+        "cel_bad_regex_literal",
+        "!has(self.name) || self.name.matches('(a')",
+    ),
+    ("cel_bind", "cel.bind(x, self.size, x > 0)"),
+    (
+        "cel_two_variable_comprehension",
+        "self.tags.all(i, t, t != '' && i >= 0)",
+    ),
+    // cost
+    (
+        "cel_cost_quadratic_unbounded",
+        "self.tags.all(a, self.tags.exists(b, a == b))",
     ),
     (
-        "cel_deep_message_expression_object",
-        Site::Spec,
-        "true",
-        Some("self.obj"),
-        false,
+        "cel_cost_two_variable_comprehension",
+        "self.labels.all(k, v, v.size() < 10 && k != '')",
+    ),
+];
+
+/// messageExpressions of a rule that holds on the `spec` of [`base`], by
+/// label.
+const CEL_MESSAGE_EXPRESSION_CASES: &[(&str, &str)] = &[
+    ("cel_empty_message_expression", " "),
+    ("cel_message_expression_syntax", "'a' +"),
+    ("cel_message_expression_not_string", "self.size"),
+    (
+        "cel_message_expression_undefined_field",
+        "'bad ' + self.nope",
     ),
     (
-        "cel_deep_optional_old_self_ok",
-        Site::Spec,
-        "!oldSelf.hasValue() || oldSelf.value().size == self.size",
-        None,
-        true,
-    ),
-    (
-        "cel_deep_optional_old_self_as_object",
-        Site::Spec,
-        "oldSelf.size == self.size",
-        None,
-        true,
-    ),
-    (
-        "cel_deep_old_self_ok",
-        Site::Spec,
-        "oldSelf.size == self.size",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_date_format_ok",
-        Site::Spec,
-        "!has(self.day) || self.day.size() > 0",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_date_against_timestamp",
-        Site::Spec,
-        "self.day < timestamp('2024-01-01T00:00:00Z')",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_nested_list_ok",
-        Site::Spec,
-        "self.grid.all(row, row.all(c, c >= 0))",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_nested_list_against_string",
-        Site::Spec,
-        "self.grid.all(row, row.all(c, c == 'x'))",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_map_of_lists_ok",
-        Site::Spec,
-        "self.groups.all(k, self.groups[k].size() < 5)",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_map_of_lists_element_method",
-        Site::Spec,
-        "self.groups.all(k, self.groups[k].startsWith('a'))",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_int_or_string_list_ok",
-        Site::Spec,
-        "self.ports.all(p, type(p) == int ? p > 0 : p.startsWith('h'))",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_enum_ok",
-        Site::Spec,
-        "self.mode in ['a', 'b']",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_enum_against_int",
-        Site::Spec,
-        "self.mode == 1",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_int32_ok",
-        Site::Spec,
-        "self.small + 1 > 0 && self.small < 2147483647",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_optional_select_ok",
-        Site::Spec,
-        "self.?obj.a.orValue('') == ''",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_optional_index_ok",
-        Site::Spec,
-        "self.items[?0].a.orValue('') == ''",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_optional_map_index_ok",
-        Site::Spec,
-        "self.groups[?'a'].orValue([]).size() == 0",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_has_on_index",
-        Site::Spec,
-        "has(self.groups['a'])",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_in_map_ok",
-        Site::Spec,
-        "'a' in self.groups",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_embedded_fields_ok",
-        Site::Spec,
-        "!has(self.template) || self.template.kind != '' && self.template.metadata.name != ''",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_embedded_undeclared_field",
-        Site::Spec,
-        "self.template.spec == 1",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_embedded_metadata_labels",
-        Site::Spec,
-        "self.template.metadata.labels.size() > 0",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_string_chain_ok",
-        Site::Spec,
-        "self.obj.a.lowerAscii().trim().split('.').all(p, p.size() > 0)",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_string_chain_wrong",
-        Site::Spec,
-        "self.obj.a.split('.').lowerAscii() == ''",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_ternary_objects_ok",
-        Site::Spec,
-        "(self.size > 0 ? self.obj : self.obj).a == ''",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_ternary_object_and_string",
-        Site::Spec,
-        "(self.size > 0 ? self.obj : 'x') == 'x'",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_exists_on_map_ok",
-        Site::Spec,
-        "self.groups.exists(k, k == 'a')",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_map_key_method_ok",
-        Site::Spec,
-        "self.groups.all(k, k.matches('^[a-z]+$'))",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_list_of_objects_equality_ok",
-        Site::Spec,
-        "self.items == self.items",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_list_of_objects_against_strings",
-        Site::Spec,
-        "self.items == ['a']",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_duration_literal_ok",
-        Site::Spec,
-        "self.ttl < duration('1h')",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_bad_duration_literal",
-        Site::Spec,
-        "self.ttl < duration('1 hour')",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_bad_timestamp_literal",
-        Site::Spec,
-        "self.when < timestamp('yesterday')",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_integer_division_double",
-        Site::Spec,
-        "self.ratio / 2 > 1.0",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_double_conversion_ok",
-        Site::Spec,
-        "self.ratio / double(2) > 1.0",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_uint_conversion_ok",
-        Site::Spec,
-        "uint(self.size) >= 0u",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_bytes_conversion_ok",
-        Site::Spec,
-        "bytes(self.obj.a).size() >= 0 && string(self.blob) != 'x'",
-        None,
-        false,
-    ),
-    (
-        "cel_deep_bool_conversion_ok",
-        Site::Spec,
-        "bool('true')",
-        None,
-        false,
+        "cel_message_expression_wrong_overload",
+        "'size ' + self.size",
     ),
 ];
 
@@ -923,13 +818,7 @@ const CEL_NODE_CASES: &[(&str, &str, &str)] = &[
     ("cel_node_matches_dynamic_ok", "name", "self.matches(self)"),
 ];
 
-#[derive(Clone, Copy)]
-enum Site {
-    Root,
-    Spec,
-}
-
-/// The fields [`CEL_DEEP_CASES`] use on top of [`rich_spec`].
+/// The fields the deep and node cases use on top of [`rich_spec`].
 fn deep_spec(m: &mut Value) {
     rich_spec(m);
     let props = spec_props(m);
@@ -943,6 +832,13 @@ fn deep_spec(m: &mut Value) {
     props["template"] = json!({"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true});
 }
 
+/// An edit of [`base`] a table's cases start from.
+type Prepare = fn(&mut Value);
+/// The schema node a table's rules sit on.
+type Node = fn(&mut Value) -> &mut Value;
+/// The rows of a table of cases: (label, text).
+type Table = &'static [(&'static str, &'static str)];
+
 fn cases() -> Vec<(&'static str, Value)> {
     let mut out: Vec<(&'static str, Value)> = Vec::new();
     let mut case = |label: &'static str, edit: &dyn Fn(&mut Value)| {
@@ -952,28 +848,28 @@ fn cases() -> Vec<(&'static str, Value)> {
     };
     // metadata
     case("ok", &|_| {});
-    case("name_mismatch", &|m| {
-        m["metadata"]["name"] = json!("widget.example.com")
-    });
-    case(
-        "label_helm_template",
-        &|m| {
-            m["metadata"]["labels"] =
-                json!({"app.kubernetes.io/version": "{{ .Chart.AppVersion }}"})
-        },
-    );
-    case("label_key_three_parts", &|m| {
-        m["metadata"]["labels"] = json!({"a/b/c": "x"})
-    });
-    case("label_value_too_long", &|m| {
-        m["metadata"]["labels"] = json!({"a": "x".repeat(64)})
-    });
-    case("annotation_key_bad", &|m| {
-        m["metadata"]["annotations"] = json!({"-bad-": "x"})
-    });
-    case("annotation_value_template_ok", &|m| {
-        m["metadata"]["annotations"] = json!({"a": "{{ x }}"})
-    });
+    for (label, key, value) in [
+        ("name_mismatch", "name", json!("widget.example.com")),
+        (
+            "label_helm_template",
+            "labels",
+            json!({"app.kubernetes.io/version": "{{ .Chart.AppVersion }}"}),
+        ),
+        ("label_key_three_parts", "labels", json!({"a/b/c": "x"})),
+        (
+            "label_value_too_long",
+            "labels",
+            json!({"a": "x".repeat(64)}),
+        ),
+        ("annotation_key_bad", "annotations", json!({"-bad-": "x"})),
+        (
+            "annotation_value_template_ok",
+            "annotations",
+            json!({"a": "{{ x }}"}),
+        ),
+    ] {
+        case(label, &|m| m["metadata"][key] = value.clone());
+    }
     // names and versions
     case("group_no_dot", &|m| {
         m["spec"]["group"] = json!("example");
@@ -988,21 +884,15 @@ fn cases() -> Vec<(&'static str, Value)> {
         m["spec"]["names"]["plural"] = json!("Widgets");
         m["metadata"]["name"] = json!("Widgets.example.com");
     });
-    case("singular_bad", &|m| {
-        m["spec"]["names"]["singular"] = json!("a_b")
-    });
-    case("kind_is_list_kind", &|m| {
-        m["spec"]["names"]["listKind"] = json!("Widget")
-    });
-    case("kind_bad", &|m| {
-        m["spec"]["names"]["kind"] = json!("Wid_get")
-    });
-    case("short_name_bad", &|m| {
-        m["spec"]["names"]["shortNames"] = json!(["w", "Bad"])
-    });
-    case("category_bad", &|m| {
-        m["spec"]["names"]["categories"] = json!(["all", "a.b"])
-    });
+    for (label, key, value) in [
+        ("singular_bad", "singular", json!("a_b")),
+        ("kind_is_list_kind", "listKind", json!("Widget")),
+        ("kind_bad", "kind", json!("Wid_get")),
+        ("short_name_bad", "shortNames", json!(["w", "Bad"])),
+        ("category_bad", "categories", json!(["all", "a.b"])),
+    ] {
+        case(label, &|m| m["spec"]["names"][key] = value.clone());
+    }
     case("version_name_bad", &|m| v0(m)["name"] = json!("V1"));
     case("no_storage_version", &|m| v0(m)["storage"] = json!(false));
     case("two_storage_versions", &|m| {
@@ -1033,77 +923,70 @@ fn cases() -> Vec<(&'static str, Value)> {
     case("preserve_unknown_fields_true", &|m| {
         m["spec"]["preserveUnknownFields"] = json!(true)
     });
-    case("protected_group_no_approval", &|m| {
-        m["spec"]["group"] = json!("x.k8s.io");
-        m["metadata"]["name"] = json!("widgets.x.k8s.io");
-    });
-    case("protected_group_unapproved", &|m| {
-        m["spec"]["group"] = json!("x.k8s.io");
-        m["metadata"]["name"] = json!("widgets.x.k8s.io");
-        m["metadata"]["annotations"] = json!({"api-approved.kubernetes.io": "unapproved, testing"});
-    });
-    case("protected_group_approval_invalid", &|m| {
-        m["spec"]["group"] = json!("x.k8s.io");
-        m["metadata"]["name"] = json!("widgets.x.k8s.io");
-        m["metadata"]["annotations"] = json!({"api-approved.kubernetes.io": "yes please"});
-    });
+    for (label, approval) in [
+        ("protected_group_no_approval", None),
+        ("protected_group_unapproved", Some("unapproved, testing")),
+        ("protected_group_approval_invalid", Some("yes please")),
+    ] {
+        case(label, &|m| {
+            m["spec"]["group"] = json!("x.k8s.io");
+            m["metadata"]["name"] = json!("widgets.x.k8s.io");
+            if let Some(approval) = approval {
+                m["metadata"]["annotations"] = json!({"api-approved.kubernetes.io": approval});
+            }
+        });
+    }
     // conversion
-    case(
-        "webhook_without_client",
-        &|m| {
-            m["spec"]["conversion"] =
-                json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"]}})
-        },
-    );
-    case(
-        "webhook_without_review_versions",
-        &|m| m["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {"clientConfig": {"service": {"name": "s", "namespace": "n"}}}}),
-    );
-    case(
-        "webhook_ok",
-        &|m| m["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {"service": {"name": "s", "namespace": "n", "path": "/convert"}}}}),
-    );
-    // A caBundle client-go cannot use: accepted on create, refused by an
-    // update of the established CRD from 1.31.
-    case(
-        "webhook_ca_bundle_not_pem",
-        &|m| m["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {"caBundle": "Zm9v", "service": {"name": "s", "namespace": "n"}}}}),
-    );
-    case(
-        "webhook_ca_bundle_ok",
-        &|m| m["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {"caBundle": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJrVENDQVRlZ0F3SUJBZ0lVV2YzVlpGb2VHeTdOTjVzbGtWK3hOU1RmR3I0d0NnWUlLb1pJemowRUF3SXcKSFRFYk1Ca0dBMVVFQXd3U1kzSmtMWE5oWm1WMGVTMTBaWE4wTFdOaE1DQVhEVEkyTVRFeU5qRXhORE0xTlZvWQpEekl4TWpZeE1UQXlNVEUwTXpVMVdqQWRNUnN3R1FZRFZRUUREQkpqY21RdGMyRm1aWFI1TFhSbGMzUXRZMkV3CldUQVRCZ2NxaGtqT1BRSUJCZ2dxaGtqT1BRTUJCd05DQUFURUhQWmhVKzdBQUt3QmtoSlk5SVBOa3pqbWlYVy8KSmxhZlRveDVKNEZCMEpORkpnNTFRb0hVVE55TldTS3p5TTE0VTNBYzZhOWVjSmxvV1FDcnBTdTVvMU13VVRBZApCZ05WSFE0RUZnUVU0QW0zZWl2Mnk1dEE1MjQ3amFyMCt2S2hFall3SHdZRFZSMGpCQmd3Rm9BVTRBbTNlaXYyCnk1dEE1MjQ3amFyMCt2S2hFall3RHdZRFZSMFRBUUgvQkFVd0F3RUIvekFLQmdncWhrak9QUVFEQWdOSUFEQkYKQWlCWGdHVGJaMlJXVExRTVBPcnQwQ2dHUGYrWjVHNk9iaVFCcjVmMnk1eGJRZ0loQU5heThBUmtYM0w5RXEwaAowT3h5YWc2SWdhaTYwY2JWRGUxS0RQckcwQ1FrCi0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K", "service": {"name": "s", "namespace": "n"}}}}),
-    );
-    case(
-        "webhook_http_url",
-        &|m| m["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {"url": "http://example.com/convert"}}}),
-    );
-    case(
-        "webhook_url_with_query",
-        &|m| m["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {"url": "https://example.com/c?x=1"}}}),
-    );
-    case(
-        "webhook_unknown_review_version",
-        &|m| m["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v9"], "clientConfig": {"url": "https://example.com/c"}}}),
-    );
-    case(
-        "webhook_service_bad_path",
-        &|m| m["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {"service": {"name": "s", "namespace": "n", "path": "convert"}}}}),
-    );
-    case(
-        "none_with_review_versions",
-        &|m| {
-            m["spec"]["conversion"] =
-                json!({"strategy": "None", "webhook": {"conversionReviewVersions": ["v1"]}})
-        },
-    );
-    case("strategy_bad", &|m| {
-        m["spec"]["conversion"] = json!({"strategy": "Magic"})
-    });
+    for (label, conversion) in [
+        (
+            "webhook_without_client",
+            json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"]}}),
+        ),
+        (
+            "webhook_without_review_versions",
+            json!({"strategy": "Webhook", "webhook": {"clientConfig": {"service": {"name": "s", "namespace": "n"}}}}),
+        ),
+        (
+            "webhook_unknown_review_version",
+            json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v9"], "clientConfig": {"url": "https://example.com/c"}}}),
+        ),
+        (
+            "none_with_review_versions",
+            json!({"strategy": "None", "webhook": {"conversionReviewVersions": ["v1"]}}),
+        ),
+        ("strategy_bad", json!({"strategy": "Magic"})),
+        (
+            "webhook_ok",
+            json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {"service": {"name": "s", "namespace": "n", "path": "/convert"}}}}),
+        ),
+        // A caBundle client-go cannot use: accepted on create, refused by an
+        // update of the established CRD from 1.31.
+        (
+            "webhook_ca_bundle_not_pem",
+            json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {"caBundle": "Zm9v", "service": {"name": "s", "namespace": "n"}}}}),
+        ),
+        (
+            "webhook_ca_bundle_ok",
+            json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {"caBundle": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJrVENDQVRlZ0F3SUJBZ0lVV2YzVlpGb2VHeTdOTjVzbGtWK3hOU1RmR3I0d0NnWUlLb1pJemowRUF3SXcKSFRFYk1Ca0dBMVVFQXd3U1kzSmtMWE5oWm1WMGVTMTBaWE4wTFdOaE1DQVhEVEkyTVRFeU5qRXhORE0xTlZvWQpEekl4TWpZeE1UQXlNVEUwTXpVMVdqQWRNUnN3R1FZRFZRUUREQkpqY21RdGMyRm1aWFI1TFhSbGMzUXRZMkV3CldUQVRCZ2NxaGtqT1BRSUJCZ2dxaGtqT1BRTUJCd05DQUFURUhQWmhVKzdBQUt3QmtoSlk5SVBOa3pqbWlYVy8KSmxhZlRveDVKNEZCMEpORkpnNTFRb0hVVE55TldTS3p5TTE0VTNBYzZhOWVjSmxvV1FDcnBTdTVvMU13VVRBZApCZ05WSFE0RUZnUVU0QW0zZWl2Mnk1dEE1MjQ3amFyMCt2S2hFall3SHdZRFZSMGpCQmd3Rm9BVTRBbTNlaXYyCnk1dEE1MjQ3amFyMCt2S2hFall3RHdZRFZSMFRBUUgvQkFVd0F3RUIvekFLQmdncWhrak9QUVFEQWdOSUFEQkYKQWlCWGdHVGJaMlJXVExRTVBPcnQwQ2dHUGYrWjVHNk9iaVFCcjVmMnk1eGJRZ0loQU5heThBUmtYM0w5RXEwaAowT3h5YWc2SWdhaTYwY2JWRGUxS0RQckcwQ1FrCi0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K", "service": {"name": "s", "namespace": "n"}}}}),
+        ),
+        (
+            "webhook_http_url",
+            json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {"url": "http://example.com/convert"}}}),
+        ),
+        (
+            "webhook_url_with_query",
+            json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {"url": "https://example.com/c?x=1"}}}),
+        ),
+        (
+            "webhook_service_bad_path",
+            json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {"service": {"name": "s", "namespace": "n", "path": "convert"}}}}),
+        ),
+    ] {
+        case(label, &|m| m["spec"]["conversion"] = conversion.clone());
+    }
     // structural schema
     case("object_without_type", &|m| {
-        root(m)["properties"]["spec"]
-            .as_object_mut()
-            .map(|o| o.remove("type"));
+        spec_schema(m).as_object_mut().map(|o| o.remove("type"));
     });
     case("item_without_type", &|m| {
         spec_props(m)["tags"]["items"] = json!({"minLength": 1})
@@ -1159,8 +1042,7 @@ fn cases() -> Vec<(&'static str, Value)> {
         &|m| root(m)["anyOf"] = json!([{"properties": {"spec": {"required": ["size"]}}}, {"properties": {"spec": {"required": ["name"]}}}]),
     );
     case("nested_junctor_names_unknown_property", &|m| {
-        root(m)["properties"]["spec"]["anyOf"] =
-            json!([{"properties": {"other": {"maxLength": 2}}}])
+        spec_schema(m)["anyOf"] = json!([{"properties": {"other": {"maxLength": 2}}}])
     });
     case(
         "junctor_with_metadata",
@@ -1208,10 +1090,10 @@ fn cases() -> Vec<(&'static str, Value)> {
         spec_props(m)["tags"]["items"] = json!([{"type": "string"}])
     });
     case("properties_and_additional_properties_false", &|m| {
-        root(m)["properties"]["spec"]["additionalProperties"] = json!(false)
+        spec_schema(m)["additionalProperties"] = json!(false)
     });
     case("properties_and_additional_properties_true", &|m| {
-        root(m)["properties"]["spec"]["additionalProperties"] = json!(true)
+        spec_schema(m)["additionalProperties"] = json!(true)
     });
     case("additional_properties_at_root", &|m| {
         root(m)["additionalProperties"] = json!({"type": "string"});
@@ -1321,7 +1203,7 @@ fn cases() -> Vec<(&'static str, Value)> {
         spec_props(m)["name"]["maxLength"] = json!("5")
     });
     case("decode_required_not_list", &|m| {
-        root(m)["properties"]["spec"]["required"] = json!("size")
+        spec_schema(m)["required"] = json!("size")
     });
     // defaults
     case("default_ok", &|m| {
@@ -1372,10 +1254,10 @@ fn cases() -> Vec<(&'static str, Value)> {
         spec_props(m)["size"]["default"] = json!(2_000_000_000_u64);
     });
     case("default_unknown_field", &|m| {
-        root(m)["properties"]["spec"]["default"] = json!({"other": 1})
+        spec_schema(m)["default"] = json!({"other": 1})
     });
     case("default_object_ok", &|m| {
-        root(m)["properties"]["spec"]["default"] = json!({"size": 1})
+        spec_schema(m)["default"] = json!({"size": 1})
     });
     case("default_in_root_metadata", &|m| {
         root(m)["properties"]["metadata"] = json!({"type": "object", "default": {"name": "x"}})
@@ -1389,59 +1271,34 @@ fn cases() -> Vec<(&'static str, Value)> {
         &|m| spec_props(m)["ports"] = json!({"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"], "default": [{"name": "a"}], "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}}),
     );
     // patterns
-    case("pattern_ok", &|m| {
-        spec_props(m)["name"]["pattern"] = json!("^[a-z]+(-[a-z]+)*$")
-    });
-    case("pattern_unclosed", &|m| {
-        spec_props(m)["name"]["pattern"] = json!("^(abc$")
-    });
-    case("pattern_lookahead", &|m| {
-        spec_props(m)["name"]["pattern"] = json!("^(?=a)")
-    });
-    case("pattern_backreference", &|m| {
-        spec_props(m)["name"]["pattern"] = json!("(a)\\1")
-    });
-    case("pattern_go_repeat_limit", &|m| {
-        spec_props(m)["name"]["pattern"] = json!("a{1001}")
-    });
-    case("pattern_go_nested_repeat", &|m| {
-        spec_props(m)["name"]["pattern"] = json!("a**")
-    });
-    case("pattern_go_class_ops_ok", &|m| {
-        spec_props(m)["name"]["pattern"] = json!("[a&&b]")
-    });
-    // printer columns and scale
-    case(
-        "column_ok",
-        &|m| {
-            v0(m)["additionalPrinterColumns"] =
-                json!([{"name": "Size", "type": "integer", "jsonPath": ".spec.size"}])
-        },
-    );
-    case(
-        "column_bad_type",
-        &|m| {
-            v0(m)["additionalPrinterColumns"] =
-                json!([{"name": "Size", "type": "int", "jsonPath": ".spec.size"}])
-        },
-    );
-    case(
-        "column_bad_format",
-        &|m| {
-            v0(m)["additionalPrinterColumns"] = json!([{"name": "Size", "type": "integer", "format": "big", "jsonPath": ".spec.size"}])
-        },
-    );
-    case("column_path_without_dot", &|m| {
-        v0(m)["additionalPrinterColumns"] =
-            json!([{"name": "Size", "type": "integer", "jsonPath": "spec.size"}])
-    });
-    case(
-        "column_without_name",
-        &|m| {
-            v0(m)["additionalPrinterColumns"] =
-                json!([{"name": "", "type": "integer", "jsonPath": ".spec.size"}])
-        },
-    );
+    for (label, pattern) in [
+        ("pattern_ok", "^[a-z]+(-[a-z]+)*$"),
+        ("pattern_unclosed", "^(abc$"),
+        ("pattern_lookahead", "^(?=a)"),
+        ("pattern_backreference", "(a)\\1"),
+        ("pattern_go_repeat_limit", "a{1001}"),
+        ("pattern_go_nested_repeat", "a**"),
+        ("pattern_go_class_ops_ok", "[a&&b]"),
+    ] {
+        case(label, &|m| {
+            spec_props(m)["name"]["pattern"] = json!(pattern)
+        });
+    }
+    // printer columns and scale: one column (`Size`, `.spec.size`) with one
+    // key set
+    for (label, key, value) in [
+        ("column_ok", "name", "Size"),
+        ("column_bad_type", "type", "int"),
+        ("column_bad_format", "format", "big"),
+        ("column_path_without_dot", "jsonPath", "spec.size"),
+        ("column_without_name", "name", ""),
+    ] {
+        case(label, &|m| {
+            let mut column = json!({"name": "Size", "type": "integer", "jsonPath": ".spec.size"});
+            column[key] = json!(value);
+            v0(m)["additionalPrinterColumns"] = json!([column]);
+        });
+    }
     case(
         "scale_ok",
         &|m| v0(m)["subresources"] = json!({"scale": {"specReplicasPath": ".spec.size", "statusReplicasPath": ".status.replicas"}}),
@@ -1455,33 +1312,22 @@ fn cases() -> Vec<(&'static str, Value)> {
         &|m| v0(m)["subresources"] = json!({"scale": {"specReplicasPath": ".spec.size", "statusReplicasPath": ".status.replicas", "labelSelectorPath": ".metadata.labels"}}),
     );
     // selectable fields
-    case(
-        "selectable_ok",
-        &|m| {
-            v0(m)["selectableFields"] =
-                json!([{"jsonPath": ".spec.name"}, {"jsonPath": ".spec.size"}])
-        },
-    );
-    case("selectable_object", &|m| {
-        v0(m)["selectableFields"] = json!([{"jsonPath": ".spec"}])
-    });
-    case("selectable_unknown_field", &|m| {
-        v0(m)["selectableFields"] = json!([{"jsonPath": ".spec.nope"}])
-    });
+    for (label, paths) in [
+        ("selectable_ok", vec![".spec.name", ".spec.size"]),
+        ("selectable_object", vec![".spec"]),
+        ("selectable_unknown_field", vec![".spec.nope"]),
+        ("selectable_duplicate", vec![".spec.name", ".spec.name"]),
+        ("selectable_array_notation", vec![".spec['name']"]),
+    ] {
+        case(label, &|m| {
+            let fields = paths.iter().map(|p| json!({"jsonPath": p})).collect();
+            v0(m)["selectableFields"] = Value::Array(fields);
+        });
+    }
     case("selectable_metadata", &|m| {
         root(m)["properties"]["metadata"] =
             json!({"type": "object", "properties": {"name": {"type": "string"}}});
         v0(m)["selectableFields"] = json!([{"jsonPath": ".metadata.name"}]);
-    });
-    case(
-        "selectable_duplicate",
-        &|m| {
-            v0(m)["selectableFields"] =
-                json!([{"jsonPath": ".spec.name"}, {"jsonPath": ".spec.name"}])
-        },
-    );
-    case("selectable_array_notation", &|m| {
-        v0(m)["selectableFields"] = json!([{"jsonPath": ".spec['name']"}])
     });
     case("selectable_too_many", &|m| {
         let mut props = serde_json::Map::new();
@@ -1490,7 +1336,7 @@ fn cases() -> Vec<(&'static str, Value)> {
             props.insert(format!("f{i}"), json!({"type": "string"}));
             fields.push(json!({"jsonPath": format!(".spec.f{i}")}));
         }
-        root(m)["properties"]["spec"]["properties"] = Value::Object(props);
+        spec_schema(m)["properties"] = Value::Object(props);
         v0(m)["selectableFields"] = Value::Array(fields);
     });
     case("selectable_with_non_structural_schema", &|m| {
@@ -1498,47 +1344,24 @@ fn cases() -> Vec<(&'static str, Value)> {
         v0(m)["selectableFields"] = json!([{"jsonPath": ".spec.size"}]);
     });
     // CEL rule fields and syntax
-    case("cel_ok", &|m| {
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
-            json!([{"rule": "!has(self.size) || self.size >= 0", "message": "size"}])
-    });
-    case("cel_optional_syntax_ok", &|m| {
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
-            json!([{"rule": "self.?name.orValue('') != 'x'"}])
-    });
-    case("cel_empty_rule", &|m| {
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] = json!([{"rule": "  "}])
-    });
-    case("cel_syntax_error", &|m| {
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] = json!([{"rule": "self.size >"}])
-    });
-    case("cel_multiline_without_message", &|m| {
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
-            json!([{"rule": "has(self.size) ||\n has(self.name)"}])
-    });
+    case(
+        "cel_ok",
+        &|m| {
+            spec_schema(m)["x-kubernetes-validations"] =
+                json!([{"rule": "!has(self.size) || self.size >= 0", "message": "size"}])
+        },
+    );
     case("cel_message_with_newline", &|m| {
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
-            json!([{"rule": "true", "message": "a\nb"}])
+        spec_schema(m)["x-kubernetes-validations"] = json!([{"rule": "true", "message": "a\nb"}])
     });
     case("cel_bad_reason", &|m| {
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
-            json!([{"rule": "true", "reason": "Nope"}])
+        spec_schema(m)["x-kubernetes-validations"] = json!([{"rule": "true", "reason": "Nope"}])
     });
     case("cel_field_path_ok", &|m| {
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
-            json!([{"rule": "true", "fieldPath": ".size"}])
+        spec_schema(m)["x-kubernetes-validations"] = json!([{"rule": "true", "fieldPath": ".size"}])
     });
     case("cel_field_path_unknown", &|m| {
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
-            json!([{"rule": "true", "fieldPath": ".nope"}])
-    });
-    case("cel_empty_message_expression", &|m| {
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
-            json!([{"rule": "true", "messageExpression": " "}])
-    });
-    case("cel_message_expression_syntax", &|m| {
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
-            json!([{"rule": "true", "messageExpression": "'a' +"}])
+        spec_schema(m)["x-kubernetes-validations"] = json!([{"rule": "true", "fieldPath": ".nope"}])
     });
     case("cel_old_self_in_list_items", &|m| {
         spec_props(m)["tags"]["items"]["x-kubernetes-validations"] =
@@ -1572,14 +1395,10 @@ fn cases() -> Vec<(&'static str, Value)> {
         spec_props(m)["tags"]["items"]["x-kubernetes-validations"] =
             json!([{"rule": "self.matches('^[a-z]+$')"}]);
     });
-    case("cel_cost_quadratic_unbounded", &|m| {
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
-            json!([{"rule": "self.tags.all(a, self.tags.exists(b, a == b))"}])
-    });
     case("cel_cost_quadratic_bounded", &|m| {
         spec_props(m)["tags"]["maxItems"] = json!(100);
         spec_props(m)["tags"]["items"]["maxLength"] = json!(64);
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
+        spec_schema(m)["x-kubernetes-validations"] =
             json!([{"rule": "self.tags.all(a, self.tags.exists(b, a == b))"}]);
     });
     for (label, max_length) in [
@@ -1589,7 +1408,7 @@ fn cases() -> Vec<(&'static str, Value)> {
     ] {
         case(label, &|m| {
             spec_props(m)["name"]["maxLength"] = json!(max_length);
-            root(m)["properties"]["spec"]["x-kubernetes-validations"] =
+            spec_schema(m)["x-kubernetes-validations"] =
                 json!([{"rule": "self.name.matches('^[a-z]+$')"}]);
         });
     }
@@ -1600,7 +1419,7 @@ fn cases() -> Vec<(&'static str, Value)> {
             let pattern = "a".repeat(4 * k);
             rules.push(json!({"rule": format!("self.name.matches('{pattern}')")}));
         }
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] = json!(rules);
+        spec_schema(m)["x-kubernetes-validations"] = json!(rules);
     });
     case("cel_cost_list_items_times_max_items", &|m| {
         spec_props(m)["tags"]["maxItems"] = json!(1000);
@@ -1616,10 +1435,6 @@ fn cases() -> Vec<(&'static str, Value)> {
         spec_props(m)["labels"]["additionalProperties"]["x-kubernetes-validations"] =
             json!([{"rule": "self.startsWith('a')"}])
     });
-    case("cel_cost_two_variable_comprehension", &|m| {
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
-            json!([{"rule": "self.labels.all(k, v, v.size() < 10 && k != '')"}])
-    });
     case("cel_cost_message_expression_over_budget", &|m| {
         spec_props(m)["tags"]["items"]["x-kubernetes-validations"] =
             json!([{"rule": "self.size() > 0", "messageExpression": "'bad: ' + self"}])
@@ -1628,7 +1443,7 @@ fn cases() -> Vec<(&'static str, Value)> {
         spec_props(m)["name"]["maxLength"] = json!(253);
         spec_props(m)["tags"]["maxItems"] = json!(10);
         spec_props(m)["tags"]["items"]["maxLength"] = json!(63);
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] = json!([
+        spec_schema(m)["x-kubernetes-validations"] = json!([
             {"rule": "self.name.lowerAscii().split('-').all(p, p.size() < 20)"},
             {"rule": "self.tags.join(',').size() < 500 && self.name.replace('a', 'bb').size() < 600"},
             {"rule": "self.tags.map(t, t + '.x').exists(t, t.endsWith('y.x'))"},
@@ -1639,23 +1454,9 @@ fn cases() -> Vec<(&'static str, Value)> {
             {"rule": "self.?name.orValue('') != 'x' && url('https://' + self.name).getHost() != ''"}
         ]);
     });
-    case("cel_rule_not_bool", &|m| {
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] = json!([{"rule": "self.size"}])
-    });
-    case("cel_message_expression_not_string", &|m| {
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
-            json!([{"rule": "true", "messageExpression": "self.size"}])
-    });
-    case("cel_undefined_field", &|m| {
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
-            json!([{"rule": "self.nope > 1"}])
-    });
-    case("cel_undefined_field_in_list_items", &|m| {
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] = json!([{"rule": "self.tags.all(t, t.size() > 0) && self.labels.all(k, k != '') && has(self.nam)"}])
-    });
     case("cel_escaped_field_ok", &|m| {
         spec_props(m)["foo-bar"] = json!({"type": "string"});
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
+        spec_schema(m)["x-kubernetes-validations"] =
             json!([{"rule": "!has(self.foo__dash__bar) || self.foo__dash__bar != ''"}]);
     });
     case(
@@ -1671,88 +1472,64 @@ fn cases() -> Vec<(&'static str, Value)> {
     case("cel_preserved_object_field", &|m| {
         spec_props(m)["extra"] =
             json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
+        spec_schema(m)["x-kubernetes-validations"] =
             json!([{"rule": "!has(self.extra) || self.extra.anything == 1"}]);
-    });
-    case("cel_message_expression_undefined_field", &|m| {
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
-            json!([{"rule": "true", "messageExpression": "'bad ' + self.nope"}])
-    });
-    case("cel_wrong_overload", &|m| {
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
-            json!([{"rule": "self.size.startsWith('a')"}])
-    });
-    case("cel_size_of_an_integer", &|m| {
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
-            json!([{"rule": "size(self.size) > 0"}])
-    });
-    case("cel_string_plus_integer", &|m| {
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
-            json!([{"rule": "self.name + self.size == 'a1'"}])
-    });
-    case("cel_string_ordered_against_integer", &|m| {
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
-            json!([{"rule": "self.name < 3"}])
-    });
-    case("cel_cross_type_numeric_ordering_ok", &|m| {
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
-            json!([{"rule": "self.size < 3.5 && self.size + 1 > 0"}])
-    });
-    case("cel_message_expression_wrong_overload", &|m| {
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
-            json!([{"rule": "true", "messageExpression": "'size ' + self.size"}])
     });
     case("cel_underscore_fields_ok", &|m| {
         spec_props(m)["foo_bar"] = json!({"type": "string"});
         spec_props(m)["a__b"] = json!({"type": "string"});
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
+        spec_schema(m)["x-kubernetes-validations"] =
             json!([{"rule": "!has(self.foo_bar) || self.foo_bar != self.a__underscores__b"}]);
     });
     case("cel_double_underscore_unescaped", &|m| {
         spec_props(m)["a__b"] = json!({"type": "string"});
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
-            json!([{"rule": "self.a__b != ''"}]);
+        spec_schema(m)["x-kubernetes-validations"] = json!([{"rule": "self.a__b != ''"}]);
     });
-    case("cel_bad_regex_literal", &|m| {
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
-            json!([{"rule": "!has(self.name) || self.name.matches('(a')"}])
-    });
-    case("cel_bind", &|m| {
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
-            json!([{"rule": "cel.bind(x, self.size, x > 0)"}])
-    });
-    case("cel_two_variable_comprehension", &|m| {
-        root(m)["properties"]["spec"]["x-kubernetes-validations"] =
-            json!([{"rule": "self.tags.all(i, t, t != '' && i >= 0)"}])
-    });
-    // CEL type checking: rules on `spec` the server refuses for their types,
-    // and near misses it accepts.
-    for (label, rule) in CEL_TYPE_CASES {
-        case(label, &|m| {
-            root(m)["properties"]["spec"]["x-kubernetes-validations"] = json!([{"rule": rule}])
-        });
+    // One CEL rule per case, on `spec` or the root of [`base`] or of a spec
+    // with more kinds of fields: the rules the server refuses for their
+    // types, and near misses it accepts.
+    let rule_tables: [(Prepare, Node, Table); 5] = [
+        (|_| {}, spec_schema, CEL_RULE_CASES),
+        (|_| {}, spec_schema, CEL_TYPE_CASES),
+        (rich_spec, spec_schema, CEL_RICH_TYPE_CASES),
+        (deep_spec, spec_schema, CEL_DEEP_CASES),
+        (deep_spec, root, CEL_DEEP_ROOT_CASES),
+    ];
+    for (prepare, node, table) in rule_tables {
+        for (label, rule) in table {
+            case(label, &|m| {
+                prepare(m);
+                node(m)["x-kubernetes-validations"] = json!([{"rule": rule}]);
+            });
+        }
     }
-    for (label, rule) in CEL_RICH_TYPE_CASES {
-        case(label, &|m| {
-            rich_spec(m);
-            root(m)["properties"]["spec"]["x-kubernetes-validations"] = json!([{"rule": rule}])
-        });
+    let message_tables: [(Prepare, Table); 2] = [
+        (|_| {}, CEL_MESSAGE_EXPRESSION_CASES),
+        (deep_spec, CEL_DEEP_MESSAGE_EXPRESSION_CASES),
+    ];
+    for (prepare, table) in message_tables {
+        for (label, expression) in table {
+            case(label, &|m| {
+                prepare(m);
+                spec_schema(m)["x-kubernetes-validations"] =
+                    json!([{"rule": "true", "messageExpression": expression}]);
+            });
+        }
     }
-    for (label, site, rule, message_expression, optional_old_self) in CEL_DEEP_CASES {
+    for (label, rule) in [
+        (
+            "cel_deep_optional_old_self_ok",
+            "!oldSelf.hasValue() || oldSelf.value().size == self.size",
+        ),
+        (
+            "cel_deep_optional_old_self_as_object",
+            "oldSelf.size == self.size",
+        ),
+    ] {
         case(label, &|m| {
             deep_spec(m);
-            let mut v = json!({"rule": rule});
-            if let Some(me) = message_expression {
-                v["messageExpression"] = json!(me);
-            }
-            if *optional_old_self {
-                v["optionalOldSelf"] = json!(true);
-            }
-            let node = match site {
-                Site::Root => root(m),
-                Site::Spec => &mut root(m)["properties"]["spec"],
-            };
-            node["x-kubernetes-validations"] = json!([v]);
+            spec_schema(m)["x-kubernetes-validations"] =
+                json!([{"rule": rule, "optionalOldSelf": true}]);
         });
     }
     for (label, property, rule) in CEL_NODE_CASES {
@@ -1840,18 +1617,10 @@ async fn stored_crd(client: &Client, name: &str) -> Value {
 /// run): `None` when accepted, its message when refused.
 async fn server_update_verdict(client: &Client, manifest: &Value) -> Option<String> {
     let name = manifest["metadata"]["name"].as_str().unwrap_or_default();
-    let body = serde_json::to_vec(manifest).unwrap_or_default();
     let req = http::Request::put(format!(
         "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}?dryRun=All"
-    ))
-    .header("content-type", "application/json")
-    .body(body)
-    .expect("request");
-    match client.request_text(req).await {
-        Ok(_) => None,
-        Err(kube::Error::Api(e)) => Some(format!("{} ({})", e.message, e.code)),
-        Err(other) => Some(format!("transport error: {other}")),
-    }
+    ));
+    verdict(client, req, manifest).await
 }
 
 /// Whether our errors agree with the server's verdict on one case: the

@@ -117,27 +117,16 @@ fn cases() -> Vec<(&'static str, String, Value)> {
         let label = format!("{field}={v}");
         out.push((cat, label, json!({ field: v })));
     };
-    for v in [
-        json!(0),
-        json!(1),
-        json!(5),
-        json!(10),
-        json!(11),
-        json!(-3),
-    ] {
-        add("bounds", "int", v.clone());
-        add("bounds", "intx", v);
+    for v in [0, 1, 5, 10, 11, -3] {
+        add("bounds", "int", json!(v));
+        add("bounds", "intx", json!(v));
     }
-    for v in [
-        json!(2147483647),
-        json!(2147483648i64),
-        json!(-2147483649i64),
-    ] {
-        add("types", "int32", v.clone());
-        add("types", "int32max", v);
+    for v in [2147483647, 2147483648i64, -2147483649i64] {
+        add("types", "int32", json!(v));
+        add("types", "int32max", json!(v));
     }
-    for v in [json!(0), json!(3), json!(4), json!(9), json!(-6)] {
-        add("bounds", "mult", v);
+    for v in [0, 3, 4, 9, -6] {
+        add("bounds", "mult", json!(v));
     }
     for v in [
         json!(0.5),
@@ -381,6 +370,20 @@ fn cases() -> Vec<(&'static str, String, Value)> {
     out
 }
 
+/// The `example.com/v1` objects of `kind` in `default`, where both tests
+/// that create objects put them.
+fn example_objects(client: Client, kind: &str, plural: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("example.com", "v1", kind);
+    let ar = ApiResource::from_gvk_with_plural(&gvk, plural);
+    Api::namespaced_with(client, "default", &ar)
+}
+
+/// An `example.com/v1` object of `kind` named `name` in `default`.
+fn example_object(kind: &str, name: &str, spec: &Value) -> Value {
+    json!({"apiVersion": "example.com/v1", "kind": kind,
+           "metadata": {"name": name, "namespace": "default"}, "spec": spec})
+}
+
 /// `Ok(None)`: accepted; `Ok(Some(message))`: rejected.
 async fn server_verdict(api: &Api<DynamicObject>, obj: &Value) -> Result<Option<String>, String> {
     let dynamic: DynamicObject = serde_json::from_value(obj.clone()).map_err(|e| e.to_string())?;
@@ -417,19 +420,13 @@ async fn validator_agrees_on(plane: &ControlPlane) -> Vec<String> {
         plane.kube_minor,
     )
     .expect("the schema compiles");
-    let ar = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("example.com", "v1", "Fidelity"),
-        "fidelities",
-    );
-    let api: Api<DynamicObject> = Api::namespaced_with(client, "default", &ar);
+    let api = example_objects(client, "Fidelity", "fidelities");
 
     let mut per_category: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
     let mut unexpected = Vec::new();
     let cases = cases();
     for (i, (category, label, spec)) in cases.iter().enumerate() {
-        let obj = json!({"apiVersion": "example.com/v1", "kind": "Fidelity",
-                         "metadata": {"name": format!("case-{i}"), "namespace": "default"},
-                         "spec": spec});
+        let obj = example_object("Fidelity", &format!("case-{i}"), spec);
         let verdict = server_verdict(&api, &obj)
             .await
             .unwrap_or_else(|e| panic!("{label}: the server did not answer: {e}"));
@@ -668,11 +665,7 @@ async fn a_rule_called_harmless_never_fails_on_the_server_and_one_called_an_erro
     // Objects valid under the old schema, covering its enum values, the
     // optional fields present and absent.
     install(&client, &rules_release(false)).await;
-    let ar = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("example.com", "v1", "Rulerelease"),
-        "rulereleases",
-    );
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
+    let api = example_objects(client.clone(), "Rulerelease", "rulereleases");
     let specs = [
         json!({"kind": "A", "secretRef": {}, "items": [{"type": "X"}, {"type": "Y"}]}),
         json!({"kind": "B", "secretRef": {"name": "s"}, "note": "a long note", "items": []}),
@@ -680,10 +673,7 @@ async fn a_rule_called_harmless_never_fails_on_the_server_and_one_called_an_erro
                "items": [{"type": "Y"}, {"type": "Y"}, {"type": "X"}]}),
         json!({"kind": "B", "secretRef": {}}),
     ];
-    let object = |name: String, spec: &Value| {
-        json!({"apiVersion": "example.com/v1", "kind": "Rulerelease",
-               "metadata": {"name": name, "namespace": "default"}, "spec": spec})
-    };
+    let object = |name: String, spec: &Value| example_object("Rulerelease", &name, spec);
     for (i, spec) in specs.iter().enumerate() {
         let obj: DynamicObject =
             serde_json::from_value(object(format!("old-{i}"), spec)).expect("object");

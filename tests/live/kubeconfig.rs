@@ -79,8 +79,15 @@ struct Variant {
 impl Variant {
     fn new(name: &'static str, kubeconfig: PathBuf, expect_ok: bool) -> Variant {
         Variant {
-            name,
             kubeconfig: Some(kubeconfig),
+            ..Variant::without_kubeconfig(name, expect_ok)
+        }
+    }
+
+    fn without_kubeconfig(name: &'static str, expect_ok: bool) -> Variant {
+        Variant {
+            name,
+            kubeconfig: None,
             env: Vec::new(),
             flags: Vec::new(),
             expect_ok,
@@ -244,17 +251,15 @@ fn exec_plugin(
         .map(|s| format!("printf '%s' \"$KUBERNETES_EXEC_INFO\" | grep -q '{s}' || {{ echo 'no cluster info' >&2; exit 1; }}\n"))
         .unwrap_or_default();
     let script = dir.join(format!("{name}.sh"));
-    std::fs::write(
+    write_script(
         &script,
-        format!(
+        &format!(
             "#!/bin/bash\n[ \"$MATRIX_ENV\" = from-kubeconfig ] || {{ echo 'env missing' >&2; exit 1; }}\n\
              [ \"$1\" = --mode ] && [ \"$2\" = matrix ] || {{ echo 'args missing' >&2; exit 1; }}\n\
              {check_info}cat '{}'\n",
             cred.display()
         ),
-    )
-    .expect("plugin written");
-    sh(dir, &format!("chmod +x '{}'", script.display()));
+    );
     script.display().to_string()
 }
 
@@ -268,6 +273,23 @@ fn exec_user(command: &str, api_version: &str, extra: &str) -> String {
       interactiveMode: Never
 {extra}"
     )
+}
+
+/// Writes `text` to `dir/name`: a kubeconfig the template of [`kubeconfig`]
+/// cannot express.
+fn write_file(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("file written");
+    path
+}
+
+/// Writes an executable script to `path`.
+fn write_script(path: &Path, text: &str) {
+    std::fs::write(path, text).expect("script written");
+    sh(
+        path.parent().expect("a directory"),
+        &format!("chmod +x '{}'", path.display()),
+    );
 }
 
 fn variants(plane: &ControlPlane, pki: &Pki, dir: &Path) -> Vec<Variant> {
@@ -288,6 +310,9 @@ fn variants(plane: &ControlPlane, pki: &Pki, dir: &Path) -> Vec<Variant> {
             b64(&pki.dir.join(format!("{key}.key")))
         )
     };
+    // The kubeconfig most variants vary only the cluster of: the RSA
+    // PKCS#1 client certificate.
+    let rsa1 = |name: &str, cluster: &str| kubeconfig(dir, name, cluster, &cert_files("rsa1"));
     let mut v = Vec::new();
     for key in ["rsa1", "rsa8", "ecsec1", "ec8", "ed"] {
         let name: &'static str = match key {
@@ -392,12 +417,10 @@ fn variants(plane: &ControlPlane, pki: &Pki, dir: &Path) -> Vec<Variant> {
     // A failing plugin whose stderr and environment hold a credential:
     // kubectl passes its stderr through; we report the failure without it.
     let failing = dir.join("exec-failing.sh");
-    std::fs::write(
+    write_script(
         &failing,
         "#!/bin/bash\necho \"login failed for $LEAKY\" >&2\nexit 1\n",
-    )
-    .expect("failing plugin");
-    sh(dir, &format!("chmod +x '{}'", failing.display()));
+    );
     v.push(Variant::new(
         "exec plugin that fails (credential in its env and stderr)",
         kubeconfig(
@@ -430,127 +453,99 @@ fn variants(plane: &ControlPlane, pki: &Pki, dir: &Path) -> Vec<Variant> {
     v.push(missing);
     v.push(Variant::new(
         "insecure-skip-tls-verify",
-        kubeconfig(
-            dir,
+        rsa1(
             "insecure",
             &format!("    server: {server}\n    insecure-skip-tls-verify: true"),
-            &cert_files("rsa1"),
         ),
         true,
     ));
     v.push(Variant::new(
         "no CA, server cert not trusted",
-        kubeconfig(
-            dir,
-            "untrusted",
-            &format!("    server: {server}"),
-            &cert_files("rsa1"),
-        ),
+        rsa1("untrusted", &format!("    server: {server}")),
         false,
     ));
     v.push(Variant::new(
         "tls-server-name naming a SAN of the serving cert (kubernetes.default.svc)",
-        kubeconfig(
-            dir,
+        rsa1(
             "tsn",
             &format!("{cluster}\n    tls-server-name: kubernetes.default.svc"),
-            &cert_files("rsa1"),
         ),
         true,
     ));
     v.push(Variant::new(
         "tls-server-name not in the serving cert",
-        kubeconfig(
-            dir,
+        rsa1(
             "tsn-bad",
             &format!("{cluster}\n    tls-server-name: not-the-server.example"),
-            &cert_files("rsa1"),
         ),
         false,
     ));
     v.push(Variant::new(
         "certificate-authority is the server's own leaf certificate",
-        kubeconfig(
-            dir,
+        rsa1(
             "leaf",
             &format!(
                 "    server: {server}\n    certificate-authority: {}",
                 pki.path("leaf.crt")
             ),
-            &cert_files("rsa1"),
         ),
         true,
     ));
     // KUBECONFIG=a:b, the cluster and context in one file, the user in the other.
-    let a = dir.join("split-a.kubeconfig");
-    std::fs::write(
-        &a,
-        format!(
+    let a = write_file(
+        dir,
+        "split-a.kubeconfig",
+        &format!(
             "apiVersion: v1\nkind: Config\ncurrent-context: m\ncontexts:\n- name: m\n  context: {{cluster: c, user: split-user}}\n\
              clusters:\n- name: c\n  cluster:\n{cluster}\n"
         ),
-    )
-    .expect("a");
-    let b = dir.join("split-b.kubeconfig");
-    std::fs::write(
-        &b,
-        format!(
+    );
+    let b = write_file(
+        dir,
+        "split-b.kubeconfig",
+        &format!(
             "apiVersion: v1\nkind: Config\nusers:\n- name: split-user\n  user:\n{}\n",
             cert_files("ec8")
         ),
-    )
-    .expect("b");
-    v.push(Variant {
-        name: "KUBECONFIG list: cluster and user from different files",
-        kubeconfig: None,
-        env: vec![(
-            "KUBECONFIG".into(),
-            format!(
-                "{}:{}:{}",
-                a.display(),
-                dir.join("absent").display(),
-                b.display()
-            ),
-        )],
-        flags: Vec::new(),
-        expect_ok: true,
-        expect_text: None,
-        proxy: None,
-    });
-    v.push(Variant {
-        name: "no kubeconfig at all",
-        kubeconfig: None,
-        env: Vec::new(),
-        flags: Vec::new(),
-        expect_ok: false,
-        expect_text: None,
-        proxy: None,
-    });
-    let ns = dir.join("ns.kubeconfig");
-    std::fs::write(
-        &ns,
+    );
+    let mut list = Variant::without_kubeconfig(
+        "KUBECONFIG list: cluster and user from different files",
+        true,
+    );
+    list.env = vec![(
+        "KUBECONFIG".into(),
         format!(
+            "{}:{}:{}",
+            a.display(),
+            dir.join("absent").display(),
+            b.display()
+        ),
+    )];
+    v.push(list);
+    v.push(Variant::without_kubeconfig("no kubeconfig at all", false));
+    let ns = write_file(
+        dir,
+        "ns.kubeconfig",
+        &format!(
             "apiVersion: v1\nkind: Config\ncurrent-context: m\ncontexts:\n- name: m\n  context: {{cluster: c, user: u, namespace: does-not-exist}}\n\
              clusters:\n- name: c\n  cluster:\n{cluster}\nusers:\n- name: u\n  user:\n{}\n",
             cert_files("rsa1")
         ),
-    )
-    .expect("ns");
+    );
     v.push(Variant::new(
         "a context namespace that does not exist (unused)",
         ns,
         true,
     ));
-    let no_current = dir.join("nocurrent.kubeconfig");
-    std::fs::write(
-        &no_current,
-        format!(
+    let no_current = write_file(
+        dir,
+        "nocurrent.kubeconfig",
+        &format!(
             "apiVersion: v1\nkind: Config\ncontexts:\n- name: m\n  context: {{cluster: c, user: u}}\n\
              clusters:\n- name: c\n  cluster:\n{cluster}\nusers:\n- name: u\n  user:\n{}\n",
             cert_files("rsa1")
         ),
-    )
-    .expect("no current");
+    );
     v.push(Variant::new(
         "no current-context",
         no_current.clone(),
@@ -560,8 +555,7 @@ fn variants(plane: &ControlPlane, pki: &Pki, dir: &Path) -> Vec<Variant> {
     with_context.flags = vec!["--context".into(), "m".into()];
     v.push(with_context);
     // Command-line flags instead of (or over) the kubeconfig.
-    let empty = dir.join("empty.kubeconfig");
-    std::fs::write(&empty, "apiVersion: v1\nkind: Config\n").expect("empty");
+    let empty = write_file(dir, "empty.kubeconfig", "apiVersion: v1\nkind: Config\n");
     let mut flags_only = Variant::new(
         "flags only: --server --token --certificate-authority",
         empty.clone(),
@@ -606,12 +600,7 @@ fn variants(plane: &ControlPlane, pki: &Pki, dir: &Path) -> Vec<Variant> {
     let (proxy_url, tunnels) = connect_proxy();
     let mut proxied = Variant::new(
         "proxy-url (HTTP CONNECT proxy)",
-        kubeconfig(
-            dir,
-            "proxy",
-            &format!("{cluster}\n    proxy-url: {proxy_url}"),
-            &cert_files("rsa1"),
-        ),
+        rsa1("proxy", &format!("{cluster}\n    proxy-url: {proxy_url}")),
         true,
     );
     proxied.proxy = Some(tunnels);
@@ -619,33 +608,24 @@ fn variants(plane: &ControlPlane, pki: &Pki, dir: &Path) -> Vec<Variant> {
     let dead = format!("http://127.0.0.1:{}", free_port());
     v.push(Variant::new(
         "proxy-url of a proxy that is down",
-        kubeconfig(
-            dir,
-            "proxy-down",
-            &format!("{cluster}\n    proxy-url: {dead}"),
-            &cert_files("rsa1"),
-        ),
+        rsa1("proxy-down", &format!("{cluster}\n    proxy-url: {dead}")),
         false,
     ));
     let mut env_proxy = Variant::new(
         "HTTPS_PROXY is not used for a loopback server",
-        kubeconfig(dir, "env-proxy", &cluster, &cert_files("rsa1")),
+        rsa1("env-proxy", &cluster),
         true,
     );
     env_proxy.env = vec![("HTTPS_PROXY".into(), dead)];
     v.push(env_proxy);
     let mut no_user = Variant::new(
         "--user naming a user the kubeconfig lacks",
-        kubeconfig(dir, "no-user", &cluster, &cert_files("rsa1")),
+        rsa1("no-user", &cluster),
         false,
     );
     no_user.flags = vec!["--user=nobody".into()];
     v.push(no_user);
-    let mut tsn_flag = Variant::new(
-        "--tls-server-name flag",
-        kubeconfig(dir, "tsn-flag", &cluster, &cert_files("rsa1")),
-        true,
-    );
+    let mut tsn_flag = Variant::new("--tls-server-name flag", rsa1("tsn-flag", &cluster), true);
     tsn_flag.flags = vec!["--tls-server-name=kubernetes.default.svc".into()];
     v.push(tsn_flag);
     let mut bad_token_flag = Variant::new("--token flag with a wrong token (401)", broken, false);
@@ -775,24 +755,15 @@ async fn allow_impersonation(client: &kube::Client, user: &str) {
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]
     });
     let pp = PatchParams::apply("crd-safety-test").force();
-    apply(
-        "ClusterRole",
-        "v1",
-        "rbac.authorization.k8s.io",
-        "clusterroles",
-    )
-    .patch("matrix-impersonator", &pp, &Patch::Apply(&role))
-    .await
-    .expect("role");
-    apply(
-        "ClusterRoleBinding",
-        "v1",
-        "rbac.authorization.k8s.io",
-        "clusterrolebindings",
-    )
-    .patch("matrix-impersonator", &pp, &Patch::Apply(&binding))
-    .await
-    .expect("binding");
+    for (kind, plural, object) in [
+        ("ClusterRole", "clusterroles", role),
+        ("ClusterRoleBinding", "clusterrolebindings", binding),
+    ] {
+        apply(kind, "v1", "rbac.authorization.k8s.io", plural)
+            .patch("matrix-impersonator", &pp, &Patch::Apply(&object))
+            .await
+            .unwrap_or_else(|e| panic!("{kind}: {e}"));
+    }
 }
 
 #[tokio::test]

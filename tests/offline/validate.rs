@@ -13,12 +13,17 @@ use crd_safety::validate::{PrunedKind, Rule, ValidationOutcome, Validator};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-/// The schema of `version` in a corpus CRD file.
-fn corpus_schema(file: &str, version: &str) -> Option<Schema> {
+const CERTIFICATES: &str = "cert-manager/v1.21.1/cert-manager.io_certificates.yaml";
+const HTTP_ROUTES: &str = "gateway-api-standard/v1.6.1/gateway.networking.k8s.io_httproutes.yaml";
+
+/// The validator (as of Kubernetes 1.34) of version `v1` of a corpus CRD
+/// file; `None` without the corpus.
+fn corpus_validator(file: &str) -> Option<Validator> {
     let path = corpus_dir()?.join(file);
     let set = manifest::load(&[Source::Path(path)]).expect("corpus file loads");
     let crd = &set.crds.first().expect("one CRD").crd;
-    Some(crd.version(version).expect("version").schema.clone())
+    let schema = &crd.version("v1").expect("version").schema;
+    Some(Validator::new(schema, 34).expect("compiles"))
 }
 
 fn found(o: &ValidationOutcome) -> Vec<(String, Rule)> {
@@ -30,6 +35,13 @@ fn found(o: &ValidationOutcome) -> Vec<(String, Rule)> {
 
 fn set(obj: &mut Value, pointer: &str, v: Value) {
     *obj.pointer_mut(pointer).expect("pointer exists") = v;
+}
+
+/// Removes the property at `pointer` (the counterpart of [`set`]).
+fn remove(obj: &mut Value, pointer: &str) {
+    let (parent, key) = pointer.rsplit_once('/').expect("a pointer");
+    let parent = obj.pointer_mut(parent).and_then(Value::as_object_mut);
+    parent.expect("an object holds the property").remove(key);
 }
 
 fn certificate() -> Value {
@@ -55,13 +67,9 @@ fn certificate() -> Value {
 
 #[test]
 fn a_valid_certificate_passes_cleanly() {
-    let Some(schema) = corpus_schema(
-        "cert-manager/v1.21.1/cert-manager.io_certificates.yaml",
-        "v1",
-    ) else {
+    let Some(v) = corpus_validator(CERTIFICATES) else {
         return;
     };
-    let v = Validator::new(&schema, 34).expect("compiles");
     assert!(!v.has_cel_rules());
     let o = v.validate(&certificate());
     assert!(o.is_clean(), "{o:#?}");
@@ -69,21 +77,14 @@ fn a_valid_certificate_passes_cleanly() {
 
 #[test]
 fn certificate_mutations_are_reported_with_rule_and_path() {
-    let Some(schema) = corpus_schema(
-        "cert-manager/v1.21.1/cert-manager.io_certificates.yaml",
-        "v1",
-    ) else {
+    let Some(v) = corpus_validator(CERTIFICATES) else {
         return;
     };
-    let v = Validator::new(&schema, 34).expect("compiles");
     let mut obj = certificate();
     set(&mut obj, "/spec/privateKey/algorithm", json!("DSA"));
     set(&mut obj, "/spec/revisionHistoryLimit", json!("three"));
-    obj["spec"]["issuerRef"]
-        .as_object_mut()
-        .unwrap()
-        .remove("name");
-    obj["spec"].as_object_mut().unwrap().remove("secretName");
+    remove(&mut obj, "/spec/issuerRef/name");
+    remove(&mut obj, "/spec/secretName");
     obj["spec"]["keyAlgorithm"] = json!("rsa");
     obj["spec"]["commonName"] = Value::Null;
     let o = v.validate(&obj);
@@ -139,17 +140,9 @@ fn http_route() -> Value {
     })
 }
 
-fn http_route_validator() -> Option<Validator> {
-    let schema = corpus_schema(
-        "gateway-api-standard/v1.6.1/gateway.networking.k8s.io_httproutes.yaml",
-        "v1",
-    )?;
-    Some(Validator::new(&schema, 34).expect("compiles"))
-}
-
 #[test]
 fn a_valid_http_route_passes_and_only_reports_read_time_defaults() {
-    let Some(v) = http_route_validator() else {
+    let Some(v) = corpus_validator(HTTP_ROUTES) else {
         return;
     };
     assert!(v.has_cel_rules());
@@ -178,15 +171,12 @@ fn a_valid_http_route_passes_and_only_reports_read_time_defaults() {
 
 #[test]
 fn http_route_cel_and_structural_failures() {
-    let Some(v) = http_route_validator() else {
+    let Some(v) = corpus_validator(HTTP_ROUTES) else {
         return;
     };
     let mut obj = http_route();
     // A Service backend needs a port (CEL on the backendRef).
-    obj["spec"]["rules"][1]["backendRefs"][0]
-        .as_object_mut()
-        .unwrap()
-        .remove("port");
+    remove(&mut obj, "/spec/rules/1/backendRefs/0/port");
     // Not a hostname (pattern).
     set(&mut obj, "/spec/hostnames/1", json!("Not_A_Host"));
     // A duplicate header name in a list-map.
@@ -221,14 +211,11 @@ fn http_route_cel_and_structural_failures() {
 
 #[test]
 fn a_type_error_skips_the_http_route_cel_rules() {
-    let Some(v) = http_route_validator() else {
+    let Some(v) = corpus_validator(HTTP_ROUTES) else {
         return;
     };
     let mut obj = http_route();
-    obj["spec"]["rules"][1]["backendRefs"][0]
-        .as_object_mut()
-        .unwrap()
-        .remove("port");
+    remove(&mut obj, "/spec/rules/1/backendRefs/0/port");
     set(
         &mut obj,
         "/spec/rules/0/backendRefs/0/weight",
