@@ -132,39 +132,43 @@ pub async fn apply_check(
     // page budget (`PageShare`), so the objects in memory stay those of
     // about two pages.
     let checked = in_order(
-        new.crds.iter().zip(&live_crds).map(|(n, live_crd)| async move {
-            let verdict = conn.dry_run_apply(&n.crd.name, &n.crd.manifest).await?;
-            let done = answered.fetch_add(1, Ordering::Relaxed) + 1;
-            (options.progress)(Step::DryRun { done, total });
-            let verdict = match verdict {
-                DryRun::Accepted(would_be) => Verdict {
-                    unchanged: live_crd.is_some_and(|l| same_content(&would_be, &l.manifest)),
-                    conflict: None,
-                    rejected: None,
-                },
-                DryRun::Conflict {
-                    message,
-                    would_store,
-                } => Verdict {
-                    unchanged: live_crd.is_some_and(|l| same_content(&would_store, &l.manifest)),
-                    conflict: Some(message),
-                    rejected: None,
-                },
-                DryRun::Rejected(message) => Verdict {
-                    unchanged: false,
-                    conflict: None,
-                    rejected: Some(message),
-                },
-            };
-            let scan = match (&options.scan, live_crd) {
-                (Some(opts), Some(old)) if !verdict.unchanged => {
-                    let mut progress = |p: Progress<'_>| (options.progress)(Step::Scan(p));
-                    Some(scan_crd(conn, old, &n.crd, minor, opts, &mut progress).await?)
-                }
-                _ => None,
-            };
-            Ok::<_, LiveError>((verdict, scan))
-        }),
+        new.crds
+            .iter()
+            .zip(&live_crds)
+            .map(|(n, live_crd)| async move {
+                let verdict = conn.dry_run_apply(&n.crd.name, &n.crd.manifest).await?;
+                let done = answered.fetch_add(1, Ordering::Relaxed) + 1;
+                (options.progress)(Step::DryRun { done, total });
+                let verdict = match verdict {
+                    DryRun::Accepted(would_be) => Verdict {
+                        unchanged: live_crd.is_some_and(|l| same_content(&would_be, &l.manifest)),
+                        conflict: None,
+                        rejected: None,
+                    },
+                    DryRun::Conflict {
+                        message,
+                        would_store,
+                    } => Verdict {
+                        unchanged: live_crd
+                            .is_some_and(|l| same_content(&would_store, &l.manifest)),
+                        conflict: Some(message),
+                        rejected: None,
+                    },
+                    DryRun::Rejected(message) => Verdict {
+                        unchanged: false,
+                        conflict: None,
+                        rejected: Some(message),
+                    },
+                };
+                let scan = match (&options.scan, live_crd) {
+                    (Some(opts), Some(old)) if !verdict.unchanged => {
+                        let mut progress = |p: Progress<'_>| (options.progress)(Step::Scan(p));
+                        Some(scan_crd(conn, old, &n.crd, minor, opts, &mut progress).await?)
+                    }
+                    _ => None,
+                };
+                Ok::<_, LiveError>((verdict, scan))
+            }),
         concurrency,
     )
     .await?;

@@ -11,8 +11,8 @@
 mod tally;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, OnceLock};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 use thiserror::Error;
@@ -329,23 +329,22 @@ pub async fn scan_for_migration(
             by_namespace: by_namespace && i == 0,
             opts,
         };
-        let listed = match scan_version(&listing, &mut tally, progress, &mut summary.restarts)
-            .await?
-        {
-            Ok(listed) => listed,
-            Err(why) => {
-                findings.push(unscannable(storage.name(), &why));
-                let summary = ScanSummary::new(server_minor);
-                let tally = Tally::new(opts.max_examples, ratcheting);
-                return Ok(MigrationScan {
-                    scan: conclude(summary, tally, &[], findings, server_minor, &|_| {
-                        String::new()
-                    }),
-                    namespaces: BTreeMap::new(),
-                    unreadable_versions: Vec::new(),
-                });
-            }
-        };
+        let listed =
+            match scan_version(&listing, &mut tally, progress, &mut summary.restarts).await? {
+                Ok(listed) => listed,
+                Err(why) => {
+                    findings.push(unscannable(storage.name(), &why));
+                    let summary = ScanSummary::new(server_minor);
+                    let tally = Tally::new(opts.max_examples, ratcheting);
+                    return Ok(MigrationScan {
+                        scan: conclude(summary, tally, &[], findings, server_minor, &|_| {
+                            String::new()
+                        }),
+                        namespaces: BTreeMap::new(),
+                        unreadable_versions: Vec::new(),
+                    });
+                }
+            };
         if i == 0 {
             namespaces = listed.namespaces;
             summary.scanned = listed.scanned;
