@@ -259,21 +259,23 @@ fn without_schema<'a>(version: &'a Value, schemas: &mut Vec<Option<&'a Value>>) 
     )
 }
 
+/// The `widgets.example.com` CRD with `versions`, shared by the unit tests.
+#[cfg(test)]
+pub(crate) fn widget(versions: Value) -> Value {
+    serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"kind": "Widget", "plural": "widgets"},
+                 "versions": versions}
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-
-    fn widget(versions: Value) -> Value {
-        json!({
-            "apiVersion": "apiextensions.k8s.io/v1",
-            "kind": "CustomResourceDefinition",
-            "metadata": {"name": "widgets.example.com"},
-            "spec": {"group": "example.com", "scope": "Namespaced",
-                     "names": {"kind": "Widget", "plural": "widgets"},
-                     "versions": versions}
-        })
-    }
 
     #[test]
     fn a_crd_with_two_storage_versions_still_loads_for_the_checks() {

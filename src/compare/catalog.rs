@@ -27,6 +27,15 @@ impl Severity {
             Severity::Error => "error",
         }
     }
+
+    /// The severity of a change that is harmless when `allowed`: info, else an error.
+    pub fn info_if(allowed: bool) -> Severity {
+        if allowed {
+            Severity::Info
+        } else {
+            Severity::Error
+        }
+    }
 }
 
 impl fmt::Display for Severity {

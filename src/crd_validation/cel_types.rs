@@ -354,18 +354,18 @@ mod tests {
     use kube::core::cel::cel::parser::Parser;
     use serde_json::json;
 
-    fn check(rule: &str, node: Value, root: bool) -> Vec<String> {
+    /// The problems of `rule` on `node`, judged and served as Kubernetes 1.`minor`.
+    fn check_at(rule: &str, node: Value, root: bool, minor: u32) -> Vec<String> {
         let expr = Parser::new()
             .enable_optional_syntax(true)
             .parse(rule)
             .unwrap();
-        compile_problems(
-            &expr,
-            node.as_object().unwrap(),
-            root,
-            KubeVersion::NEWEST,
-            KubeVersion::NEWEST,
-        )
+        let version = KubeVersion { minor };
+        compile_problems(&expr, node.as_object().unwrap(), root, version, version)
+    }
+
+    fn check(rule: &str, node: Value, root: bool) -> Vec<String> {
+        check_at(rule, node, root, KubeVersion::NEWEST.minor)
     }
 
     fn spec() -> Value {
@@ -419,19 +419,7 @@ mod tests {
 
     #[test]
     fn libraries_follow_the_judged_kubernetes_version() {
-        let at = |rule: &str, minor: u32| {
-            let expr = Parser::new()
-                .enable_optional_syntax(true)
-                .parse(rule)
-                .unwrap();
-            compile_problems(
-                &expr,
-                spec().as_object().unwrap(),
-                false,
-                KubeVersion { minor },
-                KubeVersion { minor },
-            )
-        };
+        let at = |rule: &str, minor: u32| check_at(rule, spec(), false, minor);
         let two_var = "self.labels.all(k, v, v != '')";
         assert!(at(two_var, 32).is_empty());
         assert_eq!(at(two_var, 31).len(), 1, "{:?}", at(two_var, 31));

@@ -6,22 +6,28 @@ use serde_json::{Value, json};
 use super::*;
 
 fn crd(schema: Value) -> Value {
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-                 "names": {"kind": "Widget", "plural": "widgets"},
-                 "versions": [{"name": "v1", "served": true, "storage": true,
-                               "schema": {"openAPIV3Schema": schema}}]}
-    })
+    crate::crd::widget(json!([{"name": "v1", "served": true, "storage": true,
+        "schema": {"openAPIV3Schema": schema}}]))
 }
 
-fn errors(m: &Value) -> Vec<String> {
-    validate_crd(m, None, KubeVersion::NEWEST)
+/// The errors `validate_crd` reports for `m`, updating `old`, as text.
+fn errors_on(m: &Value, old: Option<&Value>, minor: u32) -> Vec<String> {
+    validate_crd(m, old, KubeVersion { minor })
         .iter()
         .map(ToString::to_string)
         .collect()
+}
+
+fn errors(m: &Value) -> Vec<String> {
+    errors_on(m, None, KubeVersion::NEWEST.minor)
+}
+
+/// A CRD whose `spec` has the properties `props` and the one CEL rule `rule`.
+fn with_spec_rule(props: &Value, rule: &str) -> Value {
+    crd(
+        json!({"type": "object", "properties": {"spec": {"type": "object",
+        "properties": props, "x-kubernetes-validations": [{"rule": rule}]}}}),
+    )
 }
 
 #[test]
@@ -363,30 +369,17 @@ fn an_update_keeps_the_strict_verdict_unless_the_stored_crd_relaxes_it() {
         json!({"type": "object", "properties": {"l": {"type": "array",
         "items": {"type": "string"}}}}),
     );
-    let updated: Vec<String> = validate_crd(&bad_set, Some(&fine), KubeVersion::NEWEST)
-        .iter()
-        .map(ToString::to_string)
-        .collect();
+    let updated = errors_on(&bad_set, Some(&fine), KubeVersion::NEWEST.minor);
     assert_eq!(updated, errors(&bad_set));
     assert_eq!(updated.len(), 1);
 }
 
 #[test]
 fn new_rules_get_the_libraries_of_the_version_before_the_servers() {
-    let with_rule = |rule: &str| {
-        crd(
-            json!({"type": "object", "properties": {"spec": {"type": "object",
-            "properties": {"tags": {"type": "array", "maxItems": 4,
-                "items": {"type": "string", "maxLength": 8}}},
-            "x-kubernetes-validations": [{"rule": rule}]}}}),
-        )
-    };
-    let on = |m: &Value, minor: u32| -> Vec<String> {
-        validate_crd(m, None, KubeVersion { minor })
-            .iter()
-            .map(ToString::to_string)
-            .collect()
-    };
+    let props = json!({"tags": {"type": "array", "maxItems": 4,
+        "items": {"type": "string", "maxLength": 8}}});
+    let with_rule = |rule: &str| with_spec_rule(&props, rule);
+    let on = |m: &Value, minor: u32| errors_on(m, None, minor);
     // `distinct` comes with the lists library of 1.34: a 1.34 server
     // refuses it in a new rule, a 1.35 server takes it.
     let new = with_rule("self.tags.distinct().size() == self.tags.size()");
@@ -438,15 +431,10 @@ fn new_rules_get_the_libraries_of_the_version_before_the_servers() {
 
 #[test]
 fn type_errors_the_checker_is_sure_of_are_refused() {
-    let with_rule = |rule: &str| {
-        crd(
-            json!({"type": "object", "properties": {"spec": {"type": "object",
-            "properties": {"size": {"type": "integer"}, "name": {"type": "string", "maxLength": 8},
-                "labels": {"type": "object", "maxProperties": 4,
-                    "additionalProperties": {"type": "string", "maxLength": 8}}},
-            "x-kubernetes-validations": [{"rule": rule}]}}}),
-        )
-    };
+    let props = json!({"size": {"type": "integer"}, "name": {"type": "string", "maxLength": 8},
+        "labels": {"type": "object", "maxProperties": 4,
+            "additionalProperties": {"type": "string", "maxLength": 8}}});
+    let with_rule = |rule: &str| with_spec_rule(&props, rule);
     for (rule, why) in [
         ("self.size == 1u", "'_==_' applied to '(int, uint)'"),
         (
@@ -554,14 +542,9 @@ fn defaults_meet_the_kubernetes_name_formats_from_1_34() {
 
 #[test]
 fn exists_one_is_not_declared_for_crd_rules() {
-    let with_rule = |rule: &str| {
-        crd(
-            json!({"type": "object", "properties": {"spec": {"type": "object",
-            "properties": {"l": {"type": "array", "maxItems": 4,
-                "items": {"type": "string", "maxLength": 8}}},
-            "x-kubernetes-validations": [{"rule": rule}]}}}),
-        )
-    };
+    let props = json!({"l": {"type": "array", "maxItems": 4,
+        "items": {"type": "string", "maxLength": 8}}});
+    let with_rule = |rule: &str| with_spec_rule(&props, rule);
     let refused = errors(&with_rule("self.l.existsOne(x, x == 'a') || true"));
     assert_eq!(refused.len(), 1, "{refused:?}");
     assert!(
@@ -591,26 +574,22 @@ fn more_than_eight_unchanged_selectable_fields_may_stay_from_1_35() {
         .map(|i| json!({"jsonPath": format!(".spec.f{i}")}))
         .collect();
     stored["spec"]["versions"][0]["selectableFields"] = Value::Array(fields.clone());
-    let too_many = |m: &Value, old: &Value, minor: u32| {
-        validate_crd(m, Some(old), KubeVersion { minor })
+    let too_many = |m: &Value, old: Option<&Value>, minor: u32| {
+        errors_on(m, old, minor)
             .iter()
-            .any(|e| e.to_string().contains("Too many"))
+            .any(|e| e.contains("Too many"))
     };
     // Unchanged: kept from 1.35, refused by every update before.
-    assert!(!too_many(&stored, &stored, 35));
-    assert!(too_many(&stored, &stored, 34));
+    assert!(!too_many(&stored, Some(&stored), 35));
+    assert!(too_many(&stored, Some(&stored), 34));
     // Changed, even reordered: refused.
     let mut changed = stored.clone();
     let mut reordered = fields;
     reordered.reverse();
     changed["spec"]["versions"][0]["selectableFields"] = Value::Array(reordered);
-    assert!(too_many(&changed, &stored, 37));
+    assert!(too_many(&changed, Some(&stored), 37));
     // And a create never keeps them.
-    assert!(
-        validate_crd(&stored, None, KubeVersion { minor: 37 })
-            .iter()
-            .any(|e| e.to_string().contains("Too many"))
-    );
+    assert!(too_many(&stored, None, 37));
 }
 
 #[test]
@@ -623,9 +602,8 @@ fn an_update_of_an_established_crd_checks_the_ca_bundle_from_1_31() {
     let mut bad = stored.clone();
     bad["spec"]["conversion"]["webhook"]["clientConfig"]["caBundle"] = json!("Zm9v");
     let ca_bundle_errors = |new: &Value, old: Option<&Value>, minor: u32| -> Vec<String> {
-        validate_crd(new, old, KubeVersion { minor })
-            .iter()
-            .map(ToString::to_string)
+        errors_on(new, old, minor)
+            .into_iter()
             .filter(|e| e.contains("caBundle"))
             .collect()
     };

@@ -39,11 +39,7 @@ impl Node<'_, '_> {
                 self.new,
                 self.field_path.segments().is_empty(),
             );
-            let severity = if harmless.is_some() {
-                Severity::Info
-            } else {
-                Severity::Error
-            };
+            let severity = Severity::info_if(harmless.is_some());
             let kind = if let Some(why) = &harmless {
                 format!(
                     "it cannot fail on any object valid under the old schema ({}), so stored objects and their \

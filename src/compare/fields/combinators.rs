@@ -121,11 +121,7 @@ which a branch accepts as it is, so no stored object can fail it",
                     );
                 }
                 if added > 0 {
-                    let sev = if self.ctx.options.any_of_allow_additions {
-                        Severity::Info
-                    } else {
-                        Severity::Error
-                    };
+                    let sev = Severity::info_if(self.ctx.options.any_of_allow_additions);
                     self.emit(
                         check,
                         sev,

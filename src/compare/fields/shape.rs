@@ -76,11 +76,7 @@ next write), and writes that send null are rejected"
                 Some(&Value::Bool(false)),
             );
         } else {
-            let severity = if self.ctx.options.nullable_allow_addition {
-                Severity::Info
-            } else {
-                Severity::Error
-            };
+            let severity = Severity::info_if(self.ctx.options.nullable_allow_addition);
             self.emit(
                 c.check,
                 severity,

@@ -57,11 +57,7 @@ impl Node<'_, '_> {
                     );
                 }
                 if !added.is_empty() {
-                    let severity = if self.ctx.options.enum_allow_additions {
-                        Severity::Info
-                    } else {
-                        Severity::Error
-                    };
+                    let severity = Severity::info_if(self.ctx.options.enum_allow_additions);
                     self.emit(
                         c.check,
                         severity,
