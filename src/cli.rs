@@ -406,9 +406,9 @@ pub struct ApplyCheckArgs {
     /// Example objects per finding in the table for --objects (JSON and YAML list every object).
     #[arg(long, value_name = "N", default_value_t = 5)]
     pub max_examples: usize,
-    /// Requests in flight at once: reads and dry runs of the CRDs (and with apply, the applies).
-    /// The server's 429s and Retry-After are honoured whatever the number.
-    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
+    /// Requests in flight at once: reads, dry runs and object scans of the CRDs (and with apply,
+    /// the applies). The server's 429s and Retry-After are honoured whatever the number.
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub concurrency: u16,
     #[command(flatten)]
     pub sources: SourceArgs,

@@ -24,6 +24,7 @@ use std::time::Duration;
 use serde_json::Value;
 use support::envtest::control_plane;
 use support::helm::helm_dir;
+use support::runs::assert_has;
 use support::webhook::kubectl;
 
 /// The namespace the dry-run renders use (created for real, as a dry run
@@ -310,11 +311,7 @@ fn the_rendered_manifests_pass_a_server_side_dry_run() {
         &["podSecurityContext.runAsNonRoot=false"],
     ));
     let out = dry_run_output(kubeconfig, &without_cert_manager(&docs));
-    assert!(
-        text(&out.stderr).contains("would violate PodSecurity \"restricted"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert_has(&text(&out.stderr), "would violate PodSecurity \"restricted");
     // The checked-in manifests too, in their own namespace.
     namespace(kubeconfig, "crd-safety");
     let deploy = std::fs::read_to_string(repo().join("deploy/crd-safety.yaml")).expect("deploy");
@@ -548,7 +545,7 @@ async fn serve_runs_with_the_pods_arguments_and_the_generated_certificate() {
     let config = one(&docs, "ConfigMap")["data"]["config.yaml"]
         .as_str()
         .expect("config.yaml");
-    assert!(config.contains("mode: enforce"), "{config}");
+    assert_has(&config, "mode: enforce");
     std::fs::write(files.path().join("config/config.yaml"), config).expect("write");
 
     let deploy = one(&docs, "Deployment");

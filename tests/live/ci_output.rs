@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use support::envtest::control_plane;
 use support::live::{admin, apply_check, crd, install, write_manifest};
 use support::run::run;
+use support::runs::assert_has;
 
 #[tokio::test]
 async fn apply_check_places_findings_and_a_baseline_lets_apply_through() {
@@ -69,11 +70,7 @@ async fn apply_check_places_findings_and_a_baseline_lets_apply_through() {
         None,
     );
     assert_eq!(refused.code, 1, "{}{}", refused.stdout, refused.stderr);
-    assert!(
-        refused.stdout.contains("stale baseline entries"),
-        "{}",
-        refused.stdout
-    );
+    assert_has(&refused.stdout, "stale baseline entries");
 
     // (The test installed the CRD with its own field manager.)
     let applied = run(
@@ -91,9 +88,5 @@ async fn apply_check_places_findings_and_a_baseline_lets_apply_through() {
         None,
     );
     assert_eq!(applied.code, 0, "{}{}", applied.stdout, applied.stderr);
-    assert!(
-        applied.stdout.contains("baselines.example.com  configured"),
-        "{}",
-        applied.stdout
-    );
+    assert_has(&applied.stdout, "baselines.example.com  configured");
 }

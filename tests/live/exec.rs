@@ -14,6 +14,7 @@ use serde_json::json;
 use support::envtest::{ADMIN_TOKEN, ControlPlane, control_plane, sh};
 use support::live::{apply_check, crd, write_manifest};
 use support::run::{Run, run};
+use support::runs::assert_has;
 use tempfile::TempDir;
 
 /// A plugin that appends a line to `runs` each time it runs, writes the
@@ -128,10 +129,9 @@ fn an_always_interactive_plugin_without_a_terminal_is_refused_like_kubectl() {
     let (dir, kc, runs_log) = exec_user(plane, "2099-01-01T00:00:00Z", "Always");
     let by_kubectl = kubectl(plane, &kc);
     assert!(!by_kubectl.status.success(), "kubectl refuses it too");
-    assert!(
-        String::from_utf8_lossy(&by_kubectl.stderr).contains("not a terminal"),
-        "{}",
-        String::from_utf8_lossy(&by_kubectl.stderr)
+    assert_has(
+        &String::from_utf8_lossy(&by_kubectl.stderr),
+        "not a terminal",
     );
     let r = check(dir.path(), &kc);
     assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);

@@ -20,6 +20,7 @@ use kube::discovery::ApiResource;
 use serde_json::json;
 use support::envtest::{ADMIN_TOKEN, ControlPlane, control_plane, sh};
 use support::live::{admin, crd, write_manifest};
+use support::runs::assert_has;
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -787,12 +788,8 @@ async fn a_user_who_may_only_impersonate_works_through_as_and_as_group() {
     };
     let plain = run(&[]);
     assert_eq!(plain.code, 3, "without --as: 403\n{}", plain.stderr);
-    assert!(plain.stderr.contains("forbidden (403)"), "{}", plain.stderr);
-    assert!(
-        plain.stderr.contains(&format!("\"{user}\"")),
-        "{}",
-        plain.stderr
-    );
+    assert_has(&plain.stderr, "forbidden (403)");
+    assert_has(&plain.stderr, &format!("\"{user}\""));
 
     let as_jane = run(&["--as", "jane"]);
     assert_eq!(as_jane.code, 3, "jane has no rights\n{}", as_jane.stderr);
@@ -817,9 +814,5 @@ async fn a_user_who_may_only_impersonate_works_through_as_and_as_group() {
         "impersonating a member of system:masters works\n{}",
         as_admin.stderr
     );
-    assert!(
-        as_admin.stdout.contains("impersonations.example.com"),
-        "{}",
-        as_admin.stdout
-    );
+    assert_has(&as_admin.stdout, "impersonations.example.com");
 }

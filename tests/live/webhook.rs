@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use support::envtest::{ControlPlane, dedicated};
 use support::live::{admin, crd, create_objects, install, write_manifest};
 use support::run::run;
+use support::runs::assert_has;
 use support::webhook::{Served, TestCa, get, kubectl, post, register, until_kubectl_says};
 
 fn write_config(dir: &Path, text: &str) {
@@ -86,14 +87,11 @@ async fn an_unsafe_update_is_denied_for_every_client_and_a_safe_one_passes() {
     let denied = until_kubectl_says(kc, &dry_run(&unsafe_crd), "denied the request");
     assert!(!denied.status.success());
     let text = stderr(&denied);
-    assert!(
-        text.contains("crd-safety: this update of widgets.example.com is unsafe (1 error):"),
-        "{text}"
+    assert_has(
+        &text,
+        "crd-safety: this update of widgets.example.com is unsafe (1 error):",
     );
-    assert!(
-        text.contains("- existingFieldRemoval v1 ^.spec.color:"),
-        "{text}"
-    );
+    assert_has(&text, "- existingFieldRemoval v1 ^.spec.color:");
     assert!(
         text.contains("crd-safety.io/accept: \"existingFieldRemoval\""),
         "the way out is named: {text}"
@@ -212,11 +210,7 @@ async fn warn_mode_break_glass_deletion_guard_reloads_and_failure_policy() {
     write_config(files, "webhook:\n  mode: enforce\n");
     s.served.wait_for("configuration reloaded", before);
     let out = kubectl(kc, &dry_run(&no_color));
-    assert!(
-        stderr(&out).contains("denied the request"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "denied the request");
 
     // Break-glass: accepted with a reason, still warned, logged with the user.
     let mut accepted = widgets(json!({}));
@@ -236,10 +230,9 @@ async fn warn_mode_break_glass_deletion_guard_reloads_and_failure_policy() {
         ],
     );
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("Warning: crd-safety error existingFieldRemoval v1 ^.spec.color"),
-        "{}",
-        stderr(&out)
+    assert_has(
+        &stderr(&out),
+        "Warning: crd-safety error existingFieldRemoval v1 ^.spec.color",
     );
     let glass = s
         .served
@@ -265,11 +258,7 @@ async fn warn_mode_break_glass_deletion_guard_reloads_and_failure_policy() {
     .await;
     let out = kubectl(kc, &["delete", "crd", "widgets.example.com"]);
     assert!(!out.status.success());
-    assert!(
-        stderr(&out).contains("1 Widget object still exist"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "1 Widget object still exist");
 
     // A rotated certificate (same CA) is served without a failed review.
     let before = s.served.log().len();
@@ -280,11 +269,7 @@ async fn warn_mode_break_glass_deletion_guard_reloads_and_failure_policy() {
             kc,
             &["delete", "crd", "widgets.example.com", "--dry-run=server"],
         );
-        assert!(
-            stderr(&out).contains("denied the request"),
-            "{}",
-            stderr(&out)
-        );
+        assert_has(&stderr(&out), "denied the request");
     }
 
     // Without objects the delete is allowed.
@@ -309,11 +294,7 @@ async fn warn_mode_break_glass_deletion_guard_reloads_and_failure_policy() {
     );
     let out = kubectl(kc, &dry_run(&safe));
     assert!(!out.status.success());
-    assert!(
-        stderr(&out).contains("failed calling webhook"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "failed calling webhook");
     register(&client, &url, &s.ca, "Ignore").await;
     until_kubectl_says(kc, &dry_run(&safe), "serverside-applied (server dry run)");
 }
@@ -383,10 +364,7 @@ async fn hostile_bodies_get_a_400_and_the_server_keeps_serving() {
     assert_eq!(code, 200);
     let (code, metrics) = support::webhook::https(addr, &ca, &get("/metrics")).await;
     assert_eq!(code, 200);
-    assert!(
-        metrics.contains("crd_safety_bad_requests_total 6\n"),
-        "{metrics}"
-    );
+    assert_has(&metrics, "crd_safety_bad_requests_total 6\n");
     // A review of something that is not a CRD is answered, not a crash:
     // allowed under failMode open, with the reason.
     let pod_review = review(json!({
@@ -410,14 +388,11 @@ async fn hostile_bodies_get_a_400_and_the_server_keeps_serving() {
         "{answer:#}"
     );
     let (_, metrics) = support::webhook::https(addr, &ca, &get("/metrics")).await;
-    assert!(
-        metrics.contains("crd_safety_reviews_total{operation=\"CREATE\",verdict=\"warn\"} 1\n"),
-        "{metrics}"
+    assert_has(
+        &metrics,
+        "crd_safety_reviews_total{operation=\"CREATE\",verdict=\"warn\"} 1\n",
     );
-    assert!(
-        metrics.contains("crd_safety_review_duration_seconds_count 1\n"),
-        "{metrics}"
-    );
+    assert_has(&metrics, "crd_safety_review_duration_seconds_count 1\n");
     assert_eq!(served.terminate(), 0);
     let log = served.log();
     assert_eq!(
@@ -501,11 +476,8 @@ async fn helm_upgrade_of_a_chart_with_crds_in_templates_is_denied_with_the_findi
         "helm upgrade passed an unsafe CRD change"
     );
     let text = stderr(&upgrade);
-    assert!(text.contains("denied the request"), "{text}");
-    assert!(
-        text.contains("existingFieldRemoval v1 ^.spec.color"),
-        "{text}"
-    );
+    assert_has(&text, "denied the request");
+    assert_has(&text, "existingFieldRemoval v1 ^.spec.color");
 }
 
 #[tokio::test]
@@ -544,7 +516,7 @@ async fn the_object_scan_reports_stored_objects_the_new_schema_rejects_and_its_l
     let args = dry_run(tightened.as_str());
     let out = until_kubectl_says(kc, &args, "denied the request");
     let text = stderr(&out);
-    assert!(text.contains("^.spec.size"), "{text}");
+    assert_has(&text, "^.spec.size");
     let review = s
         .served
         .log()
@@ -585,10 +557,7 @@ async fn the_object_scan_reports_stored_objects_the_new_schema_rejects_and_its_l
     let out = kubectl(kc, &dry_run(&shape));
     let text = stderr(&out);
     assert!(!out.status.success(), "{text}");
-    assert!(
-        text.contains("12 objects, more than scanObjects.maxObjects (10)"),
-        "{text}"
-    );
+    assert_has(&text, "12 objects, more than scanObjects.maxObjects (10)");
     let before = s.served.log().len();
     write_config(
         files,
@@ -700,14 +669,8 @@ async fn a_scan_that_outlasts_its_deadline_follows_fail_mode() {
     let started = std::time::Instant::now();
     let out = until_kubectl_says(kc, &args, "denied the request");
     let text = stderr(&out);
-    assert!(
-        text.contains("did not finish within scanObjects.deadline (1s)"),
-        "{text}"
-    );
-    assert!(
-        text.contains("failMode: closed denies what could not be checked"),
-        "{text}"
-    );
+    assert_has(&text, "did not finish within scanObjects.deadline (1s)");
+    assert_has(&text, "failMode: closed denies what could not be checked");
     assert!(started.elapsed() < std::time::Duration::from_secs(25));
     let before = served.log().len();
     write_config(

@@ -8,6 +8,8 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+use crate::support::runs::assert_has;
+
 fn sh(dir: &Path, script: &str) {
     let out = Command::new("bash")
         .args(["-euc", script])
@@ -161,5 +163,8 @@ fn an_archive_that_does_not_match_its_checksum_is_not_run() {
     let out = action(&repo, &releases, "github");
     assert_eq!(out.status.code(), Some(2));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("::error::crd-safety: kubectl-crd_safety-v0.1.0-x86_64-unknown-linux-musl.tar.gz does not match checksums.txt"), "{stdout}");
+    assert_has(
+        &stdout,
+        "::error::crd-safety: kubectl-crd_safety-v0.1.0-x86_64-unknown-linux-musl.tar.gz does not match checksums.txt",
+    );
 }

@@ -15,6 +15,7 @@ use crd_safety::locate::locate;
 use crd_safety::manifest::{self, Positions, Source, SourceOptions};
 use serde_json::Value;
 use support::corpus::corpus_dir;
+use support::runs::assert_has;
 
 /// The report of the whole read, as `-o json` shows it.
 fn whole(old: &Path, new: &Path) -> Value {
@@ -327,11 +328,7 @@ fn the_binary_batches_large_directories_and_keeps_its_errors() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stdout.is_empty());
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("zz.yaml:22: invalid YAML"),
-        "{}",
-        r.stderr
-    );
+    assert_has(&r.stderr, "zz.yaml:22: invalid YAML");
 }
 
 /// `lint` of a large directory (no old side) is batched too, with the

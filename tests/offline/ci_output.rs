@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use crd_safety::compare::Check;
 use serde_json::Value;
 use support::run::run;
+use support::runs::assert_has;
 
 const OLD: &str = "examples/widgets/old.yaml";
 const NEW: &str = "examples/widgets/new.yaml";
@@ -132,10 +133,9 @@ fn github_output_annotates_each_finding_on_its_line() {
         &"::error file=examples/widgets/new.yaml,line=35,col=17,title=crd-safety minimum%3A widgets.example.com v1 ^.spec.size::minimum raised 1 -> 2: objects outside the new bound cannot be created again as they are (GitOps re-sync, restore) and are rejected by updates that touch the field; updates that leave it unchanged still succeed on Kubernetes 1.30+ (validation ratcheting), not before; check the stored objects first (apply-check --objects)"
     ), "{}", r.stdout);
     // A CRD-wide finding points at its spec node: the removed version entry.
-    assert!(
-        r.stdout.contains("::warning file=examples/widgets/old.yaml,line=19,col=5,title=crd-safety servedVersionRemoval%3A widgets.example.com v1alpha1::"),
-        "{}",
-        r.stdout
+    assert_has(
+        &r.stdout,
+        "::warning file=examples/widgets/old.yaml,line=19,col=5,title=crd-safety servedVersionRemoval%3A widgets.example.com v1alpha1::",
     );
     assert!(r.stdout.contains(
         "::notice file=examples/widgets/new.yaml,line=36,col=17,title=crd-safety description%3A"
@@ -233,11 +233,7 @@ fn the_table_shows_what_changed_and_explains_each_check_once() {
     let r = run(&["diff", OLD, NEW], None);
     assert_eq!(r.code, 1);
     // (cli.rs pins the whole compact table: `widgets_table`.)
-    assert!(
-        r.stdout.contains("┆ minimum raised 1 -> 2 "),
-        "{}",
-        r.stdout
-    );
+    assert_has(&r.stdout, "┆ minimum raised 1 -> 2 ");
     // The shared explanation of tightened rules is printed once per check,
     // not once per row.
     let why = "cannot be created again as they are";
@@ -290,14 +286,10 @@ fn a_baseline_passes_until_a_finding_changes_again() {
     let baseline = p.path("baseline.yaml");
     let written = p.diff(&["--write-baseline", &baseline]);
     assert_eq!(written.code, 0, "{}", written.stderr);
-    assert!(
-        written.stderr.contains("wrote 10 findings to the baseline"),
-        "{}",
-        written.stderr
-    );
+    assert_has(&written.stderr, "wrote 10 findings to the baseline");
     let text = std::fs::read_to_string(&baseline).expect("the baseline is written");
     assert!(text.starts_with("# crd-safety baseline"), "{text}");
-    assert!(text.contains("check: minimum"), "{text}");
+    assert_has(&text, "check: minimum");
 
     // Re-run: everything is baselined, nothing fails.
     let again = p.diff(&["--baseline", &baseline]);
@@ -393,7 +385,7 @@ fn a_malformed_baseline_is_one_error_line_with_its_line_number() {
     let r = p.diff(&["--baseline", &baseline]);
     assert_eq!(r.code, 2);
     assert!(r.stderr.starts_with("error: "), "{}", r.stderr);
-    assert!(r.stderr.contains("baseline.yaml:"), "{}", r.stderr);
+    assert_has(&r.stderr, "baseline.yaml:");
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
 }
 
@@ -406,11 +398,7 @@ fn a_baseline_that_cannot_be_written_leaves_nothing_behind() {
     let r = p.diff(&["--write-baseline", &target]);
     assert_eq!(r.code, 2);
     assert!(r.stderr.starts_with("error: "), "{}", r.stderr);
-    assert!(
-        r.stderr.contains("cannot write the baseline"),
-        "{}",
-        r.stderr
-    );
+    assert_has(&r.stderr, "cannot write the baseline");
     let leftovers: Vec<_> = std::fs::read_dir(p.dir.path())
         .expect("listable")
         .filter_map(Result::ok)
@@ -429,10 +417,9 @@ fn lint_places_the_api_servers_objections_on_the_schema_node() {
     );
     assert_eq!(r.code, 1, "{}", r.stderr);
     // spec.settings has properties but no type: line 34 is `settings:`.
-    assert!(
-        r.stdout.contains("::error file=examples/invalid-crd/gadgets.yaml,line=34,col=17,title=crd-safety invalidCrd%3A "),
-        "{}",
-        r.stdout
+    assert_has(
+        &r.stdout,
+        "::error file=examples/invalid-crd/gadgets.yaml,line=34,col=17,title=crd-safety invalidCrd%3A ",
     );
     // A new CRD is at the start of its document.
     assert!(

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use support::run::run;
+use support::runs::assert_has;
 
 const OLD: &str = "examples/widgets/old.yaml";
 const NEW: &str = "examples/widgets/new.yaml";
@@ -48,11 +49,7 @@ fn an_80_column_terminal_gets_whole_words() {
         assert!(r.stdout.contains(whole), "{whole} is cut:\n{}", r.stdout);
     }
     // A source under the working directory is shown as the user would type it.
-    assert!(
-        r.stdout.contains("old: examples/widgets/old.yaml:4"),
-        "{}",
-        r.stdout
-    );
+    assert_has(&r.stdout, "old: examples/widgets/old.yaml:4");
     insta::assert_snapshot!("widgets_table_80", r.stdout);
 }
 
@@ -335,11 +332,7 @@ fn lint_reports_what_the_api_server_would_refuse() {
     );
     assert_eq!(v["kubeVersionSource"], "default");
     let table = run(&["lint", "examples/invalid-crd/gadgets.yaml"], None);
-    assert!(
-        table.stdout.contains("(CRD rules of Kubernetes 1.37)"),
-        "{}",
-        table.stdout
-    );
+    assert_has(&table.stdout, "(CRD rules of Kubernetes 1.37)");
     // A version the user chose is said to be theirs.
     let chosen = run(
         &[
@@ -377,10 +370,8 @@ fn lint_gives_the_servers_cost_verdict_and_the_bounds_that_fix_it() {
         })
         .expect("a per-rule cost finding");
     let message = over["message"].as_str().unwrap_or("");
-    assert!(
-        message.contains("maxLength on self.host") && message.contains("maxItems"),
-        "{message}"
-    );
+    assert_has(&message, "maxLength on self.host");
+    assert_has(&message, "maxItems");
     // With the bounds declared, the same rule fits the budget.
     let dir = tempfile::tempdir().expect("tempdir");
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(example))
@@ -430,7 +421,7 @@ fn two_storage_versions_are_a_finding_not_a_stop() {
 fn an_unknown_kube_version_is_a_usage_error() {
     let r = run(&["diff", OLD, NEW, "--kube-version", "1.99"], None);
     assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("not supported"), "{}", r.stderr);
+    assert_has(&r.stderr, "not supported");
 }
 
 #[test]

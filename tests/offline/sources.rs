@@ -10,6 +10,7 @@ use std::process::Command;
 
 use serde_json::Value;
 use support::helm::{helm_dir, path_with_helm};
+use support::runs::assert_has;
 use support::sources::{Plugin, chart_yaml, colored, enum_findings, git, plugin, write};
 
 /// A CRD `widgets.example.com` whose `spec.color` accepts `colors`.
@@ -38,7 +39,7 @@ fn diff_against_the_previous_commit_shows_the_change_with_git_locations() {
         "{}",
         out.stdout
     );
-    assert!(out.stdout.contains("enum"), "{}", out.stdout);
+    assert_has(&out.stdout, "enum");
 }
 
 #[test]
@@ -78,19 +79,11 @@ fn lint_and_repo_flag_read_a_revision_from_anywhere() {
     let repo_dir = repo.path().display().to_string();
     let out = plugin(elsewhere.path()).run(&["lint", "git:v1.0:crds", "--repo", &repo_dir]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-    assert!(
-        out.stdout.contains("git:v1.0:crds/widgets.yaml:1"),
-        "{}",
-        out.stdout
-    );
+    assert_has(&out.stdout, "git:v1.0:crds/widgets.yaml:1");
     // ./ paths are relative to the working directory, as in git.
     let sub = plugin(&repo.path().join("crds")).run(&["lint", "git:HEAD~1:./widgets.yaml"]);
     assert_eq!(sub.code, 0, "{}", sub.stderr);
-    assert!(
-        sub.stdout.contains("git:HEAD~1:crds/widgets.yaml:1"),
-        "{}",
-        sub.stdout
-    );
+    assert_has(&sub.stdout, "git:HEAD~1:crds/widgets.yaml:1");
 }
 
 #[test]
@@ -117,11 +110,8 @@ fn git_sources_fail_with_one_line_saying_what_is_wrong() {
     let empty = tempfile::tempdir().expect("temp dir");
     let out = plugin(empty.path()).run(&["lint", "git:HEAD:crds"]);
     assert_eq!(out.code, 2);
-    assert!(
-        out.stderr.contains("not inside a git repository") && out.stderr.contains("--repo DIR"),
-        "{}",
-        out.stderr
-    );
+    assert_has(&out.stderr, "not inside a git repository");
+    assert_has(&out.stderr, "--repo DIR");
 }
 
 #[test]
@@ -141,13 +131,9 @@ fn a_shallow_clone_says_how_to_fetch_the_history_and_remote_branches_resolve() {
 
     let out = plugin(&clones.path().join("shallow")).run(&["diff", "git:HEAD~1:crds", "crds"]);
     assert_eq!(out.code, 2, "{}", out.stdout);
-    assert!(out.stderr.contains("shallow clone"), "{}", out.stderr);
-    assert!(out.stderr.contains("fetch-depth: 0"), "{}", out.stderr);
-    assert!(
-        out.stderr.contains("git fetch --unshallow"),
-        "{}",
-        out.stderr
-    );
+    assert_has(&out.stderr, "shallow clone");
+    assert_has(&out.stderr, "fetch-depth: 0");
+    assert_has(&out.stderr, "git fetch --unshallow");
 }
 
 // ---- Helm charts ---------------------------------------------------------------
@@ -273,7 +259,7 @@ fn without_helm_templated_crds_are_a_visible_notice_or_an_error_on_request() {
     assert_eq!(table.code, 0, "{}", table.stderr);
     let notice = "notice: chart: templated CRDs were not read: helm is not on PATH and \
                   templates/more-crds.yaml may make CRDs";
-    assert!(table.stdout.contains(notice), "{}", table.stdout);
+    assert_has(&table.stdout, notice);
     let json = p.json(&["lint", "chart"]);
     assert!(
         json["notices"][0]
@@ -282,11 +268,7 @@ fn without_helm_templated_crds_are_a_visible_notice_or_an_error_on_request() {
         "{json}"
     );
     let md = p.run(&["lint", "chart", "-o", "markdown"]);
-    assert!(
-        md.stdout.contains("> **Notice:** chart: templated CRDs"),
-        "{}",
-        md.stdout
-    );
+    assert_has(&md.stdout, "> **Notice:** chart: templated CRDs");
 
     let strict = p.run(&["lint", "chart", "--require-helm"]);
     assert_eq!(strict.code, 2);
@@ -310,11 +292,7 @@ fn a_templated_crd_is_rendered_by_helm_when_the_values_switch_it_on() {
     // Switched off (the chart's default), there is no CRD at all.
     let off = p.run(&["lint", "new"]);
     assert_eq!(off.code, 2);
-    assert!(
-        off.stderr.contains("no CustomResourceDefinition found"),
-        "{}",
-        off.stderr
-    );
+    assert_has(&off.stderr, "no CustomResourceDefinition found");
 
     let report = p.json(&["diff", "old", "new", "--helm-set", "crds.enabled=true"]);
     assert_eq!(
@@ -383,11 +361,7 @@ fn a_chart_at_a_git_revision_is_read_as_a_chart_and_its_templates_rendered_by_he
     );
     let strict = p.run(&["lint", "git:HEAD:chart", "--require-helm"]);
     assert_eq!(strict.code, 2);
-    assert!(
-        strict.stderr.contains("helm is not on PATH"),
-        "{}",
-        strict.stderr
-    );
+    assert_has(&strict.stderr, "helm is not on PATH");
 
     // With helm, the templates are rendered from a copy of the chart.
     let Some(helm) = helm_dir() else { return };

@@ -9,6 +9,7 @@
 //! with `CI=true`.
 
 use crate::support;
+use crate::support::runs::assert_has;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -101,7 +102,7 @@ fn krew_installs_the_released_archive_and_kubectl_runs_the_plugin() {
     // The checksums file, the krew manifest and the formula name its sha256.
     let sum = sha256(&archive);
     let checksums = std::fs::read_to_string(dist.join("checksums.txt")).expect("checksums.txt");
-    assert!(checksums.contains(&format!("{sum}  {name}")), "{checksums}");
+    assert_has(&checksums, &format!("{sum}  {name}"));
     let manifest: Value = serde_saphyr::from_str(
         &std::fs::read_to_string(dist.join("crd-safety.yaml")).expect("manifest"),
     )
@@ -114,7 +115,7 @@ fn krew_installs_the_released_archive_and_kubectl_runs_the_plugin() {
         .expect("the linux/amd64 platform");
     assert_eq!(linux["sha256"], sum.as_str());
     let formula = std::fs::read_to_string(dist.join("crd-safety.rb")).expect("formula");
-    assert!(formula.contains(&format!("sha256 \"{sum}\"")), "{formula}");
+    assert_has(&formula, &format!("sha256 \"{sum}\""));
     let notes = std::fs::read_to_string(dist.join("RELEASE_NOTES.md")).expect("notes");
     assert!(notes.contains("### "), "CHANGELOG's section: {notes}");
     // The binary is static.
