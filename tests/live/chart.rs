@@ -545,7 +545,7 @@ async fn serve_runs_with_the_pods_arguments_and_the_generated_certificate() {
     let config = one(&docs, "ConfigMap")["data"]["config.yaml"]
         .as_str()
         .expect("config.yaml");
-    assert_has(&config, "mode: enforce");
+    assert_has(config, "mode: enforce");
     std::fs::write(files.path().join("config/config.yaml"), config).expect("write");
 
     let deploy = one(&docs, "Deployment");

@@ -370,8 +370,8 @@ fn lint_gives_the_servers_cost_verdict_and_the_bounds_that_fix_it() {
         })
         .expect("a per-rule cost finding");
     let message = over["message"].as_str().unwrap_or("");
-    assert_has(&message, "maxLength on self.host");
-    assert_has(&message, "maxItems");
+    assert_has(message, "maxLength on self.host");
+    assert_has(message, "maxItems");
     // With the bounds declared, the same rule fits the budget.
     let dir = tempfile::tempdir().expect("tempdir");
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(example))

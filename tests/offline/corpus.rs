@@ -539,6 +539,6 @@ fn stored_versions_the_old_crd_cannot_have_are_ignored_with_a_warning() {
         .collect();
     assert_eq!(stored.len(), 1, "{stored:?}");
     assert_eq!(stored[0].0, Severity::Warning);
-    assert_has(&stored[0].1, "--stored-versions names v1alpha2");
-    assert_has(&stored[0].1, "ignored");
+    assert_has(stored[0].1, "--stored-versions names v1alpha2");
+    assert_has(stored[0].1, "ignored");
 }
