@@ -42,8 +42,11 @@ where
     Ok(done.into_iter().map(|(_, out)| out).collect())
 }
 
-fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, NonZeroUsize::get)
+/// The cores this process may use, asked once: the answer reads cgroup
+/// files (five system calls), and a `diff` asks on every parallel step.
+pub fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, NonZeroUsize::get))
 }
 
 /// `f` over `items` on up to as many threads as cores, the results in the

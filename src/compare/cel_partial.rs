@@ -23,8 +23,8 @@
 //! follow (a function it does not model, a value it cannot bound) is
 //! unknown, and an unknown result keeps the finding's severity.
 
+use crate::validate::cel_parse::parse_rule;
 use kube::core::cel::cel::common::ast::{Expr, IdedExpr, LiteralValue, operators};
-use kube::core::cel::cel::parser::Parser;
 use serde_json::Value;
 
 use crate::json::show;
@@ -58,10 +58,7 @@ pub fn cannot_fail(
     new: &Schema,
     resource_root: bool,
 ) -> Option<CannotFail> {
-    let expr = Parser::new()
-        .enable_optional_syntax(true)
-        .parse(rule)
-        .ok()?;
+    let expr = parse_rule(rule).ok()?;
     let mut eval = Eval {
         scope: Vec::new(),
         facts: Vec::new(),

@@ -9,7 +9,6 @@
 //! server's dry run in `apply-check` (docs/api-server-rules.md says so).
 
 use kube::core::cel::cel::common::ast::IdedExpr;
-use kube::core::cel::cel::parser::Parser;
 use serde_json::Value;
 
 use super::cel_check::{Ty, check, normalize};
@@ -473,13 +472,7 @@ fn parse(src: &str) -> Parsed {
         let parsed = std::rc::Rc::new(if calls_exists_one(src) {
             Err("ERROR: <input>: undeclared reference to 'existsOne' (in container '')".to_string())
         } else {
-            match crate::validate::cel_parse::parse(src) {
-                Some(e) => Ok(e),
-                None => Parser::new()
-                    .enable_optional_syntax(true)
-                    .parse(src)
-                    .map_err(|e| first_line(&e.to_string())),
-            }
+            crate::validate::cel_parse::parse_rule(src).map_err(|e| first_line(&e.to_string()))
         });
         let mut seen = seen.borrow_mut();
         if seen.len() > 4096 {

@@ -29,6 +29,17 @@ use kube::core::cel::cel::common::ast::{
     CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedEntryExpr, IdedExpr, ListExpr, LiteralValue,
     MapEntryExpr, MapExpr, SelectExpr,
 };
+use kube::core::cel::cel::parser::{ParseErrors, Parser as CelParser};
+
+/// `src` read as the `cel` crate's parser reads it (optional syntax on): by
+/// the fast path where it can, by that parser otherwise, which then also
+/// words the errors. Every reader of a rule goes through here.
+pub fn parse_rule(src: &str) -> Result<IdedExpr, ParseErrors> {
+    match parse(src) {
+        Some(expr) => Ok(expr),
+        None => CelParser::new().enable_optional_syntax(true).parse(src),
+    }
+}
 
 /// `src` parsed as the `cel` crate's parser (optional syntax on) parses
 /// it, or `None` when this fast path does not handle it.

@@ -123,7 +123,7 @@ struct Examined {
 impl Reviewer {
     /// A reviewer reading the configuration from `config`.
     pub fn new(conn: Connection, config: Arc<SharedConfig>) -> Reviewer {
-        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let cores = crate::parallel::cores();
         Reviewer {
             conn,
             config,

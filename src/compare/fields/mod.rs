@@ -170,13 +170,18 @@ fn walk_at(
     );
     let path = trail.path();
     let mut mine = Vec::new();
+    let (old_node, new_node) = (
+        folded_old.as_ref().unwrap_or(old),
+        folded_new.as_ref().unwrap_or(new),
+    );
     let mut node = Node {
         ctx,
         path: path.to_string(),
         field_path: &path,
         required_in_old: trail.required_in_old(),
-        old: folded_old.as_ref().unwrap_or(old),
-        new: folded_new.as_ref().unwrap_or(new),
+        old: old_node,
+        new: new_node,
+        differing: differing(old_node, new_node),
         out: &mut mine,
     };
     node.run_checks();
@@ -197,7 +202,29 @@ struct Node<'a, 'o> {
     required_in_old: bool,
     old: &'a Schema,
     new: &'a Schema,
+    /// The keywords whose values differ, in name order: every check asks
+    /// [`Node::changed`] first, and most nodes that differ at all differ in
+    /// one keyword (`description`), so this is found once per node.
+    differing: Vec<&'a str>,
     out: &'o mut Vec<Finding>,
+}
+
+/// The keywords present on one side only or with unequal values, in name
+/// order, from one pass over both (sorted) keyword lists.
+fn differing<'s>(old: &'s Schema, new: &'s Schema) -> Vec<&'s str> {
+    let mut out = Vec::new();
+    let mut news = new.keywords.iter().peekable();
+    for (name, o) in old.keywords.iter() {
+        while let Some((n, _)) = news.next_if(|(n, _)| n.as_str() < name.as_str()) {
+            out.push(n.as_str());
+        }
+        match news.next_if(|(n, _)| *n == name) {
+            Some((_, n)) if json_eq(o, n) => {}
+            _ => out.push(name.as_str()),
+        }
+    }
+    out.extend(news.map(|(n, _)| n.as_str()));
+    out
 }
 
 impl Node<'_, '_> {
@@ -244,11 +271,7 @@ impl Node<'_, '_> {
     }
 
     fn changed(&self, name: &str) -> bool {
-        match self.kw(name) {
-            (None, None) => false,
-            (Some(a), Some(b)) => !json_eq(a, b),
-            _ => true,
-        }
+        self.differing.contains(&name)
     }
 
     fn run_checks(&mut self) {
@@ -263,14 +286,8 @@ impl Node<'_, '_> {
     }
 
     fn unknown(&mut self) {
-        let keys: std::collections::BTreeSet<&String> = self
-            .old
-            .keywords
-            .keys()
-            .chain(self.new.keywords.keys())
-            .collect();
-        for key in keys {
-            if consumed(key) || !self.changed(key) {
+        for key in self.differing.clone() {
+            if consumed(key) {
                 continue;
             }
             let (o, n) = self.kw(key);
