@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 use thiserror::Error;
 
 pub use path::FieldPath;
+use path::{Step, Trail};
 pub use sorted_map::SortedMap;
 
 /// Deeper schemas than this are refused: real CRDs stay far below it, and a
@@ -66,60 +67,18 @@ enum Docs {
     Drop,
 }
 
-/// Where a schema is being read: borrowed steps up to the root. The
-/// [`FieldPath`] is made only for an error; building one for every node
-/// (a copy of its parent's) was a tenth of reading a large CRD.
-struct At<'a> {
-    up: Option<&'a At<'a>>,
-    step: Option<Step<'a>>,
-}
-
-/// One step of an [`At`].
-#[derive(Clone, Copy)]
-enum Step<'a> {
-    Property(&'a str),
-    Items,
-    MapValues,
-}
-
-impl<'a> At<'a> {
-    const ROOT: At<'static> = At {
-        up: None,
-        step: None,
-    };
-
-    fn down(&'a self, step: Step<'a>) -> At<'a> {
-        At {
-            up: Some(self),
-            step: Some(step),
-        }
-    }
-
-    fn path(&self) -> FieldPath {
-        let mut steps = Vec::new();
-        let mut at = Some(self);
-        while let Some(a) = at {
-            steps.extend(a.step);
-            at = a.up;
-        }
-        steps
-            .into_iter()
-            .rev()
-            .fold(FieldPath::root(), |p, step| match step {
-                Step::Property(name) => p.property(name),
-                Step::Items => p.items(),
-                Step::MapValues => p.map_values(),
-            })
-    }
-}
-
 impl Schema {
     /// Reads a schema from its JSON form.
     pub fn from_value(value: &Value) -> Result<Schema, SchemaError> {
-        Self::build(value, &At::ROOT, 0, Docs::Keep)
+        Self::build(value, &Trail::ROOT, 0, Docs::Keep)
     }
 
-    fn build(value: &Value, at: &At<'_>, depth: usize, docs: Docs) -> Result<Schema, SchemaError> {
+    fn build(
+        value: &Value,
+        at: &Trail<'_>,
+        depth: usize,
+        docs: Docs,
+    ) -> Result<Schema, SchemaError> {
         if depth > MAX_DEPTH {
             return Err(SchemaError::TooDeep {
                 path: at.path().to_string(),
@@ -140,12 +99,12 @@ impl Schema {
     /// which are most of a CRD's text and which no validation reads. The
     /// offline CRD validation builds one per `default` it checks.
     pub fn for_validation(map: &serde_json::Map<String, Value>) -> Result<Schema, SchemaError> {
-        Self::build_object(map, &At::ROOT, 0, Docs::Drop)
+        Self::build_object(map, &Trail::ROOT, 0, Docs::Drop)
     }
 
     fn build_object(
         map: &serde_json::Map<String, Value>,
-        at: &At<'_>,
+        at: &Trail<'_>,
         depth: usize,
         docs: Docs,
     ) -> Result<Schema, SchemaError> {

@@ -8,6 +8,8 @@
 
 use std::fmt;
 
+use super::Schema;
+
 /// One step of a path.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Segment {
@@ -17,6 +19,78 @@ pub enum Segment {
     Items,
     /// Map values.
     MapValues,
+}
+
+/// Where a walk over a schema is, as borrowed steps up to the root. The
+/// [`FieldPath`] (one string per step) is built only where one is needed:
+/// reading a schema wants it for an error, comparing two for a node that
+/// differs, and most nodes are neither.
+pub struct Trail<'a> {
+    up: Option<&'a Trail<'a>>,
+    step: Option<Step<'a>>,
+    /// For a property: the schema of the object that holds it.
+    holder: Option<&'a Schema>,
+}
+
+/// One step of a [`Trail`].
+#[derive(Clone, Copy)]
+pub enum Step<'a> {
+    Property(&'a str),
+    Items,
+    MapValues,
+}
+
+impl<'a> Trail<'a> {
+    /// `^`.
+    pub const ROOT: Trail<'static> = Trail {
+        up: None,
+        step: None,
+        holder: None,
+    };
+
+    /// One step further down.
+    pub fn down(&'a self, step: Step<'a>) -> Trail<'a> {
+        Trail {
+            up: Some(self),
+            step: Some(step),
+            holder: None,
+        }
+    }
+
+    /// Property `name` of `holder`, the schema of the object at this trail.
+    pub fn property(&'a self, name: &'a str, holder: &'a Schema) -> Trail<'a> {
+        Trail {
+            holder: Some(holder),
+            ..self.down(Step::Property(name))
+        }
+    }
+
+    /// Whether this is a property its holder lists in `required`.
+    pub fn required_by_holder(&self) -> bool {
+        match (self.step, self.holder) {
+            (Some(Step::Property(name)), Some(holder)) => holder.required().contains(&name),
+            _ => false,
+        }
+    }
+
+    /// The path from the root.
+    pub fn path(&self) -> FieldPath {
+        let mut steps = Vec::new();
+        let mut at = Some(self);
+        while let Some(t) = at {
+            steps.extend(t.step);
+            at = t.up;
+        }
+        steps
+            .into_iter()
+            .rev()
+            .map(|s| match s {
+                Step::Property(name) => Segment::Property(name.to_string()),
+                Step::Items => Segment::Items,
+                Step::MapValues => Segment::MapValues,
+            })
+            .collect()
+    }
 }
 
 /// A path from the root of a schema.

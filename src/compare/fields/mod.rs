@@ -24,7 +24,7 @@ use serde_json::Value;
 
 use super::{Check, CheckOption, CheckOptions, Finding, Severity};
 use crate::json::{json_eq, show};
-use crate::schema::path::Segment;
+use crate::schema::path::{Step, Trail};
 use crate::schema::{AdditionalProperties, FieldPath, Schema};
 
 pub(super) use docs::DOC_KEYWORDS;
@@ -48,76 +48,6 @@ pub(super) struct Context<'a> {
 /// Compares two schemas from the root.
 pub(super) fn walk(ctx: &Context<'_>, old: &Schema, new: &Schema, out: &mut Vec<Finding>) {
     walk_at(ctx, &Trail::ROOT, old, new, out);
-}
-
-/// Where the walk is, as borrowed steps up to the root. A [`FieldPath`]
-/// (one string per step) is built only for nodes that differ: most of a
-/// large schema is unchanged between releases.
-struct Trail<'a> {
-    up: Option<&'a Trail<'a>>,
-    step: Step<'a>,
-    /// For a property: the old schema of the object that holds it.
-    holder: Option<&'a Schema>,
-}
-
-#[derive(Clone, Copy)]
-enum Step<'a> {
-    Root,
-    Property(&'a str),
-    Items,
-    MapValues,
-}
-
-impl<'a> Trail<'a> {
-    const ROOT: Trail<'static> = Trail {
-        up: None,
-        step: Step::Root,
-        holder: None,
-    };
-
-    fn down(&'a self, step: Step<'a>) -> Trail<'a> {
-        Trail {
-            up: Some(self),
-            step,
-            holder: None,
-        }
-    }
-
-    fn property(&'a self, name: &'a str, holder: &'a Schema) -> Trail<'a> {
-        Trail {
-            up: Some(self),
-            step: Step::Property(name),
-            holder: Some(holder),
-        }
-    }
-
-    /// Whether the old schema required this property, so every stored
-    /// object has it.
-    fn required_in_old(&self) -> bool {
-        match (self.step, self.holder) {
-            (Step::Property(name), Some(holder)) => holder.required().contains(&name),
-            _ => false,
-        }
-    }
-
-    fn path(&self) -> FieldPath {
-        let mut steps = Vec::new();
-        let mut at = Some(self);
-        while let Some(t) = at {
-            steps.push(t.step);
-            at = t.up;
-        }
-        steps
-            .into_iter()
-            .rev()
-            .filter_map(|s| match s {
-                Step::Root => None,
-                Step::Property(name) => Some(Segment::Property(name.to_string())),
-                Step::Items => Some(Segment::Items),
-                Step::MapValues => Some(Segment::MapValues),
-            })
-            .collect()
-    }
 }
 
 /// Compares one pair of nodes, children first, and returns whether the two
@@ -178,7 +108,7 @@ fn walk_at(
         ctx,
         path: path.to_string(),
         field_path: &path,
-        required_in_old: trail.required_in_old(),
+        required_in_old: trail.required_by_holder(),
         old: old_node,
         new: new_node,
         differing: differing(old_node, new_node),
