@@ -333,9 +333,8 @@ pub async fn scan_for_migration(
             match scan_version(&listing, &mut tally, progress, &mut summary.restarts).await? {
                 Ok(listed) => listed,
                 Err(why) => {
+                    // The first objects of any view: nothing was tallied yet.
                     findings.push(unscannable(storage.name(), &why));
-                    let summary = ScanSummary::new(server_minor);
-                    let tally = Tally::new(opts.max_examples, ratcheting);
                     return Ok(MigrationScan {
                         scan: conclude(summary, tally, &[], findings, server_minor, &|_| {
                             String::new()
