@@ -95,6 +95,7 @@ catalog! {
     AbsentCrd => "absentCrd", Info, "the CRD exists only in the old manifests (applying the new ones does not delete it).";
     // Field level (same version name in old and new).
     ExistingFieldRemoval => "existingFieldRemoval", Error, "a field is removed from a version's schema: stored data is pruned on the next write.";
+    FieldAddition => "fieldAddition", Info, "a field is added (info, so a release with only new fields still lists them); an error where the old schema kept unknown fields, since stored objects may hold anything there that the new field's schema now validates.";
     Required => "required", Error, "a field becomes required on an existing object: creates and updates without it are rejected (never ratcheted).";
     Type => "type", Error, "a field's type changes: existing values are rejected and clients fail to decode.";
     Enum => "enum", Error, "enum restriction added or values removed (values added: info, configurable).";

@@ -89,6 +89,7 @@ fn pair_findings(label: &str, a: &Schema, b: &Schema, options: &CheckOptions) ->
         cross_version: true,
         // A typeless node in one version is invalidCrd's to report.
         structural: false,
+        webhook_conversion: false,
     };
     let mut found = Vec::new();
     walk(&ctx, a, b, &mut found);

@@ -231,13 +231,41 @@ pub fn compare_crds(
                 options,
                 cross_version: false,
                 structural: !new.preserve_unknown_fields(),
+                webhook_conversion: new.conversion_strategy() == "Webhook"
+                    && new.versions.len() > 1,
             };
             fields::walk(&ctx, &old_version.schema, &new_version.schema, &mut out);
         }
     }
     cross_version::check(Some(old), new, options, &mut out);
     grade_unserved_versions(old, new, stored, &mut out);
+    grade_unpruned(new, &mut out);
     out
+}
+
+/// A CRD whose `spec.preserveUnknownFields` is true (a v1beta1 manifest
+/// that leaves it unset defaults to true) prunes nothing: a field removed
+/// from its schema, or written through a version whose storage schema
+/// lacks it, keeps its stored value. Losing the field's schema (its
+/// validation, defaults and documentation) still deserves a warning.
+fn grade_unpruned(new: &Crd, out: &mut [Finding]) {
+    if !new.preserve_unknown_fields() {
+        return;
+    }
+    for f in out.iter_mut().filter(|f| {
+        matches!(
+            f.check,
+            Check::ExistingFieldRemoval | Check::ConversionDataLoss
+        ) && f.severity == Severity::Error
+    }) {
+        f.severity = Severity::Warning;
+        f.message = format!(
+            "{}: but the new CRD has spec.preserveUnknownFields true (the default of a v1beta1 manifest that \
+leaves it unset), so the API server prunes nothing and stored values are kept; only the field's schema \
+(validation, defaults, documentation) is gone",
+            f.message.trim_end_matches('.')
+        );
+    }
 }
 
 /// What a change to a version's schema or entry can reach.

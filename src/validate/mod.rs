@@ -40,6 +40,7 @@ pub(crate) use cel_rule::escape as cel_escape;
 pub(crate) mod formats;
 mod list_type;
 pub(crate) mod node;
+pub(crate) mod numbers;
 pub mod regex;
 pub(crate) mod scalar;
 mod trail;

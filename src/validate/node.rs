@@ -100,6 +100,9 @@ pub(crate) struct CompiledNode {
     pub format: Option<Format>,
     /// `int32` or `float` on a number, enforced from 1.36.
     pub numeric_format: Option<NumericFormat>,
+    /// A node of type `integer` alone (default or int64 format) on 1.36+:
+    /// its bounds must be integers, or every value fails.
+    pub integer_bounds: bool,
     pub min_items: Option<u64>,
     pub max_items: Option<u64>,
     pub min_properties: Option<u64>,
@@ -351,6 +354,9 @@ impl CompiledNode {
             pattern,
             format,
             numeric_format,
+            integer_bounds: opts.server_minor >= super::numbers::TYPED_BOUNDS_SINCE
+                && types == Types(Types::INTEGER)
+                && numeric_format.is_none(),
             min_items: count(s, path, "minItems")?,
             max_items: count(s, path, "maxItems")?,
             min_properties: count(s, path, "minProperties")?,

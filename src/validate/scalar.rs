@@ -7,7 +7,6 @@
 
 use serde_json::{Map, Value};
 
-use super::list_type::json_eq;
 use super::regex::{LazyPattern, check_go_cached};
 use super::walk::is_integer;
 
@@ -39,7 +38,7 @@ pub(crate) fn surely_valid(s: &Map<String, Value>, v: &Value) -> bool {
             }
             "enum" => kv
                 .as_array()
-                .is_some_and(|values| values.iter().any(|e| json_eq(e, v))),
+                .is_some_and(|values| values.iter().any(|e| super::numbers::enum_matches(v, e))),
             "minLength" | "maxLength" => match (kv.as_u64(), v) {
                 (Some(n), Value::String(s)) => {
                     let len = s.chars().count() as u64;

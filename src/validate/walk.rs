@@ -6,8 +6,9 @@
 
 use serde_json::{Map, Value};
 
-use super::list_type::{duplicates, json_eq, key_object};
+use super::list_type::{duplicates, key_object};
 use super::node::{Additional, CompiledNode, ListType, Types};
+use super::numbers::{self, GoNum};
 use super::trail::Trail;
 use super::{NotEvaluated, Pruned, PrunedKind, Rule, ValidationOutcome, Violation};
 
@@ -182,7 +183,7 @@ fn value_checks(node: &CompiledNode, v: &Value, trail: &Trail, sink: &mut Sink) 
         return false;
     }
     if let Some(values) = &node.enum_values
-        && !values.iter().any(|e| json_eq(e, v))
+        && !values.iter().any(|e| numbers::enum_matches(v, e))
     {
         sink.fail(Rule::Enum, trail, |_| {
             let supported: Vec<String> = values.iter().map(Value::to_string).collect();
@@ -205,9 +206,17 @@ fn value_checks(node: &CompiledNode, v: &Value, trail: &Trail, sink: &mut Sink) 
                     )
                 });
             }
-            // A bound outside the format fails every value here (it is
-            // still applied, as a plain number).
-            if let Some(nf) = node.numeric_format {
+            // From 1.36 a bound that is not a value of the node's type and
+            // format fails every value here (it is still applied, as a
+            // plain number); a bound that is one is applied natively.
+            let native = |b: f64| match node.numeric_format {
+                Some(nf) => nf.holds_bound(b),
+                None => !node.integer_bounds || numbers::integer_bound(b),
+            };
+            if node.numeric_format.is_some() || node.integer_bounds {
+                let typed = node
+                    .numeric_format
+                    .map_or("integer (default format)", |nf| nf.describe());
                 let bounds = [
                     ("MultipleOf", node.multiple_of),
                     ("Minimum boundary", node.minimum.map(|b| b.value)),
@@ -215,82 +224,59 @@ fn value_checks(node: &CompiledNode, v: &Value, trail: &Trail, sink: &mut Sink) 
                 ];
                 for (what, bound) in bounds {
                     if let Some(b) = bound
-                        && !nf.holds_bound(b)
+                        && !native(b)
                     {
                         sink.fail(Rule::Format, trail, |p| {
                             format!(
-                                "Invalid value: \"\": {what} value must be of type {} in {p}",
-                                nf.describe()
+                                "Invalid value: \"\": {what} value must be of type {typed} in {p}"
                             )
                         });
                     }
                 }
             }
-            let f = n.as_f64().unwrap_or(f64::NAN);
-            if let Some(b) = node.minimum {
-                let bad = if b.exclusive {
-                    f <= b.value
-                } else {
-                    f < b.value
-                };
-                if bad {
-                    sink.fail(Rule::Minimum, trail, |p| {
-                        let op = if b.exclusive {
-                            "greater than"
-                        } else {
-                            "greater than or equal to"
-                        };
-                        format!(
-                            "Invalid value: {n}: {p} in body should be {op} {}",
-                            fmt_num(b.value)
-                        )
-                    });
-                }
+            let data = GoNum::of(n);
+            if let Some(b) = node.minimum
+                && !numbers::within(data, b.value, b.exclusive, false, native(b.value))
+            {
+                sink.fail(Rule::Minimum, trail, |p| {
+                    let op = if b.exclusive {
+                        "greater than"
+                    } else {
+                        "greater than or equal to"
+                    };
+                    format!(
+                        "Invalid value: {n}: {p} in body should be {op} {}",
+                        fmt_num(b.value)
+                    )
+                });
             }
-            if let Some(b) = node.maximum {
-                let bad = if b.exclusive {
-                    f >= b.value
-                } else {
-                    f > b.value
-                };
-                if bad {
-                    sink.fail(Rule::Maximum, trail, |p| {
-                        let op = if b.exclusive {
-                            "less than"
-                        } else {
-                            "less than or equal to"
-                        };
-                        format!(
-                            "Invalid value: {n}: {p} in body should be {op} {}",
-                            fmt_num(b.value)
-                        )
-                    });
-                }
+            if let Some(b) = node.maximum
+                && !numbers::within(data, b.value, b.exclusive, true, native(b.value))
+            {
+                sink.fail(Rule::Maximum, trail, |p| {
+                    let op = if b.exclusive {
+                        "less than"
+                    } else {
+                        "less than or equal to"
+                    };
+                    format!(
+                        "Invalid value: {n}: {p} in body should be {op} {}",
+                        fmt_num(b.value)
+                    )
+                });
             }
-            if let Some(m) = node.multiple_of {
-                // Like the server, an integer is checked against the factor
-                // truncated to an integer: 0.5 becomes 0 and fails
-                // ("factor MultipleOf ... must be positive"). A factor its
-                // format cannot hold is applied as a plain number (1.36+).
-                let native = node.numeric_format.is_none_or(|nf| nf.holds_bound(m));
-                let ok = match n.as_i64() {
-                    Some(i) if native && m.abs() < 9.2e18 => {
-                        let factor = m as i64;
-                        factor > 0 && i % factor == 0
-                    }
-                    _ => {
-                        let q = f / m;
-                        q.is_finite() && q.fract() == 0.0
-                    }
-                };
-                if !ok {
-                    sink.fail(Rule::MultipleOf, trail, |p| {
-                        format!(
-                            "Invalid value: {n}: {p} in body should be a multiple of {}",
-                            fmt_num(m)
-                        )
-                    });
-                }
+            // Like the server, an integer is checked against the factor
+            // truncated to an integer (0.5 becomes 0 and fails), a float
+            // up to a relative error.
+            if let Some(m) = node.multiple_of
+                && !numbers::multiple_of(data, m, native(m))
+            {
+                sink.fail(Rule::MultipleOf, trail, |p| {
+                    format!(
+                        "Invalid value: {n}: {p} in body should be a multiple of {}",
+                        fmt_num(m)
+                    )
+                });
             }
         }
         Value::String(s) => {

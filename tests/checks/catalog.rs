@@ -51,6 +51,7 @@ pub(crate) fn unsafe_example(check: Check) -> (Option<Value>, Option<Value>) {
         Check::NewCrd => (None, Some(widget())),
         Check::AbsentCrd => (Some(widget()), None),
         Check::ExistingFieldRemoval => pair(spec(foo_and_bar()), widget()),
+        Check::FieldAddition => pair(widget(), spec(foo_and_bar())),
         Check::Required => pair(
             widget(),
             spec(

@@ -52,9 +52,12 @@ fn a_cel_rule_on_what_is_new_in_the_release_is_info_with_the_reason() {
         );
     }
     assert!(
-        findings[0]
-            .message
-            .contains("`secretRef` was required, so every stored object has it"),
+        findings
+            .iter()
+            .find(|f| f.check == Check::XValidations)
+            .is_some_and(|f| f
+                .message
+                .contains("`secretRef` was required, so every stored object has it")),
         "{}",
         dump(&findings)
     );
@@ -230,4 +233,139 @@ fn bounds_over_a_const_like_pattern_are_judged_on_the_strings_it_allows() {
         Some("^.spec.foo"),
         &["maxLength 5 added"],
     );
+}
+
+/// Issue 42's three holes, each an error now: the server truncates an
+/// integer's factor, converts a number to an integer enum value's type
+/// before comparing, and defaults what stored objects lack on read.
+#[test]
+fn numbers_and_defaults_are_judged_as_the_server_reads_them() {
+    let findings = compare(
+        &foo(json!({"type": "integer", "multipleOf": 5})),
+        &foo(json!({"type": "integer", "multipleOf": 2.5})),
+    );
+    flags(
+        &findings,
+        Check::MultipleOf,
+        Severity::Error,
+        Some("v1"),
+        Some("^.spec.foo"),
+        &[
+            "from Kubernetes 1.36 the API server rejects every value",
+            "truncates the bound to 2",
+        ],
+    );
+    // 2.5 is stored under {type: number, enum: [1, 2]}.
+    flags(
+        &compare(
+            &foo(json!({"type": "number", "enum": [1, 2]})),
+            &foo(json!({"type": "number", "enum": [1, 2], "maximum": 2})),
+        ),
+        Check::Maximum,
+        Severity::Error,
+        Some("v1"),
+        Some("^.spec.foo"),
+        &["maximum 2 added"],
+    );
+    // On an integer the same enum is exact.
+    flags(
+        &compare(
+            &foo(json!({"type": "integer", "enum": [1, 2]})),
+            &foo(json!({"type": "integer", "enum": [1, 2], "maximum": 2})),
+        ),
+        Check::Maximum,
+        Severity::Info,
+        Some("v1"),
+        Some("^.spec.foo"),
+        &["every value the old schema allows here ([1, 2]) meets it"],
+    );
+    // Stored objects without `level` read the new default 0.
+    let level = |s: Value| spec(json!({"type": "object", "properties": {"level": s}}));
+    let new = edit(
+        &level(json!({"type": "integer", "enum": [0, 1, 3, 5], "default": 0})),
+        |c| {
+            c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] =
+                json!([{"rule": "self.level > 0"}]);
+        },
+    );
+    let found = compare(&level(json!({"type": "integer", "enum": [1, 3, 5]})), &new);
+    let rule = found
+        .iter()
+        .find(|f| f.check == Check::XValidations)
+        .expect("the rule is reported");
+    assert_eq!(rule.severity, Severity::Error, "{}", dump(&found));
+}
+
+#[test]
+fn keywords_the_old_node_already_implies_are_info() {
+    flags(
+        &compare(
+            &foo(json!({"type": "integer"})),
+            &foo(json!({"type": "integer", "multipleOf": 1})),
+        ),
+        Check::MultipleOf,
+        Severity::Info,
+        Some("v1"),
+        Some("^.spec.foo"),
+        &["every integer is a multiple of 1"],
+    );
+    flags(
+        &compare(
+            &foo(json!({"type": "string", "maxLength": 5})),
+            &foo(json!({"type": "string", "maxLength": 5, "pattern": "^[\\s\\S]{0,5}$"})),
+        ),
+        Check::Pattern,
+        Severity::Info,
+        Some("v1"),
+        Some("^.spec.foo"),
+        &["the new pattern matches every string the old one matches"],
+    );
+    // One character more than the pattern allows is stored.
+    flags(
+        &compare(
+            &foo(json!({"type": "string", "maxLength": 6})),
+            &foo(json!({"type": "string", "maxLength": 6, "pattern": "^[\\s\\S]{0,5}$"})),
+        ),
+        Check::Pattern,
+        Severity::Error,
+        Some("v1"),
+        Some("^.spec.foo"),
+        &["pattern"],
+    );
+}
+
+/// The rules of issue 42 that the old schema's bounds already guarantee:
+/// info, naming the bound they rest on.
+#[test]
+fn rules_the_old_bounds_guarantee_are_info_with_the_bound_named() {
+    let fields = json!({"type": "object", "required": ["size"], "properties": {
+        "size": {"type": "integer", "minimum": 0, "maximum": 10},
+        "tags": {"type": "array", "maxItems": 3, "items": {"type": "string", "maxLength": 4}},
+        "mode": {"type": "string", "enum": ["Fast", "Slow"]}}});
+    for (rule, fact) in [
+        ("self.size <= 10", "the old schema bounds `size` to 0..10"),
+        (
+            "self.size * self.size <= 100",
+            "the old schema bounds `size` to 0..10",
+        ),
+        (
+            "!has(self.tags) || self.tags.all(t, t.size() <= 4)",
+            "whether `tags` is set or not",
+        ),
+        (
+            "!has(self.mode) || self.mode != 'Turbo'",
+            "`mode` holds one of its old enum values",
+        ),
+    ] {
+        let new = edit(&fields, |s| {
+            s["x-kubernetes-validations"] = json!([{"rule": rule}]);
+        });
+        let found = compare(&spec(fields.clone()), &spec(new));
+        let f = found
+            .iter()
+            .find(|f| f.check == Check::XValidations)
+            .unwrap_or_else(|| panic!("{rule} is reported: {}", dump(&found)));
+        assert_eq!(f.severity, Severity::Info, "{rule}: {}", f.message);
+        assert!(f.message.contains(fact), "{rule}: {}", f.message);
+    }
 }

@@ -29,6 +29,18 @@ fn field_schemas() -> Value {
         "int32": {"type": "integer", "format": "int32"},
         "int32max": {"type": "integer", "format": "int32", "maximum": 3000000000i64, "multipleOf": 0.5},
         "mult": {"type": "integer", "multipleOf": 3},
+        // Numbers as kube-openapi compares them (issue 42): an enum after
+        // converting the data to the enum value's type, factors and
+        // bounds truncated for integers (and, from 1.36, a bound that is
+        // not an integer on an integer field failing every value).
+        "numenum": {"type": "number", "enum": [1, 2]},
+        "fracenum": {"type": "number", "enum": [1.5]},
+        "intmul": {"type": "integer", "multipleOf": 2.5},
+        "nummul": {"type": "number", "multipleOf": 2.5},
+        "tenth": {"type": "number", "multipleOf": 0.1},
+        "negmax": {"type": "integer", "maximum": -2.5},
+        "bigmax": {"type": "integer", "maximum": 9007199254740992i64},
+        "iosenum": {"x-kubernetes-int-or-string": true, "enum": ["A", 7]},
         "num": {"type": "number", "minimum": 0.5, "multipleOf": 0.5},
         "str": {"type": "string", "minLength": 2, "maxLength": 5},
         "pat": {"type": "string", "pattern": "^[a-z][a-z0-9-]*$"},
@@ -127,6 +139,44 @@ fn cases() -> Vec<(&'static str, String, Value)> {
     }
     for v in [0, 3, 4, 9, -6] {
         add("bounds", "mult", json!(v));
+    }
+    for v in [
+        json!(2.5),
+        json!(1.5),
+        json!(3.5),
+        json!(2),
+        json!(-0.5),
+        json!(0.99),
+    ] {
+        add("numbers", "numenum", v);
+    }
+    for v in [json!(1.5), json!(1), json!(2)] {
+        add("numbers", "fracenum", v);
+    }
+    for v in [json!(5), json!(4), json!(10), json!(0)] {
+        add("numbers", "intmul", v);
+    }
+    for v in [json!(5), json!(5.0), json!(4), json!(7.5)] {
+        add("numbers", "nummul", v);
+    }
+    for v in [json!(0.3), json!(0.7), json!(0.35), json!(3), json!(-0.3)] {
+        add("numbers", "tenth", v);
+    }
+    for v in [-2, -3, 0] {
+        add("numbers", "negmax", json!(v));
+    }
+    for v in [9007199254740992i64, 9007199254740993i64] {
+        add("numbers", "bigmax", json!(v));
+    }
+    for v in [
+        json!("A"),
+        json!(65),
+        json!(7),
+        json!(7.5),
+        json!("B"),
+        json!(66),
+    ] {
+        add("numbers", "iosenum", v);
     }
     for v in [
         json!(0.5),
@@ -707,4 +757,124 @@ async fn a_rule_called_harmless_never_fails_on_the_server_and_one_called_an_erro
         failed, errors,
         "the rules the server fails on old objects are exactly those reported as errors"
     );
+}
+
+/// `spec` of the release that opened issue 42's three holes: an integer
+/// `multipleOf: 5` becomes 2.5 (the server truncates it to 2 for
+/// integers), a `{type: number, enum: [1, 2]}` gains `maximum: 2` (the
+/// server's enum check stored 2.5), and an optional `level` gains `0` in
+/// its enum and `default: 0` while the same release adds `self.level > 0`.
+fn holes_release(new: bool) -> Value {
+    let mut spec = json!({"type": "object", "properties": {
+        "m": {"type": "integer", "multipleOf": 5},
+        "n": {"type": "number", "enum": [1, 2]},
+        "level": {"type": "integer", "enum": [1, 3, 5]}}});
+    if new {
+        spec["properties"]["m"]["multipleOf"] = json!(2.5);
+        spec["properties"]["n"]["maximum"] = json!(2);
+        spec["properties"]["level"] =
+            json!({"type": "integer", "enum": [0, 1, 3, 5], "default": 0});
+        spec["x-kubernetes-validations"] =
+            json!([{"rule": "self.level > 0", "message": "level-positive"}]);
+    }
+    fixtures::single(
+        "numholes",
+        json!({"type": "object", "properties": {"spec": spec}}),
+    )
+}
+
+#[tokio::test]
+async fn issue_42s_three_holes_are_errors_and_the_server_refuses_what_they_hid() {
+    let Some(plane) = control_plane() else { return };
+    let client: Client = admin(plane).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = support::live::write_manifest(dir.path(), "old.json", &holes_release(false));
+    let new = support::live::write_manifest(dir.path(), "new.json", &holes_release(true));
+
+    // Offline, each is an error at its field.
+    let r = support::run::run(&["diff", &old, &new, "-o", "json"], None);
+    let errors: Vec<(String, String)> = r.json()["crds"][0]["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| f["severity"] == "error")
+        .map(|f| {
+            (
+                f["check"].as_str().unwrap_or_default().to_string(),
+                f["path"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    for (check, path) in [
+        ("multipleOf", "^.spec.m"),
+        ("maximum", "^.spec.n"),
+        ("xValidations", "^.spec"),
+    ] {
+        assert!(
+            errors.iter().any(|(c, p)| c == check && p == path),
+            "{check} at {path} is an error: {errors:?}\n{}",
+            r.stdout
+        );
+    }
+
+    // On the server: each stored object the old schema accepted...
+    install(&client, &holes_release(false)).await;
+    let api = example_objects(client.clone(), "Numhole", "numholes");
+    let specs = [
+        ("m-5", json!({"m": 5, "level": 1})),
+        ("n-2-5", json!({"n": 2.5, "level": 3})),
+        ("n-1-5", json!({"n": 1.5, "level": 5})),
+        ("no-level", json!({})),
+    ];
+    for (name, spec) in &specs {
+        let obj: DynamicObject =
+            serde_json::from_value(example_object("Numhole", name, spec)).expect("object");
+        api.create(&PostParams::default(), &obj)
+            .await
+            .unwrap_or_else(|e| panic!("{name} is valid under the old schema: {e}"));
+    }
+    // ...is kept by an unrelated change: --objects finds nothing invalid
+    // (the enum check converts 2.5 to the enum value's type, as the
+    // server's does).
+    let mut unrelated = holes_release(false);
+    unrelated["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        ["color"] = json!({"type": "string"});
+    let unrelated_path = support::live::write_manifest(dir.path(), "unrelated.json", &unrelated);
+    let kubeconfig = plane.admin_kubeconfig.display().to_string();
+    let check =
+        support::live::apply_check(&unrelated_path, &kubeconfig, &["--objects", "-o", "json"]);
+    let invalid: Vec<Value> = check.json()["crds"][0]["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| f["check"] == "invalidObjects")
+        .cloned()
+        .collect();
+    assert!(
+        invalid.is_empty(),
+        "no stored object is invalid: {invalid:?}"
+    );
+
+    // ...and after the update the server refuses a copy of each.
+    install(&client, &holes_release(true)).await;
+    for (name, spec) in &specs {
+        let verdict = server_verdict(
+            &api,
+            &example_object("Numhole", &format!("{name}-copy"), spec),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{name}: the server did not answer: {e}"));
+        let refused_for = match *name {
+            "m-5" => "multiple of",
+            "n-2-5" => "less than or equal to 2",
+            "n-1-5" => "",
+            _ => "level-positive",
+        };
+        match (refused_for, verdict) {
+            ("", None) => {}
+            ("", Some(m)) => panic!("{name} still passes after the update, but: {m}"),
+            (why, Some(m)) => assert!(m.contains(why), "{name}: refused for {why}: {m}"),
+            (why, None) => panic!("{name}: the server accepts it, but {why} should refuse it"),
+        }
+    }
 }

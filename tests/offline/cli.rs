@@ -69,7 +69,7 @@ fn the_table_lists_info_findings_on_request() {
     assert!(
         hidden
             .stdout
-            .contains("1 info finding hidden (--show-info to list)")
+            .contains("2 info findings hidden (--show-info to list)")
     );
 }
 

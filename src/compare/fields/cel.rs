@@ -17,11 +17,11 @@ impl Node<'_, '_> {
         let new_rules = rules(self.new.keyword("x-kubernetes-validations"));
         let removed: Vec<&Rule> = old_rules
             .iter()
-            .filter(|r| !new_rules.iter().any(|n| n.rule == r.rule))
+            .filter(|r| !new_rules.iter().any(|n| n.key == r.key))
             .collect();
         let added: Vec<&Rule> = new_rules
             .iter()
-            .filter(|r| !old_rules.iter().any(|o| o.rule == r.rule))
+            .filter(|r| !old_rules.iter().any(|o| o.key == r.key))
             .collect();
         // One rule out and one in at the same node reads best as a change.
         let pair = removed.len() == 1 && added.len() == 1;
@@ -95,7 +95,7 @@ fails it is rejected"
             }
         }
         for new_rule in &new_rules {
-            let Some(old_rule) = old_rules.iter().find(|o| o.rule == new_rule.rule) else {
+            let Some(old_rule) = old_rules.iter().find(|o| o.key == new_rule.key) else {
                 continue;
             };
             if old_rule.optional_old_self != new_rule.optional_old_self {
@@ -107,6 +107,19 @@ fails it is rejected"
 which writes it rejects",
                         short_rule(&new_rule.rule),
                         if new_rule.optional_old_self { "creates" } else { "updates only" }
+                    ),
+                    Some(&old_rule.raw),
+                    Some(&new_rule.raw),
+                );
+            } else if old_rule.rule != new_rule.rule {
+                self.emit(
+                    c.check,
+                    Severity::Info,
+                    format!(
+                        "CEL rule `{}` rewritten as `{}`: the same expression (only whitespace, comments or quotes \
+differ), so what it accepts is unchanged",
+                        short_rule(&old_rule.rule),
+                        short_rule(&new_rule.rule)
                     ),
                     Some(&old_rule.raw),
                     Some(&new_rule.raw),
@@ -130,6 +143,9 @@ which writes it rejects",
 /// One `x-kubernetes-validations` entry.
 struct Rule {
     rule: String,
+    /// The rule's tokens, for matching a rule across releases: the same
+    /// expression reformatted is the same rule.
+    key: String,
     /// The rule's own `message`: what its author says it enforces, which
     /// reads better in a report than the expression alone.
     message: Option<String>,
@@ -164,12 +180,13 @@ fn rules(v: Option<&Value>) -> Vec<Rule> {
     v.and_then(Value::as_array)
         .map(|a| {
             a.iter()
-                .map(|r| Rule {
-                    rule: r
-                        .get("rule")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string(),
+                .map(|r| {
+                    let rule = r.get("rule").and_then(Value::as_str).unwrap_or("");
+                    (rule, r)
+                })
+                .map(|(rule, r)| Rule {
+                    key: tokens(rule),
+                    rule: rule.to_string(),
                     message: r
                         .get("message")
                         .and_then(Value::as_str)
@@ -192,5 +209,103 @@ fn short_rule(rule: &str) -> String {
         format!("{}…", one_line.chars().take(79).collect::<String>())
     } else {
         one_line
+    }
+}
+
+/// A rule's text as its tokens: whitespace and `//` comments dropped (one
+/// space kept where two words or numbers would otherwise run together),
+/// string literals spelled with double quotes. Two texts with the same
+/// tokens are the same expression. Anything unusual inside a literal
+/// (escapes of the quote character, raw or byte strings, triple quotes)
+/// keeps the literal as written, so such rules match only when spelled
+/// the same.
+fn tokens(rule: &str) -> String {
+    let chars: Vec<char> = rule.chars().collect();
+    let mut out = String::with_capacity(rule.len());
+    let word = |c: char| c.is_alphanumeric() || c == '_' || c == '.';
+    let mut pending_space = false;
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c.is_whitespace() {
+            pending_space = true;
+            i += 1;
+            continue;
+        }
+        if c == '/' && chars.get(i + 1) == Some(&'/') {
+            while i < chars.len() && chars[i] != '\n' {
+                i += 1;
+            }
+            pending_space = true;
+            continue;
+        }
+        if pending_space && out.chars().last().is_some_and(word) && word(c) {
+            out.push(' ');
+        }
+        pending_space = false;
+        if c == '\'' || c == '"' {
+            let prefixed = out
+                .chars()
+                .last()
+                .is_some_and(|p| matches!(p, 'r' | 'R' | 'b' | 'B'));
+            let triple = chars.get(i + 1) == Some(&c) && chars.get(i + 2) == Some(&c);
+            let mut j = i + 1;
+            let mut body = String::new();
+            let mut plain = !prefixed && !triple;
+            while j < chars.len() && chars[j] != c {
+                if chars[j] == '\\' {
+                    plain = false;
+                    body.push(chars[j]);
+                    j += 1;
+                }
+                if let Some(&d) = chars.get(j) {
+                    if d == '"' || d == '\'' {
+                        plain = false;
+                    }
+                    body.push(d);
+                }
+                j += 1;
+            }
+            if plain && j < chars.len() {
+                out.push('"');
+                out.push_str(&body);
+                out.push('"');
+                i = j + 1;
+            } else {
+                // As written, up to the end of the text's plain reading.
+                let end = if triple {
+                    chars.len()
+                } else {
+                    (j + 1).min(chars.len())
+                };
+                out.extend(&chars[i..end]);
+                i = end;
+            }
+            continue;
+        }
+        out.push(c);
+        i += 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tokens;
+
+    #[test]
+    fn the_same_expression_reformatted_has_the_same_tokens() {
+        assert_eq!(tokens("self.a  ==  'x'"), tokens("self.a==\"x\""));
+        assert_eq!(
+            tokens("has(self.a) ||\n  // why\n  self.b > 0"),
+            tokens("has(self.a) || self.b > 0")
+        );
+        // Words stay apart: `x in y` is not `xin y`.
+        assert_ne!(tokens("x in y"), tokens("xin y"));
+        assert_ne!(tokens("self.a == 'x'"), tokens("self.a == 'y'"));
+        // Spaces inside a literal are part of it.
+        assert_ne!(tokens("self.a == 'x y'"), tokens("self.a == 'xy'"));
+        // An escaped quote keeps the literal as written.
+        assert_ne!(tokens(r"self.a == 'it\'s'"), tokens(r#"self.a == "it's""#));
     }
 }

@@ -12,7 +12,7 @@ mod cel;
 mod combinators;
 mod docs;
 mod lists;
-mod pattern_language;
+pub(super) mod pattern_language;
 mod presence;
 mod restructured;
 mod shape;
@@ -43,6 +43,10 @@ pub(super) struct Context<'a> {
     /// `spec.preserveUnknownFields: true` is off). Only then does a missing
     /// `type` make the server refuse it.
     pub structural: bool,
+    /// The new CRD converts between several versions with a webhook, which
+    /// may return an object without a field its schema requires: the API
+    /// server then defaults it on read.
+    pub webhook_conversion: bool,
 }
 
 /// Compares two schemas from the root.
@@ -302,6 +306,8 @@ const FIELD_CHECKS: &[FieldCheck] = &[
         |n, c| n.field_removal(c),
     )
     .old_to_new_only(),
+    // `properties` is claimed by the removal check above.
+    FieldCheck::of(Check::FieldAddition, &[], |n, c| n.field_addition(c)).old_to_new_only(),
     FieldCheck::of(Check::Description, docs::DOC_KEYWORDS, |n, c| {
         n.documentation(c)
     })

@@ -27,7 +27,7 @@ const MAX_PAIRS: usize = 50_000;
 /// `Some(true)` when every string `old` finds a match in, `new` finds one
 /// in too; `Some(false)` when some string tells them apart; `None` when it
 /// cannot be decided here.
-pub(super) fn includes(old: &str, new: &str) -> Option<bool> {
+pub(crate) fn includes(old: &str, new: &str) -> Option<bool> {
     let (a, b) = (language(old)?, language(new)?);
     let start = |d: &dense::DFA<Vec<u32>>| {
         d.start_state_forward(&Input::new("").anchored(Anchored::Yes))

@@ -60,6 +60,73 @@ and drop it only in a new version"
         }
     }
 
+    /// A field in the new schema only. Where the old schema kept unknown
+    /// fields, stored objects may hold any value under that name, which the
+    /// new schema now validates (and prunes and defaults below): an error.
+    /// Elsewhere no stored object has it (unless an earlier release had it
+    /// and objects written then still hold it in etcd): info.
+    pub(super) fn field_addition(&mut self, c: &FieldCheck) {
+        let kept_unknown = self.old.preserves_unknown_fields();
+        let new_required = self.new.required();
+        let added: Vec<&String> = self
+            .new
+            .properties
+            .keys()
+            .filter(|k| !self.old.properties.contains_key(*k))
+            .collect();
+        let root = self.field_path.segments().is_empty();
+        for name in added {
+            let child = self.field_path.property(name);
+            let path = child.to_string();
+            let required = new_required.contains(&name.as_str());
+            // Every object has these, whatever the schema says.
+            let implicit = root && matches!(name.as_str(), "apiVersion" | "kind" | "metadata");
+            let (severity, message) = if kept_unknown && child.is_status() {
+                (
+                    Severity::Warning,
+                    format!(
+                        "status field {path} added where the old schema kept unknown fields: the controller \
+may already have written a value there that the new field's schema rejects; it rewrites status, but \
+until then status updates of such objects fail"
+                    ),
+                )
+            } else if kept_unknown && !implicit {
+                (
+                    Severity::Error,
+                    format!(
+                        "field {path} added where the old schema kept unknown fields: stored objects may \
+already hold any value under that name, which the API server now validates against the new field's schema \
+(and prunes and defaults below it). Check the stored objects first (`kubectl crd-safety apply-check \
+--objects`)"
+                    ),
+                )
+            } else if implicit {
+                (
+                    Severity::Info,
+                    format!(
+                        "field {path} now described in the schema: every object has it (the API server fills \
+it in), and a schema may only restrict metadata's name and generateName"
+                    ),
+                )
+            } else {
+                (
+                    Severity::Info,
+                    format!(
+                        "field {path} added ({}): no stored object has it, unless an earlier release had the \
+field and objects written then still hold it in etcd",
+                        if required { "required" } else { "optional" }
+                    ),
+                )
+            };
+            let new_schema = self
+                .new
+                .properties
+                .get(name)
+                .map(|c| summarize_schema(&c.to_value()));
+            self.emit_at(path, c.check, severity, message, None, new_schema.as_ref());
+        }
+    }
+
     pub(super) fn required(&mut self, c: &FieldCheck) {
         let old_req = self.old.required();
         let added: Vec<String> = self
@@ -94,10 +161,11 @@ applies before validating, so objects without it are accepted and read the defau
                     c.check,
                     Severity::Error,
                     format!(
-                        "new required field {name} on {}: creating or updating an object without it is rejected \
-(a new required field is never ratcheted, so even status updates of existing objects fail). Make it \
+                        "new required field {name} on {}: creating an object without it is rejected, and so is \
+every update that changes {} of a stored object without it (validation ratcheting, on by default from \
+Kubernetes 1.30, lets through only updates that leave {} as it was, such as status updates). Make it \
 optional with a default, or require it only in a new version",
-                        self.path
+                        self.path, self.path, self.path
                     ),
                     None,
                     Some(&value),
@@ -112,12 +180,27 @@ optional with a default, or require it only in a new version",
         }
         let (o, n) = self.kw("default");
         let (o, n) = (o.cloned(), n.cloned());
-        if self.required_in_old {
+        if self.required_in_old && !self.ctx.webhook_conversion {
             // Defaults fill in only missing fields, and no stored object
-            // misses a field the old schema required.
+            // misses a field the old schema required (unless a conversion
+            // webhook returns objects without it).
             let message = format!(
                 "default {} -> {} on a field the old schema required: every stored object has the field, so \
 no stored object reads the default; only new objects that omit it get it",
+                show(o.as_ref()),
+                show(n.as_ref())
+            );
+            self.emit(c.check, Severity::Info, message, o.as_ref(), n.as_ref());
+            return;
+        }
+        if let (Some(Value::String(a)), Some(Value::String(b))) = (&o, &n)
+            && crate::validate::formats::parse_go_duration(a).is_some()
+            && crate::validate::formats::parse_go_duration(a)
+                == crate::validate::formats::parse_go_duration(b)
+        {
+            let message = format!(
+                "default {} -> {}: the same duration spelled differently; clients that read it as a duration (Go's \
+time.ParseDuration, metav1.Duration) see the same value, only its text differs",
                 show(o.as_ref()),
                 show(n.as_ref())
             );
@@ -153,6 +236,16 @@ next write stores it. Give new behaviour a new field (or version) instead, or ac
                     "default {} removed: objects created without the field no longer get it, and stored \
 objects that relied on read-time defaulting read it as absent",
                     short(d, 60)
+                ),
+            ),
+            _ if self.required_in_old => (
+                Severity::Error,
+                format!(
+                    "default changed {} -> {} on a field the old schema required: objects stored in another \
+version reach this one through the conversion webhook, which may leave the field out, and those now read \
+the new value. Keep the old default in this version, or make sure the webhook always sets the field",
+                    show(o.as_ref()),
+                    show(n.as_ref())
                 ),
             ),
             _ => (

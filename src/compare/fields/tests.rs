@@ -33,6 +33,7 @@ fn findings(old: &Value, new: &Value) -> Vec<Finding> {
         options: &options,
         cross_version: false,
         structural: true,
+        webhook_conversion: false,
     };
     let mut out = Vec::new();
     walk(&ctx, &old, &new, &mut out);

@@ -9,6 +9,7 @@ use crate::compare::Severity;
 use crate::compare::messages::{TIGHTENED, TIGHTENED_FIX, list};
 use crate::json::{json_eq, short, show};
 use crate::validate::formats::Format;
+use crate::validate::numbers::{self, GoNum};
 use crate::validate::regex::compile_go;
 
 use super::pattern_language;
@@ -91,7 +92,17 @@ this field may meet values they do not know",
             return;
         }
         let (o, n) = self.kw(kw);
-        let (of, nf) = (o.and_then(Value::as_f64), n.and_then(Value::as_f64));
+        let (o, n) = (o.cloned(), n.cloned());
+        let (of, nf) = (
+            o.as_ref().and_then(Value::as_f64),
+            n.as_ref().and_then(Value::as_f64),
+        );
+        if matches!(kw, "minimum" | "maximum")
+            && let Some(b) = nf
+            && self.untyped_integer_bound(check, kw, b)
+        {
+            return;
+        }
         let tightened = match (of, nf) {
             // A zero lower bound on a length or count allows everything.
             (None, Some(b)) => !(lower && kw != "minimum" && b <= 0.0),
@@ -107,7 +118,6 @@ this field may meet values they do not know",
         if !tightened {
             return;
         }
-        let (o, n) = (o.cloned(), n.cloned());
         let what = match (&o, lower) {
             (None, _) => format!("{kw} {} added", show(n.as_ref())),
             (Some(_), true) => format!("{kw} raised {} -> {}", show(o.as_ref()), show(n.as_ref())),
@@ -118,22 +128,23 @@ this field may meet values they do not know",
         let limit = nf.unwrap_or_default();
         let new = self.new;
         let meets = |v: &Value| -> bool {
-            let measured = match kw {
-                "minLength" | "maxLength" => v.as_str().map(|s| s.chars().count() as f64),
-                "minimum" | "maximum" => v.as_f64(),
-                _ => None,
-            };
             let exclusive = match kw {
                 "minimum" => new.flag("exclusiveMinimum"),
                 "maximum" => new.flag("exclusiveMaximum"),
                 _ => false,
             };
-            measured.is_some_and(|m| match (lower, exclusive) {
-                (true, false) => m >= limit,
-                (true, true) => m > limit,
-                (false, false) => m <= limit,
-                (false, true) => m < limit,
-            })
+            match (kw, v) {
+                ("minLength" | "maxLength", Value::String(s)) => {
+                    let m = s.chars().count() as f64;
+                    if lower { m >= limit } else { m <= limit }
+                }
+                // As the server compares: an integer natively against the
+                // bound truncated (exact beyond 2^53), a float as a float.
+                ("minimum" | "maximum", Value::Number(x)) => {
+                    numbers::within(GoNum::of(x), limit, exclusive, !lower, true)
+                }
+                _ => false,
+            }
         };
         self.tightened(
             check,
@@ -143,6 +154,38 @@ this field may meet values they do not know",
             n.as_ref(),
             meets,
         );
+    }
+
+    /// On a node of type `integer`, a new `minimum`, `maximum` or
+    /// `multipleOf` that is not an integer makes the API server from 1.36
+    /// reject every value (kube-openapi checks the bound against the
+    /// node's type first). Reports that as an error and returns `true`.
+    fn untyped_integer_bound(&mut self, check: Check, kw: &str, bound: f64) -> bool {
+        let integer_node = self.new.type_name() == Some("integer")
+            && !matches!(self.new.str_keyword("format"), Some("int32"));
+        let was_same = self
+            .old
+            .keyword(kw)
+            .and_then(Value::as_f64)
+            .is_some_and(|b| b == bound)
+            && self.old.type_name() == Some("integer");
+        if !integer_node || numbers::integer_bound(bound) || was_same {
+            return false;
+        }
+        let (o, n) = (self.old.keyword(kw).cloned(), self.new.keyword(kw).cloned());
+        self.emit(
+            check,
+            Severity::Error,
+            format!(
+                "{kw} {} on an integer field: from Kubernetes 1.36 the API server rejects every value here \
+(\"{kw} value must be of type integer\"); before 1.36 it truncates the bound to {}; {TIGHTENED_FIX}",
+                show(n.as_ref()),
+                numbers::go_trunc(bound).map_or_else(|| "an undefined integer".to_string(), |t| t.to_string())
+            ),
+            o.as_ref(),
+            n.as_ref(),
+        );
+        true
     }
 
     /// Reports a tightened constraint: an error, unless every value the old
@@ -178,7 +221,8 @@ this field may meet values they do not know",
     /// matches; and `null` when it is also nullable.
     fn old_values(&self) -> Option<Vec<Value>> {
         let mut values = match self.old.keyword("enum") {
-            Some(e) => e.as_array()?.clone(),
+            Some(e) if numbers::exact_enum(self.old.type_name(), e) => e.as_array()?.clone(),
+            Some(_) => return None,
             None => pattern_language::finite_language(self.old.str_keyword("pattern")?)?
                 .into_iter()
                 .map(Value::String)
@@ -188,6 +232,22 @@ this field may meet values they do not know",
             values.push(Value::Null);
         }
         Some(values)
+    }
+
+    /// The strings the old node's `minLength`/`maxLength` allow, as a
+    /// pattern (`^(?s:.){0,5}$`), when they bound it closely enough for an
+    /// automaton.
+    fn old_lengths_as_pattern(&self) -> Option<String> {
+        if self.old.type_name() != Some("string") {
+            return None;
+        }
+        let max = self.old.keyword("maxLength").and_then(Value::as_u64)?;
+        let min = self
+            .old
+            .keyword("minLength")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        (max <= MAX_LENGTH_AS_PATTERN).then(|| format!("^(?s:.){{{min},{max}}}$"))
     }
 
     /// `bound` is the keyword the flag makes exclusive, named in the message.
@@ -215,29 +275,54 @@ this field may meet values they do not know",
             return;
         }
         let (o, n) = self.kw("multipleOf");
-        let safe = match (o.and_then(Value::as_f64), n.and_then(Value::as_f64)) {
-            (_, None) => true,
-            (Some(a), Some(b)) if b != 0.0 => {
-                let q = a / b;
-                (q - q.round()).abs() < 1e-9
-            }
-            _ => false,
-        };
-        if safe {
+        let (o, n) = (o.cloned(), n.cloned());
+        let (of, nf) = (
+            o.as_ref().and_then(Value::as_f64),
+            n.as_ref().and_then(Value::as_f64),
+        );
+        if let Some(b) = nf
+            && self.untyped_integer_bound(c.check, "multipleOf", b)
+        {
             return;
         }
-        let divisor = n.and_then(Value::as_f64).unwrap_or_default();
-        let (o, n) = (o.cloned(), n.cloned());
+        // Every integer is a multiple of 1 (as an int, and as a float).
+        let integers_only =
+            self.old.type_name() == Some("integer") || self.old.flag("x-kubernetes-int-or-string");
+        let safe = match (of, nf) {
+            (_, None) => true,
+            (Some(a), Some(b)) => multiple_implies(self.new.type_name(), a, b),
+            (None, Some(b)) => integers_only && b == 1.0,
+        };
+        if safe {
+            if of.is_none() && integers_only {
+                self.emit(
+                    c.check,
+                    Severity::Info,
+                    format!(
+                        "multipleOf {} added: the old schema allows only integers, and every integer is a \
+multiple of 1, so no stored object can fail it",
+                        show(n.as_ref())
+                    ),
+                    o.as_ref(),
+                    n.as_ref(),
+                );
+            }
+            return;
+        }
+        let divisor = nf.unwrap_or_default();
         self.tightened(
             c.check,
             format!("multipleOf {} -> {}", show(o.as_ref()), show(n.as_ref())),
             "objects whose value is not a multiple of the new one",
             o.as_ref(),
             n.as_ref(),
+            // Before and from 1.36: natively (the factor truncated) for
+            // integers, and as a plain number.
             |v| {
-                v.as_f64().is_some_and(|x| {
-                    let q = x / divisor;
-                    divisor != 0.0 && (q - q.round()).abs() < 1e-9
+                v.as_number().is_some_and(|x| {
+                    let x = GoNum::of(x);
+                    numbers::multiple_of(x, divisor, true)
+                        && numbers::multiple_of(x, divisor, false)
                 })
             },
         );
@@ -280,10 +365,15 @@ this field may meet values they do not know",
         };
         let new_pattern = n.as_ref().and_then(Value::as_str).unwrap_or_default();
         // A new pattern that matches every string the old one matches
-        // (within the old length bounds) rejects nothing stored.
-        if let Some(old_pattern) = o.as_ref().and_then(Value::as_str)
+        // (within the old length bounds) rejects nothing stored. Without
+        // an old pattern, the old lengths alone say what is stored.
+        let old_language = match o.as_ref().and_then(Value::as_str) {
+            Some(p) => Some(p.to_string()),
+            None => self.old_lengths_as_pattern(),
+        };
+        if let Some(old_pattern) = old_language
             && self.old_values().is_none()
-            && pattern_language::includes(old_pattern, new_pattern) == Some(true)
+            && pattern_language::includes(&old_pattern, new_pattern) == Some(true)
         {
             self.emit(
                 c.check,
@@ -354,5 +444,34 @@ so this only changes what clients and generated code expect",
             )
         };
         self.emit(c.check, severity, message, o.as_ref(), n.as_ref());
+    }
+}
+
+/// The longest `maxLength` read as a pattern for an inclusion test: the
+/// automaton grows with it.
+const MAX_LENGTH_AS_PATTERN: u64 = 64;
+
+/// Whether every value a `multipleOf: old` accepts on a node of type `ty`
+/// is accepted by `multipleOf: new`, on every supported server: an int64
+/// value is checked against the factor truncated (before 1.36, or from
+/// 1.36 when the factor is an integer), anything else as a float up to a
+/// relative error (where the quotient of the two factors being an integer
+/// is what carries over).
+fn multiple_implies(ty: Option<&str>, old: f64, new: f64) -> bool {
+    if new <= 0.0 {
+        return false;
+    }
+    let quotient = old / new;
+    let float_ok = numbers::is_json_integer(quotient) && quotient.round() != 0.0;
+    let int_ok = match (numbers::go_trunc(old), numbers::go_trunc(new)) {
+        // The old factor accepted no integer at all.
+        (Some(a), _) if a <= 0 => true,
+        (Some(a), Some(b)) if b > 0 => a % b == 0,
+        _ => false,
+    };
+    match ty {
+        Some("integer") => int_ok,
+        Some("number") => float_ok && int_ok,
+        _ => float_ok && int_ok,
     }
 }

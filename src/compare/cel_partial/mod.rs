@@ -1,0 +1,1036 @@
+//! Whether a CEL rule can fail on an object the old schema allows.
+//!
+//! A rule added in a release is only a risk for the objects already stored
+//! (and re-applied unchanged by GitOps or a restore) if one of them can fail
+//! it. Many new rules only constrain what is new in the release: a field the
+//! old schema did not have, or an enum value it did not allow. This module
+//! evaluates the rule once over an abstract object that stands for every
+//! object the old schema allows, with what is certain about all of them:
+//!
+//! - a field the old schema does not describe is absent (the old schema
+//!   pruned it), unless the new schema defaults it, which the API server
+//!   does when it reads the object;
+//! - a field the old schema requires is present;
+//! - a field with an enum holds one of the old enum values, a boolean one
+//!   of the two;
+//! - everything else is unknown.
+//!
+//! Values are sets of possible outcomes (an error is one of them), so
+//! `has(self.newField)` is `false`, `self.type == 'New'` is `false` when
+//! `New` is not in the old enum, and `self.filter(f, f.type == 'New')` is
+//! the empty list. The evaluation is sound: it answers "cannot fail" only
+//! when every concrete object evaluates to `true`; anything it cannot
+//! follow (a function it does not model, a value it cannot bound) is
+//! unknown, and an unknown result keeps the finding's severity.
+
+mod domain;
+
+use kube::core::cel::cel::common::ast::{Expr, IdedExpr, LiteralValue, operators};
+use serde_json::Value;
+
+use crate::json::show;
+use crate::schema::{AdditionalProperties, Schema};
+use crate::validate::cel_parse::parse_rule;
+use crate::validate::numbers;
+use domain::{Abs, Lit, Range, Size};
+
+/// Why a rule cannot fail on objects valid under the old schema: the facts
+/// the evaluation relied on, in the order it used them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CannotFail {
+    pub facts: Vec<String>,
+}
+
+impl CannotFail {
+    /// The facts as one clause for a message.
+    pub fn reason(&self) -> String {
+        if self.facts.is_empty() {
+            "it holds for every value".to_string()
+        } else {
+            self.facts.join("; ")
+        }
+    }
+}
+
+/// Evaluates `rule`, declared on the node whose old schema is `old` and new
+/// schema is `new` (`resource_root` when that node is the whole object),
+/// over every object the old schema allows. `Some` when it is `true` for
+/// all of them.
+///
+/// An optional field the rule reads splits the objects in two: those that
+/// have it and those that do not. When the evaluation over all of them is
+/// not conclusive, it is run again for each case (the guard
+/// `!has(self.mode) || self.mode != 'Turbo'` holds in both), up to
+/// [`MAX_SPLITS`] fields deep. Only fields of the node itself and of the
+/// objects below it are split, never fields of list items or map values,
+/// whose elements each take their own case.
+pub fn cannot_fail(
+    rule: &str,
+    old: &Schema,
+    new: &Schema,
+    resource_root: bool,
+) -> Option<CannotFail> {
+    let expr = parse_rule(rule).ok()?;
+    let root = Site {
+        old,
+        new: Some(new),
+        name: None,
+        resource_root,
+        unique: true,
+    };
+    let mut runs = MAX_RUNS;
+    decide(&expr, root, &mut Vec::new(), &mut runs).map(|facts| CannotFail { facts })
+}
+
+/// Fields split on, at most, along one path of cases.
+const MAX_SPLITS: usize = 4;
+
+/// Evaluations allowed for one rule, all cases together.
+const MAX_RUNS: usize = 32;
+
+/// The most values of a field split into one case each.
+const MAX_VALUE_CASES: usize = 4;
+
+/// What one case takes a field of a unique object to be.
+#[derive(Debug, Clone, PartialEq)]
+enum Case {
+    Absent,
+    Present,
+    Is(Lit),
+}
+
+/// One evaluation under the `assumed` cases, split further where that is
+/// not conclusive; the facts of every case when all of them hold.
+fn decide<'s>(
+    expr: &IdedExpr,
+    root: Site<'s>,
+    assumed: &mut Vec<(FieldKey, Case)>,
+    runs: &mut usize,
+) -> Option<Vec<String>> {
+    if *runs == 0 {
+        return None;
+    }
+    *runs -= 1;
+    let mut eval = Eval {
+        scope: Vec::new(),
+        facts: Vec::new(),
+        budget: BUDGET,
+        assumed: assumed.clone(),
+        splits: Vec::new(),
+    };
+    let this = eval.value_of(root);
+    eval.scope.push(("self".to_string(), this.clone()));
+    eval.scope.push(("oldSelf".to_string(), this));
+    let result = eval.expr(expr);
+    if result == Abs::only(Lit::Bool(true)) && eval.budget > 0 {
+        return Some(eval.facts);
+    }
+    if eval.budget == 0 || assumed.len() >= MAX_SPLITS {
+        return None;
+    }
+    let (key, name, cases) = eval.splits.into_iter().next()?;
+    let mut facts = Vec::new();
+    for case in cases.iter() {
+        assumed.push((key, case.clone()));
+        let outcome = decide(expr, root, assumed, runs);
+        assumed.pop();
+        for f in outcome? {
+            if !facts.contains(&f) {
+                facts.push(f);
+            }
+        }
+    }
+    facts.push(if cases.contains(&Case::Absent) {
+        format!("it holds whether `{name}` is set or not")
+    } else {
+        format!("it holds for each value of `{name}`")
+    });
+    Some(facts)
+}
+
+/// A field of one object of the schema: the parent's old schema node and
+/// the field's, by address.
+type FieldKey = (usize, usize);
+
+/// Evaluation steps allowed for one rule: a rule nests comprehensions, and
+/// each is evaluated once per element of a literal list; past this the
+/// answer is unknown.
+const BUDGET: usize = 10_000;
+
+/// The most combinations a binary operator works out one by one before it
+/// calls its result unknown.
+const MAX_PAIRS: usize = 64;
+
+/// A node of the schemas: the old one says what stored objects hold, the
+/// new one what the API server adds (defaults) or drops (pruning) when it
+/// reads them after the update.
+#[derive(Debug, Clone, Copy)]
+struct Site<'s> {
+    old: &'s Schema,
+    new: Option<&'s Schema>,
+    /// The field's name, for the facts.
+    name: Option<&'s str>,
+    /// The whole object, whose `apiVersion`, `kind` and `metadata` the API
+    /// server fills in whatever the schema says.
+    resource_root: bool,
+    /// One object per evaluated object (the rule's node and objects below
+    /// it), not an element of a list or a map: the presence of its fields
+    /// can be split on.
+    unique: bool,
+}
+
+struct Eval<'s> {
+    /// Variables, innermost last.
+    scope: Vec<(String, Abs<'s>)>,
+    facts: Vec<String>,
+    budget: usize,
+    /// What this case takes fields of unique objects to be.
+    assumed: Vec<(FieldKey, Case)>,
+    /// Fields of unique objects the evaluation met undecided (optional, or
+    /// one of a few values), in order, with their names and the cases
+    /// that cover them: what a further evaluation would split on.
+    splits: Vec<(FieldKey, String, Vec<Case>)>,
+}
+
+/// Whether a field is in every, no, or some stored objects.
+enum Presence<'s> {
+    Present(Abs<'s>),
+    Absent,
+    Maybe,
+}
+
+impl<'s> Eval<'s> {
+    fn fact(&mut self, fact: String) {
+        if !self.facts.contains(&fact) {
+            self.facts.push(fact);
+        }
+    }
+
+    /// What a stored value at `site` can be.
+    fn value_of(&mut self, site: Site<'s>) -> Abs<'s> {
+        let (old, new) = (site.old, site.new);
+        if let Some(new) = new
+            && old.type_name() != new.type_name()
+        {
+            return Abs::Any;
+        }
+        if old.flag("nullable")
+            || old.flag("x-kubernetes-int-or-string")
+            || old.flag("x-kubernetes-embedded-resource")
+        {
+            return Abs::Any;
+        }
+        // Strings of these formats are bytes, durations and timestamps in
+        // CEL, not strings.
+        if old.type_name() == Some("string")
+            && matches!(
+                old.str_keyword("format"),
+                Some("byte" | "duration" | "date" | "date-time" | "datetime")
+            )
+        {
+            return Abs::Any;
+        }
+        if let Some(values) = old.keyword("enum").and_then(Value::as_array)
+            && numbers::exact_enum(old.type_name(), old.keyword("enum").unwrap_or(&Value::Null))
+        {
+            let lits: Option<Vec<Lit>> = values.iter().map(Lit::from_json).collect();
+            let Some(lits) = lits.filter(|l| !l.is_empty()) else {
+                return Abs::Any;
+            };
+            if let Some(name) = site.name {
+                let mut shown: Vec<String> = values.iter().take(4).map(|v| show(Some(v))).collect();
+                if values.len() > 4 {
+                    shown.push(format!("… {} more", values.len() - 4));
+                }
+                self.fact(format!(
+                    "`{name}` holds one of its old enum values [{}]",
+                    shown.join(", ")
+                ));
+            }
+            return Abs::Set {
+                values: lits,
+                error: false,
+            };
+        }
+        let element = |o: &'s Schema, n: Option<&'s Schema>| Site {
+            old: o,
+            new: n,
+            name: None,
+            resource_root: false,
+            unique: false,
+        };
+        // Facts name the field (`self` for the rule's own node); elements
+        // of lists and maps are described by their list's facts.
+        let named = site.name.or(site.unique.then_some("self"));
+        let fact = |eval: &mut Self, what: String| {
+            if named.is_some() {
+                eval.fact(what);
+            }
+        };
+        let name = named.unwrap_or_default();
+        match old.type_name() {
+            Some("boolean") => Abs::bools(true, true, false),
+            Some("object") => Abs::Object(site),
+            Some("array") => {
+                let size = counts(old, "minItems", "maxItems");
+                if size != Size::ANY {
+                    fact(
+                        self,
+                        format!(
+                            "the old schema bounds the items of `{name}` to {}",
+                            shown_size(size)
+                        ),
+                    );
+                }
+                let elements = match (&old.items, new.map(|n| &n.items)) {
+                    (Some(o), Some(Some(n))) => self.value_of(element(o, Some(n))),
+                    (Some(o), None) => self.value_of(element(o, None)),
+                    _ => return Abs::Any,
+                };
+                Abs::List(Box::new(elements), size)
+            }
+            Some("integer") => {
+                let (lo, hi) = int_bounds(old);
+                if (lo, hi) != (i64::MIN, i64::MAX) {
+                    fact(
+                        self,
+                        format!(
+                            "the old schema bounds `{name}` to {}",
+                            shown_range(Range::Int(lo, hi))
+                        ),
+                    );
+                }
+                Abs::of_range(Range::Int(lo, hi))
+            }
+            Some("number") => {
+                let lo = old
+                    .keyword("minimum")
+                    .and_then(Value::as_f64)
+                    .unwrap_or(f64::NEG_INFINITY);
+                let hi = old
+                    .keyword("maximum")
+                    .and_then(Value::as_f64)
+                    .unwrap_or(f64::INFINITY);
+                if lo.is_finite() || hi.is_finite() {
+                    fact(
+                        self,
+                        format!(
+                            "the old schema bounds `{name}` to {}",
+                            shown_range(Range::Dbl(lo, hi))
+                        ),
+                    );
+                }
+                Abs::Dbl { lo, hi }
+            }
+            Some("string") => {
+                let size = counts(old, "minLength", "maxLength");
+                let pattern = old.str_keyword("pattern");
+                if size != Size::ANY {
+                    fact(
+                        self,
+                        format!(
+                            "the old schema bounds `{name}` to {} characters",
+                            shown_size(size)
+                        ),
+                    );
+                }
+                if let Some(p) = pattern {
+                    fact(self, format!("`{name}` matches its old pattern `{p}`"));
+                }
+                Abs::Str {
+                    min: size.min,
+                    max: size.max,
+                    pattern,
+                }
+            }
+            _ => Abs::Any,
+        }
+    }
+
+    /// Whether field `name` of an object at `site` is present in every
+    /// stored object, in none, or in some.
+    fn presence(&mut self, site: Site<'s>, name: &str) -> Presence<'s> {
+        let (old, new) = (site.old, site.new);
+        let open = |s: &Schema| {
+            s.preserves_unknown_fields()
+                || matches!(
+                    s.additional_properties,
+                    Some(AdditionalProperties::Schema(_))
+                        | Some(AdditionalProperties::Allowed(true))
+                )
+        };
+        let implicit = site.resource_root && matches!(name, "apiVersion" | "kind" | "metadata");
+        if open(old) || implicit {
+            return Presence::Maybe;
+        }
+        let new_child = new.and_then(|n| n.properties.get_key_value(name));
+        let old_child = old.properties.get_key_value(name);
+        // Read after the update, an object is pruned and defaulted by the
+        // new schema.
+        let pruned = new.is_some_and(|n| new_child.is_none() && !open(n));
+        if pruned {
+            self.fact(match old_child {
+                Some(_) => format!("`{name}` is not in the new schema, so it is pruned"),
+                None => format!("`{name}` is in neither schema"),
+            });
+            return Presence::Absent;
+        }
+        let Some((old_name, old_child)) = old_child else {
+            // Objects written while an earlier release had the field still
+            // hold it in etcd, and it reappears on read: the verdict
+            // assumes there were none, and says so.
+            return match new_child.and_then(|(_, c)| c.keyword("default")) {
+                Some(default) => match Lit::from_json(default) {
+                    Some(lit) => {
+                        self.fact(format!(
+                            "`{name}` is new, so every stored object reads its default {} (unless an earlier \
+release had `{name}` and objects written then still hold it)",
+                            show(Some(default))
+                        ));
+                        Presence::Present(Abs::only(lit))
+                    }
+                    None => Presence::Maybe,
+                },
+                None => {
+                    self.fact(format!(
+                        "`{name}` is new in this release, so no stored object has it (unless an earlier \
+release had it and objects written then still hold it)"
+                    ));
+                    Presence::Absent
+                }
+            };
+        };
+        let child = Site {
+            old: old_child,
+            new: new_child.map(|(_, c)| c),
+            name: Some(old_name.as_str()),
+            resource_root: false,
+            unique: site.unique,
+        };
+        let key: FieldKey = (
+            std::ptr::from_ref(old) as usize,
+            std::ptr::from_ref(old_child) as usize,
+        );
+        // The latest case taken for the field: a value after `Present`.
+        let assumed = self
+            .assumed
+            .iter()
+            .rev()
+            .find(|(k, _)| *k == key)
+            .map(|(_, case)| case.clone());
+        let default = child.new.and_then(|c| c.keyword("default"));
+        // A nullable field may hold null, which CEL reads as absent.
+        let required = old.required().contains(&name) && !old_child.flag("nullable");
+        let value = match (&assumed, required, default) {
+            (Some(Case::Is(lit)), _, _) => return Presence::Present(Abs::only(lit.clone())),
+            (Some(Case::Absent), _, Some(default)) => {
+                return Presence::Present(Lit::from_json(default).map_or(Abs::Any, Abs::only));
+            }
+            (Some(Case::Absent), _, None) => return Presence::Absent,
+            (Some(Case::Present), _, _) => self.value_of(child),
+            (None, true, _) => {
+                self.fact(format!(
+                    "`{name}` was required, so every stored object has it"
+                ));
+                self.value_of(child)
+            }
+            // An absent field with a default reads the default.
+            (None, false, Some(default)) => {
+                self.fact(format!(
+                    "`{name}` has a default, so every stored object has it or reads {}",
+                    show(Some(default))
+                ));
+                let stored = self.value_of(child);
+                stored.join(Lit::from_json(default).map_or(Abs::Any, Abs::only))
+            }
+            (None, false, None) => {
+                if site.unique && !self.splits.iter().any(|(k, _, _)| *k == key) {
+                    self.splits
+                        .push((key, old_name.clone(), vec![Case::Present, Case::Absent]));
+                }
+                return Presence::Maybe;
+            }
+        };
+        // A field of a unique object holding one of a few values: each
+        // value can be a case of its own (`self.flag || !self.flag`).
+        if site.unique
+            && let Abs::Set {
+                values,
+                error: false,
+            } = &value
+            && (2..=MAX_VALUE_CASES).contains(&values.len())
+            && !self.splits.iter().any(|(k, _, _)| *k == key)
+        {
+            let cases = values.iter().cloned().map(Case::Is).collect();
+            self.splits.push((key, old_name.clone(), cases));
+        }
+        Presence::Present(value)
+    }
+
+    fn lookup(&self, name: &str) -> Abs<'s> {
+        self.scope
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map_or(Abs::Any, |(_, v)| v.clone())
+    }
+
+    fn expr(&mut self, e: &IdedExpr) -> Abs<'s> {
+        if self.budget == 0 {
+            return Abs::Any;
+        }
+        self.budget -= 1;
+        match &e.expr {
+            Expr::Literal(lit) => match lit {
+                LiteralValue::Boolean(b) => Abs::only(Lit::Bool(**b)),
+                LiteralValue::Int(i) => Abs::only(Lit::Int(**i)),
+                LiteralValue::UInt(u) => Abs::only(Lit::UInt(**u)),
+                LiteralValue::Double(d) => Abs::only(Lit::Double(**d)),
+                LiteralValue::String(s) => Abs::only(Lit::Str(s.to_string())),
+                LiteralValue::Null => Abs::only(Lit::Null),
+                LiteralValue::Bytes(_) => Abs::Any,
+            },
+            Expr::Ident(name) => self.lookup(name),
+            Expr::Select(select) => {
+                let operand = self.expr(&select.operand);
+                self.select(operand, &select.field, select.test)
+            }
+            Expr::List(list) if list.optional_indices.is_empty() => {
+                Abs::Items(list.elements.iter().map(|x| self.expr(x)).collect())
+            }
+            Expr::Call(call) => self.call(&call.func_name, call.target.as_deref(), &call.args),
+            Expr::Comprehension(c) => self.comprehension(c),
+            _ => Abs::Any,
+        }
+    }
+
+    fn select(&mut self, operand: Abs<'s>, field: &str, test: bool) -> Abs<'s> {
+        match operand {
+            Abs::Object(site) => match (self.presence(site, field), test) {
+                (Presence::Present(_), true) => Abs::only(Lit::Bool(true)),
+                (Presence::Absent, true) => Abs::only(Lit::Bool(false)),
+                (Presence::Maybe, true) => Abs::bools(true, true, false),
+                (Presence::Present(v), false) => v,
+                (Presence::Absent, false) => Abs::error(),
+                (Presence::Maybe, false) => Abs::Any,
+            },
+            Abs::Set { values, .. } if values.is_empty() => Abs::error(),
+            _ => Abs::Any,
+        }
+    }
+
+    fn call(&mut self, func: &str, target: Option<&IdedExpr>, args: &[IdedExpr]) -> Abs<'s> {
+        match (func, target, args) {
+            (operators::LOGICAL_AND, None, [a, b]) => {
+                // CEL's && is commutative over errors: false on either
+                // side wins, true needs both, anything else is an error.
+                let (a, b) = (self.expr(a).truth(), self.expr(b).truth());
+                Abs::bools(
+                    a.0 && b.0,
+                    a.1 || b.1,
+                    (a.2 && (b.0 || b.2)) || (b.2 && (a.0 || a.2)),
+                )
+            }
+            (operators::LOGICAL_OR, None, [a, b]) => {
+                let (a, b) = (self.expr(a).truth(), self.expr(b).truth());
+                Abs::bools(
+                    a.0 || b.0,
+                    a.1 && b.1,
+                    (a.2 && (b.1 || b.2)) || (b.2 && (a.1 || a.2)),
+                )
+            }
+            (operators::LOGICAL_NOT, None, [a]) => {
+                let a = self.expr(a).truth();
+                Abs::bools(a.1, a.0, a.2)
+            }
+            (operators::NOT_STRICTLY_FALSE, None, [a]) => {
+                let a = self.expr(a).truth();
+                Abs::bools(a.0 || a.2, a.1, false)
+            }
+            (operators::CONDITIONAL, None, [c, t, f]) => {
+                let c = self.expr(c).truth();
+                let mut out: Option<Abs<'s>> = None;
+                let mut add = |v: Abs<'s>| {
+                    out = Some(match out.take() {
+                        Some(o) => o.join(v),
+                        None => v,
+                    })
+                };
+                if c.0 {
+                    add(self.expr(t));
+                }
+                if c.1 {
+                    add(self.expr(f));
+                }
+                if c.2 {
+                    add(Abs::error());
+                }
+                out.unwrap_or_else(Abs::error)
+            }
+            (
+                operators::EQUALS
+                | operators::NOT_EQUALS
+                | operators::LESS
+                | operators::LESS_EQUALS
+                | operators::GREATER
+                | operators::GREATER_EQUALS,
+                None,
+                [a, b],
+            ) => {
+                let (a, b) = (self.expr(a), self.expr(b));
+                self.compare(func, a, b)
+            }
+            (operators::ADD, None, [a, b]) => {
+                let (a, b) = (self.expr(a), self.expr(b));
+                match (a, b) {
+                    (Abs::Items(mut x), Abs::Items(y)) => {
+                        x.extend(y);
+                        Abs::Items(x)
+                    }
+                    (a @ Abs::Set { .. }, b @ Abs::Set { .. }) => {
+                        self.pairwise(a, b, |x, y| match (x, y) {
+                            (Lit::Int(x), Lit::Int(y)) => x.checked_add(*y).map(Lit::Int),
+                            (Lit::Double(x), Lit::Double(y)) => Some(Lit::Double(x + y)),
+                            (Lit::Str(x), Lit::Str(y)) => Some(Lit::Str(format!("{x}{y}"))),
+                            _ => None,
+                        })
+                    }
+                    (a, b) => arithmetic(func, &a, &b),
+                }
+            }
+            (
+                operators::SUBSTRACT | operators::MULTIPLY | operators::DIVIDE | operators::MODULO,
+                None,
+                [a, b],
+            ) => {
+                let (a, b) = (self.expr(a), self.expr(b));
+                if !(matches!(a, Abs::Set { .. }) && matches!(b, Abs::Set { .. })) {
+                    return arithmetic(func, &a, &b);
+                }
+                // Integer arithmetic is exact and an overflow (or a
+                // division by zero) is an error, as in CEL.
+                self.pairwise(a, b, |x, y| match (x, y) {
+                    (Lit::Int(x), Lit::Int(y)) => match func {
+                        operators::SUBSTRACT => x.checked_sub(*y),
+                        operators::MULTIPLY => x.checked_mul(*y),
+                        operators::DIVIDE => x.checked_div(*y),
+                        _ => x.checked_rem(*y),
+                    }
+                    .map(Lit::Int),
+                    _ => None,
+                })
+            }
+            (operators::IN, None, [a, b]) => {
+                let (a, b) = (self.expr(a), self.expr(b));
+                let Some(a @ Abs::Set { .. }) = a.enumerate(MAX_PAIRS as u64) else {
+                    return Abs::Any;
+                };
+                match b {
+                    Abs::Items(items) => {
+                        let mut all = Vec::new();
+                        for item in items {
+                            match item {
+                                Abs::Set {
+                                    values,
+                                    error: false,
+                                } if values.len() == 1 => all.extend(values),
+                                _ => return Abs::Any,
+                            }
+                        }
+                        self.map_set(a, |x| Some(Lit::Bool(all.contains(x))))
+                    }
+                    _ => Abs::Any,
+                }
+            }
+            ("size", Some(t), []) | ("size", None, [t]) => {
+                let t = self.expr(t);
+                let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+                match t {
+                    Abs::Items(items) => Abs::only(Lit::Int(items.len() as i64)),
+                    Abs::Str { min, max, .. } => Abs::of_range(Range::Int(count(min), count(max))),
+                    Abs::List(_, size) => {
+                        Abs::of_range(Range::Int(count(size.min), count(size.max)))
+                    }
+                    // A map: its property count.
+                    Abs::Object(site) if !site.old.properties.is_empty() => Abs::Any,
+                    Abs::Object(site) => {
+                        let size = counts(site.old, "minProperties", "maxProperties");
+                        Abs::of_range(Range::Int(count(size.min), count(size.max)))
+                    }
+                    s @ Abs::Set { .. } => self.map_set(s, |x| match x {
+                        Lit::Str(s) => Some(Lit::Int(s.chars().count() as i64)),
+                        _ => None,
+                    }),
+                    _ => Abs::Any,
+                }
+            }
+            ("string", None, [x]) => {
+                let x = self.expr(x);
+                match x {
+                    Abs::Int { lo, hi } => Abs::Str {
+                        min: 1,
+                        max: lo.to_string().len().max(hi.to_string().len()) as u64,
+                        pattern: None,
+                    },
+                    s @ Abs::Set { .. } => self.map_set(s, |x| match x {
+                        Lit::Int(i) => Some(Lit::Str(i.to_string())),
+                        Lit::Str(s) => Some(Lit::Str(s.clone())),
+                        _ => None,
+                    }),
+                    s @ Abs::Str { .. } => s,
+                    _ => Abs::Any,
+                }
+            }
+            ("double", None, [x]) => {
+                let x = self.expr(x);
+                match x {
+                    Abs::Int { lo, hi } => Abs::Dbl {
+                        lo: lo as f64,
+                        hi: hi as f64,
+                    },
+                    d @ Abs::Dbl { .. } => d,
+                    s @ Abs::Set { .. } => self.map_set(s, |x| match x {
+                        Lit::Int(i) => Some(Lit::Double(*i as f64)),
+                        Lit::Double(d) => Some(Lit::Double(*d)),
+                        _ => None,
+                    }),
+                    _ => Abs::Any,
+                }
+            }
+            ("int", None, [x]) => {
+                let x = self.expr(x);
+                match x {
+                    i @ Abs::Int { .. } => i,
+                    s @ Abs::Set { .. } => self.map_set(s, |x| match x {
+                        Lit::Int(i) => Some(Lit::Int(*i)),
+                        _ => None,
+                    }),
+                    _ => Abs::Any,
+                }
+            }
+            ("matches", Some(t), [arg]) => {
+                let (t, arg) = (self.expr(t), self.expr(arg));
+                let Abs::Set {
+                    values,
+                    error: false,
+                } = &arg
+                else {
+                    return Abs::Any;
+                };
+                let [Lit::Str(pattern)] = values.as_slice() else {
+                    return Abs::Any;
+                };
+                match t {
+                    Abs::Str {
+                        pattern: Some(old), ..
+                    } if super::fields::pattern_language::includes(old, pattern) == Some(true) => {
+                        self.fact(format!(
+                            "every string the old pattern `{old}` matches, `{pattern}` matches"
+                        ));
+                        Abs::only(Lit::Bool(true))
+                    }
+                    s @ Abs::Set { .. } => {
+                        let Ok(re) = crate::validate::regex::compile_go(pattern) else {
+                            return Abs::error();
+                        };
+                        self.map_set(s, |x| match x {
+                            Lit::Str(s) => Some(Lit::Bool(re.is_match(s))),
+                            _ => None,
+                        })
+                    }
+                    _ => Abs::Any,
+                }
+            }
+            ("startsWith" | "endsWith" | "contains", Some(t), [arg]) => {
+                let (t, arg) = (self.expr(t), self.expr(arg));
+                self.pairwise(t, arg, |x, y| match (x, y) {
+                    (Lit::Str(x), Lit::Str(y)) => Some(Lit::Bool(match func {
+                        "startsWith" => x.starts_with(y.as_str()),
+                        "endsWith" => x.ends_with(y.as_str()),
+                        _ => x.contains(y.as_str()),
+                    })),
+                    _ => None,
+                })
+            }
+            _ => Abs::Any,
+        }
+    }
+
+    /// `==`, `!=`, `<`, `<=`, `>`, `>=`: value by value over small sets, by
+    /// their ends over numeric ranges.
+    fn compare(&mut self, func: &str, a: Abs<'s>, b: Abs<'s>) -> Abs<'s> {
+        if let (Abs::Set { .. }, Abs::Set { .. }) = (&a, &b) {
+            return self.pairwise(a, b, |x, y| {
+                Some(Lit::Bool(match func {
+                    operators::EQUALS => x == y,
+                    operators::NOT_EQUALS => x != y,
+                    _ => {
+                        let o = x.compare(y)?;
+                        match func {
+                            operators::LESS => o.is_lt(),
+                            operators::LESS_EQUALS => o.is_le(),
+                            operators::GREATER => o.is_gt(),
+                            _ => o.is_ge(),
+                        }
+                    }
+                }))
+            });
+        }
+        let (Some(x), Some(y)) = (a.range(), b.range()) else {
+            return Abs::Any;
+        };
+        let (always, never) = match (x, y) {
+            (Range::Int(a, b), Range::Int(c, d)) => ordered(func, a, b, c, d),
+            _ => {
+                let ((a, b), (c, d)) = (x.doubles(), y.doubles());
+                ordered(func, a, b, c, d)
+            }
+        };
+        Abs::bools(!never, !always, false)
+    }
+
+    /// `op` over every combination of the two sets; `None` from `op` (a
+    /// type or overflow error) is an error outcome.
+    fn pairwise(
+        &mut self,
+        a: Abs<'s>,
+        b: Abs<'s>,
+        op: impl Fn(&Lit, &Lit) -> Option<Lit>,
+    ) -> Abs<'s> {
+        let (
+            Abs::Set {
+                values: x,
+                error: e,
+            },
+            Abs::Set {
+                values: y,
+                error: f,
+            },
+        ) = (a, b)
+        else {
+            return Abs::Any;
+        };
+        if x.len() * y.len() > MAX_PAIRS {
+            return Abs::Any;
+        }
+        let mut out = Abs::Set {
+            values: Vec::new(),
+            error: e || f,
+        };
+        for l in &x {
+            for r in &y {
+                out = out.join(match op(l, r) {
+                    Some(v) => Abs::only(v),
+                    None => Abs::error(),
+                });
+            }
+        }
+        out
+    }
+
+    fn map_set(&mut self, a: Abs<'s>, op: impl Fn(&Lit) -> Option<Lit>) -> Abs<'s> {
+        self.pairwise(a, Abs::only(Lit::Null), |x, _| op(x))
+    }
+
+    /// A macro (`all`, `exists`, `exists_one`, `filter`, `map`). Over a
+    /// literal list each element is evaluated in turn. Over a list of
+    /// unknown length the step is evaluated once on the element's value:
+    /// if it leaves the accumulator as it was, it does so for every
+    /// element and any number of them, and the result follows from the
+    /// initial accumulator; otherwise the result is unknown.
+    fn comprehension(
+        &mut self,
+        c: &kube::core::cel::cel::common::ast::ComprehensionExpr,
+    ) -> Abs<'s> {
+        if c.iter_var2.is_some() {
+            return Abs::Any;
+        }
+        let range = self.expr(&c.iter_range);
+        let init = self.expr(&c.accu_init);
+        let depth = self.scope.len();
+        let accu = match range {
+            Abs::Items(items) => {
+                let mut accu = init;
+                for item in items {
+                    self.scope.push((c.accu_var.clone(), accu.clone()));
+                    let go_on = self.expr(&c.loop_cond).truth();
+                    if !go_on.0 && go_on.1 && !go_on.2 {
+                        self.scope.truncate(depth);
+                        break;
+                    }
+                    self.scope.push((c.iter_var.clone(), item));
+                    let next = self.expr(&c.loop_step);
+                    self.scope.truncate(depth);
+                    let definite = go_on.0 && !go_on.1 && !go_on.2;
+                    if !definite && next != accu {
+                        return Abs::Any;
+                    }
+                    accu = next;
+                }
+                accu
+            }
+            Abs::List(element, _) => self.fixpoint(c, init, *element),
+            // Iterating a map visits its keys.
+            Abs::Object(_) => self.fixpoint(c, init, Abs::Any),
+            _ => return Abs::Any,
+        };
+        self.scope.truncate(depth);
+        if matches!(accu, Abs::Any) {
+            return Abs::Any;
+        }
+        self.scope.push((c.accu_var.clone(), accu));
+        let result = self.expr(&c.result);
+        self.scope.truncate(depth);
+        result
+    }
+
+    fn fixpoint(
+        &mut self,
+        c: &kube::core::cel::cel::common::ast::ComprehensionExpr,
+        init: Abs<'s>,
+        element: Abs<'s>,
+    ) -> Abs<'s> {
+        let depth = self.scope.len();
+        self.scope.push((c.accu_var.clone(), init.clone()));
+        self.scope.push((c.iter_var.clone(), element));
+        let next = self.expr(&c.loop_step);
+        self.scope.truncate(depth);
+        if next == init { init } else { Abs::Any }
+    }
+}
+
+/// Whether `x op y` holds for every `x` in `a..=b` and `y` in `c..=d`,
+/// and whether it holds for none.
+fn ordered<T: PartialOrd>(func: &str, a: T, b: T, c: T, d: T) -> (bool, bool) {
+    match func {
+        operators::LESS => (b < c, a >= d),
+        operators::LESS_EQUALS => (b <= c, a > d),
+        operators::GREATER => (a > d, b <= c),
+        operators::GREATER_EQUALS => (a >= d, b < c),
+        operators::EQUALS => (a == b && b == c && c == d, b < c || d < a),
+        _ => (b < c || d < a, a == b && b == c && c == d),
+    }
+}
+
+/// `+`, `-`, `*` over numeric ranges: ints exactly, unknown where the
+/// result may overflow (an error in CEL); doubles by their ends.
+fn arithmetic<'s>(func: &str, a: &Abs<'s>, b: &Abs<'s>) -> Abs<'s> {
+    match (a.range(), b.range()) {
+        (Some(Range::Int(a, b)), Some(Range::Int(c, d))) => {
+            let (a, b, c, d) = (i128::from(a), i128::from(b), i128::from(c), i128::from(d));
+            let (lo, hi) = match func {
+                operators::ADD => (a + c, b + d),
+                operators::SUBSTRACT => (a - d, b - c),
+                operators::MULTIPLY => {
+                    let p = [a * c, a * d, b * c, b * d];
+                    (
+                        p.iter().copied().min().unwrap_or(0),
+                        p.iter().copied().max().unwrap_or(0),
+                    )
+                }
+                _ => return Abs::Any,
+            };
+            match (i64::try_from(lo), i64::try_from(hi)) {
+                (Ok(lo), Ok(hi)) => Abs::of_range(Range::Int(lo, hi)),
+                _ => Abs::Any,
+            }
+        }
+        (Some(Range::Dbl(a, b)), Some(Range::Dbl(c, d))) => {
+            let (lo, hi) = match func {
+                operators::ADD => (a + c, b + d),
+                operators::SUBSTRACT => (a - d, b - c),
+                operators::MULTIPLY => {
+                    let p = [a * c, a * d, b * c, b * d];
+                    if p.iter().any(|x| x.is_nan()) {
+                        return Abs::Any;
+                    }
+                    (
+                        p.iter().copied().fold(f64::INFINITY, f64::min),
+                        p.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                    )
+                }
+                _ => return Abs::Any,
+            };
+            if lo.is_nan() || hi.is_nan() {
+                return Abs::Any;
+            }
+            Abs::of_range(Range::Dbl(lo, hi))
+        }
+        _ => Abs::Any,
+    }
+}
+
+/// `minItems`/`maxItems` (or lengths, or property counts) of a node.
+fn counts(node: &Schema, min: &str, max: &str) -> Size {
+    Size {
+        min: node.keyword(min).and_then(Value::as_u64).unwrap_or(0),
+        max: node
+            .keyword(max)
+            .and_then(Value::as_u64)
+            .unwrap_or(u64::MAX),
+    }
+}
+
+/// The ints an `integer` node allows, on every supported server: before
+/// 1.36 an int is compared with the bound truncated, from 1.36 with the
+/// bound itself (a bound that is not an integer rejects everything, which
+/// the wider range also covers).
+fn int_bounds(node: &Schema) -> (i64, i64) {
+    let bound = |kw: &str, excl: &str, lower: bool| -> Option<i64> {
+        let exclusive = node.flag(excl);
+        // An integer bound is read exactly (a float would round near 2^63).
+        if let Some(b) = node.keyword(kw).and_then(Value::as_i64) {
+            return match (lower, exclusive) {
+                (_, false) => Some(b),
+                (true, true) => b.checked_add(1),
+                (false, true) => b.checked_sub(1),
+            };
+        }
+        let b = node.keyword(kw).and_then(Value::as_f64)?;
+        let native = numbers::go_trunc(b)?;
+        let (native, float) = match (lower, exclusive) {
+            (true, false) => (native, b.ceil()),
+            (true, true) => (native.checked_add(1)?, b.floor() + 1.0),
+            (false, false) => (native, b.floor()),
+            (false, true) => (native.checked_sub(1)?, b.ceil() - 1.0),
+        };
+        let float = numbers::go_trunc(float)?;
+        Some(if lower {
+            native.min(float)
+        } else {
+            native.max(float)
+        })
+    };
+    (
+        bound("minimum", "exclusiveMinimum", true).unwrap_or(i64::MIN),
+        bound("maximum", "exclusiveMaximum", false).unwrap_or(i64::MAX),
+    )
+}
+
+fn shown_size(s: Size) -> String {
+    match (s.min, s.max) {
+        (0, u64::MAX) => "any number".to_string(),
+        (0, max) => format!("at most {max}"),
+        (min, u64::MAX) => format!("at least {min}"),
+        (min, max) if min == max => format!("exactly {min}"),
+        (min, max) => format!("{min}..{max}"),
+    }
+}
+
+fn shown_range(r: Range) -> String {
+    match r {
+        Range::Int(lo, hi) => match (lo, hi) {
+            (i64::MIN, hi) => format!("at most {hi}"),
+            (lo, i64::MAX) => format!("at least {lo}"),
+            (lo, hi) => format!("{lo}..{hi}"),
+        },
+        Range::Dbl(lo, hi) => match (lo.is_finite(), hi.is_finite()) {
+            (false, _) => format!("at most {hi}"),
+            (_, false) => format!("at least {lo}"),
+            _ => format!("{lo}..{hi}"),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests;

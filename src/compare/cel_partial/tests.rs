@@ -1,0 +1,275 @@
+use super::*;
+use serde_json::json;
+
+fn schema(v: Value) -> Schema {
+    Schema::from_value(&v).expect("test schema")
+}
+
+fn verdict(rule: &str, old: Value, new: Value) -> Option<CannotFail> {
+    cannot_fail(rule, &schema(old), &schema(new), false)
+}
+
+#[test]
+fn a_rule_that_only_constrains_a_new_field_cannot_fail() {
+    let old = json!({"type": "object", "required": ["secretRef"], "properties": {
+        "secretRef": {"type": "object"}}});
+    let new = json!({"type": "object", "properties": {
+        "secretRef": {"type": "object"}, "configMapRef": {"type": "object"}}});
+    let v = verdict(
+        "has(self.configMapRef) || has(self.secretRef)",
+        old.clone(),
+        new.clone(),
+    )
+    .expect("cannot fail");
+    assert!(
+        v.reason().contains("`secretRef` was required"),
+        "{}",
+        v.reason()
+    );
+    assert!(
+        verdict(
+            "!has(self.configMapRef) || !has(self.secretRef)",
+            old.clone(),
+            new.clone()
+        )
+        .is_some()
+    );
+    // Without the old `required`, an object may lack both.
+    let loose = json!({"type": "object", "properties": {"secretRef": {"type": "object"}}});
+    assert_eq!(
+        verdict("has(self.configMapRef) || has(self.secretRef)", loose, new),
+        None
+    );
+}
+
+#[test]
+fn a_rule_on_a_value_the_old_enum_did_not_allow_cannot_fail() {
+    let old = json!({"type": "object", "required": ["type"], "properties": {
+        "type": {"type": "string", "enum": ["A", "B"]}}});
+    let new = json!({"type": "object", "required": ["type"], "properties": {
+        "type": {"type": "string", "enum": ["A", "B", "CORS"]},
+        "cors": {"type": "object"}}});
+    for rule in [
+        "!(has(self.cors) && self.type != 'CORS')",
+        "!(!has(self.cors) && self.type == 'CORS')",
+        "self.type == 'CORS' ? has(self.cors) : !has(self.cors)",
+    ] {
+        assert!(verdict(rule, old.clone(), new.clone()).is_some(), "{rule}");
+    }
+    // A rule on the old values themselves can fail.
+    assert_eq!(verdict("self.type == 'A'", old, new), None);
+}
+
+#[test]
+fn a_filter_on_a_new_enum_value_is_empty_for_stored_lists() {
+    let item = |values: Value| {
+        json!({"type": "object", "required": ["type"], "properties": {
+        "type": {"type": "string", "enum": values}}})
+    };
+    let old = json!({"type": "array", "items": item(json!(["A", "B"]))});
+    let new = json!({"type": "array", "items": item(json!(["A", "B", "CORS"]))});
+    let rule = "self.filter(f, f.type == 'CORS').size() <= 1";
+    assert!(verdict(rule, old.clone(), new.clone()).is_some());
+    assert!(verdict("self.all(f, f.type != 'CORS')", old.clone(), new.clone()).is_some());
+    assert!(
+        verdict(
+            "!self.exists(f, f.type == 'CORS')",
+            old.clone(),
+            new.clone()
+        )
+        .is_some()
+    );
+    // On an old value, any number of elements may match.
+    assert_eq!(
+        verdict("self.filter(f, f.type == 'A').size() <= 1", old, new),
+        None
+    );
+}
+
+#[test]
+fn reading_a_new_field_fails_and_a_defaulted_one_is_present() {
+    let old = json!({"type": "object", "properties": {"a": {"type": "string"}}});
+    let new = json!({"type": "object", "properties": {"a": {"type": "string"},
+        "b": {"type": "string", "default": "x"}, "c": {"type": "string"}}});
+    // Selecting an absent field is an error: the rule fails.
+    assert_eq!(verdict("self.c == 'x'", old.clone(), new.clone()), None);
+    assert_eq!(verdict("!has(self.b)", old.clone(), new.clone()), None);
+    assert!(verdict("self.b == 'x'", old.clone(), new.clone()).is_some());
+    // An error on the other side of || is hidden by true, as in CEL.
+    assert!(verdict("!has(self.c) || self.c == 'x'", old, new).is_some());
+}
+
+#[test]
+fn what_the_api_server_fills_in_is_unknown_at_the_root_only() {
+    let old = json!({"type": "object", "properties": {
+        "metadata": {"type": "object"},
+        "kind": {"type": "string", "enum": ["A"]}}, "required": ["kind"]});
+    let root = |rule: &str| cannot_fail(rule, &schema(old.clone()), &schema(old.clone()), true);
+    assert_eq!(root("!has(self.metadata.name)"), None);
+    assert_eq!(root("self.kind == 'A'"), None);
+    // Below the root, `kind` is a field like any other.
+    assert!(verdict("self.kind == 'A'", old.clone(), old).is_some());
+}
+
+#[test]
+fn open_objects_and_unknown_functions_stay_unknown() {
+    let open = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+    assert_eq!(verdict("!has(self.cors)", open.clone(), open), None);
+    let old = json!({"type": "object", "properties": {"a": {"type": "string"}}});
+    assert_eq!(
+        verdict(
+            "self.a.matches('^x$') || true == false",
+            old.clone(),
+            old.clone()
+        ),
+        None
+    );
+    assert_eq!(verdict("not valid CEL ((", old.clone(), old), None);
+}
+
+/// The old schema of issue 42's examples: bounded `size`, `tags`, `name`,
+/// an optional `mode` enum, a required `flag`, a list of ports.
+fn bounded() -> Value {
+    json!({"type": "object", "required": ["size", "flag", "name"], "properties": {
+        "size": {"type": "integer", "minimum": 0, "maximum": 10},
+        "tags": {"type": "array", "maxItems": 3, "items": {"type": "string", "maxLength": 4}},
+        "name": {"type": "string", "maxLength": 5},
+        "mode": {"type": "string", "enum": ["Fast", "Slow"]},
+        "ab": {"type": "string", "enum": ["a", "b"]},
+        "flag": {"type": "boolean"},
+        "host": {"type": "string", "pattern": "^[a-z]+\\.example\\.com$"},
+        "x": {"type": "string"}}})
+}
+
+#[test]
+fn rules_the_old_bounds_guarantee_cannot_fail() {
+    let old = bounded();
+    for rule in [
+        "self.size <= 10",
+        "self.size != 11",
+        "double(self.size) <= 10.0",
+        "string(self.size).size() <= 2",
+        "self.size * self.size <= 100",
+        "self.size in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]",
+        "!has(self.tags) || self.tags.size() <= 3",
+        "!has(self.tags) || self.tags.all(t, t.size() <= 4)",
+        "self.name.size() <= 5",
+        "self.flag || !self.flag",
+        "has(self.x) || !has(self.x)",
+        "!has(self.mode) || self.mode != 'Turbo'",
+        "!has(self.ab) || self.ab.matches('^[ab]$')",
+        "!has(self.host) || self.host.matches('example\\\\.com$')",
+    ] {
+        let v = verdict(rule, old.clone(), old.clone());
+        assert!(v.is_some(), "{rule} cannot fail");
+    }
+}
+
+#[test]
+fn rules_just_past_the_old_bounds_can_fail() {
+    let old = bounded();
+    for rule in [
+        "self.size < 10",
+        "self.size != 10",
+        "self.size * self.size < 100",
+        "string(self.size).size() < 2",
+        "self.size in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]",
+        "!has(self.tags) || self.tags.size() <= 2",
+        "!has(self.tags) || self.tags.all(t, t.size() <= 3)",
+        "self.name.size() < 5",
+        "self.flag",
+        "has(self.x)",
+        "!has(self.mode) || self.mode != 'Slow'",
+        "self.mode != 'Turbo'",
+        "self.ab.matches('^a$')",
+        "!has(self.host) || self.host.matches('^[a-z]+$')",
+    ] {
+        assert_eq!(
+            verdict(rule, old.clone(), old.clone()),
+            None,
+            "{rule} can fail"
+        );
+    }
+}
+
+#[test]
+fn the_facts_name_the_bounds_used() {
+    let old = bounded();
+    let v = verdict("self.size <= 10", old.clone(), old.clone()).expect("cannot fail");
+    assert!(
+        v.reason().contains("the old schema bounds `size` to 0..10"),
+        "{}",
+        v.reason()
+    );
+    let v =
+        verdict("!has(self.mode) || self.mode != 'Turbo'", old.clone(), old).expect("cannot fail");
+    assert!(
+        v.reason().contains("whether `mode` is set or not"),
+        "{}",
+        v.reason()
+    );
+}
+
+#[test]
+fn integer_arithmetic_that_may_overflow_can_fail() {
+    let old = json!({"type": "object", "required": ["big"], "properties": {
+        "big": {"type": "integer", "minimum": 0}}});
+    assert_eq!(verdict("self.big + 1 > 0", old.clone(), old.clone()), None);
+    let bounded = json!({"type": "object", "required": ["big"], "properties": {
+        "big": {"type": "integer", "minimum": 0, "maximum": 9_223_372_036_854_775_806_i64}}});
+    assert!(verdict("self.big + 1 > 0", bounded.clone(), bounded).is_some());
+    // Exact beyond 2^53: 2^53 + 1 is not 2^53.
+    let e = json!({"type": "object", "required": ["n"], "properties": {
+        "n": {"type": "integer", "enum": [9_007_199_254_740_993_i64]}}});
+    assert_eq!(
+        verdict("self.n == 9007199254740992", e.clone(), e.clone()),
+        None
+    );
+    assert!(verdict("self.n != 9007199254740992", e.clone(), e).is_some());
+}
+
+#[test]
+fn a_new_default_is_what_stored_objects_without_the_field_read() {
+    // `level` gains 0 in its enum and `default: 0`: stored objects without
+    // it now read 0 and fail `self.level > 0`.
+    let old = json!({"type": "object", "properties": {
+        "level": {"type": "integer", "enum": [1, 3, 5]}}});
+    let new = json!({"type": "object", "properties": {
+        "level": {"type": "integer", "enum": [0, 1, 3, 5], "default": 0}}});
+    assert_eq!(verdict("self.level > 0", old.clone(), new.clone()), None);
+    assert!(verdict("self.level >= 0", old, new).is_some());
+    // An object default makes what is below it unknown, required or not.
+    let old = json!({"type": "object", "properties": {"o": {"type": "object",
+        "required": ["a"], "properties": {"a": {"type": "string"}}}}});
+    let new = json!({"type": "object", "properties": {"o": {"type": "object", "default": {},
+        "required": ["a"], "properties": {"a": {"type": "string"}}}}});
+    assert_eq!(verdict("has(self.o.a)", old, new), None);
+}
+
+#[test]
+fn a_number_enum_is_not_the_set_of_stored_values() {
+    // The server stores 2.5 under {type: number, enum: [1, 2]}.
+    let old = json!({"type": "object", "required": ["n"], "properties": {
+        "n": {"type": "number", "enum": [1, 2]}}});
+    assert_eq!(verdict("self.n <= 2.0", old.clone(), old.clone()), None);
+    // Strings that CEL sees as bytes or timestamps are not strings.
+    let b = json!({"type": "object", "required": ["b"], "properties": {
+        "b": {"type": "string", "format": "byte", "enum": ["YWJj"]}}});
+    assert_eq!(verdict("size(self.b) == 4", b.clone(), b), None);
+}
+
+#[test]
+fn a_split_never_joins_elements_of_a_list() {
+    // Each element has `x` or not; a list may mix them.
+    let old = json!({"type": "object", "required": ["items"], "properties": {"items": {
+        "type": "array", "items": {"type": "object", "properties": {"x": {"type": "string"}}}}}});
+    assert_eq!(
+        verdict(
+            "self.items.all(i, has(i.x)) || self.items.all(i, !has(i.x))",
+            old.clone(),
+            old.clone()
+        ),
+        None
+    );
+    assert!(verdict("self.items.all(i, !has(i.gone))", old.clone(), old).is_some());
+}
