@@ -11,6 +11,7 @@
 //! HTTPS endpoint with its health, metrics and reloads.
 
 mod cache;
+mod cpu;
 pub mod decision;
 mod metrics;
 pub mod request;
