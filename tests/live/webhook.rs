@@ -1232,3 +1232,71 @@ async fn a_stalled_api_server_gets_a_fail_mode_answer_within_the_review_deadline
         "failMode: open allows it unchecked",
     );
 }
+
+#[tokio::test]
+async fn the_charts_network_policy_admits_only_the_control_planes_addresses() {
+    let Some(helm_dir) = support::helm::helm_dir() else {
+        return;
+    };
+    let Some(plane) = support::envtest::control_plane() else {
+        return;
+    };
+    let chart = Path::new(env!("CARGO_MANIFEST_DIR")).join("charts/crd-safety");
+    let home = tempfile::tempdir().expect("tempdir");
+    let render = |sets: &[&str]| {
+        let mut args = vec![
+            "template",
+            "crd-safety",
+            chart.to_str().expect("UTF-8 path"),
+            "--namespace",
+            "crd-safety-netpol",
+            "--show-only",
+            "templates/networkpolicy.yaml",
+        ];
+        for set in sets {
+            args.extend(["--set", set]);
+        }
+        helm(helm_dir, home.path(), &plane.admin_kubeconfig, &args)
+    };
+    // Off by default.
+    let out = render(&[]);
+    assert!(!out.status.success(), "rendered by default");
+    assert_has(&stderr(&out), "could not find template");
+    // On without addresses: refused, saying what is missing.
+    let out = render(&["networkPolicy.enabled=true"]);
+    assert!(!out.status.success());
+    assert_has(
+        &stderr(&out),
+        "networkPolicy.enabled needs networkPolicy.controlPlaneCIDRs",
+    );
+    // On: only the webhook's port, only from the given peers; the API
+    // server accepts it.
+    let out = render(&[
+        "networkPolicy.enabled=true",
+        "networkPolicy.controlPlaneCIDRs={10.0.0.0/24,192.168.10.0/28}",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let yaml = String::from_utf8_lossy(&out.stdout).into_owned();
+    let policy: Value = serde_saphyr::from_str(&yaml).expect("one document");
+    assert_eq!(policy["spec"]["policyTypes"], json!(["Ingress"]));
+    assert_eq!(
+        policy["spec"]["ingress"],
+        json!([{"ports": [{"port": "https", "protocol": "TCP"}],
+                "from": [{"ipBlock": {"cidr": "10.0.0.0/24"}}, {"ipBlock": {"cidr": "192.168.10.0/28"}}]}])
+    );
+    support::live::ensure_namespace(&admin(plane).await, "crd-safety-netpol").await;
+    let files = tempfile::tempdir().expect("tempdir");
+    let file = files.path().join("policy.yaml");
+    std::fs::write(&file, &yaml).expect("write");
+    let out = kubectl(
+        &plane.admin_kubeconfig,
+        &[
+            "apply",
+            "--server-side",
+            "--dry-run=server",
+            "-f",
+            file.to_str().expect("UTF-8 path"),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+}
