@@ -20,7 +20,8 @@ pub mod server;
 mod tls;
 
 pub use decision::{
-    ACCEPT_ANNOTATION, ACCEPT_REASON_ANNOTATION, DELETION_CHECK, Decision, Operation, Verdict,
+    ACCEPT_ANNOTATION, ACCEPT_GENERATION_ANNOTATION, ACCEPT_REASON_ANNOTATION, DELETION_CHECK,
+    Decision, Operation, Verdict,
 };
 pub use metrics::Metrics;
 pub use server::{ServeError, ServeOptions, serve};

@@ -24,7 +24,10 @@ use tokio::sync::{OnceCell, Semaphore};
 
 use super::cache::{Key, VerdictCache};
 use super::cpu::cpu;
-use super::decision::{self, DELETION_CHECK, Decision, Operation, Problem};
+use super::decision::{
+    self, ACCEPT_ANNOTATION, ACCEPT_GENERATION_ANNOTATION, DELETION_CHECK, Decision, Intent,
+    Operation, Problem,
+};
 use super::request::{Outline, Request};
 use crate::cluster::{Connection, RetryPolicy};
 use crate::compare::{Check, Finding, Severity};
@@ -157,6 +160,11 @@ struct Examined {
     /// Those of the object carrying the author's intent (the new CRD, or
     /// the one deleted).
     annotations: BTreeMap<String, String>,
+    /// Those of the stored object before the request (CREATE: none;
+    /// DELETE: not compared).
+    before: Option<BTreeMap<String, String>>,
+    /// `metadata.generation` of the CRD the request leaves.
+    generation: Option<i64>,
     /// Objects counted (DELETE) or scanned.
     objects: Option<u64>,
     /// How the object scan ended.
@@ -261,7 +269,11 @@ impl Reviewer {
             operation,
             &examined.findings,
             examined.problems,
-            &examined.annotations,
+            Intent {
+                annotations: &examined.annotations,
+                before: examined.before.as_ref(),
+                generation: examined.generation,
+            },
             &settings,
         );
         Reviewed {
@@ -295,43 +307,24 @@ impl Reviewer {
         })?;
         match (operation, old, new) {
             (Operation::Delete, Some(old_outline), _) => {
-                let annotations = old_outline.annotations().clone();
-                if !settings.delete_guard {
-                    return Ok(Examined {
-                        annotations,
-                        ..Examined::default()
-                    });
-                }
-                let stored = match self.stored_crd(request, &[&old_outline]).await {
-                    Ok(crd) => crd,
-                    Err(Untrusted::Refused(why)) => return Err(why),
-                    Err(Untrusted::Unread(why)) => {
-                        return Ok(Examined {
-                            problems: vec![unfinished(
-                                format!("cannot count the objects of {}: {why}", request.name),
-                                settings.fail_mode,
-                            )],
-                            annotations,
-                            ..Examined::default()
-                        });
-                    }
+                let intent = Examined {
+                    annotations: old_outline.annotations().clone(),
+                    generation: old_outline.generation(),
+                    ..Examined::default()
                 };
-                let (problem, count) = match self.count_objects(&stored).await {
-                    Ok(0) => (None, Some(0)),
-                    Ok(n) => (Some(objects_exist(&stored, n)), Some(n)),
-                    Err(why) => (
-                        Some(unfinished(
-                            format!("cannot count the objects of {}: {why}", stored.name),
-                            settings.fail_mode,
-                        )),
-                        None,
-                    ),
+                if !settings.delete_guard {
+                    return Ok(intent);
+                }
+                let (problem, count) = match self.objects_at_stake(request, &[&old_outline]).await?
+                {
+                    Ok((_, 0)) => (None, Some(0)),
+                    Ok((stored, n)) => (Some(objects_exist(&stored, n)), Some(n)),
+                    Err(why) => (Some(unfinished(why, settings.fail_mode)), None),
                 };
                 Ok(Examined {
                     problems: problem.into_iter().collect(),
-                    annotations,
                     objects: count,
-                    ..Examined::default()
+                    ..intent
                 })
             }
             (Operation::Delete, None, _) => {
@@ -339,16 +332,42 @@ impl Reviewer {
             }
             (_, old_outline, Some(new_outline)) => {
                 let annotations = new_outline.annotations().clone();
+                let before = old_outline
+                    .as_ref()
+                    .map_or_else(BTreeMap::new, |o| o.annotations().clone());
                 let new_spec = new_outline.spec.map_or("", |s| s.get());
                 let old_spec = old_outline
                     .as_ref()
                     .and_then(|o| o.spec)
                     .map_or("", |s| s.get());
-                // Only metadata or status changed: nothing to compare.
-                if old_outline.is_some() && old_spec == new_spec {
+                let intent = Examined {
+                    generation: new_outline.generation(),
+                    annotations,
+                    before: Some(before),
+                    ..Examined::default()
+                };
+                // Only metadata or status changed: nothing to compare, but
+                // an update that arms the deletion guard's break-glass is
+                // judged as the deletion it lets through.
+                if let Some(old_outline) = old_outline.as_ref().filter(|_| old_spec == new_spec) {
+                    let arming = settings.delete_guard
+                        && intent
+                            .before
+                            .as_ref()
+                            .is_some_and(|before| arms_deletion(&intent.annotations, before));
+                    if !arming {
+                        return Ok(intent);
+                    }
+                    let claims = [old_outline, &new_outline];
+                    let (problem, count) = match self.objects_at_stake(request, &claims).await? {
+                        Ok((_, 0)) => (None, Some(0)),
+                        Ok((stored, n)) => (Some(armed(&stored, n, intent.generation)), Some(n)),
+                        Err(why) => (Some(unfinished(why, settings.fail_mode)), None),
+                    };
                     return Ok(Examined {
-                        annotations,
-                        ..Examined::default()
+                        problems: problem.into_iter().collect(),
+                        objects: count,
+                        ..intent
                     });
                 }
                 // The scan reads the cluster: the request must be about the
@@ -365,7 +384,7 @@ impl Reviewer {
                 let kube = self.kube_version(config).await;
                 let key = Key {
                     name: &request.name,
-                    new_annotations: &annotations,
+                    new_annotations: &intent.annotations,
                     old_spec,
                     old_stored: old_outline.as_ref().map_or("", |o| o.stored_versions()),
                     new_spec,
@@ -378,8 +397,7 @@ impl Reviewer {
                     .await?;
                 let mut examined = Examined {
                     findings: findings.as_ref().clone(),
-                    annotations,
-                    ..Examined::default()
+                    ..intent
                 };
                 if let Some(stored) = stored {
                     let scanned = match stored {
@@ -407,6 +425,33 @@ impl Reviewer {
                 operation.as_str()
             )),
         }
+    }
+
+    /// What deleting the CRD would take with it: the stored CRD and the
+    /// number of its objects, or why they could not be counted. The outer
+    /// `Err` refuses the request (it is not about the stored CRD).
+    async fn objects_at_stake(
+        &self,
+        request: &Request<'_>,
+        claims: &[&Outline<'_>],
+    ) -> Result<Result<(Crd, u64), String>, String> {
+        let stored = match self.stored_crd(request, claims).await {
+            Ok(crd) => crd,
+            Err(Untrusted::Refused(why)) => return Err(why),
+            Err(Untrusted::Unread(why)) => {
+                return Ok(Err(format!(
+                    "cannot count the objects of {}: {why}",
+                    request.name
+                )));
+            }
+        };
+        Ok(match self.count_objects(&stored).await {
+            Ok(n) => Ok((stored, n)),
+            Err(why) => Err(format!(
+                "cannot count the objects of {}: {why}",
+                stored.name
+            )),
+        })
     }
 
     /// The CRD the API server stores under the request's name, provided
@@ -689,6 +734,41 @@ fn objects_exist(crd: &Crd, count: u64) -> Problem {
              delete them first (kubectl delete {} --all -A), or accept the loss",
             if count == 1 { "object" } else { "objects" },
             crd.spec.names.plural
+        ),
+    }
+}
+
+/// Whether an update arms the deletion guard's break-glass: its accept
+/// annotation lists `crdDeletion`, and the update adds or changes the
+/// break-glass annotations.
+fn arms_deletion(
+    annotations: &BTreeMap<String, String>,
+    before: &BTreeMap<String, String>,
+) -> bool {
+    let lists_deletion = annotations
+        .get(ACCEPT_ANNOTATION)
+        .is_some_and(|list| list.split(',').any(|c| c.trim() == DELETION_CHECK));
+    lists_deletion && decision::bound(annotations, Some(before), None).is_ok()
+}
+
+/// The problem of an update that arms `crdDeletion` while objects exist:
+/// accepted only as break-glass is (with a reason; logged with the user),
+/// so arming the deletion is itself a recorded decision.
+fn armed(crd: &Crd, count: u64, generation: Option<i64>) -> Problem {
+    let kind = &crd.spec.names.kind;
+    let then = match generation {
+        Some(g) => format!(
+            "; the deletion itself is accepted only while {ACCEPT_GENERATION_ANNOTATION} is \"{g}\", this CRD's metadata.generation"
+        ),
+        None => String::new(),
+    };
+    Problem {
+        id: DELETION_CHECK,
+        blocking: true,
+        message: format!(
+            "this update arms {ACCEPT_ANNOTATION}: {DELETION_CHECK} while {count} {kind} {} exist, \
+             and deleting the CRD deletes every one of them{then}",
+            if count == 1 { "object" } else { "objects" },
         ),
     }
 }

@@ -1300,3 +1300,133 @@ async fn the_charts_network_policy_admits_only_the_control_planes_addresses() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+#[tokio::test]
+async fn break_glass_accepts_only_the_change_it_was_written_for() {
+    let Some(s) = setup("webhook:\n  mode: enforce\n", "Fail").await else {
+        return;
+    };
+    let kc = &s.plane.admin_kubeconfig;
+    let files = s.dir.path();
+    let client = admin(&s.plane).await;
+    let crd_name = "widgets.example.com";
+    let annotate = |pairs: &[&str]| {
+        let mut args = vec!["annotate", "crd", crd_name, "--overwrite"];
+        args.extend(pairs);
+        kubectl(kc, &args)
+    };
+    let no_color = write_manifest(files, "no-color.json", &widgets(json!({})));
+    until_kubectl_says(kc, &dry_run(&no_color), "denied the request");
+
+    // Accepted together with the change it accepts: honoured.
+    let mut accepted = widgets(json!({}));
+    accepted["metadata"]["annotations"] = json!({
+        "crd-safety.io/accept": "existingFieldRemoval",
+        "crd-safety.io/accept-reason": "color was never read; see #42"
+    });
+    let file = write_manifest(files, "accepted.json", &accepted);
+    let out = kubectl(
+        kc,
+        &["apply", "--server-side", "--force-conflicts", "-f", &file],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    // The next release removes another field, the annotation unchanged:
+    // it was written for the last change, not this one.
+    let mut no_size = accepted.clone();
+    no_size["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"] =
+        json!({});
+    let file = write_manifest(files, "no-size.json", &no_size);
+    let out = kubectl(
+        kc,
+        &["apply", "--server-side", "--force-conflicts", "-f", &file],
+    );
+    assert!(
+        !out.status.success(),
+        "a stale break-glass let a removal through"
+    );
+    let text = stderr(&out);
+    assert_has(&text, "existingFieldRemoval v1 ^.spec.size");
+    assert_has(
+        &text,
+        "crd-safety.io/accept is ignored: it was set by an earlier change and this request does not change it",
+    );
+
+    // Arming the deletion guard's break-glass is itself judged: without a
+    // reason, refused while objects exist.
+    create_objects(
+        &client,
+        "widgets",
+        "v1",
+        vec![("default".into(), "w1".into(), json!({"size": 1}))],
+    )
+    .await;
+    let out = annotate(&["crd-safety.io/accept-", "crd-safety.io/accept-reason-"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = annotate(&["crd-safety.io/accept=crdDeletion"]);
+    assert!(!out.status.success(), "armed without a reason");
+    let text = stderr(&out);
+    assert_has(
+        &text,
+        "this update arms crd-safety.io/accept: crdDeletion while 1 Widget object exist",
+    );
+    assert_has(&text, "crd-safety.io/accept-reason must say why");
+    // With a reason: allowed, warned, logged as break-glass with the user.
+    let out = annotate(&[
+        "crd-safety.io/accept=crdDeletion",
+        "crd-safety.io/accept-reason=retiring widgets",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_has(
+        &stderr(&out),
+        "Warning: crd-safety crdDeletion: this update arms",
+    );
+    let armed = s
+        .served
+        .log()
+        .into_iter()
+        .rev()
+        .find(|v| {
+            v["event"] == "review" && v["operation"] == "UPDATE" && v["breakGlass"].is_object()
+        })
+        .expect("the arming is logged");
+    assert_eq!(armed["accepted"], json!(["crdDeletion"]), "{armed:#}");
+    assert_eq!(armed["breakGlass"]["reason"], "retiring widgets");
+    assert_eq!(armed["objects"], 1);
+
+    // The deletion is a later request: the annotation must name the
+    // generation it was written for.
+    let delete = ["delete", "crd", crd_name, "--dry-run=server"];
+    let out = kubectl(kc, &delete);
+    assert!(!out.status.success(), "an unbound crdDeletion was honoured");
+    let generation = stored(kc, crd_name)["metadata"]["generation"]
+        .as_i64()
+        .expect("generation");
+    assert_has(
+        &stderr(&out),
+        &format!("first set crd-safety.io/accept-generation: \"{generation}\""),
+    );
+    let out = annotate(&[&format!("crd-safety.io/accept-generation={generation}")]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = kubectl(kc, &delete);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    // A change of the spec moves the generation: the armed deletion is
+    // disarmed.
+    let shape = write_manifest(
+        files,
+        "shape.json",
+        &widgets(json!({"shape": {"type": "string"}})),
+    );
+    let out = kubectl(
+        kc,
+        &["apply", "--server-side", "--force-conflicts", "-f", &shape],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = kubectl(kc, &delete);
+    assert!(
+        !out.status.success(),
+        "a crdDeletion of an older generation was honoured"
+    );
+    assert_has(&stderr(&out), "1 Widget object still exist");
+}
