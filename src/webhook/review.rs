@@ -474,7 +474,10 @@ impl Reviewer {
                 "no CRD {name:?} with the uid of the request's object is stored in the cluster"
             ))
         };
-        if name.is_empty() || claims.iter().any(|c| c.name() != name) {
+        if !is_crd_name(name) {
+            return Err(refused(format!("{name:?} is not the name of a CRD")));
+        }
+        if claims.iter().any(|c| c.name() != name) {
             return Err(refused(
                 "the request's object is not the CRD the request names".to_string(),
             ));
@@ -621,6 +624,19 @@ impl Reviewer {
         }
         Ok((kept, result.summary.scanned))
     }
+}
+
+/// Whether `name` can be a CRD's name (`<plural>.<group>`, a DNS
+/// subdomain): it goes into the path of a GET, so nothing else is sent.
+fn is_crd_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 253
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+        && !name.starts_with(['.', '-'])
+        && !name.ends_with(['.', '-'])
+        && !name.contains("..")
 }
 
 /// The deadline of one review: the configured one, or less when the API
@@ -876,5 +892,22 @@ mod tests {
         let mut plain = Finding::new(Check::Enum, Severity::Error, "enum narrowed");
         without_values(&mut plain);
         assert_eq!(plain.message, "enum narrowed");
+    }
+
+    #[test]
+    fn only_what_can_be_a_crds_name_is_looked_up() {
+        assert!(is_crd_name("widgets.example.com"));
+        assert!(is_crd_name("deployments.apps"));
+        for bad in [
+            "",
+            "../../api/v1/namespaces/default/secrets/x",
+            "widgets.example.com/status",
+            "Widgets.example.com",
+            "widgets..example.com",
+            ".widgets",
+            "widgets.example.com?watch=1",
+        ] {
+            assert!(!is_crd_name(bad), "{bad:?}");
+        }
     }
 }

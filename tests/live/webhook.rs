@@ -815,6 +815,24 @@ async fn a_forged_review_reads_nothing_for_its_sender_and_is_refused() {
         assert_reveals_nothing(what, &response, &secrets);
     }
 
+    // A name that is no CRD's name (it would reach another path): refused
+    // before anything is read.
+    let mut traversing = fake.clone();
+    traversing["metadata"]["name"] = json!("../../../api/v1/namespaces/default/secrets");
+    let response = send(support::webhook::review(
+        "DELETE",
+        "../../../api/v1/namespaces/default/secrets",
+        Some(&traversing),
+        None,
+    ))
+    .await;
+    assert_eq!(response["allowed"], false, "{response:#}");
+    assert_has(
+        response["status"]["message"].as_str().unwrap_or(""),
+        "\"../../../api/v1/namespaces/default/secrets\" is not the name of a CRD",
+    );
+    assert_reveals_nothing("a path for a name", &response, &secrets);
+
     // The real CRD's name and uid, but a body claiming another group and
     // plural: refused, the stored CRD's resources are not listed either.
     let vaults = stored(kc, "vaults.example.com");
