@@ -186,6 +186,10 @@ pub struct ServeArgs {
     /// PEM private key of the certificate (reloaded with it).
     #[arg(long, value_name = "FILE")]
     pub tls_private_key_file: PathBuf,
+    /// PEM CA certificate(s): require every client to present a certificate signed by one of
+    /// them (give the API server one in its admission kubeconfig; see docs/webhook.md).
+    #[arg(long, value_name = "FILE")]
+    pub client_ca_file: Option<PathBuf>,
     /// Configuration file, the CLI's format with its webhook section (reloaded when it changes).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -202,6 +206,16 @@ pub struct ServeArgs {
     /// Then wait at most this long for requests in flight.
     #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = crd_safety::duration::parse)]
     pub drain_timeout: std::time::Duration,
+    /// Close a connection whose TLS handshake or request header has not arrived within this
+    /// long (also the idle time after which a kept-alive connection is closed).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crd_safety::duration::parse)]
+    pub header_read_timeout: std::time::Duration,
+    /// Answer 408 to a request whose body has not arrived within this long.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = crd_safety::duration::parse)]
+    pub body_read_timeout: std::time::Duration,
+    /// Connections open at once; more are closed as soon as accepted.
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    pub max_connections: usize,
     #[command(flatten)]
     pub kube: KubeArgs,
 }

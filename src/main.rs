@@ -333,11 +333,15 @@ fn run_serve(args: ServeArgs) -> Result<u8, Failure> {
             listen: args.listen,
             cert_file: args.tls_cert_file.clone(),
             key_file: args.tls_private_key_file.clone(),
+            client_ca_file: args.client_ca_file.clone(),
             config_file: args.config.clone(),
             reload_interval: args.reload_interval,
             max_body_bytes: args.max_body_bytes,
             shutdown_delay: args.shutdown_delay,
             drain_timeout: args.drain_timeout,
+            header_read_timeout: args.header_read_timeout,
+            body_read_timeout: args.body_read_timeout,
+            max_connections: args.max_connections,
         };
         crd_safety::webhook::serve(conn, opts, terminated()).await?;
         Ok(0)

@@ -8,6 +8,8 @@
 //!   breakGlass: true        # honour the crd-safety.io/accept annotation
 //!   deleteGuard: true       # refuse deleting a CRD whose objects exist
 //!   failMode: open          # open | closed: what a check that cannot finish does
+//!   reviewDeadline: 8s      # every review answers by then (below timeoutSeconds)
+//!   reveal: names           # names | values: what the scan's messages show of objects
 //!   scanObjects:
 //!     enabled: false
 //!     deadline: 5s          # below the webhook's timeoutSeconds
@@ -57,6 +59,19 @@ pub enum Unfinished {
     Closed,
 }
 
+/// What the messages of the object scan show of the objects they name.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Reveal {
+    /// `namespace/name` and the rule that fails, never a field's value:
+    /// the scan reads objects with the webhook's rights, and its answer
+    /// goes to whoever sent the request, who may not read them.
+    #[default]
+    Names,
+    /// Also a sample of the values that fail (opted into in the config).
+    Values,
+}
+
 /// The optional scan of stored objects on UPDATE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -100,6 +115,20 @@ pub struct WebhookSettings {
     pub fail_mode: Unfinished,
     /// `scanObjects`.
     pub scan_objects: ScanSettings,
+    /// `reviewDeadline`: a review that has not finished by then is answered
+    /// by `failMode`, so the API server gets an answer before its own
+    /// `timeoutSeconds` (10 s in the chart) turns into `failurePolicy`.
+    #[serde(serialize_with = "as_seconds")]
+    pub review_deadline: Duration,
+    /// `reveal`.
+    pub reveal: Reveal,
+}
+
+impl WebhookSettings {
+    /// Whether answers may carry the values of the objects the scan read.
+    pub fn reveals_values(&self) -> bool {
+        self.reveal == Reveal::Values
+    }
 }
 
 impl Default for WebhookSettings {
@@ -110,6 +139,8 @@ impl Default for WebhookSettings {
             delete_guard: true,
             fail_mode: Unfinished::default(),
             scan_objects: ScanSettings::default(),
+            review_deadline: Duration::from_secs(8),
+            reveal: Reveal::default(),
         }
     }
 }
@@ -120,6 +151,8 @@ const KEYS: &[&str] = &[
     "deleteGuard",
     "failMode",
     "scanObjects",
+    "reviewDeadline",
+    "reveal",
 ];
 const SCAN_KEYS: &[&str] = &["enabled", "deadline", "maxObjects"];
 
@@ -150,6 +183,18 @@ pub(super) fn parse(v: &Value) -> Result<WebhookSettings, String> {
                 }
             }
             "scanObjects" => out.scan_objects = parse_scan(v, &ctx)?,
+            "reviewDeadline" => {
+                out.review_deadline = duration_of(v)
+                    .filter(|d| !d.is_zero())
+                    .ok_or_else(|| format!("{ctx}: expected a duration like 8s, found {v}"))?
+            }
+            "reveal" => {
+                out.reveal = match v.as_str() {
+                    Some("names") => Reveal::Names,
+                    Some("values") => Reveal::Values,
+                    _ => return Err(format!("{ctx}: expected names or values, found {v}")),
+                }
+            }
             other => {
                 return Err(format!(
                     "webhook: unknown key {other:?}; valid keys: {}",
@@ -228,7 +273,8 @@ mod tests {
         assert_eq!(WebhookSettings::default().mode, WebhookMode::Warn);
         let s = parse_text(
             "mode: enforce\nbreakGlass: false\ndeleteGuard: false\nfailMode: closed\n\
-             scanObjects: {enabled: true, deadline: 1500ms, maxObjects: 20}\n",
+             scanObjects: {enabled: true, deadline: 1500ms, maxObjects: 20}\n\
+             reviewDeadline: 3s\nreveal: values\n",
         )
         .unwrap();
         assert_eq!(s.mode, WebhookMode::Enforce);
@@ -237,13 +283,16 @@ mod tests {
         assert!(s.scan_objects.enabled);
         assert_eq!(s.scan_objects.deadline, Duration::from_millis(1500));
         assert_eq!(s.scan_objects.max_objects, 20);
+        assert_eq!(s.review_deadline, Duration::from_secs(3));
+        assert!(s.reveals_values());
+        assert!(!WebhookSettings::default().reveals_values());
     }
 
     #[test]
     fn a_misspelt_key_or_mode_names_what_is_valid() {
         assert_eq!(
             parse_text("mdoe: warn\n").unwrap_err(),
-            "webhook: unknown key \"mdoe\"; valid keys: mode, breakGlass, deleteGuard, failMode, scanObjects"
+            "webhook: unknown key \"mdoe\"; valid keys: mode, breakGlass, deleteGuard, failMode, scanObjects, reviewDeadline, reveal"
         );
         assert_eq!(
             parse_text("mode: error\n").unwrap_err(),

@@ -19,6 +19,11 @@ pub const ACCEPT_REASON_ANNOTATION: &str = "crd-safety.io/accept-reason";
 /// not a check of the comparison catalog.
 pub const DELETION_CHECK: &str = "crdDeletion";
 
+/// The annotation binding the accept annotation to one state of the CRD:
+/// its `metadata.generation` (which only a change of the spec moves), so
+/// an annotation left on the CRD accepts nothing after the next change.
+pub const ACCEPT_GENERATION_ANNOTATION: &str = "crd-safety.io/accept-generation";
+
 /// The API server truncates a warning longer than this (and kubectl shows
 /// what is left); ours are cut first, at a character boundary.
 const WARNING_MAX: usize = 256;
@@ -173,15 +178,96 @@ fn break_glass(
     }))
 }
 
+/// The break-glass annotations of one request and what ties them to it.
+#[derive(Debug, Clone, Copy)]
+pub struct Intent<'a> {
+    /// Those of the object that carries the author's intent (the new CRD,
+    /// or the one deleted).
+    pub annotations: &'a BTreeMap<String, String>,
+    /// Those of the stored object before the request: empty on CREATE,
+    /// `None` on DELETE (which changes none).
+    pub before: Option<&'a BTreeMap<String, String>>,
+    /// `metadata.generation` of the CRD the request leaves.
+    pub generation: Option<i64>,
+}
+
+/// No annotations at all (a request refused before they were read).
+static NONE: BTreeMap<String, String> = BTreeMap::new();
+
+impl Intent<'_> {
+    /// A request that carries no intent.
+    pub fn none() -> Intent<'static> {
+        Intent {
+            annotations: &NONE,
+            before: None,
+            generation: None,
+        }
+    }
+
+    /// Annotations the request adds (as CREATE does).
+    pub fn added(annotations: &BTreeMap<String, String>) -> Intent<'_> {
+        Intent {
+            annotations,
+            before: Some(&NONE),
+            generation: None,
+        }
+    }
+}
+
+/// Whether the break-glass annotations were written for this request: the
+/// request adds or changes them (`before` holds the stored object's
+/// annotations; `None` on DELETE, which changes none), or
+/// `crd-safety.io/accept-generation` names `generation`, the
+/// `metadata.generation` of the CRD the request leaves (the new one on
+/// CREATE and UPDATE, the deleted one on DELETE). `Err` says why not, and
+/// how to accept this change.
+pub fn bound(
+    annotations: &BTreeMap<String, String>,
+    before: Option<&BTreeMap<String, String>>,
+    generation: Option<i64>,
+) -> Result<(), String> {
+    let changed = before.is_some_and(|b| {
+        [
+            ACCEPT_ANNOTATION,
+            ACCEPT_REASON_ANNOTATION,
+            ACCEPT_GENERATION_ANNOTATION,
+        ]
+        .iter()
+        .any(|k| b.get(*k) != annotations.get(*k))
+    });
+    let written_for = annotations
+        .get(ACCEPT_GENERATION_ANNOTATION)
+        .and_then(|g| g.trim().parse::<i64>().ok());
+    if changed || (written_for.is_some() && written_for == generation) {
+        return Ok(());
+    }
+    let now = generation.map_or_else(
+        || "its metadata.generation".to_string(),
+        |g| format!("\"{g}\""),
+    );
+    let how = match before {
+        None => format!(
+            "to accept this deletion, first set {ACCEPT_GENERATION_ANNOTATION}: {now} (this CRD's metadata.generation) beside it"
+        ),
+        Some(_) => format!(
+            "change it together with the change it accepts, or set {ACCEPT_GENERATION_ANNOTATION}: {now} (the metadata.generation this change leaves)"
+        ),
+    };
+    Err(format!(
+        "{ACCEPT_ANNOTATION} is ignored: it was set by an earlier change and this request does not change it; {how}"
+    ))
+}
+
 /// Decides on one review. `findings` are the CRD's findings after the
-/// configured levels and exceptions; `annotations` are those of the object
-/// that carries the author's intent (the new CRD, or the one deleted).
+/// configured levels and exceptions. The break-glass annotations of
+/// `intent` are honoured only when [`bound`] to this request: once a
+/// change went through, an annotation left on the CRD accepts nothing more.
 pub fn decide(
     crd: &str,
     operation: Operation,
     findings: &[Finding],
     problems: Vec<Problem>,
-    annotations: &BTreeMap<String, String>,
+    intent: Intent<'_>,
     settings: &WebhookSettings,
 ) -> Decision {
     let findings: Vec<Finding> = findings
@@ -190,12 +276,34 @@ pub fn decide(
         .cloned()
         .collect();
     let mut notes = Vec::new();
-    let glass = match break_glass(annotations, settings) {
+    let glass = match break_glass(intent.annotations, settings) {
         Ok(g) => g,
         Err(note) => {
             notes.push(note);
             None
         }
+    };
+    // An annotation left from an earlier change: ignored, and said so
+    // when it would have let something through.
+    let glass = match (
+        glass,
+        bound(intent.annotations, intent.before, intent.generation),
+    ) {
+        (Some(g), Err(note)) => {
+            let blocking = findings
+                .iter()
+                .filter(|f| f.severity == Severity::Error)
+                .map(|f| f.check.id())
+                .chain(problems.iter().filter(|p| p.blocking).map(|p| p.id));
+            if blocking
+                .into_iter()
+                .any(|id| g.checks.iter().any(|c| c == id))
+            {
+                notes.push(note);
+            }
+            None
+        }
+        (g, _) => g,
     };
     let accepts = |id: &str| {
         glass
@@ -235,6 +343,7 @@ pub fn decide(
             &blocking_findings,
             &blocking_problems,
             glass.is_some(),
+            &notes,
         )
     });
     let warnings = match verdict {
@@ -276,6 +385,7 @@ fn denial(
     findings: &[&Finding],
     problems: &[&Problem],
     glass_present: bool,
+    notes: &[String],
 ) -> String {
     let what = match operation {
         Operation::Create => "creating",
@@ -314,6 +424,10 @@ fn denial(
         "\n{hint} {ACCEPT_ANNOTATION}: \"{}\" and {ACCEPT_REASON_ANNOTATION}: \"<why>\"",
         ids.join(",")
     ));
+    // Why an annotation that is there did not count.
+    for note in notes {
+        out.push_str(&format!("\n{note}"));
+    }
     out
 }
 
@@ -406,7 +520,14 @@ mod tests {
         annotations: &BTreeMap<String, String>,
         mode: WebhookMode,
     ) -> Decision {
-        decide("w", op, findings, Vec::new(), annotations, &settings(mode))
+        decide(
+            "w",
+            op,
+            findings,
+            Vec::new(),
+            Intent::added(annotations),
+            &settings(mode),
+        )
     }
 
     fn annotations(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -423,7 +544,7 @@ mod tests {
             Operation::Update,
             &[removal(), description()],
             Vec::new(),
-            &BTreeMap::new(),
+            Intent::none(),
             &settings(WebhookMode::Enforce),
         );
         assert_eq!(d.verdict, Verdict::Deny);
@@ -526,7 +647,7 @@ mod tests {
             Operation::Update,
             &[removal()],
             Vec::new(),
-            &full,
+            Intent::added(&full),
             &off,
         );
         assert_eq!(d.verdict, Verdict::Deny);
@@ -559,7 +680,7 @@ mod tests {
             Operation::Delete,
             &[],
             vec![objects.clone()],
-            &BTreeMap::new(),
+            Intent::none(),
             &settings(WebhookMode::Enforce),
         );
         assert_eq!(d.verdict, Verdict::Deny);
@@ -571,13 +692,18 @@ mod tests {
         let a = annotations(&[
             (ACCEPT_ANNOTATION, DELETION_CHECK),
             (ACCEPT_REASON_ANNOTATION, "retiring widgets"),
+            (ACCEPT_GENERATION_ANNOTATION, "3"),
         ]);
         let d = decide(
             "widgets.example.com",
             Operation::Delete,
             &[],
             vec![objects],
-            &a,
+            Intent {
+                annotations: &a,
+                before: None,
+                generation: Some(3),
+            },
             &settings(WebhookMode::Enforce),
         );
         assert_eq!(d.verdict, Verdict::Warn);
@@ -617,5 +743,92 @@ mod tests {
         let d = judge(Operation::Update, &[removal()], &a, WebhookMode::Enforce);
         assert_eq!(d.verdict, Verdict::Deny);
         assert!(d.warnings[0].contains("\"fieldRemoval\" is not a check id"));
+    }
+
+    #[test]
+    fn break_glass_left_from_an_earlier_change_accepts_nothing_more() {
+        let a = annotations(&[
+            (ACCEPT_ANNOTATION, "existingFieldRemoval"),
+            (ACCEPT_REASON_ANNOTATION, "size was never read"),
+        ]);
+        let unchanged = Intent {
+            annotations: &a,
+            before: Some(&a),
+            generation: Some(5),
+        };
+        let d = decide(
+            "w",
+            Operation::Update,
+            &[removal()],
+            Vec::new(),
+            unchanged,
+            &settings(WebhookMode::Enforce),
+        );
+        assert_eq!(d.verdict, Verdict::Deny);
+        assert!(d.break_glass.is_none());
+        let message = d.message.unwrap_or_default();
+        assert!(
+            message.contains("crd-safety.io/accept is ignored: it was set by an earlier change")
+                && message.contains("crd-safety.io/accept-generation: \"5\""),
+            "{message}"
+        );
+        // Written for the generation this change leaves: honoured.
+        let mut pinned = a.clone();
+        pinned.insert(ACCEPT_GENERATION_ANNOTATION.into(), "5".into());
+        let d = decide(
+            "w",
+            Operation::Update,
+            &[removal()],
+            Vec::new(),
+            Intent {
+                annotations: &pinned,
+                before: Some(&pinned),
+                generation: Some(5),
+            },
+            &settings(WebhookMode::Enforce),
+        );
+        assert_eq!(d.verdict, Verdict::Warn);
+        // For another generation, or on a DELETE without one: not.
+        for generation in [Some(6), None] {
+            let d = decide(
+                "w",
+                Operation::Delete,
+                &[removal()],
+                Vec::new(),
+                Intent {
+                    annotations: &pinned,
+                    before: None,
+                    generation,
+                },
+                &settings(WebhookMode::Enforce),
+            );
+            assert_eq!(d.verdict, Verdict::Deny, "{generation:?}");
+        }
+        // Unbound but irrelevant (nothing it names blocks): no note.
+        let d = decide(
+            "w",
+            Operation::Update,
+            &[description()],
+            Vec::new(),
+            unchanged,
+            &settings(WebhookMode::Enforce),
+        );
+        assert_eq!(d.warnings.len(), 1, "{:?}", d.warnings);
+    }
+
+    #[test]
+    fn break_glass_changed_by_the_request_is_bound_to_it() {
+        let before = annotations(&[
+            (ACCEPT_ANNOTATION, "enum"),
+            (ACCEPT_REASON_ANNOTATION, "old"),
+        ]);
+        let after = annotations(&[
+            (ACCEPT_ANNOTATION, "enum,existingFieldRemoval"),
+            (ACCEPT_REASON_ANNOTATION, "old"),
+        ]);
+        assert!(bound(&after, Some(&before), None).is_ok());
+        assert!(bound(&after, Some(&BTreeMap::new()), None).is_ok());
+        assert!(bound(&after, Some(&after), Some(2)).is_err());
+        assert!(bound(&after, None, Some(2)).is_err());
     }
 }

@@ -1,6 +1,6 @@
 //! What `/metrics` shows, in the Prometheus text format: reviews by
 //! operation and verdict, their latency, object scans, break-glass uses,
-//! refused bodies and reloads. A mutex over a few counters: a review takes
+//! refused bodies and connections, and reloads. A mutex over a few counters: a review takes
 //! milliseconds, so the lock is never contended long enough to matter.
 
 use std::collections::BTreeMap;
@@ -23,6 +23,7 @@ struct State {
     scans: BTreeMap<String, u64>,
     break_glass: u64,
     bad_requests: u64,
+    connections_refused: u64,
     reloads: BTreeMap<(String, String), u64>,
 }
 
@@ -70,6 +71,12 @@ impl Metrics {
     /// Counts a body that was not an AdmissionReview.
     pub fn bad_request(&self) {
         self.with(|s| s.bad_requests += 1);
+    }
+
+    /// Counts a connection closed at once: the server had as many open as
+    /// `--max-connections` allows.
+    pub fn connection_refused(&self) {
+        self.with(|s| s.connections_refused += 1);
     }
 
     /// Counts a reload of `what` (`config`, `certificate`): `ok` or `error`.
@@ -136,6 +143,13 @@ impl Metrics {
                  # TYPE crd_safety_bad_requests_total counter\n\
                  crd_safety_bad_requests_total {}",
                 s.bad_requests
+            );
+            let _ = writeln!(
+                out,
+                "# HELP crd_safety_connections_refused_total Connections closed unanswered: --max-connections were open.\n\
+                 # TYPE crd_safety_connections_refused_total counter\n\
+                 crd_safety_connections_refused_total {}",
+                s.connections_refused
             );
             let _ = writeln!(
                 out,

@@ -11,6 +11,7 @@
 //! HTTPS endpoint with its health, metrics and reloads.
 
 mod cache;
+mod cpu;
 pub mod decision;
 mod metrics;
 pub mod request;
@@ -19,7 +20,8 @@ pub mod server;
 mod tls;
 
 pub use decision::{
-    ACCEPT_ANNOTATION, ACCEPT_REASON_ANNOTATION, DELETION_CHECK, Decision, Operation, Verdict,
+    ACCEPT_ANNOTATION, ACCEPT_GENERATION_ANNOTATION, ACCEPT_REASON_ANNOTATION, DELETION_CHECK,
+    Decision, Operation, Verdict,
 };
 pub use metrics::Metrics;
 pub use server::{ServeError, ServeOptions, serve};

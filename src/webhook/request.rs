@@ -92,7 +92,33 @@ pub struct Outline<'a> {
 #[derive(Default, Deserialize)]
 struct OutlineMeta {
     #[serde(default)]
+    name: String,
+    #[serde(default)]
+    uid: String,
+    #[serde(default)]
+    generation: Option<i64>,
+    #[serde(default)]
     annotations: BTreeMap<String, String>,
+}
+
+/// What a request's CRD says it is: compared with the CRD the API server
+/// stores under the request's name before anything is read on its behalf.
+#[derive(Debug, Default, Deserialize, PartialEq, Eq)]
+pub struct Claimed {
+    /// `spec.group`.
+    #[serde(default)]
+    pub group: String,
+    /// `spec.names.plural`.
+    #[serde(default)]
+    pub names: ClaimedNames,
+}
+
+/// `spec.names`, the part that says which resources a CRD serves.
+#[derive(Debug, Default, Deserialize, PartialEq, Eq)]
+pub struct ClaimedNames {
+    /// `spec.names.plural`.
+    #[serde(default)]
+    pub plural: String,
 }
 
 #[derive(Deserialize)]
@@ -111,6 +137,32 @@ impl<'a> Outline<'a> {
     /// The annotations (values that are not strings are left out).
     pub fn annotations(&self) -> &BTreeMap<String, String> {
         &self.metadata.annotations
+    }
+
+    /// `metadata.name`.
+    pub fn name(&self) -> &str {
+        &self.metadata.name
+    }
+
+    /// `metadata.uid`.
+    pub fn uid(&self) -> &str {
+        &self.metadata.uid
+    }
+
+    /// `metadata.generation`, when present.
+    pub fn generation(&self) -> Option<i64> {
+        self.metadata.generation
+    }
+
+    /// The group and plural the spec claims; read only when the cluster is
+    /// about to be read for this CRD (it walks the whole spec again).
+    pub fn claimed(&self) -> Result<Claimed, String> {
+        match self.spec {
+            Some(spec) => {
+                serde_json::from_str(spec.get()).map_err(|e| format!("unreadable spec: {e}"))
+            }
+            None => Ok(Claimed::default()),
+        }
     }
 
     /// `status.storedVersions`, as raw text (empty when absent).

@@ -3,19 +3,33 @@
 //! object's real `status.storedVersions`, the rules of the server's
 //! version), count objects on DELETE, scan them on UPDATE when configured,
 //! and decide.
+//!
+//! Anyone who reaches the Service can post a review, so the body is not
+//! trusted about the cluster: before the webhook reads anything with its
+//! own rights (the count, the scan) it reads the CRD the request names
+//! from the API server, refuses a request whose object is not that CRD
+//! (another uid, group or plural), and lists only that CRD's resources, as
+//! the API server stores them. Every review has a deadline below the API
+//! server's timeout, and every call to the API server is tried once and
+//! retried at most once within it.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
+use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::sync::{OnceCell, Semaphore};
 
 use super::cache::{Key, VerdictCache};
-use super::decision::{self, DELETION_CHECK, Decision, Operation, Problem};
+use super::cpu::cpu;
+use super::decision::{
+    self, ACCEPT_ANNOTATION, ACCEPT_GENERATION_ANNOTATION, DELETION_CHECK, Decision, Intent,
+    Operation, Problem,
+};
 use super::request::{Outline, Request};
-use crate::cluster::Connection;
+use crate::cluster::{Connection, RetryPolicy};
 use crate::compare::{Check, Finding, Severity};
 use crate::config::{Config, Unfinished};
 use crate::crd::Crd;
@@ -61,6 +75,27 @@ impl SharedConfig {
     }
 }
 
+/// Calls to the API server during a review: one try and at most one quick
+/// retry. The CLI's policy (8 tries, up to 60 s) would outlast the API
+/// server's `timeoutSeconds` many times over, retrying against a server
+/// that may be the reason the review is slow; the review's deadline
+/// bounds the rest.
+const REVIEW_RETRIES: RetryPolicy = RetryPolicy {
+    attempts: 2,
+    backoff: Duration::from_millis(200),
+    max_backoff: Duration::from_millis(200),
+    max_wait: Duration::from_millis(500),
+};
+
+/// The server's version is a nicety (the rules of its minor); a review
+/// waits this long for it at most, then uses the configured rules.
+const VERSION_LOOKUP: Duration = Duration::from_secs(2);
+
+/// Of the API server's own timeout for a review (the `timeout` query
+/// parameter it sends), the share the review may use: the rest is for the
+/// answer to travel back.
+const SHARE_OF_CALLER_TIMEOUT: f64 = 0.8;
+
 /// Reviews CRD changes with one connection to the cluster.
 pub struct Reviewer {
     conn: Connection,
@@ -69,10 +104,21 @@ pub struct Reviewer {
     server_minor: OnceCell<u32>,
     /// Findings of pairs already judged.
     cache: VerdictCache,
-    /// Judgments run at once: one per core. Each holds two parsed CRDs
-    /// (tens of MB for the largest), and more at once only adds memory,
-    /// not speed.
-    judging: Semaphore,
+    /// CPU work run at once (judgments, parsing stored CRDs): one per
+    /// core. Each holds parsed CRDs (tens of MB for the largest), and more
+    /// at once only adds memory, not speed. The permit is moved into the
+    /// blocking work, so a review that gives up (its client left, its
+    /// deadline passed) does not free it while the work goes on.
+    judging: Arc<Semaphore>,
+}
+
+/// Why the CRD the API server stores does not stand behind a request.
+enum Untrusted {
+    /// The request's object is not the CRD stored under the request's name:
+    /// nothing may be read on its behalf, and nothing else is said.
+    Refused(String),
+    /// The stored CRD could not be read (the API server is slow or down).
+    Unread(String),
 }
 
 /// What the log line of one review says, besides the decision.
@@ -114,6 +160,11 @@ struct Examined {
     /// Those of the object carrying the author's intent (the new CRD, or
     /// the one deleted).
     annotations: BTreeMap<String, String>,
+    /// Those of the stored object before the request (CREATE: none;
+    /// DELETE: not compared).
+    before: Option<BTreeMap<String, String>>,
+    /// `metadata.generation` of the CRD the request leaves.
+    generation: Option<i64>,
     /// Objects counted (DELETE) or scanned.
     objects: Option<u64>,
     /// How the object scan ended.
@@ -125,37 +176,91 @@ impl Reviewer {
     pub fn new(conn: Connection, config: Arc<SharedConfig>) -> Reviewer {
         let cores = crate::parallel::cores();
         Reviewer {
-            conn,
+            conn: conn.with_retry_policy(REVIEW_RETRIES),
             config,
             server_minor: OnceCell::new(),
             cache: VerdictCache::default(),
-            judging: Semaphore::new(cores),
+            judging: Arc::new(Semaphore::new(cores)),
         }
+    }
+
+    /// Reads the server's version ahead of the first review, so that one
+    /// does not wait for it.
+    pub async fn prime(&self) {
+        let _ = self.server_minor().await;
+    }
+
+    async fn server_minor(&self) -> Result<u32, ()> {
+        self.server_minor
+            .get_or_try_init(|| async {
+                match tokio::time::timeout(VERSION_LOOKUP, self.conn.server_minor()).await {
+                    Ok(Ok(minor)) => Ok(minor),
+                    _ => Err(()),
+                }
+            })
+            .await
+            .copied()
     }
 
     /// The rules of the server's version; the configured ones until the
     /// server has told its version.
     async fn kube_version(&self, config: &Config) -> KubeVersion {
-        let minor = self
-            .server_minor
-            .get_or_try_init(|| self.conn.server_minor())
-            .await;
-        match minor {
-            Ok(m) => KubeVersion::for_server(*m),
-            Err(_) => config.kube_version,
+        match self.server_minor().await {
+            Ok(m) => KubeVersion::for_server(m),
+            Err(()) => config.kube_version,
         }
     }
 
-    /// Reviews one request.
-    pub async fn review(&self, request: &Request<'_>) -> Reviewed {
+    /// Runs CPU work on the blocking pool under a judging permit that the
+    /// work itself holds until it ends.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> Result<T, String> + Send + 'static,
+    ) -> Result<T, String> {
+        let permit = Arc::clone(&self.judging)
+            .acquire_owned()
+            .await
+            .map_err(|e| format!("the check stopped inside crd-safety: {e}"))?;
+        tokio::task::spawn_blocking(move || {
+            let _held = permit;
+            work()
+        })
+        .await
+        .map_err(|e| format!("the check stopped inside crd-safety: {e}"))?
+    }
+
+    /// Reviews one request. `caller_timeout` is the API server's own
+    /// timeout for it, when the request said (`?timeout=10s`).
+    pub async fn review(
+        &self,
+        request: &Request<'_>,
+        caller_timeout: Option<Duration>,
+    ) -> Reviewed {
         let started = Instant::now();
         let (generation, config) = self.config.get();
         let settings = config.webhook;
         let operation = request.operation();
-        let examined = match self.examine(request, operation, generation, &config).await {
-            Ok(found) => found,
-            Err(why) => Examined {
+        let deadline = review_deadline(settings.review_deadline, caller_timeout);
+        let examined = match tokio::time::timeout(
+            deadline,
+            self.examine(request, operation, generation, &config),
+        )
+        .await
+        {
+            Ok(Ok(found)) => found,
+            Ok(Err(why)) => Examined {
                 problems: vec![unfinished(why, settings.fail_mode)],
+                ..Examined::default()
+            },
+            Err(_) => Examined {
+                problems: vec![unfinished(
+                    format!(
+                        "the review did not finish within its deadline ({}; webhook.reviewDeadline, \
+                         or a share of the API server's timeout)",
+                        seconds(deadline)
+                    ),
+                    settings.fail_mode,
+                )],
                 ..Examined::default()
             },
         };
@@ -164,7 +269,11 @@ impl Reviewer {
             operation,
             &examined.findings,
             examined.problems,
-            &examined.annotations,
+            Intent {
+                annotations: &examined.annotations,
+                before: examined.before.as_ref(),
+                generation: examined.generation,
+            },
             &settings,
         );
         Reviewed {
@@ -190,34 +299,32 @@ impl Reviewer {
         config: &Arc<Config>,
     ) -> Result<Examined, String> {
         let settings = config.webhook;
-        let new = request.object.map(outline_of).transpose()?;
-        let old = request.old_object.map(outline_of).transpose()?;
+        let (new, old) = cpu(|| {
+            Ok::<_, String>((
+                request.object.map(outline_of).transpose()?,
+                request.old_object.map(outline_of).transpose()?,
+            ))
+        })?;
         match (operation, old, new) {
             (Operation::Delete, Some(old_outline), _) => {
-                let annotations = old_outline.annotations().clone();
+                let intent = Examined {
+                    annotations: old_outline.annotations().clone(),
+                    generation: old_outline.generation(),
+                    ..Examined::default()
+                };
                 if !settings.delete_guard {
-                    return Ok(Examined {
-                        annotations,
-                        ..Examined::default()
-                    });
+                    return Ok(intent);
                 }
-                let old = parse_crd(request.old_object)?;
-                let (problem, count) = match self.count_objects(&old).await {
-                    Ok(0) => (None, Some(0)),
-                    Ok(n) => (Some(objects_exist(&old, n)), Some(n)),
-                    Err(why) => (
-                        Some(unfinished(
-                            format!("cannot count the objects of {}: {why}", old.name),
-                            settings.fail_mode,
-                        )),
-                        None,
-                    ),
+                let (problem, count) = match self.objects_at_stake(request, &[&old_outline]).await?
+                {
+                    Ok((_, 0)) => (None, Some(0)),
+                    Ok((stored, n)) => (Some(objects_exist(&stored, n)), Some(n)),
+                    Err(why) => (Some(unfinished(why, settings.fail_mode)), None),
                 };
                 Ok(Examined {
                     problems: problem.into_iter().collect(),
-                    annotations,
                     objects: count,
-                    ..Examined::default()
+                    ..intent
                 })
             }
             (Operation::Delete, None, _) => {
@@ -225,22 +332,59 @@ impl Reviewer {
             }
             (_, old_outline, Some(new_outline)) => {
                 let annotations = new_outline.annotations().clone();
+                let before = old_outline
+                    .as_ref()
+                    .map_or_else(BTreeMap::new, |o| o.annotations().clone());
                 let new_spec = new_outline.spec.map_or("", |s| s.get());
                 let old_spec = old_outline
                     .as_ref()
                     .and_then(|o| o.spec)
                     .map_or("", |s| s.get());
-                // Only metadata or status changed: nothing to compare.
-                if old_outline.is_some() && old_spec == new_spec {
+                let intent = Examined {
+                    generation: new_outline.generation(),
+                    annotations,
+                    before: Some(before),
+                    ..Examined::default()
+                };
+                // Only metadata or status changed: nothing to compare, but
+                // an update that arms the deletion guard's break-glass is
+                // judged as the deletion it lets through.
+                if let Some(old_outline) = old_outline.as_ref().filter(|_| old_spec == new_spec) {
+                    let arming = settings.delete_guard
+                        && intent
+                            .before
+                            .as_ref()
+                            .is_some_and(|before| arms_deletion(&intent.annotations, before));
+                    if !arming {
+                        return Ok(intent);
+                    }
+                    let claims = [old_outline, &new_outline];
+                    let (problem, count) = match self.objects_at_stake(request, &claims).await? {
+                        Ok((_, 0)) => (None, Some(0)),
+                        Ok((stored, n)) => (Some(armed(&stored, n, intent.generation)), Some(n)),
+                        Err(why) => (Some(unfinished(why, settings.fail_mode)), None),
+                    };
                     return Ok(Examined {
-                        annotations,
-                        ..Examined::default()
+                        problems: problem.into_iter().collect(),
+                        objects: count,
+                        ..intent
                     });
                 }
+                // The scan reads the cluster: the request must be about the
+                // CRD the API server stores, or nothing at all is said.
+                let stored = match &old_outline {
+                    Some(old_outline) if settings.scan_objects.enabled => {
+                        match self.stored_crd(request, &[old_outline, &new_outline]).await {
+                            Err(Untrusted::Refused(why)) => return Err(why),
+                            other => Some(other),
+                        }
+                    }
+                    _ => None,
+                };
                 let kube = self.kube_version(config).await;
                 let key = Key {
                     name: &request.name,
-                    new_annotations: &annotations,
+                    new_annotations: &intent.annotations,
                     old_spec,
                     old_stored: old_outline.as_ref().map_or("", |o| o.stored_versions()),
                     new_spec,
@@ -253,13 +397,14 @@ impl Reviewer {
                     .await?;
                 let mut examined = Examined {
                     findings: findings.as_ref().clone(),
-                    annotations,
-                    ..Examined::default()
+                    ..intent
                 };
-                if old_outline.is_some() && settings.scan_objects.enabled {
-                    let scanned = match (parse_crd(request.old_object), parse_crd(request.object)) {
-                        (Ok(old), Ok(new)) => self.scan(&old, &new, config).await,
-                        (Err(e), _) | (_, Err(e)) => Err(e),
+                if let Some(stored) = stored {
+                    let scanned = match stored {
+                        Ok(stored) => self.scan(&stored, request.object, config).await,
+                        Err(Untrusted::Unread(why) | Untrusted::Refused(why)) => {
+                            Err(format!("the stored objects were not scanned: {why}"))
+                        }
                     };
                     match scanned {
                         Ok((found, count)) => {
@@ -282,6 +427,98 @@ impl Reviewer {
         }
     }
 
+    /// What deleting the CRD would take with it: the stored CRD and the
+    /// number of its objects, or why they could not be counted. The outer
+    /// `Err` refuses the request (it is not about the stored CRD).
+    async fn objects_at_stake(
+        &self,
+        request: &Request<'_>,
+        claims: &[&Outline<'_>],
+    ) -> Result<Result<(Crd, u64), String>, String> {
+        let stored = match self.stored_crd(request, claims).await {
+            Ok(crd) => crd,
+            Err(Untrusted::Refused(why)) => return Err(why),
+            Err(Untrusted::Unread(why)) => {
+                return Ok(Err(format!(
+                    "cannot count the objects of {}: {why}",
+                    request.name
+                )));
+            }
+        };
+        Ok(match self.count_objects(&stored).await {
+            Ok(n) => Ok((stored, n)),
+            Err(why) => Err(format!(
+                "cannot count the objects of {}: {why}",
+                stored.name
+            )),
+        })
+    }
+
+    /// The CRD the API server stores under the request's name, provided
+    /// each of `claims` (the request's objects) is that CRD: the same name
+    /// and uid, the same group and plural. What the webhook lists with its
+    /// own rights is then that CRD's resources, never what a body names.
+    async fn stored_crd(
+        &self,
+        request: &Request<'_>,
+        claims: &[&Outline<'_>],
+    ) -> Result<Crd, Untrusted> {
+        let name = &request.name;
+        let refused = |why: String| {
+            Untrusted::Refused(format!("crd-safety read nothing for this request: {why}"))
+        };
+        // Not found and another uid say the same, so the answer tells
+        // nothing about which CRDs exist.
+        let not_stored = || {
+            refused(format!(
+                "no CRD {name:?} with the uid of the request's object is stored in the cluster"
+            ))
+        };
+        if !is_crd_name(name) {
+            return Err(refused(format!("{name:?} is not the name of a CRD")));
+        }
+        if claims.iter().any(|c| c.name() != name) {
+            return Err(refused(
+                "the request's object is not the CRD the request names".to_string(),
+            ));
+        }
+        let stored = match self.conn.get_crd(name).await {
+            Ok(Some(crd)) => crd,
+            Ok(None) => return Err(not_stored()),
+            Err(e) => {
+                return Err(Untrusted::Unread(format!(
+                    "cannot read the stored CRD {name}: {e}"
+                )));
+            }
+        };
+        let text = |pointer: &str| {
+            stored
+                .pointer(pointer)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+        };
+        let uid = text("/metadata/uid");
+        if uid.is_empty() || claims.iter().any(|c| c.uid() != uid) {
+            return Err(not_stored());
+        }
+        for claim in claims {
+            let claimed = claim.claimed().map_err(refused)?;
+            if claimed.group != text("/spec/group")
+                || claimed.names.plural != text("/spec/names/plural")
+            {
+                return Err(refused(format!(
+                    "the request's object claims group {:?} and plural {:?}, which the stored CRD {name} does not have",
+                    claimed.group, claimed.names.plural
+                )));
+            }
+        }
+        self.blocking(move || {
+            Crd::from_manifest(stored).map_err(|e| format!("the stored CRD cannot be read: {e}"))
+        })
+        .await
+        .map_err(Untrusted::Unread)
+    }
+
     /// Parses both CRDs and finds what `apply-check` would, one judgment
     /// per core at a time, off the async threads.
     async fn judge(
@@ -290,19 +527,14 @@ impl Reviewer {
         kube: KubeVersion,
         config: &Config,
     ) -> Result<Vec<Finding>, String> {
-        let _permit = self
-            .judging
-            .acquire()
-            .await
-            .map_err(|e| format!("the check stopped inside crd-safety: {e}"))?;
-        // Owned copies for the blocking pool, made under the permit, so
-        // waiting reviews hold only their bodies.
+        // Owned copies for the blocking pool; waiting reviews hold only
+        // their bodies.
         let new_raw = request.object.map(|r| r.get().to_owned());
         let old_raw = request.old_object.map(|r| r.get().to_owned());
         let mut judged = config.clone();
         judged.kube_version = kube;
         judged.kube_version_source = KubeVersionSource::Server;
-        tokio::task::spawn_blocking(move || {
+        self.blocking(move || {
             let new = parse_crd_text(new_raw.as_deref())?;
             let old = old_raw
                 .as_deref()
@@ -311,7 +543,6 @@ impl Reviewer {
             Ok(findings_of(old, new, &judged))
         })
         .await
-        .map_err(|e| format!("the check stopped inside crd-safety: {e}"))?
     }
 
     /// How many objects the CRD has: one `limit=1` LIST per served
@@ -337,21 +568,23 @@ impl Reviewer {
         Err(last)
     }
 
-    /// Validates the stored objects against the new schema, within the
-    /// configured deadline and object cap.
+    /// Validates the objects the API server stores for `stored` against
+    /// the new schema in `new_raw`, within the configured deadline and
+    /// object cap.
     async fn scan(
         &self,
-        old: &Crd,
-        new: &Crd,
+        stored: &Crd,
+        new_raw: Option<&RawValue>,
         config: &Config,
     ) -> Result<(Vec<Finding>, u64), String> {
-        let limits = config.webhook.scan_objects;
+        let settings = config.webhook;
+        let limits = settings.scan_objects;
         // The deadline covers the count too: both are round trips to a
         // server that may be slow, and the answer must beat the webhook's
         // timeout.
         let bounded = async {
             let count = self
-                .count_objects(old)
+                .count_objects(stored)
                 .await
                 .map_err(|why| format!("the stored objects were not scanned: {why}"))?;
             if count > limits.max_objects {
@@ -360,12 +593,16 @@ impl Reviewer {
                     limits.max_objects
                 ));
             }
+            let new_raw = new_raw.map(|r| r.get().to_owned());
+            let new = self
+                .blocking(move || parse_crd_text(new_raw.as_deref()))
+                .await?;
             let minor = self.kube_version(config).await.minor;
             let mut quiet = |_: crate::scan::Progress<'_>| {};
             scan_crd(
                 &self.conn,
-                old,
-                new,
+                stored,
+                &new,
                 minor,
                 &ScanOptions::default(),
                 &mut quiet,
@@ -381,9 +618,69 @@ impl Reviewer {
                     seconds(limits.deadline)
                 )
             })??;
-        let (kept, _) = config.policy().apply(&old.name, result.findings);
+        let (mut kept, _) = config.policy().apply(&stored.name, result.findings);
+        if !settings.reveals_values() {
+            kept.iter_mut().for_each(without_values);
+        }
         Ok((kept, result.summary.scanned))
     }
+}
+
+/// Whether `name` can be a CRD's name (`<plural>.<group>`, a DNS
+/// subdomain): it goes into the path of a GET, so nothing else is sent.
+fn is_crd_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 253
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+        && !name.starts_with(['.', '-'])
+        && !name.ends_with(['.', '-'])
+        && !name.contains("..")
+}
+
+/// The deadline of one review: the configured one, or less when the API
+/// server's own timeout leaves less.
+fn review_deadline(configured: Duration, caller_timeout: Option<Duration>) -> Duration {
+    match caller_timeout {
+        Some(t) if !t.is_zero() => configured.min(t.mul_f64(SHARE_OF_CALLER_TIMEOUT)),
+        _ => configured,
+    }
+}
+
+/// A scan finding as the requester may see it: the objects by
+/// `namespace/name` and the rule that fails, never the values the scan
+/// read with the webhook's rights (the sample of a validation error
+/// quotes them). `webhook.reveal: values` keeps the full message.
+fn without_values(f: &mut Finding) {
+    let Some(d) = &f.objects else { return };
+    let at = f.path.as_deref().unwrap_or("the object");
+    let of = format!("{} of {} objects", d.count, d.scanned);
+    let examples = if d.examples.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", d.examples.join(", "))
+    };
+    let hidden = "values not shown (webhook.reveal: values shows them)";
+    f.message = match f.check {
+        Check::InvalidObjects => {
+            let writes = match d.ratcheted {
+                Some(true) => {
+                    "updates that leave the field unchanged still succeed (ratcheting), creating such an object fails"
+                }
+                _ => "every write of these objects fails until they are fixed",
+            };
+            format!(
+                "{of}{examples} fail {} at {at} under the new schema; {writes}; {hidden}",
+                d.rule
+            )
+        }
+        Check::NotEvaluated => format!(
+            "rule `{}` at {at} could not be evaluated here for {of}{examples}; they are not counted as valid; {hidden}",
+            d.rule
+        ),
+        _ => return,
+    };
 }
 
 /// What `apply-check` would report for this change, after the configured
@@ -436,11 +733,6 @@ fn outline_of(raw: &RawValue) -> Result<Outline<'_>, String> {
     }
 }
 
-/// The CRD in a request's object (already known to be one).
-fn parse_crd(raw: Option<&RawValue>) -> Result<Crd, String> {
-    parse_crd_text(raw.map(RawValue::get))
-}
-
 fn parse_crd_text(raw: Option<&str>) -> Result<Crd, String> {
     let raw = raw.ok_or("the request carries no object")?;
     let value = serde_json::from_str(raw).map_err(|e| format!("unreadable object: {e}"))?;
@@ -458,6 +750,41 @@ fn objects_exist(crd: &Crd, count: u64) -> Problem {
              delete them first (kubectl delete {} --all -A), or accept the loss",
             if count == 1 { "object" } else { "objects" },
             crd.spec.names.plural
+        ),
+    }
+}
+
+/// Whether an update arms the deletion guard's break-glass: its accept
+/// annotation lists `crdDeletion`, and the update adds or changes the
+/// break-glass annotations.
+fn arms_deletion(
+    annotations: &BTreeMap<String, String>,
+    before: &BTreeMap<String, String>,
+) -> bool {
+    let lists_deletion = annotations
+        .get(ACCEPT_ANNOTATION)
+        .is_some_and(|list| list.split(',').any(|c| c.trim() == DELETION_CHECK));
+    lists_deletion && decision::bound(annotations, Some(before), None).is_ok()
+}
+
+/// The problem of an update that arms `crdDeletion` while objects exist:
+/// accepted only as break-glass is (with a reason; logged with the user),
+/// so arming the deletion is itself a recorded decision.
+fn armed(crd: &Crd, count: u64, generation: Option<i64>) -> Problem {
+    let kind = &crd.spec.names.kind;
+    let then = match generation {
+        Some(g) => format!(
+            "; the deletion itself is accepted only while {ACCEPT_GENERATION_ANNOTATION} is \"{g}\", this CRD's metadata.generation"
+        ),
+        None => String::new(),
+    };
+    Problem {
+        id: DELETION_CHECK,
+        blocking: true,
+        message: format!(
+            "this update arms {ACCEPT_ANNOTATION}: {DELETION_CHECK} while {count} {kind} {} exist, \
+             and deleting the CRD deletes every one of them{then}",
+            if count == 1 { "object" } else { "objects" },
         ),
     }
 }
@@ -523,5 +850,64 @@ mod tests {
         )
         .unwrap();
         assert_eq!(removal(&findings_of(Some(old()), new(), &excepted)), None);
+    }
+
+    #[test]
+    fn the_review_deadline_leaves_room_within_the_api_servers_timeout() {
+        let eight = Duration::from_secs(8);
+        assert_eq!(review_deadline(eight, None), eight);
+        assert_eq!(review_deadline(eight, Some(Duration::from_secs(10))), eight);
+        assert_eq!(
+            review_deadline(eight, Some(Duration::from_secs(5))),
+            Duration::from_secs(4)
+        );
+        assert_eq!(review_deadline(eight, Some(Duration::ZERO)), eight);
+    }
+
+    #[test]
+    fn a_scan_finding_names_objects_and_the_rule_but_not_the_values() {
+        let mut f = Finding::new(
+            Check::InvalidObjects,
+            Severity::Error,
+            "1 of 3 objects fail enum at ^.spec.color under the new schema \
+             (e.g. default/v7: spec.color: Unsupported value: \"hunter2\"); not ratcheted",
+        )
+        .in_version("v1")
+        .at("^.spec.color")
+        .with_objects(crate::compare::ObjectsDetail {
+            rule: "enum".into(),
+            count: 1,
+            scanned: 3,
+            ratcheted: Some(false),
+            examples: vec!["default/v7".into()],
+        });
+        without_values(&mut f);
+        assert_eq!(
+            f.message,
+            "1 of 3 objects (default/v7) fail enum at ^.spec.color under the new schema; \
+             every write of these objects fails until they are fixed; \
+             values not shown (webhook.reveal: values shows them)"
+        );
+        // Findings of the comparison carry no object values: untouched.
+        let mut plain = Finding::new(Check::Enum, Severity::Error, "enum narrowed");
+        without_values(&mut plain);
+        assert_eq!(plain.message, "enum narrowed");
+    }
+
+    #[test]
+    fn only_what_can_be_a_crds_name_is_looked_up() {
+        assert!(is_crd_name("widgets.example.com"));
+        assert!(is_crd_name("deployments.apps"));
+        for bad in [
+            "",
+            "../../api/v1/namespaces/default/secrets/x",
+            "widgets.example.com/status",
+            "Widgets.example.com",
+            "widgets..example.com",
+            ".widgets",
+            "widgets.example.com?watch=1",
+        ] {
+            assert!(!is_crd_name(bad), "{bad:?}");
+        }
     }
 }

@@ -4,6 +4,13 @@
 //! `reload_interval`; SIGTERM marks the server not ready, keeps answering
 //! for `shutdown_delay` (while endpoints stop routing to it), then stops
 //! accepting and lets requests in flight finish.
+//!
+//! Every wait has a bound, so no client can hold the server: the TLS
+//! handshake and the request header must arrive within
+//! `header_read_timeout` (it also closes keep-alive connections idle that
+//! long), the body within `body_read_timeout`, at most `max_connections`
+//! are open at once (more are closed at once), and each review has its
+//! deadline ([`super::review`]).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -15,16 +22,17 @@ use std::time::{Duration, Instant};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use kube::core::admission::AdmissionResponse;
 use serde_json::{Value, json};
 use thiserror::Error;
 use tokio::net::TcpListener;
 
+use super::cpu::cpu;
 use super::metrics::Metrics;
 use super::request;
 use super::review::{Reviewed, Reviewer, SharedConfig};
-use super::tls::{CertError, ReloadingCert, server_config};
+use super::tls::{CertError, ReloadingCert, client_roots, server_config};
 use crate::cluster::Connection;
 use crate::config::{Config, ConfigError};
 
@@ -37,6 +45,9 @@ pub struct ServeOptions {
     pub cert_file: PathBuf,
     /// PEM private key.
     pub key_file: PathBuf,
+    /// PEM CA certificates; when set, clients must present a certificate
+    /// signed by one of them (the API server's admission kubeconfig).
+    pub client_ca_file: Option<PathBuf>,
     /// The configuration file (a mounted ConfigMap), if any.
     pub config_file: Option<PathBuf>,
     /// How often the certificate and configuration are read again.
@@ -47,6 +58,14 @@ pub struct ServeOptions {
     pub shutdown_delay: Duration,
     /// After that: how long requests in flight may take to finish.
     pub drain_timeout: Duration,
+    /// How long a client may take for its TLS handshake, and for a
+    /// request's header (or to start the next one on a kept-alive
+    /// connection).
+    pub header_read_timeout: Duration,
+    /// How long a client may take to send a request's body.
+    pub body_read_timeout: Duration,
+    /// Connections open at once; more are closed as soon as accepted.
+    pub max_connections: usize,
 }
 
 /// Why `serve` could not start.
@@ -76,6 +95,7 @@ struct State {
     metrics: Metrics,
     ready: AtomicBool,
     max_body: usize,
+    body_timeout: Duration,
 }
 
 /// One structured log line on stdout.
@@ -121,7 +141,13 @@ pub async fn serve(
     let (config, mut config_text) = load_config(opts.config_file.as_ref())?;
     let shared = Arc::new(SharedConfig::new(config));
     let cert = Arc::new(ReloadingCert::load(&opts.cert_file, &opts.key_file)?);
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server_config(Arc::clone(&cert))?));
+    let roots = opts
+        .client_ca_file
+        .as_deref()
+        .map(client_roots)
+        .transpose()?;
+    let acceptor =
+        tokio_rustls::TlsAcceptor::from(Arc::new(server_config(Arc::clone(&cert), roots)?));
     let listener = TcpListener::bind(opts.listen)
         .await
         .map_err(|source| ServeError::Bind {
@@ -134,14 +160,22 @@ pub async fn serve(
         metrics: Metrics::default(),
         ready: AtomicBool::new(true),
         max_body: opts.max_body_bytes,
+        body_timeout: opts.body_read_timeout,
     });
+    let connections = Arc::new(tokio::sync::Semaphore::new(opts.max_connections.max(1)));
     {
         let (_, c) = shared.get();
         log(
             "serving",
             json!({"address": addr.to_string(), "mode": c.webhook.mode.as_str(),
-                   "config": opts.config_file.as_ref().map(|p| p.display().to_string())}),
+                   "config": opts.config_file.as_ref().map(|p| p.display().to_string()),
+                   "clientCa": opts.client_ca_file.as_ref().map(|p| p.display().to_string())}),
         );
+    }
+    // The server's version, read before the first review needs it.
+    {
+        let state = Arc::clone(&state);
+        tokio::spawn(async move { state.reviewer.prime().await });
     }
     // Reloads: the certificate and the configuration file, as mounted
     // Secrets and ConfigMaps change under us.
@@ -216,21 +250,32 @@ pub async fn serve(
         let Ok((tcp, _peer)) = accepted else {
             continue;
         };
+        // Over the limit: closed unanswered, counted, not logged (a flood
+        // would flood the log too).
+        let Ok(open) = Arc::clone(&connections).try_acquire_owned() else {
+            state.metrics.connection_refused();
+            drop(tcp);
+            continue;
+        };
         let acceptor = acceptor.clone();
         let state = Arc::clone(&state);
         let watcher = graceful.watcher();
+        let header_timeout = opts.header_read_timeout;
         tokio::spawn(async move {
+            let _open = open;
             // A client that never finishes its handshake must not hold a task.
-            let tls =
-                match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
-                    Ok(Ok(tls)) => tls,
-                    _ => return,
-                };
+            let tls = match tokio::time::timeout(header_timeout, acceptor.accept(tcp)).await {
+                Ok(Ok(tls)) => tls,
+                _ => return,
+            };
             let service = hyper::service::service_fn(move |req| {
                 let state = Arc::clone(&state);
                 async move { Ok::<_, Infallible>(handle(&state, req).await) }
             });
+            // Without a timer hyper has no header timeout at all.
             let conn = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(header_timeout)
                 .serve_connection(TokioIo::new(tls), service);
             let _ = watcher.watch(conn).await;
         });
@@ -287,8 +332,18 @@ fn bad(state: &State, status: StatusCode, why: String) -> Response<Full<Bytes>> 
     text(status, why + "\n")
 }
 
+/// The API server's own timeout for a review: it calls
+/// `/validate?timeout=10s` (the webhook's `timeoutSeconds`).
+fn caller_timeout(query: Option<&str>) -> Option<Duration> {
+    query?
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("timeout="))
+        .and_then(|t| crate::duration::parse(t).ok())
+}
+
 async fn validate(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> {
     let started = Instant::now();
+    let caller_timeout = caller_timeout(req.uri().query());
     let declared = req
         .headers()
         .get(http::header::CONTENT_LENGTH)
@@ -301,10 +356,22 @@ async fn validate(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>
             format!("the body is larger than {} bytes", state.max_body),
         );
     }
-    let body = match Limited::new(req.into_body(), state.max_body)
-        .collect()
-        .await
-    {
+    let collected = tokio::time::timeout(
+        state.body_timeout,
+        Limited::new(req.into_body(), state.max_body).collect(),
+    )
+    .await;
+    let Ok(collected) = collected else {
+        return bad(
+            state,
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the body did not arrive within {}s (--body-read-timeout)",
+                state.body_timeout.as_secs_f64()
+            ),
+        );
+    };
+    let body = match collected {
         Ok(b) => b.to_bytes(),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => {
             return bad(
@@ -321,11 +388,11 @@ async fn validate(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>
             );
         }
     };
-    let request = match request::parse(&body) {
+    let request = match cpu(|| request::parse(&body)) {
         Ok(r) => r,
         Err(why) => return bad(state, StatusCode::BAD_REQUEST, why),
     };
-    let reviewed = state.reviewer.review(&request).await;
+    let reviewed = state.reviewer.review(&request, caller_timeout).await;
     state.metrics.review(
         reviewed.operation.as_str(),
         reviewed.decision.verdict.as_str(),
@@ -335,12 +402,13 @@ async fn validate(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>
     if let Some(outcome) = reviewed.scan {
         state.metrics.scan(outcome);
     }
-    log(
-        "review",
-        serde_json::to_value(&reviewed).unwrap_or_default(),
-    );
-    let response = respond(&request, &reviewed);
-    let body = serde_json::to_vec(&response.into_review()).unwrap_or_default();
+    let body = cpu(|| {
+        log(
+            "review",
+            serde_json::to_value(&reviewed).unwrap_or_default(),
+        );
+        serde_json::to_vec(&respond(&request, &reviewed).into_review()).unwrap_or_default()
+    });
     let mut r = Response::new(Full::new(Bytes::from(body)));
     r.headers_mut().insert(
         http::header::CONTENT_TYPE,
@@ -368,4 +436,23 @@ fn respond(request: &request::Request, reviewed: &Reviewed) -> AdmissionResponse
         );
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_api_servers_timeout_is_read_from_the_query() {
+        assert_eq!(
+            caller_timeout(Some("timeout=10s")),
+            Some(Duration::from_secs(10))
+        );
+        assert_eq!(
+            caller_timeout(Some("a=b&timeout=2500ms")),
+            Some(Duration::from_millis(2500))
+        );
+        assert_eq!(caller_timeout(Some("timeout=soon")), None);
+        assert_eq!(caller_timeout(None), None);
+    }
 }

@@ -2,6 +2,11 @@
 //! and the kubelet rotate a mounted Secret by swapping a symlink): each new
 //! TLS handshake takes the key pair in force, connections already open keep
 //! theirs, so a rotation drops no request.
+//!
+//! With a client CA (`--client-ca-file`) the server also asks every client
+//! for a certificate signed by it and refuses the handshake without one:
+//! only the API server (given that certificate in its admission
+//! kubeconfig) can then post reviews.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
@@ -9,7 +14,7 @@ use std::sync::{Arc, RwLock};
 use rustls::crypto::ring::sign::any_supported_type;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::server::{ClientHello, ResolvesServerCert, WebPkiClientVerifier};
 use rustls::sign::CertifiedKey;
 use thiserror::Error;
 
@@ -29,6 +34,30 @@ pub enum CertError {
     /// The key file holds no usable private key.
     #[error("{path}: {detail}")]
     Key { path: String, detail: String },
+    /// The client CA file holds no usable CA certificate.
+    #[error("{path}: {detail}")]
+    ClientCa { path: String, detail: String },
+}
+
+/// The CA certificates client certificates must be signed by, read from a
+/// PEM file (once, at start-up).
+pub fn client_roots(path: &Path) -> Result<rustls::RootCertStore, CertError> {
+    let bad = |detail: String| CertError::ClientCa {
+        path: path.display().to_string(),
+        detail,
+    };
+    let pem = read(path)?;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(&pem) {
+        let cert = cert.map_err(|e| bad(format!("unreadable PEM ({e})")))?;
+        roots
+            .add(cert)
+            .map_err(|e| bad(format!("not a usable CA certificate ({e})")))?;
+    }
+    if roots.is_empty() {
+        return Err(bad("no PEM certificate in it".to_string()));
+    }
+    Ok(roots)
 }
 
 /// The files and what was last read from them.
@@ -136,13 +165,25 @@ impl ResolvesServerCert for ReloadingCert {
 }
 
 /// A TLS server configuration that takes its key pair from `cert`,
-/// offering HTTP/1.1 only (the API server's webhook client speaks it).
-pub fn server_config(cert: Arc<ReloadingCert>) -> Result<rustls::ServerConfig, rustls::Error> {
+/// offering HTTP/1.1 only (the API server's webhook client speaks it), and
+/// requiring a client certificate signed by `client_roots` when given.
+pub fn server_config(
+    cert: Arc<ReloadingCert>,
+    client_roots: Option<rustls::RootCertStore>,
+) -> Result<rustls::ServerConfig, rustls::Error> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_no_client_auth()
-        .with_cert_resolver(cert);
+    let builder = rustls::ServerConfig::builder_with_provider(Arc::clone(&provider))
+        .with_safe_default_protocol_versions()?;
+    let builder = match client_roots {
+        None => builder.with_no_client_auth(),
+        Some(roots) => {
+            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+                .build()
+                .map_err(|e| rustls::Error::General(format!("client CA: {e}")))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    let mut config = builder.with_cert_resolver(cert);
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(config)
 }

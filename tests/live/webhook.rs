@@ -688,3 +688,763 @@ async fn a_scan_that_outlasts_its_deadline_follows_fail_mode() {
         stderr(&out)
     );
 }
+
+/// The stored CRD `name`, as the API server returns it (uid included).
+fn stored(kubeconfig: &Path, name: &str) -> Value {
+    let out = kubectl(kubeconfig, &["get", "crd", name, "-o", "json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_slice(&out.stdout).expect("CRD JSON")
+}
+
+/// `crd` with the schema of its first version's `spec.color` replaced.
+fn with_color(crd: &Value, color: Value) -> Value {
+    let mut crd = crd.clone();
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["color"] =
+        color;
+    crd
+}
+
+/// What nobody who only reaches the Service may learn: the names and
+/// values of objects, and how many there are.
+fn assert_reveals_nothing(what: &str, response: &Value, secrets: &[&str]) {
+    let text = response.to_string();
+    for secret in secrets {
+        assert!(
+            !text.contains(secret),
+            "{what}: {secret:?} leaked: {response:#}"
+        );
+    }
+    assert!(
+        !text.contains("still exist"),
+        "{what}: a count leaked: {response:#}"
+    );
+    assert!(
+        response["warnings"].as_array().is_none_or(Vec::is_empty),
+        "{what}: nothing but the refusal: {response:#}"
+    );
+}
+
+#[tokio::test]
+async fn a_forged_review_reads_nothing_for_its_sender_and_is_refused() {
+    let Some(plane) = support::envtest::control_plane() else {
+        return;
+    };
+    let kc = &plane.admin_kubeconfig;
+    let client = admin(plane).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let files = dir.path();
+    // A Deployment the sender may not read, and a CRD with one object.
+    let deployment = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "payroll-db", "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": "payroll"}},
+                 "template": {"metadata": {"labels": {"app": "payroll"}},
+                              "spec": {"containers": [{"name": "db", "image": "db",
+                                       "env": [{"name": "PASSWORD", "value": "hunter2-env"}]}]}}}
+    });
+    let file = write_manifest(files, "deployment.json", &deployment);
+    let out = kubectl(kc, &["apply", "-f", &file]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    install(
+        &client,
+        &crd(
+            "vaults",
+            &[("v1", true, true)],
+            json!({"color": {"type": "string"}}),
+        ),
+    )
+    .await;
+    create_objects(
+        &client,
+        "vaults",
+        "v1",
+        vec![(
+            "default".into(),
+            "vault-7".into(),
+            json!({"size": 1, "color": "hunter2-color"}),
+        )],
+    )
+    .await;
+    let ca = TestCa::new();
+    ca.issue(files);
+    write_config(
+        files,
+        "webhook:\n  mode: enforce\n  failMode: closed\n  scanObjects: {enabled: true}\n",
+    );
+    let served = Served::start(files, kc, &[]);
+    let send = |body: Vec<u8>| {
+        let ca = &ca;
+        let addr = served.addr;
+        async move {
+            let (code, body) = support::webhook::https(addr, ca, &body).await;
+            support::webhook::answer(code, &body)
+        }
+    };
+    let secrets = ["payroll", "hunter2", "vault-7"];
+
+    // A made-up CRD naming another group's resource, with a schema that
+    // rejects every Deployment: not stored, so nothing is listed.
+    let mut fake = crd("deployments", &[("v1", true, true)], json!({}));
+    fake["metadata"] =
+        json!({"name": "deployments.apps", "uid": "0d1e2f00-0000-4000-8000-000000000000"});
+    fake["spec"]["group"] = json!("apps");
+    fake["spec"]["names"] = json!({"kind": "Deployment", "plural": "deployments"});
+    let rejecting = {
+        let mut c = fake.clone();
+        c["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = json!({"type": "object", "required": ["nothing"], "properties": {"nothing": {"type": "string", "maxLength": 0}}});
+        c
+    };
+    for (what, body) in [
+        (
+            "DELETE deployments.apps",
+            support::webhook::review("DELETE", "deployments.apps", Some(&fake), None),
+        ),
+        (
+            "UPDATE deployments.apps",
+            support::webhook::review("UPDATE", "deployments.apps", Some(&fake), Some(&rejecting)),
+        ),
+    ] {
+        let response = send(body).await;
+        assert_eq!(response["allowed"], false, "{what}: {response:#}");
+        let message = response["status"]["message"].as_str().unwrap_or("");
+        assert_has(
+            message,
+            "crd-safety read nothing for this request: no CRD \"deployments.apps\" with the uid of the request's object is stored in the cluster",
+        );
+        assert_has(message, "failMode: closed");
+        assert_reveals_nothing(what, &response, &secrets);
+    }
+
+    // A name that is no CRD's name (it would reach another path): refused
+    // before anything is read.
+    let mut traversing = fake.clone();
+    traversing["metadata"]["name"] = json!("../../../api/v1/namespaces/default/secrets");
+    let response = send(support::webhook::review(
+        "DELETE",
+        "../../../api/v1/namespaces/default/secrets",
+        Some(&traversing),
+        None,
+    ))
+    .await;
+    assert_eq!(response["allowed"], false, "{response:#}");
+    assert_has(
+        response["status"]["message"].as_str().unwrap_or(""),
+        "\"../../../api/v1/namespaces/default/secrets\" is not the name of a CRD",
+    );
+    assert_reveals_nothing("a path for a name", &response, &secrets);
+
+    // The real CRD's name and uid, but a body claiming another group and
+    // plural: refused, the stored CRD's resources are not listed either.
+    let vaults = stored(kc, "vaults.example.com");
+    let mut posing = vaults.clone();
+    posing["spec"]["group"] = json!("apps");
+    posing["spec"]["names"]["plural"] = json!("deployments");
+    let posing_new = with_color(&posing, json!({"type": "string", "enum": ["red"]}));
+    let response = send(support::webhook::review(
+        "UPDATE",
+        "vaults.example.com",
+        Some(&posing),
+        Some(&posing_new),
+    ))
+    .await;
+    assert_eq!(response["allowed"], false, "{response:#}");
+    assert_has(
+        response["status"]["message"].as_str().unwrap_or(""),
+        "claims group \"apps\" and plural \"deployments\", which the stored CRD vaults.example.com does not have",
+    );
+    assert_reveals_nothing("posing as apps", &response, &secrets);
+
+    // Another uid than the stored CRD's: refused, no count.
+    let mut other_uid = vaults.clone();
+    other_uid["metadata"]["uid"] = json!("0d1e2f00-0000-4000-8000-000000000001");
+    let response = send(support::webhook::review(
+        "DELETE",
+        "vaults.example.com",
+        Some(&other_uid),
+        None,
+    ))
+    .await;
+    assert_eq!(response["allowed"], false, "{response:#}");
+    assert_has(
+        response["status"]["message"].as_str().unwrap_or(""),
+        "no CRD \"vaults.example.com\" with the uid of the request's object",
+    );
+    assert_reveals_nothing("another uid", &response, &secrets);
+
+    // The genuine article still works: the deletion guard counts...
+    let response = send(support::webhook::review(
+        "DELETE",
+        "vaults.example.com",
+        Some(&vaults),
+        None,
+    ))
+    .await;
+    assert_eq!(response["allowed"], false, "{response:#}");
+    assert_has(
+        response["status"]["message"].as_str().unwrap_or(""),
+        "1 Vault object still exist",
+    );
+    // ...and the scan names the object and the rule, not the value.
+    let red_only = with_color(&vaults, json!({"type": "string", "enum": ["red"]}));
+    let response = send(support::webhook::review(
+        "UPDATE",
+        "vaults.example.com",
+        Some(&vaults),
+        Some(&red_only),
+    ))
+    .await;
+    let text = response.to_string();
+    assert_eq!(response["allowed"], false, "{response:#}");
+    assert_has(&text, "default/vault-7");
+    assert_has(
+        &text,
+        "values not shown (webhook.reveal: values shows them)",
+    );
+    assert!(!text.contains("hunter2"), "a value leaked: {response:#}");
+    assert!(
+        !served
+            .log()
+            .iter()
+            .any(|l| l.to_string().contains("hunter2")),
+        "a value was logged"
+    );
+    // Opted in: the sample with its value is shown.
+    let before = served.log().len();
+    write_config(
+        files,
+        "webhook:\n  mode: enforce\n  failMode: closed\n  reveal: values\n  scanObjects: {enabled: true}\n",
+    );
+    served.wait_for("configuration reloaded", before);
+    let response = send(support::webhook::review(
+        "UPDATE",
+        "vaults.example.com",
+        Some(&vaults),
+        Some(&red_only),
+    ))
+    .await;
+    assert_has(&response.to_string(), "hunter2-color");
+}
+
+#[tokio::test]
+async fn with_a_client_ca_only_clients_with_its_certificate_are_answered() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let files = dir.path();
+    // The API server presents a client certificate to the webhook because
+    // its admission configuration points at a kubeconfig holding one.
+    let clients = TestCa::new();
+    let (cert, key) = clients.client("kube-apiserver");
+    let b64 = |s: &str| {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(s)
+    };
+    let webhook_kubeconfig = files.join("webhook.kubeconfig");
+    std::fs::write(
+        &webhook_kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nusers:\n- name: \"*\"\n  user:\n    \
+             client-certificate-data: {}\n    client-key-data: {}\n",
+            b64(&cert),
+            b64(&key)
+        ),
+    )
+    .expect("webhook kubeconfig");
+    let admission = files.join("admission.yaml");
+    std::fs::write(
+        &admission,
+        format!(
+            "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n\
+             - name: ValidatingAdmissionWebhook\n  configuration:\n    \
+             apiVersion: apiserver.config.k8s.io/v1\n    kind: WebhookAdmissionConfiguration\n    \
+             kubeConfigFile: {}\n",
+            webhook_kubeconfig.display()
+        ),
+    )
+    .expect("admission configuration");
+    let version = std::env::var("CRD_SAFETY_KUBE_VERSION").unwrap_or_else(|_| "1.34".into());
+    let extras = support::envtest::Extras {
+        apiserver_args: vec![format!(
+            "--admission-control-config-file={}",
+            admission.display()
+        )],
+        ..Default::default()
+    };
+    let Some(plane) = support::envtest::dedicated_with(&version, &extras) else {
+        return;
+    };
+    let client = admin(&plane).await;
+    install(&client, &widgets(json!({"color": {"type": "string"}}))).await;
+    let ca = TestCa::new();
+    ca.issue(files);
+    write_config(files, "webhook:\n  mode: enforce\n");
+    std::fs::write(files.join("clients.crt"), &clients.pem).expect("client CA");
+    let client_ca = files.join("clients.crt");
+    let served = Served::start(
+        files,
+        &plane.admin_kubeconfig,
+        &["--client-ca-file", client_ca.to_str().expect("utf-8")],
+    );
+    // Without a certificate, or with one of another CA: refused in the
+    // TLS handshake, no HTTP answer at all.
+    let stranger = TestCa::new().client("kube-apiserver");
+    for (what, identity) in [("no certificate", None), ("another CA's", Some(&stranger))] {
+        let refused =
+            support::webhook::https_with(served.addr, &ca, identity, &get("/healthz")).await;
+        assert!(refused.is_err(), "{what}: answered {refused:?}");
+    }
+    let answered =
+        support::webhook::https_with(served.addr, &ca, Some(&(cert, key)), &get("/healthz")).await;
+    assert_eq!(answered, Ok((200, "ok\n".to_string())));
+    // The API server's reviews are answered: the unsafe update is denied.
+    register(&client, &served.url(), &ca, "Fail").await;
+    let unsafe_crd = write_manifest(files, "unsafe.json", &widgets(json!({})));
+    let denied = until_kubectl_says(
+        &plane.admin_kubeconfig,
+        &dry_run(&unsafe_crd),
+        "denied the request",
+    );
+    assert_has(&stderr(&denied), "existingFieldRemoval v1 ^.spec.color");
+}
+
+/// Opens a TLS connection to `addr` and sends `partial`, then waits: a
+/// client that holds a connection without finishing its request. `Err`
+/// when the server would not even finish the handshake.
+async fn stalling(
+    addr: std::net::SocketAddr,
+    ca: &TestCa,
+    partial: &[u8],
+) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, String> {
+    use tokio::io::AsyncWriteExt;
+    let config = support::webhook::client_config(ca.pem.as_bytes());
+    let tcp = tokio::net::TcpStream::connect(addr)
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").expect("name");
+    let mut tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))
+        .connect(name, tcp)
+        .await
+        .map_err(|e| format!("handshake: {e}"))?;
+    tls.write_all(partial)
+        .await
+        .map_err(|e| format!("write: {e}"))?;
+    tls.flush().await.map_err(|e| format!("flush: {e}"))?;
+    Ok(tls)
+}
+
+/// Reads what the server sends until it closes the connection, or
+/// `within` passes (then panics: the server kept it open).
+async fn closed_within(
+    tls: &mut tokio_rustls::client::TlsStream<tokio::net::TcpStream>,
+    within: std::time::Duration,
+) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut answer = Vec::new();
+    match tokio::time::timeout(within, tls.read_to_end(&mut answer)).await {
+        Ok(_) => String::from_utf8_lossy(&answer).into_owned(),
+        Err(_) => panic!("the connection was still open after {within:?}"),
+    }
+}
+
+#[tokio::test]
+async fn slow_clients_are_cut_off_and_do_not_hold_up_other_reviews() {
+    let Some(plane) = support::envtest::control_plane() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let files = dir.path();
+    let ca = TestCa::new();
+    ca.issue(files);
+    write_config(files, "webhook:\n  mode: enforce\n");
+    let mut served = Served::start(
+        files,
+        &plane.admin_kubeconfig,
+        &["--header-read-timeout", "2s", "--body-read-timeout", "2s"],
+    );
+    let addr = served.addr;
+    let margin = std::time::Duration::from_secs(10);
+    // Slowloris: half a header on each of several connections, and one
+    // whole header with half its body.
+    let mut half_headers = Vec::new();
+    for _ in 0..5 {
+        half_headers.push(
+            stalling(
+                addr,
+                &ca,
+                b"POST /validate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le",
+            )
+            .await
+            .expect("a slow client connects"),
+        );
+    }
+    let mut half_body = stalling(
+        addr,
+        &ca,
+        b"POST /validate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"kind\":",
+    )
+    .await
+    .expect("a slow client connects");
+    // Meanwhile reviews are answered, promptly.
+    for _ in 0..3 {
+        let started = std::time::Instant::now();
+        let created = crd("slowlorises", &[("v1", true, true)], json!({}));
+        let (code, body) = support::webhook::https(
+            addr,
+            &ca,
+            &support::webhook::review("CREATE", "slowlorises.example.com", None, Some(&created)),
+        )
+        .await;
+        assert_eq!(
+            support::webhook::answer(code, &body)["allowed"],
+            true,
+            "{body}"
+        );
+        assert!(
+            started.elapsed() < margin,
+            "a review waited {:?}",
+            started.elapsed()
+        );
+    }
+    // Each slow client is cut off after its timeout: no answer to half a
+    // header, a 408 to half a body.
+    for tls in &mut half_headers {
+        let said = closed_within(tls, std::time::Duration::from_secs(2) + margin).await;
+        assert!(!said.contains("200 OK"), "{said}");
+    }
+    let said = closed_within(&mut half_body, std::time::Duration::from_secs(2) + margin).await;
+    assert_has(&said, "408 Request Timeout");
+    assert_has(&said, "--body-read-timeout");
+    assert_eq!(served.terminate(), 0);
+    drop(half_headers);
+
+    // Over --max-connections, a connection is closed at once; those open
+    // before it are still served.
+    let served = Served::start(
+        files,
+        &plane.admin_kubeconfig,
+        &["--header-read-timeout", "60s", "--max-connections", "4"],
+    );
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        held.push(
+            stalling(served.addr, &ca, b"")
+                .await
+                .expect("within the limit"),
+        );
+    }
+    let refused = stalling(served.addr, &ca, b"GET /healthz HTTP/1.1\r\n\r\n").await;
+    let refused = match refused {
+        Err(e) => e,
+        Ok(mut tls) => closed_within(&mut tls, margin).await,
+    };
+    assert!(
+        !refused.contains("200 OK"),
+        "a fifth connection was answered: {refused}"
+    );
+    // A held one is served.
+    {
+        use tokio::io::AsyncWriteExt;
+        let tls = &mut held[0];
+        tls.write_all(&get("/healthz")).await.expect("request");
+        let said = closed_within(tls, margin).await;
+        assert_has(&said, "200 OK");
+    }
+    drop(held);
+    let deadline = std::time::Instant::now() + margin;
+    loop {
+        match support::webhook::https_with(served.addr, &ca, None, &get("/metrics")).await {
+            Ok((200, metrics)) => {
+                // At least the fifth (retries of this loop may add more).
+                assert_has(&metrics, "crd_safety_connections_refused_total ");
+                assert!(!metrics.contains("crd_safety_connections_refused_total 0\n"));
+                break;
+            }
+            other => assert!(
+                std::time::Instant::now() < deadline,
+                "connections never freed: {other:?}"
+            ),
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_stalled_api_server_gets_a_fail_mode_answer_within_the_review_deadline() {
+    let Some(plane) = support::envtest::control_plane() else {
+        return;
+    };
+    let client = admin(plane).await;
+    install(
+        &client,
+        &crd(
+            "lockers",
+            &[("v1", true, true)],
+            json!({"color": {"type": "string"}}),
+        ),
+    )
+    .await;
+    let lockers = stored(&plane.admin_kubeconfig, "lockers.example.com");
+    // Reads of the CRD and of its objects stall for far longer than any
+    // deadline; the server's version still answers.
+    let proxy = support::faults::FaultProxy::start(plane, |r: &support::faults::Incoming<'_>| {
+        if r.target.contains("lockers") {
+            support::faults::Fault::Delay(std::time::Duration::from_secs(60))
+        } else {
+            support::faults::Fault::Forward
+        }
+    });
+    let dir = tempfile::tempdir().expect("tempdir");
+    let files = dir.path();
+    let stalled = proxy.kubeconfig(files);
+    let ca = TestCa::new();
+    ca.issue(files);
+    write_config(
+        files,
+        "webhook:\n  mode: enforce\n  failMode: closed\n  reviewDeadline: 2s\n  scanObjects: {enabled: true, deadline: 30s}\n",
+    );
+    let served = Served::start(files, Path::new(&stalled), &[]);
+    let limit = std::time::Duration::from_secs(2 + 10);
+    let changed = with_color(&lockers, json!({"type": "string", "maxLength": 3}));
+    for (what, request) in [
+        (
+            "DELETE",
+            support::webhook::review("DELETE", "lockers.example.com", Some(&lockers), None),
+        ),
+        (
+            "UPDATE with a scan",
+            support::webhook::review(
+                "UPDATE",
+                "lockers.example.com",
+                Some(&lockers),
+                Some(&changed),
+            ),
+        ),
+    ] {
+        let started = std::time::Instant::now();
+        let (code, body) = support::webhook::https(served.addr, &ca, &request).await;
+        let took = started.elapsed();
+        let response = support::webhook::answer(code, &body);
+        assert!(took < limit, "{what}: answered after {took:?}");
+        assert_eq!(response["allowed"], false, "{what}: {response:#}");
+        let message = response["status"]["message"].as_str().unwrap_or("");
+        assert_has(message, "the review did not finish within its deadline (2s");
+        assert_has(message, "failMode: closed denies what could not be checked");
+    }
+    // failMode open: allowed, saying what was not checked.
+    let before = served.log().len();
+    write_config(
+        files,
+        "webhook:\n  mode: enforce\n  failMode: open\n  reviewDeadline: 2s\n",
+    );
+    served.wait_for("configuration reloaded", before);
+    let started = std::time::Instant::now();
+    let (code, body) = support::webhook::https(
+        served.addr,
+        &ca,
+        &support::webhook::review("DELETE", "lockers.example.com", Some(&lockers), None),
+    )
+    .await;
+    assert!(started.elapsed() < limit);
+    let response = support::webhook::answer(code, &body);
+    assert_eq!(response["allowed"], true, "{response:#}");
+    assert_has(
+        &response["warnings"].to_string(),
+        "failMode: open allows it unchecked",
+    );
+}
+
+#[tokio::test]
+async fn the_charts_network_policy_admits_only_the_control_planes_addresses() {
+    let Some(helm_dir) = support::helm::helm_dir() else {
+        return;
+    };
+    let Some(plane) = support::envtest::control_plane() else {
+        return;
+    };
+    let chart = Path::new(env!("CARGO_MANIFEST_DIR")).join("charts/crd-safety");
+    let home = tempfile::tempdir().expect("tempdir");
+    let render = |sets: &[&str]| {
+        let mut args = vec![
+            "template",
+            "crd-safety",
+            chart.to_str().expect("UTF-8 path"),
+            "--namespace",
+            "crd-safety-netpol",
+            "--show-only",
+            "templates/networkpolicy.yaml",
+        ];
+        for set in sets {
+            args.extend(["--set", set]);
+        }
+        helm(helm_dir, home.path(), &plane.admin_kubeconfig, &args)
+    };
+    // Off by default.
+    let out = render(&[]);
+    assert!(!out.status.success(), "rendered by default");
+    assert_has(&stderr(&out), "could not find template");
+    // On without addresses: refused, saying what is missing.
+    let out = render(&["networkPolicy.enabled=true"]);
+    assert!(!out.status.success());
+    assert_has(
+        &stderr(&out),
+        "networkPolicy.enabled needs networkPolicy.controlPlaneCIDRs",
+    );
+    // On: only the webhook's port, only from the given peers; the API
+    // server accepts it.
+    let out = render(&[
+        "networkPolicy.enabled=true",
+        "networkPolicy.controlPlaneCIDRs={10.0.0.0/24,192.168.10.0/28}",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let yaml = String::from_utf8_lossy(&out.stdout).into_owned();
+    let policy: Value = serde_saphyr::from_str(&yaml).expect("one document");
+    assert_eq!(policy["spec"]["policyTypes"], json!(["Ingress"]));
+    assert_eq!(
+        policy["spec"]["ingress"],
+        json!([{"ports": [{"port": "https", "protocol": "TCP"}],
+                "from": [{"ipBlock": {"cidr": "10.0.0.0/24"}}, {"ipBlock": {"cidr": "192.168.10.0/28"}}]}])
+    );
+    support::live::ensure_namespace(&admin(plane).await, "crd-safety-netpol").await;
+    let files = tempfile::tempdir().expect("tempdir");
+    let file = files.path().join("policy.yaml");
+    std::fs::write(&file, &yaml).expect("write");
+    let out = kubectl(
+        &plane.admin_kubeconfig,
+        &[
+            "apply",
+            "--server-side",
+            "--dry-run=server",
+            "-f",
+            file.to_str().expect("UTF-8 path"),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[tokio::test]
+async fn break_glass_accepts_only_the_change_it_was_written_for() {
+    let Some(s) = setup("webhook:\n  mode: enforce\n", "Fail").await else {
+        return;
+    };
+    let kc = &s.plane.admin_kubeconfig;
+    let files = s.dir.path();
+    let client = admin(&s.plane).await;
+    let crd_name = "widgets.example.com";
+    let annotate = |pairs: &[&str]| {
+        let mut args = vec!["annotate", "crd", crd_name, "--overwrite"];
+        args.extend(pairs);
+        kubectl(kc, &args)
+    };
+    let no_color = write_manifest(files, "no-color.json", &widgets(json!({})));
+    until_kubectl_says(kc, &dry_run(&no_color), "denied the request");
+
+    // Accepted together with the change it accepts: honoured.
+    let mut accepted = widgets(json!({}));
+    accepted["metadata"]["annotations"] = json!({
+        "crd-safety.io/accept": "existingFieldRemoval",
+        "crd-safety.io/accept-reason": "color was never read; see #42"
+    });
+    let file = write_manifest(files, "accepted.json", &accepted);
+    let out = kubectl(
+        kc,
+        &["apply", "--server-side", "--force-conflicts", "-f", &file],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    // The next release removes another field, the annotation unchanged:
+    // it was written for the last change, not this one.
+    let mut no_size = accepted.clone();
+    no_size["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"] =
+        json!({});
+    let file = write_manifest(files, "no-size.json", &no_size);
+    let out = kubectl(
+        kc,
+        &["apply", "--server-side", "--force-conflicts", "-f", &file],
+    );
+    assert!(
+        !out.status.success(),
+        "a stale break-glass let a removal through"
+    );
+    let text = stderr(&out);
+    assert_has(&text, "existingFieldRemoval v1 ^.spec.size");
+    assert_has(
+        &text,
+        "crd-safety.io/accept is ignored: it was set by an earlier change and this request does not change it",
+    );
+
+    // Arming the deletion guard's break-glass is itself judged: without a
+    // reason, refused while objects exist.
+    create_objects(
+        &client,
+        "widgets",
+        "v1",
+        vec![("default".into(), "w1".into(), json!({"size": 1}))],
+    )
+    .await;
+    let out = annotate(&["crd-safety.io/accept-", "crd-safety.io/accept-reason-"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = annotate(&["crd-safety.io/accept=crdDeletion"]);
+    assert!(!out.status.success(), "armed without a reason");
+    let text = stderr(&out);
+    assert_has(
+        &text,
+        "this update arms crd-safety.io/accept: crdDeletion while 1 Widget object exist",
+    );
+    assert_has(&text, "crd-safety.io/accept-reason must say why");
+    // With a reason: allowed, warned, logged as break-glass with the user.
+    let out = annotate(&[
+        "crd-safety.io/accept=crdDeletion",
+        "crd-safety.io/accept-reason=retiring widgets",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_has(
+        &stderr(&out),
+        "Warning: crd-safety crdDeletion: this update arms",
+    );
+    let armed = s
+        .served
+        .log()
+        .into_iter()
+        .rev()
+        .find(|v| {
+            v["event"] == "review" && v["operation"] == "UPDATE" && v["breakGlass"].is_object()
+        })
+        .expect("the arming is logged");
+    assert_eq!(armed["accepted"], json!(["crdDeletion"]), "{armed:#}");
+    assert_eq!(armed["breakGlass"]["reason"], "retiring widgets");
+    assert_eq!(armed["objects"], 1);
+
+    // The deletion is a later request: the annotation must name the
+    // generation it was written for.
+    let delete = ["delete", "crd", crd_name, "--dry-run=server"];
+    let out = kubectl(kc, &delete);
+    assert!(!out.status.success(), "an unbound crdDeletion was honoured");
+    let generation = stored(kc, crd_name)["metadata"]["generation"]
+        .as_i64()
+        .expect("generation");
+    assert_has(
+        &stderr(&out),
+        &format!("first set crd-safety.io/accept-generation: \"{generation}\""),
+    );
+    let out = annotate(&[&format!("crd-safety.io/accept-generation={generation}")]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = kubectl(kc, &delete);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    // A change of the spec moves the generation: the armed deletion is
+    // disarmed.
+    let shape = write_manifest(
+        files,
+        "shape.json",
+        &widgets(json!({"shape": {"type": "string"}})),
+    );
+    let out = kubectl(
+        kc,
+        &["apply", "--server-side", "--force-conflicts", "-f", &shape],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = kubectl(kc, &delete);
+    assert!(
+        !out.status.success(),
+        "a crdDeletion of an older generation was honoured"
+    );
+    assert_has(&stderr(&out), "1 Widget object still exist");
+}

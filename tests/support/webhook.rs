@@ -65,6 +65,17 @@ impl TestCa {
         cert.pem()
     }
 
+    /// A client certificate signed by this CA, as PEM `(certificate, key)`:
+    /// what the API server presents when its admission kubeconfig says so.
+    pub fn client(&self, name: &str) -> (String, String) {
+        let key = KeyPair::generate().expect("client key");
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("client params");
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+        let cert = params.signed_by(&key, &self.issuer).expect("signed");
+        (cert.pem(), key.serialize_pem())
+    }
+
     /// `caBundle`: the CA's PEM, base64.
     pub fn bundle(&self) -> String {
         use base64::Engine;
@@ -316,6 +327,69 @@ pub async fn https_as(
     (status, body)
 }
 
+/// Sends `request` to `addr` over TLS trusting `ca`, presenting the client
+/// certificate `identity` (PEM certificate and key) if given: the status
+/// and body of the answer, or why there was none (the handshake or the
+/// connection failed).
+pub async fn https_with(
+    addr: SocketAddr,
+    ca: &TestCa,
+    identity: Option<&(String, String)>,
+    request: &[u8],
+) -> Result<(u16, String), String> {
+    use rustls::pki_types::pem::PemObject;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(ca.pem.as_bytes()) {
+        roots.add(cert.expect("CA PEM")).expect("CA added");
+    }
+    let builder = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("TLS versions")
+    .with_root_certificates(roots);
+    let config = match identity {
+        None => builder.with_no_client_auth(),
+        Some((cert, key)) => builder
+            .with_client_auth_cert(
+                rustls::pki_types::CertificateDer::pem_slice_iter(cert.as_bytes())
+                    .map(|c| c.expect("client PEM"))
+                    .collect(),
+                rustls::pki_types::PrivateKeyDer::from_pem_slice(key.as_bytes())
+                    .expect("client key"),
+            )
+            .expect("client auth"),
+    };
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let tcp = tokio::net::TcpStream::connect(addr)
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").expect("name");
+    let mut tls = connector
+        .connect(name, tcp)
+        .await
+        .map_err(|e| format!("handshake: {e}"))?;
+    tls.write_all(request)
+        .await
+        .map_err(|e| format!("write: {e}"))?;
+    let mut answer = Vec::new();
+    tls.read_to_end(&mut answer)
+        .await
+        .map_err(|e| format!("read: {e}"))?;
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("no HTTP status in {text:?}"))?;
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    Ok((status, body))
+}
+
 /// [`https_as`] to the webhook's loopback certificate.
 pub async fn https(addr: SocketAddr, ca: &TestCa, request: &[u8]) -> (u16, String) {
     https_as(addr, ca.pem.as_bytes(), "127.0.0.1", request).await
@@ -335,4 +409,32 @@ pub fn post(body: &[u8]) -> Vec<u8> {
 /// A `GET path`, closing the connection after.
 pub fn get(path: &str) -> Vec<u8> {
     format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").into_bytes()
+}
+
+/// A `POST /validate` of an AdmissionReview for CRD `name`, as the API
+/// server would send it, or as anyone who reaches the Service could.
+pub fn review(operation: &str, name: &str, old: Option<&Value>, new: Option<&Value>) -> Vec<u8> {
+    let body = json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": format!("review-{operation}-{name}"),
+            "kind": {"group": "apiextensions.k8s.io", "version": "v1", "kind": "CustomResourceDefinition"},
+            "resource": {"group": "apiextensions.k8s.io", "version": "v1", "resource": "customresourcedefinitions"},
+            "name": name,
+            "operation": operation,
+            "userInfo": {"username": "mallory"},
+            "object": new,
+            "oldObject": old,
+        }
+    });
+    post(&serde_json::to_vec(&body).expect("JSON"))
+}
+
+/// The `response` of an AdmissionReview answer, after checking the status
+/// is 200 (an error in a review is an answer, not an HTTP error).
+pub fn answer(code: u16, body: &str) -> Value {
+    assert_eq!(code, 200, "{body}");
+    let v: Value = serde_json::from_str(body).expect("an AdmissionReview answer");
+    v["response"].clone()
 }
