@@ -53,14 +53,14 @@ impl Rng {
 /// and `spec.tN` of objects the old schema should allow.
 #[derive(Clone, Debug)]
 pub struct Triple {
-    /// The family of the changed value (`int`, `num`, `str`, `bytes`,
-    /// `datetime`, `bool`, `ios`).
+    /// The family of the changed value (`int`, `num`, `numenum` (a number
+    /// with an enum), `str`, `bytes`, `datetime`, `bool`, `ios`).
     pub family: &'static str,
     /// Where the change sits: `direct`, `item` (of a list), `list`,
     /// `value` (of a map), `map`, `prop` (of an object), `object`.
     pub site: &'static str,
     /// What changed, a stable name per class (`rule:le-max`,
-    /// `kw:multipleOf-nonintegral`...).
+    /// `kw:multipleOf-halved-nonintegral`...).
     pub change: String,
     pub old: Value,
     pub new: Value,
@@ -275,6 +275,7 @@ fn num_scalar(rng: &mut Rng) -> Scalar {
                 }
             })
             .collect();
+        s.family = "numenum";
         s.enum_ = Some(e.clone());
         s.set("enum", Value::Array(e.clone()));
         let mut vals = e.clone();
@@ -339,6 +340,19 @@ fn num_scalar(rng: &mut Rng) -> Scalar {
             chosen.push(valid[rng.below(valid.len())]);
         }
     }
+    // Odd integral values written as JSON integers: the server checks an
+    // integer against `multipleOf` with the factor truncated to an integer
+    // (5 is no multiple of 2.5 there).
+    let odd = match s.mult.as_ref().and_then(Value::as_f64) {
+        Some(k) if k >= 1.0 && k.fract() == 0.0 => vec![k, 3.0 * k],
+        Some(_) => vec![],
+        None => vec![5.0, 3.0],
+    };
+    let odd: Vec<i64> = odd
+        .into_iter()
+        .filter(|v| ok(*v))
+        .map(|v| v as i64)
+        .collect();
     // Integral values as integers, some of the time: JSON has one number.
     s.values = dedup(
         chosen
@@ -350,6 +364,7 @@ fn num_scalar(rng: &mut Rng) -> Scalar {
                     json!(v)
                 }
             })
+            .chain(odd.into_iter().map(|v| json!(v)))
             .collect(),
     );
     s
@@ -513,7 +528,7 @@ fn any_scalar(rng: &mut Rng) -> Scalar {
 
 /// A CEL number literal of the value's family.
 fn lit(family: &str, v: f64) -> String {
-    if family == "num" {
+    if family.starts_with("num") {
         format!("{v:?}")
     } else {
         format!("{}", v as i64)
@@ -524,7 +539,7 @@ fn lit(family: &str, v: f64) -> String {
 fn cel_value(family: &str, v: &Value) -> String {
     match v {
         Value::String(s) => format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'")),
-        Value::Number(n) if family == "num" => match n.as_i64() {
+        Value::Number(n) if family.starts_with("num") => match n.as_i64() {
             Some(i) => format!("{i}.0"),
             None => format!("{:?}", n.as_f64().unwrap_or_default()),
         },
@@ -539,7 +554,7 @@ fn predicate(s: &Scalar, e: &str, rng: &mut Rng) -> (String, String) {
     let mut options: Vec<(String, String)> = Vec::new();
     let mut add = |name: &str, rule: String| options.push((name.to_string(), rule));
     match f {
-        "int" | "num" => {
+        "int" | "num" | "numenum" => {
             if let Some(max) = &s.max {
                 let m = max.as_f64().unwrap_or_default();
                 let excl = s.schema.contains_key("exclusiveMaximum");
@@ -716,7 +731,7 @@ fn keyword_change(s: &Scalar, rng: &mut Rng) -> (String, Map<String, Value>) {
     let f = s.family;
     let mut options: Vec<&str> = vec!["default-added"];
     match f {
-        "int" | "num" => {
+        "int" | "num" | "numenum" => {
             options.extend([
                 "maximum-added-at-top",
                 "minimum-added-at-bottom",
@@ -730,7 +745,7 @@ fn keyword_change(s: &Scalar, rng: &mut Rng) -> (String, Map<String, Value>) {
             }
             if s.mult.is_some() {
                 options.extend([
-                    "multipleOf-nonintegral",
+                    "multipleOf-halved",
                     "multipleOf-doubled",
                     "multipleOf-divided",
                 ]);
@@ -773,7 +788,7 @@ fn keyword_change(s: &Scalar, rng: &mut Rng) -> (String, Map<String, Value>) {
     let top = numbers.iter().copied().reduce(f64::max);
     let bottom = numbers.iter().copied().reduce(f64::min);
     let num = |v: f64| -> Value {
-        if f == "num" && v.fract() != 0.0 {
+        if f.starts_with("num") && v.fract() != 0.0 {
             json!(v)
         } else if v >= 9.2e18 {
             json!(I64_MAX)
@@ -804,7 +819,7 @@ fn keyword_change(s: &Scalar, rng: &mut Rng) -> (String, Map<String, Value>) {
         }
         "maximum-lowered" | "maximum-raised" => {
             let m = s.max.as_ref().and_then(Value::as_f64).unwrap_or(10.0);
-            let step = if f == "num" { 0.5 } else { 1.0 };
+            let step = if f.starts_with("num") { 0.5 } else { 1.0 };
             let v = if change == "maximum-lowered" {
                 m - step
             } else {
@@ -819,13 +834,13 @@ fn keyword_change(s: &Scalar, rng: &mut Rng) -> (String, Map<String, Value>) {
             let m = s.min.as_ref().and_then(Value::as_f64).unwrap_or(0.0);
             n.insert(
                 "minimum".into(),
-                num(m + if f == "num" { 0.5 } else { 1.0 }),
+                num(m + if f.starts_with("num") { 0.5 } else { 1.0 }),
             );
         }
         "exclusiveMinimum-on" => {
             n.insert("exclusiveMinimum".into(), json!(true));
         }
-        "multipleOf-nonintegral" => {
+        "multipleOf-halved" => {
             let k = s.mult.as_ref().and_then(Value::as_f64).unwrap_or(5.0);
             n.insert("multipleOf".into(), json!(k / 2.0));
         }
@@ -920,6 +935,17 @@ fn keyword_change(s: &Scalar, rng: &mut Rng) -> (String, Map<String, Value>) {
         _ => {
             n.remove("pattern");
         }
+    }
+    // Whether the new factor is integral matters: on an integer value the
+    // server truncates it (multipleOf 2.5 checks multiples of 2).
+    let factor = n.get("multipleOf").and_then(Value::as_f64).unwrap_or(1.0);
+    if change.starts_with("multipleOf") {
+        let integral = if factor.fract() == 0.0 {
+            "integral"
+        } else {
+            "nonintegral"
+        };
+        return (format!("kw:{change}-{integral}"), n);
     }
     (format!("kw:{change}"), n)
 }
@@ -1260,7 +1286,7 @@ fn widened_default(b: &Scalar) -> Option<(String, Vec<(String, Value)>, Value, S
     if let Some(en) = &b.enum_ {
         let extra = match b.family {
             "str" => json!("zz"),
-            "num" => json!(7.5),
+            "num" | "numenum" => json!(7.5),
             "bool" => return None,
             _ => json!(99),
         };
