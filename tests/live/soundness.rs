@@ -61,6 +61,17 @@ enum (`self <= 2.0`, `self in [...]`, a new maximum 2 or multipleOf 1) are wrong
 checks multiples of 2, 0.5 refuses every integer as a factor of 0), so 5 -> 2.5 refuses 5",
     ),
     (
+        "*/object/*:new-field-over-kept-unknown-*",
+        "a field the new schema adds where the old one kept unknown fields \
+(x-kubernetes-preserve-unknown-fields) may already be stored, with any type and value, and its \
+new type, bounds or rules refuse it (adding the field reports nothing)",
+    ),
+    (
+        "*/object/rule:nullable-required-*",
+        "a required field that is nullable may hold null, which passes `required` but is absent \
+to CEL (`has(self.a)` is false), so `a was required` is no proof of presence",
+    ),
+    (
         "*/object/rule:default-outside-old-*",
         "a new default beyond the old bound of an optional field is read by every object without \
 it, so a rule the old bound implies fails it (the default's own finding is an error, the rule's \

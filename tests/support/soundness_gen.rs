@@ -1160,17 +1160,79 @@ fn object(a: Scalar, rng: &mut Rng) -> Triple {
     if old_default {
         b_schema.insert("default".into(), b.values[0].clone());
     }
-    let old = json!({"type": "object", "required": ["a"],
+    let mut old = json!({"type": "object", "required": ["a"],
                      "properties": {"a": a.schema(), "b": Value::Object(b_schema.clone())}});
+    // Unknown fields kept: the old schema does not prune `c`.
+    let preserves = rng.chance(15);
+    if preserves {
+        old["x-kubernetes-preserve-unknown-fields"] = json!(true);
+    }
     let mut objects = Vec::new();
     for _ in 0..2 {
         objects.push(json!({"a": a.some_value(rng)}));
     }
+    if a.nullable {
+        // Required, and null.
+        objects.push(json!({"a": null}));
+    }
     for v in b.values.iter().take(4) {
         objects.push(json!({"a": a.some_value(rng), "b": v}));
     }
+    let c = scalar(rng);
+    if preserves {
+        for v in [json!("junk"), json!(7), json!({"x": 1}), c.some_value(rng)] {
+            objects.push(json!({"a": a.some_value(rng), "c": v}));
+        }
+    }
+    // A required field that is nullable may hold null.
+    let required = if a.nullable {
+        "nullable-required"
+    } else {
+        "required"
+    };
     let mut new = old.clone();
-    let (family, site, change) = match rng.below(10) {
+    let pick = if preserves && rng.chance(60) {
+        10
+    } else {
+        rng.below(11)
+    };
+    let (family, site, change) = match pick {
+        10 => {
+            // A new field `c`: absent from every old object, unless the old
+            // schema kept unknown fields or the new one defaults it.
+            new["properties"]["c"] = c.schema();
+            let defaulted = rng.chance(35);
+            let d = c.values.iter().find(|v| !v.is_null()).cloned();
+            if let (true, Some(d)) = (defaulted, &d) {
+                new["properties"]["c"]["default"] = d.clone();
+            }
+            let what = match (preserves, defaulted) {
+                (true, _) => "new-field-over-kept-unknown",
+                (false, true) => "new-field-defaulted",
+                (false, false) => "new-field",
+            };
+            let (name, rule) = match rng.below(4) {
+                0 => ("typed".to_string(), None),
+                1 => ("absent".to_string(), Some("!has(self.c)".to_string())),
+                2 if defaulted => (
+                    "ne-default".to_string(),
+                    d.map(|d| format!("!has(self.c) || self.c != {}", cel_value(c.family, &d))),
+                ),
+                _ => {
+                    let (name, pred) = predicate(&c, "self.c", rng);
+                    (name, Some(format!("!has(self.c) || {pred}")))
+                }
+            };
+            match rule {
+                Some(rule) => {
+                    if let Some(m) = new.as_object_mut() {
+                        with_rule(m, &rule, &name);
+                    }
+                    (c.family, "object", format!("rule:{what}-{name}"))
+                }
+                None => (c.family, "object", format!("kw:{what}-{name}")),
+            }
+        }
         0 => {
             let (change, n) = scalar_change(&a, rng);
             new["properties"]["a"] = Value::Object(n);
@@ -1197,14 +1259,18 @@ fn object(a: Scalar, rng: &mut Rng) -> Triple {
             if let Some(m) = new.as_object_mut() {
                 with_rule(m, &pred, &name);
             }
-            (a.family, "object", format!("rule:required-{name}"))
+            (a.family, "object", format!("rule:{required}-{name}"))
         }
         5 => {
             let rule = rng.pick(&["has(self.b)", "has(self.a)", "!has(self.b) || has(self.a)"]);
             if let Some(m) = new.as_object_mut() {
                 with_rule(m, rule, "presence");
             }
-            (b.family, "object", format!("rule:{rule}"))
+            if rule.contains("self.a") {
+                (a.family, "object", format!("rule:{required}-{rule}"))
+            } else {
+                (b.family, "object", format!("rule:{rule}"))
+            }
         }
         6 => {
             // A field made required, sometimes with a default to fill it.
