@@ -36,13 +36,15 @@ use support::fixtures::{self, kind_of};
 use support::live::{admin, write_manifest};
 use support::soundness_gen::{Triple, triples};
 
-/// The seed and size of the run in `cargo test`.
-const SEED: u64 = 0x5EED_0042;
-const CASES: usize = 400;
+/// The seed and size of the run in `cargo test`: this seed meets every
+/// class of `KNOWN_UNSOUND` (a notice names those a run does not meet).
+const SEED: u64 = 42;
+const CASES: usize = 500;
 /// Triples per CRD.
 const BATCH: usize = 40;
-/// Dry-run creates in flight at once.
-const CONCURRENCY: usize = 6;
+/// Batches in flight at once, and dry-run creates in flight per batch.
+const BATCHES_AT_ONCE: usize = 3;
+const CONCURRENCY: usize = 4;
 
 /// Classes of disagreement the engine is known to get wrong, reported but
 /// tolerated until fixed, as `(family/site/change, why)`; a `*` in a part
@@ -61,18 +63,19 @@ enum (`self <= 2.0`, `self in [...]`, a new maximum 2 or multipleOf 1) are wrong
 checks multiples of 2, 0.5 refuses every integer as a factor of 0), so 5 -> 2.5 refuses 5",
     ),
     (
-        "*/object/*:new-field-over-kept-unknown-*",
+        "*/object*/kw:new-field-over-kept-unknown-typed",
         "a field the new schema adds where the old one kept unknown fields \
 (x-kubernetes-preserve-unknown-fields) may already be stored, with any type and value, and its \
-new type, bounds or rules refuse it (adding the field reports nothing)",
+new type or bounds refuse it: adding the field reports nothing (new rules on it are errors, \
+rightly)",
     ),
     (
-        "*/object/rule:nullable-required-*",
+        "*/object*/rule:nullable-required-*",
         "a required field that is nullable may hold null, which passes `required` but is absent \
 to CEL (`has(self.a)` is false), so `a was required` is no proof of presence",
     ),
     (
-        "*/object/rule:default-outside-old-*",
+        "*/object*/rule:default-outside-old-*",
         "a new default beyond the old bound of an optional field is read by every object without \
 it, so a rule the old bound implies fails it (the default's own finding is an error, the rule's \
 is info)",
@@ -147,7 +150,8 @@ struct Figures {
     cannot_fail: usize,
     can_fail: usize,
     disagreements: Vec<String>,
-    tolerated: Vec<String>,
+    /// `(kind, reproduction)` of the disagreements `KNOWN_UNSOUND` tolerates.
+    tolerated: Vec<(String, String)>,
     false_alarms: usize,
     /// False alarms per class (`family/site/change`).
     false_alarm_kinds: BTreeMap<String, usize>,
@@ -157,6 +161,18 @@ struct Figures {
 }
 
 impl Figures {
+    /// Adds a batch's counts.
+    fn absorb(&mut self, batch: Figures) {
+        self.dropped_lint += batch.dropped_lint;
+        self.dropped_server += batch.dropped_server;
+        self.objects += batch.objects;
+        self.refused_old += batch.refused_old;
+        let room = 12usize.saturating_sub(self.refused_old_samples.len());
+        self.refused_old_samples
+            .extend(batch.refused_old_samples.into_iter().take(room));
+        self.unattributed.extend(batch.unattributed);
+    }
+
     fn line(&self) -> String {
         format!(
             "soundness vs kube-apiserver {}: {} triples, dropped {} by lint and {} by the server; \
@@ -180,12 +196,16 @@ impl Figures {
 
 /// Whether `kind` (`family/site/change`) is of a known class: why, if so.
 fn known_unsound(kind: &str) -> Option<&'static str> {
-    KNOWN_UNSOUND.iter().find_map(|(pattern, why)| {
-        let parts: Vec<&str> = pattern.split('/').collect();
-        let kinds: Vec<&str> = kind.splitn(3, '/').collect();
-        (parts.len() == kinds.len() && parts.iter().zip(&kinds).all(|(p, k)| glob(p, k)))
-            .then_some(*why)
-    })
+    KNOWN_UNSOUND
+        .iter()
+        .find_map(|(pattern, why)| glob_kind(pattern, kind).then_some(*why))
+}
+
+/// `pattern` (`family/site/change`, with `*`) matches `kind`, part by part.
+fn glob_kind(pattern: &str, kind: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('/').collect();
+    let kinds: Vec<&str> = kind.splitn(3, '/').collect();
+    parts.len() == kinds.len() && parts.iter().zip(&kinds).all(|(p, k)| glob(p, k))
 }
 
 /// `pattern` matches `text`, each `*` standing for any text.
@@ -436,25 +456,23 @@ async fn refused_alone(
     out
 }
 
-/// Runs one batch on `plane`: the judged triples.
+/// Runs one batch on `plane`: the judged triples, and the batch's counts.
 async fn run_batch(
     plane: &ControlPlane,
     client: &Client,
-    plural: &str,
+    plural: String,
     mut batch: Vec<(usize, Triple)>,
-    figures: &mut Figures,
-) -> Vec<Judged> {
+) -> (Vec<Judged>, Figures) {
+    let plural = plural.as_str();
+    let mut figures = Figures::default();
     let kube_version = format!("1.{}", plane.kube_minor);
     let dir = tempfile::tempdir().expect("tempdir");
 
     // What `lint` says the server would refuse, in OLD or NEW.
     for new in [false, true] {
         let path = write_manifest(dir.path(), "lint.json", &batch_crd(plural, &batch, new));
-        let r = support::run::run(
-            &["lint", &path, "-o", "json", "--kube-version", &kube_version],
-            None,
-        );
-        let (by_triple, _) = findings_by_triple(&r.json());
+        let report = plugin(&["lint", &path, "-o", "json", "--kube-version", &kube_version]).await;
+        let (by_triple, _) = findings_by_triple(&report);
         let refused: BTreeSet<usize> = by_triple
             .iter()
             .filter(|(_, fs)| fs.iter().any(|f| f.severity == "error"))
@@ -502,20 +520,18 @@ async fn run_batch(
     let mut dropped_new = BTreeSet::new();
     let new_manifest = batch_crd(plural, &batch, true);
     let new = write_manifest(dir.path(), "new.json", &new_manifest);
-    let r = support::run::run(
-        &[
-            "diff",
-            &old,
-            &new,
-            "-o",
-            "json",
-            "--show-info",
-            "--kube-version",
-            &kube_version,
-        ],
-        None,
-    );
-    let (mut findings, unattributed) = findings_by_triple(&r.json());
+    let report = plugin(&[
+        "diff",
+        &old,
+        &new,
+        "-o",
+        "json",
+        "--show-info",
+        "--kube-version",
+        &kube_version,
+    ])
+    .await;
+    let (mut findings, unattributed) = findings_by_triple(&report);
     figures.unattributed.extend(unattributed);
 
     // NEW on the server; then each kept object again.
@@ -542,7 +558,7 @@ async fn run_batch(
         .delete(&format!("{plural}.example.com"), &DeleteParams::default())
         .await;
 
-    batch
+    let judged = batch
         .into_iter()
         .filter(|(i, _)| !dropped_new.contains(i))
         .map(|(index, triple)| Judged {
@@ -551,7 +567,20 @@ async fn run_batch(
             findings: findings.remove(&index).unwrap_or_default(),
             after: after.remove(&index).unwrap_or_default(),
         })
-        .collect()
+        .collect();
+    (judged, figures)
+}
+
+/// Runs the plugin off the runtime's thread (the other batches go on
+/// meanwhile): its JSON report.
+async fn plugin(args: &[&str]) -> Value {
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        support::run::run(&args, None).json()
+    })
+    .await
+    .expect("the plugin ran")
 }
 
 /// Dry-run creates `spec.tN: object` for each `(N, j, object)`, a few at a
@@ -587,10 +616,22 @@ async fn run_on(plane: &ControlPlane, seed: u64, cases: usize, prefix: &str) -> 
         ..Figures::default()
     };
     let all: Vec<(usize, Triple)> = triples(seed, cases).into_iter().enumerate().collect();
+    let batches: Vec<(String, Vec<(usize, Triple)>)> = all
+        .chunks(BATCH)
+        .enumerate()
+        .map(|(b, batch)| (format!("{prefix}{b}s"), batch.to_vec()))
+        .collect();
+    // A few batches at once: a new CRD takes a while to be served, and
+    // the server answers other batches' objects meanwhile.
+    let done: Vec<(Vec<Judged>, Figures)> = stream::iter(batches)
+        .map(|(plural, batch)| run_batch(plane, &client, plural, batch))
+        .buffered(BATCHES_AT_ONCE)
+        .collect()
+        .await;
     let mut judged = Vec::new();
-    for (b, batch) in all.chunks(BATCH).enumerate() {
-        let plural = format!("{prefix}{b}s");
-        judged.extend(run_batch(plane, &client, &plural, batch.to_vec(), &mut figures).await);
+    for (batch_judged, counts) in done {
+        judged.extend(batch_judged);
+        figures.absorb(counts);
     }
     if let Ok(path) = std::env::var("CRD_SAFETY_SOUNDNESS_DUMP") {
         dump(&path, &judged);
@@ -648,7 +689,9 @@ server: {server}\n    ours:   {}",
             text.push_str(&format!("\n    also refused: {}", more.join(", ")));
         }
         match known_unsound(&kind) {
-            Some(why) => figures.tolerated.push(format!("{text}\n    known:  {why}")),
+            Some(why) => figures
+                .tolerated
+                .push((kind.clone(), format!("{text}\n    known:  {why}"))),
             None => figures.disagreements.push(text),
         }
     }
@@ -682,8 +725,21 @@ fn dump(path: &str, judged: &[Judged]) {
 /// disagreements, and a run that tested too little to mean anything.
 fn report(figures: &Figures) -> Vec<String> {
     eprintln!("{}", figures.line());
-    for t in &figures.tolerated {
+    for (_, t) in &figures.tolerated {
         eprintln!("tolerated (KNOWN_UNSOUND): {t}");
+    }
+    // An entry no triple of this run meets may be fixed: the larger run
+    // tells (its seed meets more classes).
+    let unseen: Vec<&str> = KNOWN_UNSOUND
+        .iter()
+        .map(|(pattern, _)| *pattern)
+        .filter(|p| !figures.tolerated.iter().any(|(kind, _)| glob_kind(p, kind)))
+        .collect();
+    if !unseen.is_empty() {
+        eprintln!(
+            "KNOWN_UNSOUND classes this run did not meet: {}",
+            unseen.join(", ")
+        );
     }
     let mut classes: Vec<(&String, &usize)> = figures.false_alarm_kinds.iter().collect();
     classes.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));

@@ -57,7 +57,8 @@ pub struct Triple {
     /// with an enum), `str`, `bytes`, `datetime`, `bool`, `ios`).
     pub family: &'static str,
     /// Where the change sits: `direct`, `item` (of a list), `list`,
-    /// `value` (of a map), `map`, `prop` (of an object), `object`.
+    /// `value` (of a map), `map`, `prop` (of an object), `object`, and
+    /// `prop-in-list`, `object-in-list` (an object that is a list's item).
     pub site: &'static str,
     /// What changed, a stable name per class (`rule:le-max`,
     /// `kw:multipleOf-halved-nonintegral`...).
@@ -488,7 +489,13 @@ fn ios_scalar(rng: &mut Rng) -> Scalar {
     let mut s = Scalar::new("ios", None);
     s.set("x-kubernetes-int-or-string", json!(true));
     s.values = vec![json!(0), json!(3), json!("50%"), json!("x")];
-    if rng.chance(30) {
+    if rng.chance(20) {
+        // An enum of two JSON types.
+        let e = vec![json!(3), json!("50%")];
+        s.enum_ = Some(e.clone());
+        s.set("enum", Value::Array(e.clone()));
+        s.values = e;
+    } else if rng.chance(30) {
         s.set("maximum", json!(10));
         s.max = Some(json!(10));
         s.values.push(json!(10));
@@ -977,7 +984,35 @@ fn triple(rng: &mut Rng) -> Triple {
         0..=6 => direct(s, rng),
         7..=10 => list(s, rng),
         11..=13 => map(s, rng),
-        _ => object(s, rng),
+        14..=17 => object(s, rng),
+        _ => object_in_list(s, rng),
+    }
+}
+
+/// An object triple as the items of a list: rules and defaults of items.
+fn object_in_list(s: Scalar, rng: &mut Rng) -> Triple {
+    let t = object(s, rng);
+    let max_items = rng.range(1, 3) as usize;
+    let list = |items: &Value| json!({"type": "array", "maxItems": max_items, "items": items});
+    let mut objects = vec![json!([])];
+    for i in 0..t.objects.len() {
+        let n = rng.range(1, max_items as i64) as usize;
+        objects.push(Value::Array(
+            (0..n)
+                .map(|j| t.objects[(i + j) % t.objects.len()].clone())
+                .collect(),
+        ));
+    }
+    Triple {
+        family: t.family,
+        site: match t.site {
+            "prop" => "prop-in-list",
+            _ => "object-in-list",
+        },
+        change: t.change,
+        old: list(&t.old),
+        new: list(&t.new),
+        objects,
     }
 }
 
