@@ -1047,7 +1047,28 @@ fn list(s: Scalar, rng: &mut Rng) -> Triple {
         new["items"] = Value::Object(items);
         ("item", change)
     } else {
-        let (name, rule, kw): (&str, String, Option<(&str, Value)>) = match rng.below(7) {
+        let outside = match s.family {
+            "str" => "'zz'",
+            "int" => "42",
+            _ => "42.0",
+        };
+        let pick = if s.enum_.is_some() && s.family != "ios" && rng.chance(40) {
+            7 + rng.below(2)
+        } else {
+            rng.below(7)
+        };
+        let (name, rule, kw): (&str, String, Option<(&str, Value)>) = match pick {
+            // A value the old enum does not allow is in no stored list.
+            7 => (
+                "filter-outside-enum-empty",
+                format!("self.filter(x, x == {outside}).size() == 0"),
+                None,
+            ),
+            8 => (
+                "not-exists-outside-enum",
+                format!("!self.exists(x, x == {outside})"),
+                None,
+            ),
             0 | 1 => {
                 let (name, pred) = predicate(&s, "x", rng);
                 (
