@@ -889,7 +889,15 @@ fn keyword_change(s: &Scalar, rng: &mut Rng) -> (String, Map<String, Value>) {
             n.insert("enum".into(), Value::Array(e));
         }
         "maximum-at-enum-max" => {
-            n.insert("maximum".into(), num(top.unwrap_or(2.0)));
+            // The enum's largest member, not the largest value: a number
+            // enum admits more than its members.
+            let enum_top = s
+                .enum_
+                .iter()
+                .flatten()
+                .filter_map(Value::as_f64)
+                .reduce(f64::max);
+            n.insert("maximum".into(), num(enum_top.unwrap_or(2.0)));
         }
         "enum-added" => {
             // Exactly the candidate values, or all but one.
