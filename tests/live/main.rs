@@ -29,6 +29,7 @@ mod fidelity;
 mod kubeconfig;
 mod migrate;
 mod scan;
+mod soundness;
 mod sources;
 mod unserved_stored;
 mod webhook;

@@ -10,6 +10,7 @@ pub mod helm;
 pub mod live;
 pub mod run;
 pub mod runs;
+pub mod soundness_gen;
 pub mod sources;
 // Signals the server with nix: Unix only, like the control plane.
 #[cfg(unix)]
