@@ -369,3 +369,31 @@ fn rules_the_old_bounds_guarantee_are_info_with_the_bound_named() {
         assert!(f.message.contains(fact), "{rule}: {}", f.message);
     }
 }
+
+/// From 1.36 the server checks `int32` on integers (found by the soundness
+/// differential on 1.37: a stored 2^63-1 is refused after the update).
+#[test]
+fn int32_added_to_an_integer_is_judged_by_the_old_bounds() {
+    flags(
+        &compare(
+            &foo(json!({"type": "integer"})),
+            &foo(json!({"type": "integer", "format": "int32"})),
+        ),
+        Check::Format,
+        Severity::Error,
+        Some("v1"),
+        Some("^.spec.foo"),
+        &["from Kubernetes 1.36 the API server rejects values int32 cannot hold"],
+    );
+    flags(
+        &compare(
+            &foo(json!({"type": "integer", "minimum": 0, "maximum": 65535})),
+            &foo(json!({"type": "integer", "minimum": 0, "maximum": 65535, "format": "int32"})),
+        ),
+        Check::Format,
+        Severity::Info,
+        Some("v1"),
+        Some("^.spec.foo"),
+        &["the old minimum and maximum keep every value within it"],
+    );
+}

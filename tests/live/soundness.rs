@@ -50,37 +50,7 @@ const CONCURRENCY: usize = 4;
 /// tolerated until fixed, as `(family/site/change, why)`; a `*` in a part
 /// matches any text. Keep it short: each entry is a hole for the engine to
 /// close, and its fix empties it.
-const KNOWN_UNSOUND: &[(&str, &str)] = &[
-    (
-        "numenum/*/*",
-        "the server compares a number with an integral enum member after converting it to the \
-member's type, so enum [1, 2] also admits 1.5 and 2.5 (int64(2.5) == 2): facts drawn from the \
-enum (`self <= 2.0`, `self in [...]`, a new maximum 2 or multipleOf 1) are wrong",
-    ),
-    (
-        "*/*/kw:multipleOf-*-nonintegral",
-        "on a value written as a JSON integer the server truncates the factor (multipleOf 2.5 \
-checks multiples of 2, 0.5 refuses every integer as a factor of 0), so 5 -> 2.5 refuses 5",
-    ),
-    (
-        "*/object*/kw:new-field-over-kept-unknown-typed",
-        "a field the new schema adds where the old one kept unknown fields \
-(x-kubernetes-preserve-unknown-fields) may already be stored, with any type and value, and its \
-new type or bounds refuse it: adding the field reports nothing (new rules on it are errors, \
-rightly)",
-    ),
-    (
-        "*/object*/rule:nullable-required-*",
-        "a required field that is nullable may hold null, which passes `required` but is absent \
-to CEL (`has(self.a)` is false), so `a was required` is no proof of presence",
-    ),
-    (
-        "*/object*/rule:default-outside-old-*",
-        "a new default beyond the old bound of an optional field is read by every object without \
-it, so a rule the old bound implies fails it (the default's own finding is an error, the rule's \
-is info)",
-    ),
-];
+const KNOWN_UNSOUND: &[(&str, &str)] = &[];
 
 /// What the server and `diff` said about one triple.
 struct Judged {

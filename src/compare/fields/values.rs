@@ -8,7 +8,7 @@ use crate::compare::Check;
 use crate::compare::Severity;
 use crate::compare::messages::{TIGHTENED, TIGHTENED_FIX, list};
 use crate::json::{json_eq, short, show};
-use crate::validate::formats::Format;
+use crate::validate::formats::{Format, NumericFormat};
 use crate::validate::numbers::{self, GoNum};
 use crate::validate::regex::compile_go;
 
@@ -99,7 +99,7 @@ this field may meet values they do not know",
         );
         if matches!(kw, "minimum" | "maximum")
             && let Some(b) = nf
-            && self.untyped_integer_bound(check, kw, b)
+            && self.bound_outside_type(check, kw, b)
         {
             return;
         }
@@ -156,31 +156,49 @@ this field may meet values they do not know",
         );
     }
 
-    /// On a node of type `integer`, a new `minimum`, `maximum` or
-    /// `multipleOf` that is not an integer makes the API server from 1.36
-    /// reject every value (kube-openapi checks the bound against the
-    /// node's type first). Reports that as an error and returns `true`.
-    fn untyped_integer_bound(&mut self, check: Check, kw: &str, bound: f64) -> bool {
-        let integer_node = self.new.type_name() == Some("integer")
-            && !matches!(self.new.str_keyword("format"), Some("int32"));
-        let was_same = self
-            .old
-            .keyword(kw)
-            .and_then(Value::as_f64)
-            .is_some_and(|b| b == bound)
-            && self.old.type_name() == Some("integer");
-        if !integer_node || numbers::integer_bound(bound) || was_same {
+    /// A new `minimum`, `maximum` or `multipleOf` that is not a value of the
+    /// node's type and format (not an integer on an `integer`, outside
+    /// int32 with `format: int32`, beyond a float32 with `format: float`)
+    /// makes the API server from 1.36 reject every value there
+    /// (kube-openapi checks the bound against the type first). Reports that
+    /// as an error and returns `true`.
+    fn bound_outside_type(&mut self, check: Check, kw: &str, bound: f64) -> bool {
+        let format = self.new.str_keyword("format");
+        let (holds, typed) = match (self.new.type_name(), format) {
+            (Some("integer"), Some("int32")) => (
+                NumericFormat::Int32.holds_bound(bound),
+                "integer with format int32",
+            ),
+            (Some("integer"), _) => (numbers::integer_bound(bound), "integer"),
+            (Some("number"), Some("float")) => (
+                NumericFormat::Float.holds_bound(bound),
+                "number with format float",
+            ),
+            _ => (true, ""),
+        };
+        let unchanged = self.old.keyword(kw).and_then(Value::as_f64) == Some(bound)
+            && self.old.type_name() == self.new.type_name()
+            && self.old.str_keyword("format") == format;
+        if holds || unchanged {
             return false;
         }
         let (o, n) = (self.old.keyword(kw).cloned(), self.new.keyword(kw).cloned());
+        let before = if typed == "integer" {
+            format!(
+                "before 1.36 it truncates the bound to {}",
+                numbers::go_trunc(bound)
+                    .map_or_else(|| "an undefined integer".to_string(), |t| t.to_string())
+            )
+        } else {
+            "before 1.36 it applies the bound as a plain number".to_string()
+        };
         self.emit(
             check,
             Severity::Error,
             format!(
-                "{kw} {} on an integer field: from Kubernetes 1.36 the API server rejects every value here \
-(\"{kw} value must be of type integer\"); before 1.36 it truncates the bound to {}; {TIGHTENED_FIX}",
+                "{kw} {} is not a value of {typed}: from Kubernetes 1.36 the API server rejects every value \
+here (\"{kw} value must be of type {typed}\"); {before}; {TIGHTENED_FIX}",
                 show(n.as_ref()),
-                numbers::go_trunc(bound).map_or_else(|| "an undefined integer".to_string(), |t| t.to_string())
             ),
             o.as_ref(),
             n.as_ref(),
@@ -234,6 +252,51 @@ this field may meet values they do not know",
         Some(values)
     }
 
+    /// `int32` on an integer or `float` on a number: from Kubernetes 1.36
+    /// the server rejects values the format cannot hold. Info when the
+    /// old bounds (or enum) keep every value within it.
+    fn numeric_format(
+        &mut self,
+        c: &FieldCheck,
+        numeric: NumericFormat,
+        name: &str,
+        o: Option<&Value>,
+        n: Option<&Value>,
+    ) {
+        let what = format!(
+            "format {} -> {}: from Kubernetes 1.36 the API server rejects values {name} cannot hold",
+            show(o),
+            show(n)
+        );
+        let bound = |kw: &str| self.old.keyword(kw).and_then(Value::as_number).cloned();
+        let within_bounds = matches!(
+            (bound("minimum"), bound("maximum")),
+            (Some(lo), Some(hi)) if numeric.fits(&lo) && numeric.fits(&hi)
+        );
+        if within_bounds && self.old.keyword("enum").is_none() {
+            self.emit(
+                c.check,
+                Severity::Info,
+                format!(
+                    "{what}, and the old minimum and maximum keep every value within it, so no stored \
+object can fail it"
+                ),
+                o,
+                n,
+            );
+            return;
+        }
+        let (o, n) = (o.cloned(), n.cloned());
+        self.tightened(
+            c.check,
+            what,
+            "objects whose value does not fit",
+            o.as_ref(),
+            n.as_ref(),
+            |v| v.as_number().is_some_and(|x| numeric.fits(x)),
+        );
+    }
+
     /// The strings the old node's `minLength`/`maxLength` allow, as a
     /// pattern (`^(?s:.){0,5}$`), when they bound it closely enough for an
     /// automaton.
@@ -281,7 +344,7 @@ this field may meet values they do not know",
             n.as_ref().and_then(Value::as_f64),
         );
         if let Some(b) = nf
-            && self.untyped_integer_bound(c.check, "multipleOf", b)
+            && self.bound_outside_type(c.check, "multipleOf", b)
         {
             return;
         }
@@ -413,7 +476,18 @@ multiple of 1, so no stored object can fail it",
         let Some(new_format) = n.and_then(Value::as_str) else {
             return; // format removed: looser
         };
+        let new_format = new_format.to_string();
+        let new_format = new_format.as_str();
         let (o, n) = (o.cloned(), n.cloned());
+        if let Some(numeric) = NumericFormat::parse(new_format, u32::MAX)
+            && matches!(
+                (self.new.type_name(), numeric),
+                (Some("integer"), NumericFormat::Int32) | (Some("number"), NumericFormat::Float)
+            )
+        {
+            self.numeric_format(c, numeric, new_format, o.as_ref(), n.as_ref());
+            return;
+        }
         let validated = Format::is_validated(new_format);
         let (severity, message) = if validated {
             // Judged as the newest server validates it: a format only
