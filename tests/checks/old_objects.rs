@@ -397,3 +397,36 @@ fn int32_added_to_an_integer_is_judged_by_the_old_bounds() {
         &["the old minimum and maximum keep every value within it"],
     );
 }
+
+/// A conversion webhook may return an object without a field the schema
+/// requires; the API server then defaults it on read, so a changed default
+/// there is no longer harmless.
+#[test]
+fn a_default_changed_on_a_required_field_under_a_conversion_webhook_is_an_error() {
+    let two_versions = |default: &str| {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+            "required": ["foo"], "properties": {"foo": {"type": "string", "default": default}}}}});
+        json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"kind": "Widget", "plural": "widgets"},
+                "conversion": {"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"],
+                    "clientConfig": {"url": "https://convert.example.com"}}},
+                "versions": [
+                    {"name": "v1alpha1", "served": true, "storage": false,
+                     "schema": {"openAPIV3Schema": schema.clone()}},
+                    {"name": "v1", "served": true, "storage": true,
+                     "schema": {"openAPIV3Schema": schema}}]}})
+    };
+    let found = compare(&two_versions("a"), &two_versions("b"));
+    let defaults: Vec<&Finding> = found.iter().filter(|f| f.check == Check::Default).collect();
+    assert!(!defaults.is_empty(), "{}", dump(&found));
+    for f in defaults {
+        assert_eq!(f.severity, Severity::Error, "{}", f.message);
+        assert!(
+            f.message.contains("through the conversion webhook"),
+            "{}",
+            f.message
+        );
+    }
+}
