@@ -297,7 +297,7 @@ impl Reach {
     }
 }
 
-/// Grades findings on a version served in neither release. Nobody sends
+/// Grades findings on a version the new CRD does not serve. Nobody sends
 /// requests through it, so what only matters to requests is info. What
 /// reaches stored objects depends on whether any are stored in it: if
 /// so, it keeps its severity and says why (those objects are pruned and
@@ -305,9 +305,12 @@ impl Reach {
 /// warning when the stored versions are only assumed (it may still hold
 /// objects the manifest cannot show).
 fn grade_unserved_versions(old: &Crd, new: &Crd, stored: &StoredVersions, out: &mut [Finding]) {
+    // Not served by the new CRD: no request goes through it after the
+    // update, whether the old one served it (servedVersionRemoval reports
+    // that) or not.
+    let served = |c: &Crd, name: &str| c.version(name).is_some_and(|v| v.spec.served);
     let unserved = |name: &str| {
-        let served = |c: &Crd| c.version(name).is_some_and(|v| v.spec.served);
-        old.version(name).is_some() && new.version(name).is_some() && !served(old) && !served(new)
+        old.version(name).is_some() && new.version(name).is_some() && !served(new, name)
     };
     for f in out.iter_mut() {
         let Some(v) = f.version.as_deref() else {
@@ -316,12 +319,24 @@ fn grade_unserved_versions(old: &Crd, new: &Crd, stored: &StoredVersions, out: &
         if !unserved(v) {
             continue;
         }
+        // A version the old CRD served: only its schema's findings are
+        // graded here; taking it out of service (and what that does to
+        // its clients and stored versions) is reported as it is.
+        let field_level = (Check::ExistingFieldRemoval..=Check::Description).contains(&f.check);
+        if served(old, v) && !field_level {
+            continue;
+        }
         let is_stored = stored.versions.iter().any(|s| s == v);
+        let not_served = if served(old, v) {
+            format!("version {v} is no longer served")
+        } else {
+            format!("version {v} is not served in either release")
+        };
         let (severity, why) = match (Reach::of(f.check), is_stored, stored.source) {
             (Reach::Requests, _, _) => (
                 Severity::Info,
                 format!(
-                    "version {v} is not served in either release: no request is validated or answered through it, so this cannot break anything"
+                    "{not_served}: no request is validated or answered through it, so this cannot break anything"
                 ),
             ),
             (Reach::StoredObjects, true, _) => {
@@ -343,7 +358,7 @@ fn grade_unserved_versions(old: &Crd, new: &Crd, stored: &StoredVersions, out: &
                 (
                     f.severity,
                     format!(
-                        "version {v} is served in neither release but still in {}: the objects stored in it are {effect}; `kubectl crd-safety migrate` moves them to the storage version first",
+                        "{not_served} but is still in {}: the objects stored in it are {effect}; `kubectl crd-safety migrate` moves them to the storage version first",
                         if stored.source == StoredVersionsSource::Assumed {
                             "the assumed stored versions".to_string()
                         } else {
@@ -355,13 +370,13 @@ fn grade_unserved_versions(old: &Crd, new: &Crd, stored: &StoredVersions, out: &
             (Reach::StoredObjects, false, StoredVersionsSource::Assumed) => (
                 Severity::Warning,
                 format!(
-                    "version {v} is served in neither release; no object is stored in it if status.storedVersions does not list it (ASSUMED here), in which case this cannot break anything"
+                    "{not_served}; no object is stored in it if status.storedVersions does not list it (ASSUMED here), in which case this cannot break anything"
                 ),
             ),
             (Reach::StoredObjects, false, _) => (
                 Severity::Info,
                 format!(
-                    "version {v} is served in neither release and not in {}: no object is stored in it and no client reads or writes through it, so this cannot break anything",
+                    "{not_served} and is not in {}: no object is stored in it and no client reads or writes through it, so this cannot break anything",
                     stored.source
                 ),
             ),

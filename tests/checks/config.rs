@@ -344,7 +344,7 @@ fn a_version_served_in_neither_release_and_not_stored_cannot_break_anything() {
     assert_eq!(f.severity, Severity::Info);
     assert_eq!(f.version.as_deref(), Some("v1alpha1"));
     assert!(
-        f.message.contains("served in neither release"),
+        f.message.contains("not served in either release"),
         "{}",
         f.message
     );

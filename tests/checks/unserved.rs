@@ -1,4 +1,4 @@
-//! Findings on a version served in neither release are graded by what they
+//! Findings on a version the new CRD does not serve are graded by what they
 //! can reach (`grade_unserved_versions` in `src/compare/mod.rs`, the API
 //! server's behaviour in `tests/live/unserved_stored.rs`): request-only
 //! changes are info; changes to what stored objects read as keep their
@@ -91,7 +91,7 @@ fn data_changes_to_an_unserved_version_not_stored_are_info_or_warnings_when_assu
         assert_eq!(f.severity, Severity::Info, "{}", f.message);
         assert!(
             f.message
-                .contains("served in neither release and not in status.storedVersions"),
+                .contains("not served in either release and is not in status.storedVersions"),
             "{}",
             f.message
         );
@@ -102,4 +102,36 @@ fn data_changes_to_an_unserved_version_not_stored_are_info_or_warnings_when_assu
         assert_eq!(f.severity, Severity::Warning, "{}", f.message);
         assert!(f.message.contains("ASSUMED"), "{}", f.message);
     }
+}
+
+/// A version the old CRD served and the new one does not: after the update
+/// no request goes through it, so what only matters to requests is info
+/// (its removal from service is `servedVersionRemoval`'s to report).
+#[test]
+fn request_only_changes_to_a_version_no_longer_served_are_info() {
+    let served_before = |alpha: Value| {
+        edit(&unserved(alpha, &["v1"]), |c| {
+            c["spec"]["versions"][0]["served"] = json!(true);
+        })
+    };
+    let old = served_before(foo_and_bar());
+    let new = unserved(
+        props(json!({"foo": {"type": "string", "enum": ["x"]}, "bar": {"type": "string"}})),
+        &["v1"],
+    );
+    let findings = compare(&old, &new);
+    let f = on_alpha(&findings, Check::Enum);
+    assert_eq!(f.severity, Severity::Info, "{}", f.message);
+    assert!(
+        f.message.contains("version v1alpha1 is no longer served"),
+        "{}",
+        f.message
+    );
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.check == Check::ServedVersionRemoval),
+        "{}",
+        dump(&findings)
+    );
 }
