@@ -140,9 +140,8 @@ pub(crate) fn integer_bound(b: f64) -> bool {
 }
 
 /// `multipleOf` as the server applies it to `data`: natively (the factor
-/// truncated) for int64 data when the factor is a value of the node's
-/// type, as a float otherwise. `integer_node` with `typed` (1.36+) makes a
-/// factor that is not an integer fail every value.
+/// truncated) for int64 data when `native` (the factor is a value of the
+/// node's type), as a float otherwise.
 pub(crate) fn multiple_of(data: GoNum, factor: f64, native: bool) -> bool {
     match data {
         GoNum::Int(i) if native => {

@@ -543,9 +543,10 @@ fn multiple_implies(ty: Option<&str>, old: f64, new: f64) -> bool {
         (Some(a), Some(b)) if b > 0 => a % b == 0,
         _ => false,
     };
-    match ty {
-        Some("integer") => int_ok,
-        Some("number") => float_ok && int_ok,
-        _ => float_ok && int_ok,
+    // Integers only: the native check alone; anything else may be either.
+    if ty == Some("integer") {
+        int_ok
+    } else {
+        float_ok && int_ok
     }
 }
