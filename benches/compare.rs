@@ -26,7 +26,7 @@ use std::time::Duration;
 use crd_safety::command;
 use crd_safety::config::Config;
 use crd_safety::crd_validation;
-use crd_safety::diff::{StoredVersionsArg, diff};
+use crd_safety::engine::{StoredVersionsArg, diff};
 use crd_safety::manifest::{self, ManifestSet, Positions, Source, SourceOptions};
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 

@@ -19,7 +19,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crd_safety::config::Config;
-use crd_safety::diff::{StoredVersionsArg, diff};
+use crd_safety::engine::{StoredVersionsArg, diff};
 use crd_safety::locate::locate;
 use crd_safety::manifest::{self, ManifestSet, Positions, Source, SourceOptions};
 use criterion::{Criterion, SamplingMode, criterion_group, criterion_main};

@@ -4,7 +4,7 @@
 //! `cargo run --example compare_crds -- examples/widgets/old.yaml examples/widgets/new.yaml`
 
 use crd_safety::config::Config;
-use crd_safety::diff::{StoredVersionsArg, diff};
+use crd_safety::engine::{StoredVersionsArg, diff};
 use crd_safety::manifest::{Source, load};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

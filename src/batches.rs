@@ -9,7 +9,7 @@
 //! and let go before the next. Peak memory is that of the largest batch.
 //!
 //! It is only a way of scheduling the same work: the report is the one
-//! [`crate::diff::diff`] makes from the whole sets. Whenever this path is
+//! [`crate::engine::diff`] makes from the whole sets. Whenever this path is
 //! unsure (a source that is not a plain file or directory of YAML, a
 //! document the outline cannot read, a name defined twice, a parse error,
 //! a file changed meanwhile), it returns `None` and the caller reads the
@@ -19,7 +19,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use crate::config::Config;
-use crate::diff::{StoredVersionsArg, Verdicts, entries_judged, judging, report};
+use crate::engine::{StoredVersionsArg, Verdicts, entries_judged, judging, report};
 use crate::locate::locate_crds;
 use crate::manifest::{self, DocRef, Outline, Positions, Source};
 use crate::report::{CrdReport, Report, SkippedDocument};
@@ -77,7 +77,7 @@ pub fn diff(
 }
 
 /// The report of `lint NEW...` (the new side alone, as if nothing were
-/// installed), batch by batch; `None` as for [`diff`].
+/// installed), batch by batch; `None` as for [`engine::diff`](crate::engine::diff).
 pub fn lint(
     new: &[Source],
     positions: Positions,

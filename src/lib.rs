@@ -20,10 +20,10 @@
 //! 3. analysis, pure: [`validate`], [`compare`], [`crd_validation`], [`config`]
 //! 4. results the commands produce and the report renders: [`outcome`]
 //! 5. rendering: [`report`]
-//! 6. offline runs over a report: [`diff`], [`locate`], [`batches`], [`baseline`]
+//! 6. the comparison engine and runs over its report: [`engine`], [`locate`], [`batches`], [`baseline`]
 //! 7. the API server, the only network code: [`cluster`]
-//! 8. commands: [`scan`], [`live`], [`change`], [`webhook`]
-//! 9. one entry per command, typed failures: [`command`]
+//! 8. work against the cluster: [`scan`], [`live_check`], [`change`], [`webhook`]
+//! 9. commands, one entry each with typed failures: [`command`]
 //!
 //! The binary sits on top: it parses flags, calls [`command`] and talks to
 //! the terminal. Keeping [`cluster`] above the analysis and the
@@ -40,12 +40,12 @@ pub mod compare;
 pub mod config;
 pub mod crd;
 pub mod crd_validation;
-pub mod diff;
 pub mod duration;
+pub mod engine;
 pub mod exit;
 pub mod glob;
 pub mod json;
-pub mod live;
+pub mod live_check;
 pub mod locate;
 pub mod manifest;
 pub mod outcome;

@@ -25,8 +25,8 @@ use crd_safety::cluster::{self, KubeFlags};
 use crd_safety::command::{self, Baselines, Failure, apply_check};
 use crd_safety::compare::Check;
 use crd_safety::config::Config;
-use crd_safety::diff::StoredVersionsArg;
-use crd_safety::live::{CheckOptions, Step};
+use crd_safety::engine::StoredVersionsArg;
+use crd_safety::live_check::{CheckOptions, Step};
 use crd_safety::manifest::{HelmOptions, ManifestSet, Positions, Source, SourceOptions};
 use crd_safety::report::{
     Report, TableOptions, render_github, render_markdown, render_migration_outcome,

@@ -8,7 +8,7 @@ use super::Failure;
 use crate::change::apply::{self, ApplyOptions};
 use crate::change::{Confirm, Decided, Decision, decide};
 use crate::cluster::Connection;
-use crate::live::LiveCheck;
+use crate::live_check::LiveCheck;
 use crate::outcome::{Applied, ApplySection};
 use crate::report::Report;
 

@@ -2,7 +2,7 @@
 
 use super::{Failure, Manifests, finish};
 use crate::cluster::Connection;
-use crate::live::{CheckOptions, LiveCheck, apply_check};
+use crate::live_check::{CheckOptions, LiveCheck, apply_check};
 use crate::manifest::{self, ManifestSet};
 
 /// The live check, ready to show.

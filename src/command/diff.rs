@@ -3,7 +3,7 @@
 use super::{Baselines, Failure, finish};
 use crate::batches;
 use crate::config::Config;
-use crate::diff::{StoredVersionsArg, diff_judged, load};
+use crate::engine::{StoredVersionsArg, diff_judged, load};
 use crate::manifest::{ManifestSet, Source, SourceOptions};
 use crate::report::Report;
 

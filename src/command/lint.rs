@@ -2,7 +2,7 @@
 
 use super::{Failure, Manifests, finish};
 use crate::batches;
-use crate::diff::{StoredVersionsArg, diff_judged, load_new};
+use crate::engine::{StoredVersionsArg, diff_judged, load_new};
 use crate::manifest::ManifestSet;
 use crate::report::Report;
 

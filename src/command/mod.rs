@@ -23,7 +23,7 @@ use crate::cluster::ClusterError;
 use crate::config::Config;
 use crate::config::ConfigError;
 use crate::exit;
-use crate::live::LiveError;
+use crate::live_check::LiveError;
 use crate::locate::locate;
 use crate::manifest::{ManifestError, ManifestSet, Positions, Source, SourceOptions};
 use crate::report::Report;

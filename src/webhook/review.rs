@@ -34,7 +34,7 @@ use crate::compare::{Check, Finding, Severity};
 use crate::config::{Config, Unfinished};
 use crate::crd::Crd;
 use crate::crd_validation::{KubeVersion, KubeVersionSource};
-use crate::diff::{StoredVersionsArg, entries};
+use crate::engine::{StoredVersionsArg, entries};
 use crate::manifest::{LoadedCrd, Location, ManifestSet};
 use crate::scan::{ScanOptions, scan_crd};
 

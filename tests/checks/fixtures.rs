@@ -8,7 +8,7 @@ pub(crate) use crd_safety::compare::{
 };
 pub(crate) use crd_safety::config::Config;
 pub(crate) use crd_safety::crd::Crd;
-pub(crate) use crd_safety::diff::{StoredVersionsArg, diff};
+pub(crate) use crd_safety::engine::{StoredVersionsArg, diff};
 pub(crate) use crd_safety::manifest::{self, ManifestSet, normalize_to_v1};
 pub(crate) use crd_safety::report::{CrdStatus, Report};
 pub(crate) use serde_json::{Value, json};

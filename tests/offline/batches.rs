@@ -10,7 +10,7 @@ use std::path::Path;
 
 use crd_safety::batches::{self, Limits};
 use crd_safety::config::Config;
-use crd_safety::diff::{StoredVersionsArg, diff};
+use crd_safety::engine::{StoredVersionsArg, diff};
 use crd_safety::locate::locate;
 use crd_safety::manifest::{self, Positions, Source, SourceOptions};
 use serde_json::Value;

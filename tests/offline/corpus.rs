@@ -21,7 +21,7 @@ use support::runs::assert_has;
 use crd_safety::command;
 use crd_safety::compare::{Check, Severity};
 use crd_safety::config::Config;
-use crd_safety::diff::{StoredVersionsArg, diff, load};
+use crd_safety::engine::{StoredVersionsArg, diff, load};
 use crd_safety::manifest::{Positions, Source, SourceOptions};
 use crd_safety::report::Report;
 use serde_json::Value;

@@ -11,7 +11,7 @@ use crate::compare::{Check, Finding, Severity};
 use crate::config::Config;
 use crate::crd::Crd;
 use crate::crd_validation::{KubeVersion, KubeVersionSource};
-use crate::diff::{StoredVersionsArg, entries};
+use crate::engine::{StoredVersionsArg, entries};
 use crate::manifest::{LoadedCrd, Location, ManifestSet, normalize_to_v1};
 use crate::outcome::{Action, Planned};
 use crate::parallel::in_order;

@@ -1,5 +1,7 @@
-//! The offline comparison: two manifest sets in, one [`Report`] out. The
-//! live commands reuse it with the cluster's CRDs as the old side.
+//! The comparison engine: two manifest sets in, one [`Report`] out. The
+//! `diff` and `lint` commands run it offline; `apply-check`
+//! ([`crate::live_check`]) and the webhook run it with the cluster's CRDs as
+//! the old side.
 
 use std::collections::BTreeMap;
 
