@@ -55,7 +55,7 @@ fn cpu() -> Duration {
 /// with the pattern caches emptied, rather than reusing what earlier rounds
 /// compiled.
 fn fresh<R: Send>(f: impl FnOnce() -> R + Send) -> R {
-    crd_safety::validate::regex::forget_patterns();
+    crd_safety::re2::forget_patterns();
     std::thread::scope(|s| match s.spawn(f).join() {
         Ok(r) => r,
         Err(p) => std::panic::resume_unwind(p),

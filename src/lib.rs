@@ -15,9 +15,9 @@
 //! from a later one, and no two modules import each other (`tests/offline/layers.rs`
 //! reads this list and holds the sources to it):
 //!
-//! 1. foundations: [`text`], [`json`], [`glob`], [`parallel`], [`duration`], [`exit`]
-//! 2. model: [`schema`], [`crd`], [`manifest`]
-//! 3. analysis, pure: [`validate`], [`compare`], [`crd_validation`], [`config`]
+//! 1. foundations: [`text`], [`json`], [`glob`], [`parallel`], [`duration`], [`exit`], [`re2`], [`kube_version`]
+//! 2. model: [`schema`], [`crd`], [`manifest`], [`openapi`]
+//! 3. analysis, pure: [`cel`], [`validate`], [`compare`], [`crd_validation`], [`config`]
 //! 4. results the commands produce and the report renders: [`outcome`]
 //! 5. rendering: [`report`]
 //! 6. the comparison engine and runs over its report: [`engine`], [`locate`], [`batches`], [`baseline`]
@@ -33,6 +33,7 @@
 
 pub mod baseline;
 pub mod batches;
+pub mod cel;
 pub mod change;
 pub mod cluster;
 pub mod command;
@@ -45,11 +46,14 @@ pub mod engine;
 pub mod exit;
 pub mod glob;
 pub mod json;
+pub mod kube_version;
 pub mod live_check;
 pub mod locate;
 pub mod manifest;
+pub mod openapi;
 pub mod outcome;
 pub mod parallel;
+pub mod re2;
 pub mod report;
 pub mod scan;
 pub mod schema;

@@ -8,7 +8,6 @@
 //! [`crate::config::Policy`] then applies the user's configuration.
 
 pub mod catalog;
-mod cel_partial;
 mod crd_level;
 mod cross_version;
 mod fields;

@@ -11,12 +11,12 @@
 use kube::core::cel::cel::common::ast::IdedExpr;
 use serde_json::Value;
 
-use super::cel_check::{Ty, check, normalize};
-use super::cel_cost::estimate;
-use super::cel_decl::{Decl, max_cardinality};
+use crate::cel::env::check::{Ty, check, normalize};
+use crate::cel::env::cost::estimate;
+use crate::cel::env::decl::{Decl, max_cardinality};
 
 use super::field::{FieldError, FieldPath};
-use super::json::{
+use crate::openapi::props::{
     AdditionalProperties, Obj, additional_properties, arr_of, has_properties, property,
 };
 
@@ -289,7 +289,7 @@ pub fn compile_errors(
         let parsed = parse(src);
         let uses_old_self = match parsed.as_ref() {
             Ok(expr) => {
-                if let Some(why) = super::cel_types::compile_problems(
+                if let Some(why) = crate::cel::env::types::compile_problems(
                     expr,
                     s,
                     resource_root,
@@ -365,7 +365,7 @@ pub fn compile_errors(
             let parsed_me = parse(me);
             let why = match parsed_me.as_ref() {
                 Err(e) => Some(e.clone()),
-                Ok(expr) => super::cel_types::compile_problems(
+                Ok(expr) => crate::cel::env::types::compile_problems(
                     expr,
                     s,
                     resource_root,
@@ -457,7 +457,7 @@ type Parsed = std::rc::Rc<Result<IdedExpr, String>>;
 /// the versions of a CRD and across CRDs of a release (a namespaced store and
 /// its cluster-scoped twin), and parsing is the costliest step of checking a
 /// rule. Like the pattern cache, it is cleared when it grows large; worker
-/// threads start with it empty. The fast path ([`crate::validate::cel_parse`]) reads
+/// threads start with it empty. The fast path ([`crate::cel::parse`]) reads
 /// nearly every real rule; the `cel` crate's parser reads the rest and words
 /// the errors.
 fn parse(src: &str) -> Parsed {
@@ -472,7 +472,7 @@ fn parse(src: &str) -> Parsed {
         let parsed = std::rc::Rc::new(if calls_exists_one(src) {
             Err("ERROR: <input>: undeclared reference to 'existsOne' (in container '')".to_string())
         } else {
-            crate::validate::cel_parse::parse_rule(src).map_err(|e| first_line(&e.to_string()))
+            crate::cel::parse::parse_rule(src).map_err(|e| first_line(&e.to_string()))
         });
         let mut seen = seen.borrow_mut();
         if seen.len() > 4096 {

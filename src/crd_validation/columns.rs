@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::cel_rules::{Step, valid_field_path};
 use super::field::{FieldError, FieldPath};
-use super::json::{Obj, str_of};
+use crate::openapi::props::{Obj, str_of};
 
 const COLUMN_TYPES: &[&str] = &["boolean", "date", "integer", "number", "string"];
 const COLUMN_FORMATS: &[&str] = &[

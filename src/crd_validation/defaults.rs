@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::SchemaOptions;
 use super::field::{FieldError, FieldPath};
-use super::json::Obj;
+use crate::openapi::props::Obj;
 use crate::schema::Schema;
 use crate::validate::node::CompiledNode;
 use crate::validate::scalar;

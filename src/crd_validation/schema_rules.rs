@@ -12,11 +12,11 @@ use super::SchemaOptions;
 use super::cel_rules;
 use super::defaults;
 use super::field::{FieldError, FieldPath};
-use super::json::{
+use crate::openapi::keywords::{Expect, Keywords, Kw, is_zero};
+use crate::openapi::props::{
     AdditionalProperties, Obj, arr_of, bool_of, get, has, items, obj_of, properties, property,
     str_of, strings_of,
 };
-use super::keywords::{Expect, Keywords, Kw, is_zero};
 
 const OPENAPI_TYPES: &[&str] = &["array", "boolean", "integer", "number", "object", "string"];
 
@@ -1098,7 +1098,7 @@ impl Walker<'_> {
         // max_elements of them.
         let child_card = st
             .cardinality
-            .and_then(|c| super::cel_decl::max_elements(&kws).map(|m| c.saturating_mul(m)));
+            .and_then(|c| crate::cel::env::decl::max_elements(&kws).map(|m| c.saturating_mul(m)));
         let child = &State {
             cardinality: child_card,
             ..st.clone()

@@ -20,10 +20,10 @@ use super::SchemaOptions;
 use super::columns::{validate_column, validate_selectable_fields, validate_subresources};
 use super::conversion::validate_conversion;
 use super::field::{FieldError, FieldPath};
-use super::json::{Obj, arr_of, bool_of, str_of};
 use super::names;
 use super::schema_rules::{new_structural_error, validate_validation};
 use super::{KubeVersion, OldCrdFacts};
+use crate::openapi::props::{Obj, arr_of, bool_of, str_of};
 
 /// The first minor that lets an update keep more selectable fields than
 /// the maximum when they are unchanged.

@@ -23,9 +23,9 @@ use std::sync::Arc;
 use kube::core::cel::cel::Value as CelValue;
 use serde_json::{Map, Value};
 
-use super::cel_program::{Cmp, Lit, Op, Program, StrFn};
-use super::formats::Format;
 use super::node::{Additional, CompiledNode, Types};
+use crate::cel::program::{Cmp, Lit, Op, Program, StrFn};
+use crate::openapi::formats::Format;
 
 /// A value as CEL sees it, borrowed from the object or the expression.
 #[derive(Clone, Debug)]
@@ -272,7 +272,7 @@ fn eval<'a>(op: &'a Op, scope: &mut Vec<Val<'a>>) -> Option<Val<'a>> {
                 StrFn::StartsWith => s.starts_with(arg),
                 StrFn::EndsWith => s.ends_with(arg),
                 StrFn::Contains => s.contains(arg),
-                StrFn::Matches => super::cel_regex::cached(arg, |re| re.is_match(s)).ok()?,
+                StrFn::Matches => crate::cel::regex::cached(arg, |re| re.is_match(s)).ok()?,
             }))
         }
         Op::Fold(c) => {

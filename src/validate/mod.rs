@@ -32,16 +32,8 @@
 
 mod cel;
 mod cel_direct;
-pub(crate) mod cel_parse;
-mod cel_program;
-mod cel_regex;
-mod cel_rule;
-pub(crate) use cel_rule::escape as cel_escape;
-pub(crate) mod formats;
 mod list_type;
 pub(crate) mod node;
-pub(crate) mod numbers;
-pub mod regex;
 pub(crate) mod scalar;
 mod trail;
 mod walk;
@@ -61,7 +53,7 @@ pub enum ValidateError {
         path: String,
         pattern: String,
         #[source]
-        source: Box<regex::PatternError>,
+        source: Box<crate::re2::PatternError>,
     },
     /// A keyword has a value of the wrong JSON type (e.g. `maxLength: "5"`).
     #[error("{path}: `{keyword}` must be {expected}")]

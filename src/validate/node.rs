@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::ValidateError;
-use super::cel_rule::{Rules, escape};
-use super::formats::{Format, NumericFormat};
+use crate::cel::rule::{Rules, escape};
+use crate::openapi::formats::{Format, NumericFormat};
 use crate::schema::{AdditionalProperties, FieldPath, Schema};
 
 /// Deepest schema the validator compiles; the schema model refuses deeper ones
@@ -96,7 +96,7 @@ pub(crate) struct CompiledNode {
     pub multiple_of: Option<f64>,
     pub min_length: Option<u64>,
     pub max_length: Option<u64>,
-    pub pattern: Option<super::regex::LazyPattern>,
+    pub pattern: Option<crate::re2::LazyPattern>,
     pub format: Option<Format>,
     /// `int32` or `float` on a number, enforced from 1.36.
     pub numeric_format: Option<NumericFormat>,
@@ -240,7 +240,7 @@ impl CompiledNode {
         let pattern =
             match s.keyword("pattern") {
                 None | Some(Value::Null) => None,
-                Some(Value::String(p)) => Some(super::regex::LazyPattern::new(p).map_err(|e| {
+                Some(Value::String(p)) => Some(crate::re2::LazyPattern::new(p).map_err(|e| {
                     ValidateError::BadPattern {
                         path: path.to_string(),
                         pattern: p.clone(),
@@ -354,7 +354,7 @@ impl CompiledNode {
             pattern,
             format,
             numeric_format,
-            integer_bounds: opts.server_minor >= super::numbers::TYPED_BOUNDS_SINCE
+            integer_bounds: opts.server_minor >= crate::openapi::numbers::TYPED_BOUNDS_SINCE
                 && types == Types(Types::INTEGER)
                 && numeric_format.is_none(),
             min_items: count(s, path, "minItems")?,

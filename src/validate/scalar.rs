@@ -7,8 +7,8 @@
 
 use serde_json::{Map, Value};
 
-use super::regex::{LazyPattern, check_go_cached};
 use super::walk::is_integer;
+use crate::re2::{LazyPattern, check_go_cached};
 
 /// Whether validating the scalar `v` against the schema node `s` (as
 /// written) surely finds nothing. `true` only when every keyword of `s` is
@@ -36,9 +36,11 @@ pub(crate) fn surely_valid(s: &Map<String, Value>, v: &Value) -> bool {
                     _ => false,
                 }
             }
-            "enum" => kv
-                .as_array()
-                .is_some_and(|values| values.iter().any(|e| super::numbers::enum_matches(v, e))),
+            "enum" => kv.as_array().is_some_and(|values| {
+                values
+                    .iter()
+                    .any(|e| crate::openapi::numbers::enum_matches(v, e))
+            }),
             "minLength" | "maxLength" => match (kv.as_u64(), v) {
                 (Some(n), Value::String(s)) => {
                     let len = s.chars().count() as u64;

@@ -8,9 +8,9 @@ use serde_json::{Map, Value};
 
 use super::list_type::{duplicates, key_object};
 use super::node::{Additional, CompiledNode, ListType, Types};
-use super::numbers::{self, GoNum};
 use super::trail::Trail;
 use super::{NotEvaluated, Pruned, PrunedKind, Rule, ValidationOutcome, Violation};
+use crate::openapi::numbers::{self, GoNum};
 
 /// Where failures go.
 pub(crate) enum Sink<'o> {

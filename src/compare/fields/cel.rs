@@ -3,8 +3,8 @@
 use serde_json::Value;
 
 use super::{FieldCheck, Node};
+use crate::cel::partial::cannot_fail;
 use crate::compare::Severity;
-use crate::compare::cel_partial::cannot_fail;
 use crate::compare::messages::{TIGHTENED, TIGHTENED_FIX};
 use crate::json::json_eq;
 

@@ -12,7 +12,6 @@ mod cel;
 mod combinators;
 mod docs;
 mod lists;
-pub(super) mod pattern_language;
 mod presence;
 mod restructured;
 mod shape;

@@ -194,9 +194,9 @@ no stored object reads the default; only new objects that omit it get it",
             return;
         }
         if let (Some(Value::String(a)), Some(Value::String(b))) = (&o, &n)
-            && crate::validate::formats::parse_go_duration(a).is_some()
-            && crate::validate::formats::parse_go_duration(a)
-                == crate::validate::formats::parse_go_duration(b)
+            && crate::openapi::formats::parse_go_duration(a).is_some()
+            && crate::openapi::formats::parse_go_duration(a)
+                == crate::openapi::formats::parse_go_duration(b)
         {
             let message = format!(
                 "default {} -> {}: the same duration spelled differently; clients that read it as a duration (Go's \

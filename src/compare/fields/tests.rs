@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::{Context, FIELD_CHECKS, walk};
 use crate::compare::{Check, CheckOptions, Finding, Severity};
-use crate::crd_validation::Kw;
+use crate::openapi::keywords::Kw;
 use crate::schema::Schema;
 
 /// The keywords no check compares: the API server refuses all of them in a

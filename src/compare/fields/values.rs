@@ -8,11 +8,11 @@ use crate::compare::Check;
 use crate::compare::Severity;
 use crate::compare::messages::{TIGHTENED, TIGHTENED_FIX, list};
 use crate::json::{json_eq, short, show};
-use crate::validate::formats::{Format, NumericFormat};
-use crate::validate::numbers::{self, GoNum};
-use crate::validate::regex::compile_go;
+use crate::openapi::formats::{Format, NumericFormat};
+use crate::openapi::numbers::{self, GoNum};
+use crate::re2::compile_go;
 
-use super::pattern_language;
+use crate::re2::language as pattern_language;
 
 impl Node<'_, '_> {
     pub(super) fn enum_(&mut self, c: &FieldCheck) {

@@ -16,7 +16,7 @@ use regex_automata::dfa::{Automaton, StartKind, dense};
 use regex_automata::util::primitives::StateID;
 use regex_automata::{Anchored, Input, MatchKind};
 
-use crate::validate::regex::translate_go;
+use super::translate_go;
 
 /// Memory one DFA may take; beyond it the answer is undecided.
 const DFA_LIMIT: usize = 1 << 21;
@@ -68,7 +68,7 @@ const MAX_STRINGS: usize = 64;
 /// Every string `pattern` finds a match in, when there are at most
 /// [`MAX_STRINGS`] of them; `None` when there are more, infinitely many,
 /// or the pattern cannot be read.
-pub(super) fn finite_language(pattern: &str) -> Option<Vec<String>> {
+pub(crate) fn finite_language(pattern: &str) -> Option<Vec<String>> {
     let dfa = language(pattern)?;
     let start = dfa
         .start_state_forward(&Input::new("").anchored(Anchored::Yes))

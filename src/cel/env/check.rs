@@ -21,7 +21,7 @@ use kube::core::cel::cel::common::ast::{
     CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, ListExpr, LiteralValue, MapExpr,
 };
 
-pub use super::cel_ty::Ty;
+pub use super::ty::Ty;
 
 /// The checked expression: types and overloads by expression id.
 pub struct Checked<'a> {
@@ -29,7 +29,7 @@ pub struct Checked<'a> {
     pub overloads: HashMap<u64, Vec<&'static str>>,
     /// Type errors in cel-go's words (a call no overload accepts, a
     /// literal mixing types, a field of a value without fields); only where
-    /// the types involved are certain ([`super::cel_sigs`]).
+    /// the types involved are certain ([`super::sigs`]).
     pub no_overload: Vec<String>,
 }
 
@@ -296,7 +296,7 @@ fn walk<'a>(e: &IdedExpr, env: &mut Vec<(String, Ty<'a>)>, c: &mut Checked<'a>) 
         }),
         Expr::Select(s) => {
             let operand = walk(&s.operand, env, c);
-            if let Some(why) = super::cel_sigs::no_fields(&operand) {
+            if let Some(why) = super::sigs::no_fields(&operand) {
                 c.no_overload.push(why);
             }
             if s.test {
@@ -308,8 +308,7 @@ fn walk<'a>(e: &IdedExpr, env: &mut Vec<(String, Ty<'a>)>, c: &mut Checked<'a>) 
         Expr::Call(call) => {
             let target = call.target.as_ref().map(|t| walk(t, env, c));
             let args: Vec<Ty<'a>> = call.args.iter().map(|a| walk(a, env, c)).collect();
-            if let Some(why) = super::cel_sigs::call_error(&call.func_name, target.as_ref(), &args)
-            {
+            if let Some(why) = super::sigs::call_error(&call.func_name, target.as_ref(), &args) {
                 c.no_overload.push(why);
             }
             let (ids, result) = resolve(&call.func_name, target.as_ref(), &args, &call.args);
@@ -328,7 +327,7 @@ fn walk<'a>(e: &IdedExpr, env: &mut Vec<(String, Ty<'a>)>, c: &mut Checked<'a>) 
                 }
                 if let Some(why) = first
                     .as_ref()
-                    .and_then(|f| super::cel_sigs::mixed_literal(f, &t))
+                    .and_then(|f| super::sigs::mixed_literal(f, &t))
                 {
                     c.no_overload.push(why);
                 }
@@ -355,8 +354,8 @@ fn walk<'a>(e: &IdedExpr, env: &mut Vec<(String, Ty<'a>)>, c: &mut Checked<'a>) 
                         v = *inner;
                     }
                     if let Some((fk, fv)) = &first {
-                        let why = super::cel_sigs::mixed_literal(fk, &k)
-                            .or_else(|| super::cel_sigs::mixed_literal(fv, &v));
+                        let why = super::sigs::mixed_literal(fk, &k)
+                            .or_else(|| super::sigs::mixed_literal(fv, &v));
                         c.no_overload.extend(why);
                     } else {
                         first = Some((k.clone(), v.clone()));

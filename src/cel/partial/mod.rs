@@ -28,10 +28,10 @@ mod domain;
 use kube::core::cel::cel::common::ast::{Expr, IdedExpr, LiteralValue, operators};
 use serde_json::Value;
 
+use crate::cel::parse::parse_rule;
 use crate::json::show;
+use crate::openapi::numbers;
 use crate::schema::{AdditionalProperties, Schema};
-use crate::validate::cel_parse::parse_rule;
-use crate::validate::numbers;
 use domain::{Abs, Lit, Range, Size};
 
 /// Why a rule cannot fail on objects valid under the old schema: the facts
@@ -723,14 +723,14 @@ release had it and objects written then still hold it)"
                 match t {
                     Abs::Str {
                         pattern: Some(old), ..
-                    } if super::fields::pattern_language::includes(old, pattern) == Some(true) => {
+                    } if crate::re2::language::includes(old, pattern) == Some(true) => {
                         self.fact(format!(
                             "every string the old pattern `{old}` matches, `{pattern}` matches"
                         ));
                         Abs::only(Lit::Bool(true))
                     }
                     s @ Abs::Set { .. } => {
-                        let Ok(re) = crate::validate::regex::compile_go(pattern) else {
+                        let Ok(re) = crate::re2::compile_go(pattern) else {
                             return Abs::error();
                         };
                         self.map_set(s, |x| match x {

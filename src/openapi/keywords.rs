@@ -4,11 +4,11 @@
 //! each up in the node's map is a scan per question. [`Keywords::of`] scans
 //! the map once and files each known keyword in its slot, so the rules of a
 //! walk read slots instead. Values are as in the map: a `null` keyword is
-//! `Some(Value::Null)`, as with [`super::json::get`].
+//! `Some(Value::Null)`, as with [`super::props::get`].
 
 use serde_json::Value;
 
-use super::json::{AdditionalProperties, Obj};
+use super::props::{AdditionalProperties, Obj};
 
 /// The JSON type Go's `JSONSchemaProps` decodes a keyword's value into.
 #[derive(Clone, Copy)]
@@ -298,7 +298,7 @@ impl Kw {
 }
 
 /// Go's zero value: what `reflect.DeepEqual(value, zero)` skips.
-pub(super) fn is_zero(v: &Value) -> bool {
+pub(crate) fn is_zero(v: &Value) -> bool {
     match v {
         Value::Null => true,
         Value::Bool(b) => !b,

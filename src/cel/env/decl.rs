@@ -11,9 +11,11 @@
 
 use serde_json::Value;
 
-use super::json::{AdditionalProperties, Obj, additional_properties, bool_of, get, items, str_of};
-use super::keywords::{Keywords, Kw};
-use crate::validate::cel_escape;
+use crate::cel::rule::escape as cel_escape;
+use crate::openapi::keywords::{Keywords, Kw};
+use crate::openapi::props::{
+    AdditionalProperties, Obj, additional_properties, bool_of, get, items, str_of,
+};
 
 /// `celconfig.MaxRequestSizeBytes`.
 pub const MAX_REQUEST_SIZE: i64 = 3 * 1024 * 1024;

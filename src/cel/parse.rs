@@ -24,7 +24,7 @@
 //! (1.12x CPU), `diff` of whole directories 1.06x; single large pairs
 //! within noise (1.00-1.05x), as most of their rules are parsed on other
 //! threads while YAML is read. Since 2026-11-27 it also reads the rules a
-//! `diff` evaluates over the old schema (`compare::cel_partial`), on the
+//! `diff` evaluates over the old schema (`cel::partial`), on the
 //! comparison's own thread, where the generated parser was a fifth of the
 //! comparison of the prometheuses pair (docs/BENCHMARKS.md).
 

@@ -17,7 +17,7 @@ use std::sync::LazyLock;
 
 use foldhash::HashMap;
 
-use super::cel_ty::Ty;
+use super::ty::Ty;
 
 /// A parameter type of an overload.
 #[derive(Debug, Clone)]
@@ -479,7 +479,7 @@ const OTHER_NAMES: &[&str] = &[
 ];
 
 /// Whether the CRD environment declares a function of this name (after
-/// [`super::cel_check::normalize`], so namespaced names are qualified).
+/// [`super::check::normalize`], so namespaced names are qualified).
 pub fn declared(name: &str) -> bool {
     TABLE.contains_key(name) || OTHER_NAMES.contains(&name) || name.starts_with("format.")
 }

@@ -11,12 +11,12 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::{Value, json};
 
-use super::cel_program::{Program, compile};
+use super::program::{Program, compile};
 
 /// One rule, ready to evaluate.
 ///
 /// The `cel` crate's program ([`CelRule::compiled`]) is built only when a
-/// value reaches it that [`super::cel_direct`] cannot decide: most rules are
+/// value reaches it that [`crate::validate::cel_direct`] cannot decide: most rules are
 /// read by the fast parser and decided directly, and building the program
 /// means parsing the rule again with the slower parser.
 #[derive(Debug)]
@@ -33,7 +33,7 @@ pub(crate) struct CelRule {
     /// program fail to build (no `messageExpression`, fields of the right
     /// types, no optional syntax, which the `cel` crate's compile leaves off).
     known_transition: Option<bool>,
-    /// The rule resolved for [`super::cel_direct`], when it is written only
+    /// The rule resolved for [`crate::validate::cel_direct`], when it is written only
     /// with what that evaluates, so worth trying there first.
     pub direct: Option<Program>,
     raw: Value,
@@ -144,7 +144,7 @@ fn read_rule(r: &Value) -> CelRule {
             .all(|k| field(k).is_none_or(Value::is_string))
         && field("optionalOldSelf").is_none_or(Value::is_boolean);
     let has_message_expression = field("messageExpression").is_some();
-    let parsed = super::cel_parse::parse(&source).filter(|e| !uses_optional_syntax(e));
+    let parsed = super::parse::parse(&source).filter(|e| !uses_optional_syntax(e));
     let mut rule = CelRule {
         message: string("message"),
         field_path: string("fieldPath"),

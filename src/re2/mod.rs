@@ -30,6 +30,8 @@
 //! levels of nesting) are approximated by a nesting check and a larger Rust
 //! size limit.
 
+pub(crate) mod language;
+
 use std::sync::{Arc, LazyLock, Mutex};
 
 use regex::{Regex, RegexBuilder};

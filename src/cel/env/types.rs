@@ -15,15 +15,17 @@
 //! constant patterns when it compiles the rule); and `cel.bind`, which the
 //! CRD environment of Kubernetes 1.34 does not declare; and functions of
 //! libraries newer than the expression may use. Calls against their
-//! overloads are checked in [`super::cel_check`] ([`super::cel_sigs`]).
+//! overloads are checked in [`super::check`] ([`super::sigs`]).
 
 use foldhash::HashMap;
 
 use kube::core::cel::cel::common::ast::{CallExpr, EntryExpr, Expr, IdedExpr, LiteralValue};
 use serde_json::Value;
 
-use super::KubeVersion;
-use super::json::{AdditionalProperties, Obj, additional_properties, items, obj_of, str_of};
+use crate::kube_version::KubeVersion;
+use crate::openapi::props::{
+    AdditionalProperties, Obj, additional_properties, items, obj_of, str_of,
+};
 
 /// The words that mark a function newer than the libraries a rule may
 /// use; an update lets rules the stored CRD has use them.
@@ -110,7 +112,7 @@ fn ty_of(s: &Obj, resource_root: bool) -> Ty<'_> {
     }
 }
 
-use crate::validate::cel_escape as escape;
+use crate::cel::rule::escape;
 
 /// Whether the property schema gives the field a type (`SchemaDeclType`
 /// returns nothing for an untyped node, and the field is then left out).
@@ -250,7 +252,7 @@ comes with Kubernetes 1.{since})",
                 && let [arg] = call.args.as_slice()
                 && let Expr::Literal(LiteralValue::String(text)) = &arg.expr
             {
-                use crate::validate::formats::{parse_go_duration, parse_timestamp};
+                use crate::openapi::formats::{parse_go_duration, parse_timestamp};
                 let bad = match call.func_name.as_str() {
                     "duration" => parse_go_duration(text.as_ref()).is_none(),
                     "timestamp" => parse_timestamp(text.as_ref()).is_none(),
@@ -269,7 +271,7 @@ comes with Kubernetes 1.{since})",
                     call.args.get(1)
                 };
                 if let Some(Expr::Literal(LiteralValue::String(p))) = pattern.map(|p| &p.expr)
-                    && crate::validate::regex::check_go(p.as_ref()).is_err()
+                    && crate::re2::check_go(p.as_ref()).is_err()
                 {
                     out.push(format!("invalid {} argument", call.func_name));
                 }

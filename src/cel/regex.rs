@@ -14,13 +14,13 @@ const REGEX_CACHE_SIZE: usize = 256;
 
 /// Runs `f` with `pattern` compiled as Go's `regexp` (the API server's CEL
 /// uses it); `Err` is the compile error.
-pub(super) fn cached<T>(pattern: &str, f: impl FnOnce(&regex::Regex) -> T) -> Result<T, String> {
+pub(crate) fn cached<T>(pattern: &str, f: impl FnOnce(&regex::Regex) -> T) -> Result<T, String> {
     REGEXES.with(|cache| {
         let mut cache = cache.borrow_mut();
         if let Some(re) = cache.get(pattern) {
             return Ok(f(re));
         }
-        let re = super::regex::compile_go(pattern).map_err(|e| e.to_string())?;
+        let re = crate::re2::compile_go(pattern).map_err(|e| e.to_string())?;
         let out = f(&re);
         if cache.len() >= REGEX_CACHE_SIZE {
             cache.clear();

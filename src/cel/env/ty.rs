@@ -1,8 +1,8 @@
-//! The CEL types of the type checker ([`super::cel_check`]) and of the
-//! overload table ([`super::cel_sigs`]), in a file of their own so that
+//! The CEL types of the type checker ([`super::check`]) and of the
+//! overload table ([`super::sigs`]), in a file of their own so that
 //! both can use them.
 
-use super::cel_decl::{Decl, Shape};
+use super::decl::{Decl, Shape};
 
 /// A CEL type.
 #[derive(Debug, Clone)]

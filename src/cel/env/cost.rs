@@ -13,8 +13,8 @@ use foldhash::HashMap;
 
 use kube::core::cel::cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 
-use super::cel_check::{Checked, Ty};
-use super::cel_decl::{Decl, Shape};
+use super::check::{Checked, Ty};
+use super::decl::{Decl, Shape};
 
 const STRING_TRAVERSAL: f64 = 0.1;
 const REGEX_LENGTH: f64 = 0.25;
@@ -987,7 +987,7 @@ fn expr_size(e: &IdedExpr) -> Option<Range> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::cel_check::{check, normalize};
+    use super::super::check::{check, normalize};
     use super::*;
     use kube::core::cel::cel::parser::Parser;
     use serde_json::{Value, json};
