@@ -7,18 +7,22 @@
 //!   API server's cost estimate, used by the offline CRD validation;
 //! - [`program`] and [`rule`]: a node's rules compiled once, to the small
 //!   program the in-place evaluator runs and, on demand, the `cel` crate's;
+//! - [`value`] and [`direct`]: evaluation over objects: a JSON value seen
+//!   as CEL sees it under its schema node (through [`value::Typed`]), and
+//!   the evaluator that decides most rules in place without building CEL
+//!   values;
 //! - [`functions`] and [`regex`]: the library functions whose `cel` crate
 //!   defaults differ from the API server's (Go's `regexp`, `size()` in code
 //!   points), registered once per thread;
 //! - [`partial`]: the abstract evaluation the comparison uses to decide
 //!   whether a new rule can fail on an object the old schema allows.
 //!
-//! The object validator binds objects to rules: it walks an object with its
-//! compiled schema, converts each node's value as the API server's CEL does,
-//! and runs the programs here (`validate::cel`, `validate::cel_direct`).
-//! That binding reads the validator's compiled nodes, which hold the rules
-//! compiled here, so it stays with them and the dependency runs one way.
+//! Who calls it: the CRD validation checks rules with [`env`]; the object
+//! validator compiles rules into its schema nodes with [`rule`] and walks
+//! an object to run them (`validate::rules`); the comparison asks
+//! [`partial`].
 
+pub(crate) mod direct;
 pub(crate) mod env;
 pub(crate) mod functions;
 pub(crate) mod parse;
@@ -26,3 +30,4 @@ pub mod partial;
 pub(crate) mod program;
 pub(crate) mod regex;
 pub(crate) mod rule;
+pub(crate) mod value;

@@ -1,4 +1,4 @@
-//! A rule's expression resolved once for [`crate::validate::cel_direct`]: operators
+//! A rule's expression resolved once for [`super::direct`]: operators
 //! and functions become variants, variables become slots.
 //!
 //! The `cel` crate's tree names every call and variable by string, so an
@@ -93,7 +93,7 @@ pub(crate) struct Fold {
     pub result: Op,
 }
 
-/// A rule ready for [`crate::validate::cel_direct::evaluate`].
+/// A rule ready for [`super::direct::evaluate`].
 #[derive(Debug)]
 pub(crate) struct Program {
     pub(crate) root: Op,

@@ -1,7 +1,7 @@
 //! One node's `x-kubernetes-validations` compiled, and the names CEL sees
-//! for declared properties: what [`super::node`] stores when it compiles a
-//! schema. The evaluator ([`super::cel`]) reads compiled nodes, so this part
-//! lives apart from it and the dependency runs one way.
+//! for declared properties: what the object validator's compiled nodes
+//! hold. Its walk (`validate::rules`) reads those nodes and evaluates the
+//! rules with [`super::direct`] and the `cel` crate.
 
 use foldhash::HashMap;
 use kube::core::cel::cel::common::ast::IdedExpr;
@@ -16,7 +16,7 @@ use super::program::{Program, compile};
 /// One rule, ready to evaluate.
 ///
 /// The `cel` crate's program ([`CelRule::compiled`]) is built only when a
-/// value reaches it that [`crate::validate::cel_direct`] cannot decide: most rules are
+/// value reaches it that [`super::direct`] cannot decide: most rules are
 /// read by the fast parser and decided directly, and building the program
 /// means parsing the rule again with the slower parser.
 #[derive(Debug)]
@@ -33,7 +33,7 @@ pub(crate) struct CelRule {
     /// program fail to build (no `messageExpression`, fields of the right
     /// types, no optional syntax, which the `cel` crate's compile leaves off).
     known_transition: Option<bool>,
-    /// The rule resolved for [`crate::validate::cel_direct`], when it is written only
+    /// The rule resolved for [`super::direct`], when it is written only
     /// with what that evaluates, so worth trying there first.
     pub direct: Option<Program>,
     raw: Value,

@@ -30,10 +30,9 @@
 //! - **Ratcheting** ([`Violation::ratchetable`]): see that field.
 //! - Cost budgets of CEL (per call and per object) are not enforced.
 
-mod cel;
-mod cel_direct;
 mod list_type;
 pub(crate) mod node;
+mod rules;
 pub(crate) mod scalar;
 mod trail;
 mod walk;

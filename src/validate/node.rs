@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::ValidateError;
 use crate::cel::rule::{Rules, escape};
+use crate::cel::value::Extra;
 use crate::openapi::formats::{Format, NumericFormat};
 use crate::schema::{AdditionalProperties, FieldPath, Schema};
 
@@ -417,5 +418,52 @@ impl CompiledNode {
     /// Whether a non-nullable `null` here is dropped (no default) by the decoder.
     pub(crate) fn drops_null(&self) -> bool {
         !self.nullable && self.default.is_none()
+    }
+}
+
+impl crate::cel::value::Typed for CompiledNode {
+    fn properties(&self) -> &BTreeMap<String, Self> {
+        &self.properties
+    }
+    fn additional(&self) -> Extra<'_, Self> {
+        match &self.additional {
+            Additional::Absent => Extra::Absent,
+            Additional::Any => Extra::Any,
+            Additional::Schema(a) => Extra::Schema(a),
+        }
+    }
+    fn items(&self) -> Option<&Self> {
+        self.items.as_deref()
+    }
+    fn nullable(&self) -> bool {
+        self.nullable
+    }
+    fn default(&self) -> Option<&Value> {
+        self.default.as_ref()
+    }
+    fn cel_name(&self) -> Option<&std::sync::Arc<String>> {
+        self.cel_name.as_ref()
+    }
+    fn has_defaults(&self) -> bool {
+        self.has_defaults
+    }
+    fn preserve_unknown(&self) -> bool {
+        self.preserve_unknown
+    }
+    fn embedded(&self) -> bool {
+        self.embedded
+    }
+    fn string_format(&self) -> Option<Format> {
+        if self.int_or_string {
+            None
+        } else {
+            self.format
+        }
+    }
+    fn is_number(&self) -> bool {
+        self.types.has(Types::NUMBER)
+    }
+    fn is_integer(&self) -> bool {
+        self.types.has(Types::INTEGER)
     }
 }

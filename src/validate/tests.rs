@@ -714,7 +714,7 @@ fn self_size_and_matches_agree_with_the_cel_crate() {
     }
 }
 
-/// A schema whose rules use what `cel_direct` decides and what it leaves to
+/// A schema whose rules use what `cel::direct` decides and what it leaves to
 /// the `cel` crate (formats, doubles, maps, nulls, root metadata).
 fn direct_schema() -> Value {
     json!({"type": "object",
@@ -786,8 +786,8 @@ proptest::proptest! {
         let v = validator(direct_schema());
         let mut direct = ValidationOutcome::default();
         let mut slow = ValidationOutcome::default();
-        cel::evaluate_with(&v.root, &object, &mut direct, true);
-        cel::evaluate_with(&v.root, &object, &mut slow, false);
+        rules::evaluate_with(&v.root, &object, &mut direct, true);
+        rules::evaluate_with(&v.root, &object, &mut slow, false);
         prop_assert_eq!(direct, slow, "{}", object);
     }
 }
@@ -850,8 +850,8 @@ fn direct_evaluation_agrees_on_http_routes() {
             "metadata": {"name": "r", "namespace": "default"}, "spec": spec});
         let mut direct = ValidationOutcome::default();
         let mut slow = ValidationOutcome::default();
-        cel::evaluate_with(&v.root, &object, &mut direct, true);
-        cel::evaluate_with(&v.root, &object, &mut slow, false);
+        rules::evaluate_with(&v.root, &object, &mut direct, true);
+        rules::evaluate_with(&v.root, &object, &mut slow, false);
         assert_eq!(direct, slow, "{object}");
     }
 }
@@ -868,10 +868,10 @@ fn common_rules_are_decided_in_place_and_the_rest_left_to_the_cel_crate() {
         .get()
         .iter()
         .map(|r| {
-            let mut scope = super::cel_direct::Scope::default();
+            let mut scope = crate::cel::direct::Scope::default();
             r.direct
                 .as_ref()
-                .and_then(|p| super::cel_direct::evaluate(p, spec_node, &spec, false, &mut scope))
+                .and_then(|p| crate::cel::direct::evaluate(p, spec_node, &spec, false, &mut scope))
         })
         .collect();
     assert_eq!(

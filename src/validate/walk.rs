@@ -745,5 +745,5 @@ pub(crate) fn validate(root: &CompiledNode, object: &Value, out: &mut Validation
         });
         return;
     }
-    super::cel::evaluate(root, object, out);
+    super::rules::evaluate(root, object, out);
 }

@@ -23,13 +23,13 @@ use std::sync::Arc;
 use kube::core::cel::cel::Value as CelValue;
 use serde_json::{Map, Value};
 
-use super::node::{Additional, CompiledNode, Types};
-use crate::cel::program::{Cmp, Lit, Op, Program, StrFn};
+use super::program::{Cmp, Lit, Op, Program, StrFn};
+use super::value::{Extra, Typed, number};
 use crate::openapi::formats::Format;
 
 /// A value as CEL sees it, borrowed from the object or the expression.
-#[derive(Clone, Debug)]
-enum Val<'a> {
+#[derive(Debug)]
+enum Val<'a, N> {
     Null,
     Bool(bool),
     Int(i64),
@@ -40,29 +40,58 @@ enum Val<'a> {
     /// resources).
     Object {
         map: &'a Map<String, Value>,
-        node: &'a CompiledNode,
+        node: &'a N,
         keeps_meta: bool,
     },
     /// A list from the object, its items typed by `items`.
-    Array(&'a [Value], Option<&'a CompiledNode>),
+    Array(&'a [Value], Option<&'a N>),
     /// A list built during evaluation (a list literal, `filter`, `map`).
-    List(Arc<Vec<Val<'a>>>),
+    List(Arc<Vec<Val<'a, N>>>),
+}
+
+// Derived `Clone` would ask `N: Clone`; the variants only borrow it.
+impl<N> Clone for Val<'_, N> {
+    fn clone(&self) -> Self {
+        match self {
+            Val::Null => Val::Null,
+            Val::Bool(b) => Val::Bool(*b),
+            Val::Int(i) => Val::Int(*i),
+            Val::UInt(u) => Val::UInt(*u),
+            Val::Str(s) => Val::Str(s),
+            Val::Object {
+                map,
+                node,
+                keeps_meta,
+            } => Val::Object {
+                map,
+                node,
+                keeps_meta: *keeps_meta,
+            },
+            Val::Array(a, n) => Val::Array(a, *n),
+            Val::List(l) => Val::List(l.clone()),
+        }
+    }
 }
 
 /// Values bound while evaluating, by slot: `self`, then macro variables.
 /// Kept by the caller across the rules of a node, so that evaluating a rule
 /// allocates nothing.
-#[derive(Default)]
-pub(crate) struct Scope<'a>(Vec<Val<'a>>);
+pub(crate) struct Scope<'a, N>(Vec<Val<'a, N>>);
+
+impl<N> Default for Scope<'_, N> {
+    fn default() -> Self {
+        Scope(Vec::new())
+    }
+}
 
 /// The rule's result when it evaluates to a bool without any step this
 /// evaluator leaves to the `cel` crate; `None` otherwise.
-pub(crate) fn evaluate<'a>(
+pub(crate) fn evaluate<'a, N: Typed>(
     program: &'a Program,
-    node: &'a CompiledNode,
+    node: &'a N,
     value: &'a Value,
     is_root: bool,
-    scope: &mut Scope<'a>,
+    scope: &mut Scope<'a, N>,
 ) -> Option<bool> {
     let this = match value {
         Value::Object(map) => object(map, node, is_root)?,
@@ -81,24 +110,24 @@ pub(crate) fn evaluate<'a>(
 
 /// An object's view, when its visible keys are simple to tell: no
 /// `additionalProperties`, not an untyped preserved map.
-fn object<'a>(
+fn object<'a, N: Typed>(
     map: &'a Map<String, Value>,
-    node: &'a CompiledNode,
+    node: &'a N,
     is_root: bool,
-) -> Option<Val<'a>> {
-    let untyped = node.properties.is_empty() && matches!(node.additional, Additional::Absent);
-    if !matches!(node.additional, Additional::Absent) || (node.preserve_unknown && untyped) {
+) -> Option<Val<'a, N>> {
+    let untyped = node.properties().is_empty() && matches!(node.additional(), Extra::Absent);
+    if !matches!(node.additional(), Extra::Absent) || (node.preserve_unknown() && untyped) {
         return None;
     }
     Some(Val::Object {
         map,
         node,
-        keeps_meta: is_root || node.embedded,
+        keeps_meta: is_root || node.embedded(),
     })
 }
 
 /// A value below the rule's node, typed by `node` as `cel::to_cel` types it.
-fn from_json<'a>(v: &'a Value, node: Option<&'a CompiledNode>) -> Option<Val<'a>> {
+fn from_json<'a, N: Typed>(v: &'a Value, node: Option<&'a N>) -> Option<Val<'a, N>> {
     Some(match v {
         Value::Null => Val::Null,
         Value::Bool(b) => Val::Bool(*b),
@@ -108,7 +137,7 @@ fn from_json<'a>(v: &'a Value, node: Option<&'a CompiledNode>) -> Option<Val<'a>
             _ => return None,
         },
         Value::String(s) => {
-            let format = node.filter(|n| !n.int_or_string).and_then(|n| n.format);
+            let format = node.and_then(Typed::string_format);
             if matches!(
                 format,
                 Some(Format::DateTime | Format::Duration | Format::Byte)
@@ -117,30 +146,30 @@ fn from_json<'a>(v: &'a Value, node: Option<&'a CompiledNode>) -> Option<Val<'a>
             }
             Val::Str(s)
         }
-        Value::Array(a) => Val::Array(a, node.and_then(|n| n.items.as_deref())),
+        Value::Array(a) => Val::Array(a, node.and_then(Typed::items)),
         Value::Object(o) => object(o, node?, false)?,
     })
 }
 
 /// Field `field` (a CEL name) of an object view: `Some(None)` when absent.
-fn field<'a>(
+fn field<'a, N: Typed>(
     map: &'a Map<String, Value>,
-    node: &'a CompiledNode,
+    node: &'a N,
     keeps_meta: bool,
     field: &str,
-) -> Option<Option<Val<'a>>> {
-    let declared = match node.properties.get_key_value(field) {
-        Some((k, p)) if p.cel_name.as_deref().map(String::as_str) == Some(field) => Some((k, p)),
+) -> Option<Option<Val<'a, N>>> {
+    let declared = match node.properties().get_key_value(field) {
+        Some((k, p)) if p.cel_name().map(|n| n.as_str()) == Some(field) => Some((k, p)),
         _ => node
-            .properties
+            .properties()
             .iter()
-            .find(|(_, p)| p.cel_name.as_deref().map(String::as_str) == Some(field)),
+            .find(|(_, p)| p.cel_name().map(|n| n.as_str()) == Some(field)),
     };
     if let Some((name, p)) = declared {
         let value = match get(map, name) {
-            Some(c) if c.is_null() && !p.nullable => p.default.as_ref(),
+            Some(c) if c.is_null() && !p.nullable() => p.default(),
             Some(c) => Some(c),
-            None if node.has_defaults => p.default.as_ref(),
+            None if node.has_defaults() => p.default(),
             None => None,
         };
         return match value {
@@ -159,7 +188,7 @@ fn field<'a>(
 
 /// `map[key]`. Objects in custom resources are small: comparing the few
 /// keys beats hashing the one looked for.
-pub(super) fn get<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+pub(crate) fn get<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
     if map.len() <= 8 {
         map.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
     } else {
@@ -167,7 +196,7 @@ pub(super) fn get<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Valu
     }
 }
 
-fn eval<'a>(op: &'a Op, scope: &mut Vec<Val<'a>>) -> Option<Val<'a>> {
+fn eval<'a, N: Typed>(op: &'a Op, scope: &mut Vec<Val<'a, N>>) -> Option<Val<'a, N>> {
     match op {
         Op::Lit(lit) => Some(literal(lit)),
         Op::Var(slot) => scope.get(*slot).cloned(),
@@ -272,7 +301,7 @@ fn eval<'a>(op: &'a Op, scope: &mut Vec<Val<'a>>) -> Option<Val<'a>> {
                 StrFn::StartsWith => s.starts_with(arg),
                 StrFn::EndsWith => s.ends_with(arg),
                 StrFn::Contains => s.contains(arg),
-                StrFn::Matches => crate::cel::regex::cached(arg, |re| re.is_match(s)).ok()?,
+                StrFn::Matches => super::regex::cached(arg, |re| re.is_match(s)).ok()?,
             }))
         }
         Op::Fold(c) => {
@@ -294,7 +323,7 @@ fn eval<'a>(op: &'a Op, scope: &mut Vec<Val<'a>>) -> Option<Val<'a>> {
 }
 
 /// `v.name`, or whether it is present when `test`.
-fn select<'a>(v: &Val<'a>, name: &str, test: bool) -> Option<Val<'a>> {
+fn select<'a, N: Typed>(v: &Val<'a, N>, name: &str, test: bool) -> Option<Val<'a, N>> {
     match *v {
         Val::Object {
             map,
@@ -312,7 +341,7 @@ fn select<'a>(v: &Val<'a>, name: &str, test: bool) -> Option<Val<'a>> {
     }
 }
 
-fn literal(lit: &Lit) -> Val<'_> {
+fn literal<N>(lit: &Lit) -> Val<'_, N> {
     match lit {
         Lit::Bool(b) => Val::Bool(*b),
         Lit::Int(i) => Val::Int(*i),
@@ -322,13 +351,13 @@ fn literal(lit: &Lit) -> Val<'_> {
     }
 }
 
-fn boolean(v: Val<'_>) -> Option<Val<'_>> {
+fn boolean<N>(v: Val<'_, N>) -> Option<Val<'_, N>> {
     matches!(v, Val::Bool(_)).then_some(v)
 }
 
 /// Equality where the `cel` crate's answer is plain; `None` for type
 /// mixes, doubles, lists and maps.
-fn equal(l: &Val<'_>, r: &Val<'_>) -> Option<bool> {
+fn equal<N>(l: &Val<'_, N>, r: &Val<'_, N>) -> Option<bool> {
     match (l, r) {
         (Val::Bool(a), Val::Bool(b)) => Some(a == b),
         (Val::Int(a), Val::Int(b)) => Some(a == b),
@@ -338,7 +367,7 @@ fn equal(l: &Val<'_>, r: &Val<'_>) -> Option<bool> {
     }
 }
 
-fn compare(l: &Val<'_>, r: &Val<'_>) -> Option<std::cmp::Ordering> {
+fn compare<N>(l: &Val<'_, N>, r: &Val<'_, N>) -> Option<std::cmp::Ordering> {
     match (l, r) {
         (Val::Int(a), Val::Int(b)) => Some(a.cmp(b)),
         (Val::UInt(a), Val::UInt(b)) => Some(a.cmp(b)),
@@ -347,7 +376,7 @@ fn compare(l: &Val<'_>, r: &Val<'_>) -> Option<std::cmp::Ordering> {
     }
 }
 
-fn add<'a>(l: Val<'a>, r: Val<'a>) -> Option<Val<'a>> {
+fn add<'a, N>(l: Val<'a, N>, r: Val<'a, N>) -> Option<Val<'a, N>> {
     match (l, r) {
         (Val::Int(a), Val::Int(b)) => a.checked_add(b).map(Val::Int),
         (Val::UInt(a), Val::UInt(b)) => a.checked_add(b).map(Val::UInt),
@@ -360,7 +389,7 @@ fn add<'a>(l: Val<'a>, r: Val<'a>) -> Option<Val<'a>> {
 }
 
 /// Length of a list; `None` for anything else.
-fn len(v: &Val<'_>) -> Option<usize> {
+fn len<N>(v: &Val<'_, N>) -> Option<usize> {
     match v {
         Val::Array(a, _) => Some(a.len()),
         Val::List(l) => Some(l.len()),
@@ -368,7 +397,7 @@ fn len(v: &Val<'_>) -> Option<usize> {
     }
 }
 
-fn item<'a>(list: &Val<'a>, i: usize) -> Option<Val<'a>> {
+fn item<'a, N: Typed>(list: &Val<'a, N>, i: usize) -> Option<Val<'a, N>> {
     match list {
         Val::Array(a, items) => from_json(a.get(i)?, *items),
         Val::List(l) => l.get(i).cloned(),
@@ -377,33 +406,10 @@ fn item<'a>(list: &Val<'a>, i: usize) -> Option<Val<'a>> {
 }
 
 /// `size`: a list's length, a string's code points (as Kubernetes counts).
-fn size<'a>(v: &Val<'a>) -> Option<Val<'a>> {
+fn size<'a, N>(v: &Val<'a, N>) -> Option<Val<'a, N>> {
     let n = match v {
         Val::Str(s) => s.chars().count(),
         v => len(v)?,
     };
     i64::try_from(n).ok().map(Val::Int)
-}
-
-/// A JSON number as CEL types it: a double for `number` fields, else an
-/// int, a uint, or a double when nothing else holds it.
-pub(super) fn number(n: &serde_json::Number, node: Option<&CompiledNode>) -> CelValue {
-    let types = node.map(|n| n.types).unwrap_or_default();
-    if types.has(Types::NUMBER) {
-        return CelValue::Float(n.as_f64().unwrap_or(f64::NAN));
-    }
-    if let Some(i) = n.as_i64() {
-        return CelValue::Int(i);
-    }
-    if types.has(Types::INTEGER)
-        && let Some(f) = n.as_f64()
-        && f.fract() == 0.0
-        && f.abs() < 9.2e18
-    {
-        return CelValue::Int(f as i64);
-    }
-    if let Some(u) = n.as_u64() {
-        return CelValue::UInt(u);
-    }
-    CelValue::Float(n.as_f64().unwrap_or(f64::NAN))
 }

@@ -1,12 +1,9 @@
-//! `x-kubernetes-validations`: rules compiled once with kube-cel, evaluated
-//! on the decoded object (pruned, nulls dropped, defaults applied), with
-//! `self` bound per schema node.
-//!
-//! Only nodes that carry rules are converted to CEL values. Conversion
-//! follows the schema the way the API server's does: declared property names
-//! are escaped (`__dash__`, reserved words), map keys are not, `number`
-//! fields are doubles, `date-time`/`duration`/`byte` strings become
-//! timestamps, durations and bytes.
+//! `x-kubernetes-validations` run on an object: the walk that finds the
+//! nodes with rules in the decoded object (pruned, nulls dropped, defaults
+//! applied), binds `self` per node and turns each outcome into a violation.
+//! The language itself (conversion of values, the in-place evaluator, the
+//! library functions) is [`crate::cel`]'s; only nodes that carry rules are
+//! converted.
 //!
 //! Outcomes per rule: true passes; false is a [`Rule::Cel`] violation with
 //! the rule's `messageExpression`/`message`; a "no such key" evaluation error
@@ -16,23 +13,20 @@
 //! Transition rules (using `oldSelf`) are skipped on create unless
 //! `optionalOldSelf` is set, where `oldSelf` is an empty optional.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use kube::core::cel::CompilationResult;
-use kube::core::cel::cel::objects::{Key, Map as CelMap, OptionalValue};
+use kube::core::cel::cel::objects::{Key, OptionalValue};
 use kube::core::cel::cel::{Context, ExecutionError, Value as CelValue};
 use serde_json::Value;
 
 use super::node::{Additional, CompiledNode};
 use super::trail::Trail;
 use super::{NotEvaluated, Rule, ValidationOutcome, Violation};
+use crate::cel::direct::{self, Scope};
 use crate::cel::functions::BASE;
-use crate::cel::rule::{CelRule, escape};
-use crate::openapi::formats::{Format, decode_base64, parse_go_duration, parse_timestamp};
-
-/// Deepest value (below the rule's node) converted for CEL.
-const CEL_VALUE_DEPTH: usize = 100;
+use crate::cel::rule::CelRule;
+use crate::cel::value::{CEL_VALUE_DEPTH, key, to_cel};
 
 /// Evaluates every rule of the schema against `object`.
 pub(crate) fn evaluate(root: &CompiledNode, object: &Value, out: &mut ValidationOutcome) {
@@ -40,7 +34,7 @@ pub(crate) fn evaluate(root: &CompiledNode, object: &Value, out: &mut Validation
 }
 
 /// [`evaluate`], with `direct` telling whether rules may be decided by
-/// [`super::cel_direct`] before the `cel` crate is asked. An object nesting
+/// [`crate::cel::direct`] before the `cel` crate is asked. An object nesting
 /// deeper than CEL values may goes the `cel` crate's way only, so that its
 /// rules keep their "nests deeper" outcome.
 pub(crate) fn evaluate_with(
@@ -101,7 +95,7 @@ impl<'b> Eval<'b, '_> {
                     if !p.has_rules {
                         continue;
                     }
-                    let cv = match super::cel_direct::get(o, name) {
+                    let cv = match direct::get(o, name) {
                         Some(c) if c.is_null() && !p.nullable => p.default.as_ref(),
                         Some(c) => Some(c),
                         None => p.default.as_ref(),
@@ -189,7 +183,7 @@ impl<'b> Eval<'b, '_> {
         let base: &'b Context<'static> = self.base;
         // `self` bound for the `cel` crate, built when a rule first needs it.
         let mut ctx: Option<Context<'b>> = None;
-        let mut scope = super::cel_direct::Scope::default();
+        let mut scope = Scope::default();
         for rule in node.rules.get() {
             let transition = match rule.is_transition() {
                 Ok(t) => t,
@@ -205,7 +199,7 @@ impl<'b> Eval<'b, '_> {
             if self.direct
                 && let Some(program) = &rule.direct
             {
-                match super::cel_direct::evaluate(program, node, v, is_root, &mut scope) {
+                match direct::evaluate(program, node, v, is_root, &mut scope) {
                     Some(true) => continue,
                     Some(false) if !rule.has_message_expression => {
                         let message = fixed_message(rule);
@@ -333,129 +327,4 @@ fn fixed_message(rule: &CelRule) -> String {
         Some(m) if !m.is_empty() => m.clone(),
         _ => format!("failed rule: {}", rule.source),
     }
-}
-
-fn key(k: String) -> Key {
-    Key::String(Arc::new(k))
-}
-
-fn string(s: &str, node: Option<&CompiledNode>) -> CelValue {
-    let format = node.filter(|n| !n.int_or_string).and_then(|n| n.format);
-    match format {
-        Some(Format::DateTime) => {
-            if let Some(t) = parse_timestamp(s) {
-                return CelValue::Timestamp(t);
-            }
-        }
-        Some(Format::Duration) => {
-            if let Some(d) = parse_go_duration(s) {
-                return CelValue::Duration(chrono::Duration::nanoseconds(d));
-            }
-        }
-        Some(Format::Byte) => {
-            if let Some(b) = decode_base64(s) {
-                return CelValue::Bytes(Arc::new(b));
-            }
-        }
-        _ => {}
-    }
-    CelValue::String(Arc::new(s.to_string()))
-}
-
-/// The decoded value as CEL sees it; `Err` when it nests too deep.
-fn to_cel(
-    node: Option<&CompiledNode>,
-    v: &Value,
-    depth: usize,
-    is_root: bool,
-) -> Result<CelValue, String> {
-    if depth > CEL_VALUE_DEPTH {
-        return Err(format!(
-            "the value nests deeper than {CEL_VALUE_DEPTH} levels below the rule"
-        ));
-    }
-    Ok(match v {
-        Value::Null => CelValue::Null,
-        Value::Bool(b) => CelValue::Bool(*b),
-        Value::Number(n) => super::cel_direct::number(n, node),
-        Value::String(s) => string(s, node),
-        Value::Array(a) => {
-            let items = node.and_then(|n| n.items.as_deref());
-            let list = a
-                .iter()
-                .map(|x| to_cel(items, x, depth + 1, false))
-                .collect::<Result<Vec<_>, _>>()?;
-            CelValue::List(Arc::new(list))
-        }
-        Value::Object(o) => {
-            let mut map = HashMap::with_capacity(o.len());
-            match node {
-                None => {
-                    for (k, c) in o {
-                        if let Some(name) = escape(k) {
-                            map.insert(key(name), to_cel(None, c, depth + 1, false)?);
-                        }
-                    }
-                }
-                Some(n) => {
-                    let untyped =
-                        n.properties.is_empty() && matches!(n.additional, Additional::Absent);
-                    for (k, c) in o {
-                        if let Some(p) = n.properties.get(k) {
-                            let c = if c.is_null() && !p.nullable {
-                                match &p.default {
-                                    Some(d) => d,
-                                    None => continue,
-                                }
-                            } else {
-                                c
-                            };
-                            if let Some(name) = &p.cel_name {
-                                map.insert(
-                                    Key::String(name.clone()),
-                                    to_cel(Some(p), c, depth + 1, false)?,
-                                );
-                            }
-                            continue;
-                        }
-                        match &n.additional {
-                            Additional::Schema(a) => {
-                                if c.is_null() && a.drops_null() {
-                                    continue;
-                                }
-                                map.insert(key(k.clone()), to_cel(Some(a), c, depth + 1, false)?);
-                            }
-                            Additional::Any => {
-                                map.insert(key(k.clone()), to_cel(None, c, depth + 1, false)?);
-                            }
-                            Additional::Absent => {
-                                let kept = (n.preserve_unknown && untyped)
-                                    || ((is_root || n.embedded)
-                                        && matches!(
-                                            k.as_str(),
-                                            "apiVersion" | "kind" | "metadata"
-                                        ));
-                                if kept && let Some(name) = escape(k) {
-                                    map.insert(key(name), to_cel(None, c, depth + 1, false)?);
-                                }
-                            }
-                        }
-                    }
-                    if n.has_defaults {
-                        for (name, p) in &n.properties {
-                            if let (Some(d), false) = (&p.default, o.contains_key(name))
-                                && let Some(escaped) = &p.cel_name
-                            {
-                                map.insert(
-                                    Key::String(escaped.clone()),
-                                    to_cel(Some(p), d, depth + 1, false)?,
-                                );
-                            }
-                        }
-                    }
-                }
-            }
-            CelValue::Map(CelMap { map: Arc::new(map) })
-        }
-    })
 }
