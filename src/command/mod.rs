@@ -66,7 +66,7 @@ pub enum Failure {
     Output(#[source] std::io::Error),
     /// The report could not be serialized.
     #[error("cannot serialize the report: {0}")]
-    Serialize(String),
+    Serialize(#[from] crate::report::StructuredError),
     /// The async runtime could not start.
     #[error("cannot start the async runtime: {0}")]
     Runtime(#[source] std::io::Error),

@@ -11,6 +11,7 @@ mod change;
 mod ci;
 mod markdown;
 mod migration;
+mod output;
 mod table;
 
 use serde::Serialize;
@@ -25,6 +26,9 @@ pub use change::{change_of, detail_of};
 pub use ci::{render_github, render_sarif};
 pub use markdown::render_markdown;
 pub use migration::{render_migration_outcome, render_migration_plan};
+pub use output::{
+    OutputFormat, RenderOptions, StructuredError, render, render_structured, write_report,
+};
 pub use table::{TableOptions, render_table, retries_line};
 
 /// The verdict on one CRD.

@@ -203,7 +203,7 @@ fn the_crates_io_package_holds_the_library_and_builds_with_its_docs() {
     let listed = cargo(&["package", "--list", "--allow-dirty"]);
     for needed in [
         "src/lib.rs",
-        "src/main.rs",
+        "src/bin/kubectl-crd_safety/main.rs",
         "build.rs",
         "examples/compare_crds.rs",
         "LICENSE",

@@ -1,5 +1,5 @@
-//! Command-line definitions: what the user typed. `main` resolves these into
-//! the library's configuration; nothing here does work.
+//! Command-line definitions: what the user typed. `options` turns these
+//! into the library's option types; nothing here does work.
 
 use std::path::PathBuf;
 
@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crd_safety::change::migrate::Engine;
 use crd_safety::config::{FailMode, Mode};
 use crd_safety::crd_validation::KubeVersion;
+pub use crd_safety::report::OutputFormat;
 
 /// The exit codes of the report commands, as a literal so each command's
 /// help can put its examples before them.
@@ -218,21 +219,6 @@ pub struct ServeArgs {
     pub max_connections: usize,
     #[command(flatten)]
     pub kube: KubeArgs,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OutputFormat {
-    /// What changed per row; why and how once per check below the table.
-    Table,
-    /// The table with every finding's full message.
-    Wide,
-    Json,
-    Yaml,
-    Markdown,
-    /// SARIF 2.1.0 (GitHub code scanning and other SARIF consumers).
-    Sarif,
-    /// GitHub Actions workflow commands: annotations on the lines.
-    Github,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -1,0 +1,67 @@
+//! `kubectl-crd_safety`: parse the command line, call the command's entry in
+//! the library ([`crd_safety::command`]), and map what it returns to an exit
+//! code ([`crd_safety::exit`]: 0 safe, 1 error findings or refused, 2 bad
+//! input, 3 cluster error, 4 declined, 130 interrupted). What needs the
+//! terminal lives here: output, the question, progress lines.
+//!
+//! This file only dispatches. [`cli`] holds the flags and [`options`] turns
+//! them into the library's option types; [`offline`], [`live`],
+//! [`migrate`] and [`serve`] run one command each; [`terminal`] is stdout,
+//! colors, the question and progress lines; [`complete`] answers the shell.
+
+mod cli;
+mod complete;
+mod live;
+mod migrate;
+mod offline;
+mod options;
+mod serve;
+mod terminal;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use cli::{Cli, Command};
+use terminal::emit;
+
+fn main() -> ExitCode {
+    tune_allocator();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Diff(args) => offline::diff(args),
+        Command::Lint(args) => offline::lint(args),
+        Command::ApplyCheck(args) => live::apply_check(args),
+        Command::Apply(args) => live::apply(args),
+        Command::Migrate(args) => migrate::migrate(args),
+        Command::Serve(args) => serve::serve(args),
+        Command::Checks => offline::checks(),
+        Command::Completion { shell } => emit(&complete::script(shell)).map(|()| 0),
+        Command::Complete { words } => emit(&complete::answer(&words)).map(|()| 0),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(f) => {
+            eprintln!("error: {f}");
+            ExitCode::from(f.exit_code())
+        }
+    }
+}
+
+/// Asks glibc's allocator to grow its heaps 8 MiB at a time (`M_TOP_PAD`;
+/// the default is 128 KiB). A `diff` builds its whole working set in a few
+/// milliseconds on two threads, and growing the heap in small steps costs
+/// page faults. Measured 2026-11-26 with it removed, medians of 9 runs
+/// against this build: `diff -o json` of the five largest corpus pairs
+/// 4-17% slower (argocds 1.11x, prometheuses 1.17x), a directory 5%;
+/// peak RSS about 1-2 MB higher with it. Pages of the padding are never
+/// touched unless used.
+#[allow(unsafe_code)]
+fn tune_allocator() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `mallopt` only sets a parameter of the allocator; it is called
+    // before any other thread exists.
+    unsafe {
+        libc::mallopt(libc::M_TOP_PAD, 8 << 20);
+    }
+}
