@@ -16,8 +16,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use clap::Parser;
 
 use cli::{
-    ApplyArgs, ApplyCheckArgs, ChangeOutput, Cli, ColorChoice, Command, DiffArgs, LintArgs,
-    MigrateArgs, OutputFormat, ReportArgs, ServeArgs, SourceArgs,
+    ApplyArgs, ApplyCheckArgs, ChangeOutput, Cli, ColorChoice, Command, DataOutput, DiffArgs,
+    LintArgs, MigrateArgs, OutputFormat, ReportArgs, RequireArgs, RequirementsArgs, ServeArgs,
+    SourceArgs,
 };
 use crd_safety::change::migrate::{self, PlanOptions, RunOptions};
 use crd_safety::change::{Answer, Confirm, Question};
@@ -44,6 +45,8 @@ fn main() -> ExitCode {
         Command::Apply(args) => run_apply(args),
         Command::Migrate(args) => run_migrate(args),
         Command::Serve(args) => run_serve(args),
+        Command::Require(args) => run_require(args),
+        Command::Requirements(args) => run_requirements(args),
         Command::Checks => print_checks(),
         Command::Completion { shell } => emit(&complete::script(shell)).map(|()| 0),
         Command::Complete { words } => emit(&complete::answer(&words)).map(|()| 0),
@@ -99,6 +102,9 @@ fn load_config(args: &ReportArgs) -> Result<Config, Failure> {
     }
     if let Some(fail_mode) = args.fail_mode {
         config.fail_mode = fail_mode;
+    }
+    if !args.requirements.is_empty() {
+        config.requirements = args.requirements.clone();
     }
     Ok(config)
 }
@@ -227,17 +233,25 @@ fn parse_sources<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Vec<Sour
 
 fn source_options(args: &SourceArgs, report: &ReportArgs) -> SourceOptions {
     SourceOptions {
+        positions: if places_findings(report.output) {
+            Positions::Recorded
+        } else {
+            Positions::Never
+        },
+        ..source_options_of(args)
+    }
+}
+
+/// How git revisions, charts and kustomizations are read, from their flags.
+fn source_options_of(args: &SourceArgs) -> SourceOptions {
+    SourceOptions {
         repo: args.repo.clone(),
         helm: HelmOptions {
             values: args.helm_values.clone(),
             set: args.helm_set.clone(),
             require: args.require_helm,
         },
-        positions: if places_findings(report.output) {
-            Positions::Recorded
-        } else {
-            Positions::Never
-        },
+        positions: Positions::default(),
     }
 }
 
@@ -679,6 +693,75 @@ fn terminal_bar(bar: indicatif::ProgressBar, template: &str) -> Option<indicatif
         );
     bar.set_style(style);
     Some(bar)
+}
+
+/// `require`: writes a requirement from the installed CRD or a file's.
+fn run_require(args: RequireArgs) -> Result<u8, Failure> {
+    let request = command::require::Request {
+        draft: crd_safety::requirement::Draft {
+            name: args.name.clone(),
+            owner: args.owner.clone(),
+            contact: args.contact.clone(),
+            versions: args.versions.clone(),
+            fields: args.fields.clone(),
+            excluded: args.exclude.clone(),
+            action: args.action,
+        },
+        crd: args.crd.clone(),
+        fields_from: parse_sources(args.fields_from.iter().map(String::as_str))?,
+        sources: SourceOptions {
+            positions: Positions::Never,
+            ..source_options_of(&args.sources)
+        },
+    };
+    let crd = if args.from == "cluster" {
+        runtime()?.block_on(async {
+            let conn = connect(&args.kube).await?;
+            command::require::pinned_from_cluster(&conn, &request).await
+        })?
+    } else {
+        command::require::pinned_from_files(&request, &parse_sources([args.from.as_str()])?)?
+    };
+    let document = command::require::write(&request, crd)?;
+    emit(&render_structured(
+        &document,
+        args.output == DataOutput::Yaml,
+    )?)?;
+    Ok(0)
+}
+
+/// `requirements`: each requirement's state against the cluster, or
+/// against `-f` manifests.
+fn run_requirements(args: RequirementsArgs) -> Result<u8, Failure> {
+    let mut config = Config::discover(args.config.as_deref())?;
+    if !args.requirements.is_empty() {
+        config.requirements = args.requirements.clone();
+    }
+    if config.requirements.is_empty() {
+        return Err(Failure::Usage(
+            "no requirements: give --requirements PATH, or `requirements` in the config file"
+                .into(),
+        ));
+    }
+    let requirements = crd_safety::requirement::load(&config.requirements)?;
+    let states = if args.filenames.is_empty() {
+        runtime()?.block_on(async {
+            let conn = connect(&args.kube).await?;
+            command::requirements::against_cluster(&conn, &requirements).await
+        })?
+    } else {
+        let sources = parse_sources(args.filenames.iter().map(String::as_str))?;
+        let new = crd_safety::manifest::load_with(&sources, &source_options_of(&args.sources))?;
+        let label = args.filenames.join(", ");
+        command::requirements::against_files(&requirements, &new, label)
+    };
+    let text = match args.output {
+        ChangeOutput::Table => crd_safety::requirement::render_states(&states, args.show_info),
+        ChangeOutput::Json => render_structured(&states, false)?,
+        ChangeOutput::Yaml => render_structured(&states, true)?,
+    };
+    emit(&text)?;
+    Ok(states.exit_code())
 }
 
 fn print_checks() -> Result<u8, Failure> {
