@@ -161,7 +161,10 @@ pub fn render_states(states: &States, show_info: bool) -> String {
         ));
         let lead = format!("{}: ", r.requirement.prefix());
         for f in shown {
-            let message = f.message.strip_prefix(&lead).unwrap_or(&f.message);
+            // What changed, as the report's table shows it; the why is the
+            // same for every finding of a check and is in `-o json`.
+            let change = crate::report::change_of(f);
+            let message = change.strip_prefix(&lead).unwrap_or(change);
             out.push_str(&format!(
                 "  {:<8} {} {}{}: {}\n",
                 f.severity.to_string(),
