@@ -96,7 +96,7 @@ fn a_pinned_field_removed_fails_the_diff_and_names_the_consumer() {
     let old = files.json("old.json", &pins(&["a"], &["a", "b"]));
     let new = files.json("new.json", &pins(&["a"], &["a"]));
     let req = files.write("req.yaml", &requirement(&pins(&["a"], &["a", "b"]), ""));
-    let r = run(&["diff", &old, &new, "--requirements", &req, "-o", "wide"], None);
+    let r = support::run::run_in_columns(200, &["diff", &old, &new, "--requirements", &req], None);
     assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
     assert_has(
         &r.stdout,
