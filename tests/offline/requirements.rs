@@ -554,3 +554,128 @@ fn the_config_file_names_requirements_relative_to_itself() {
     assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
     assert_has(&r.stdout, "breaks `team-a/uses-pins`");
 }
+
+/// An HTTPRoute as an ingress team writes it: what their controller and
+/// manifests rely on.
+const ROUTE: &str = "apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: store, namespace: shop}
+spec:
+  parentRefs:
+  - {name: public-gw, namespace: infra, sectionName: https}
+  hostnames: [shop.example.com]
+  rules:
+  - matches:
+    - path: {type: PathPrefix, value: /cart}
+      headers:
+      - {name: x-canary, value: \"true\"}
+    filters:
+    - type: RequestHeaderModifier
+      requestHeaderModifier:
+        add:
+        - {name: x-shop, value: cart}
+    backendRefs:
+    - {name: cart, port: 8080, weight: 90}
+";
+
+/// The corpus case of docs/requirements.md: the Gateway API v1.0 HTTPRoute
+/// fields one route uses, pinned with `require --fields-from`, held against
+/// every later standard release. The figures are the table in the docs.
+#[test]
+fn gateway_api_v1_0_route_fields_against_every_later_release() {
+    let Some(corpus) = support::corpus::corpus_dir() else {
+        return;
+    };
+    let releases = corpus.join("gateway-api-standard");
+    let files = Files::new();
+    let route = files.write("route.yaml", ROUTE);
+    let base = releases.join("v1.0.0").display().to_string();
+    let r = run(
+        &[
+            "require",
+            "ingress-team/gateway-routes",
+            "--crd",
+            "httproutes.gateway.networking.k8s.io",
+            "--from",
+            &base,
+            "--fields-from",
+            &route,
+            "--versions",
+            "v1",
+            "--owner",
+            "ingress-team",
+            "--contact",
+            "#ingress",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let req = files.write("gateway-routes.yaml", &r.stdout);
+    let file = "gateway.networking.k8s.io_httproutes.yaml";
+    let mut table = vec![
+        "| release | diff of the whole CRD: errors (in v1) | against the requirement | errors | checks |".to_string(),
+        "| --- | --- | --- | --- | --- |".to_string(),
+    ];
+    let mut rows = Vec::new();
+    for release in ["v1.1.1", "v1.2.1", "v1.3.0", "v1.4.1", "v1.5.1", "v1.6.1"] {
+        let new = releases.join(release).display().to_string();
+        let old_file = releases.join("v1.0.0").join(file).display().to_string();
+        let new_file = releases.join(release).join(file).display().to_string();
+        let diff = run(&["diff", &old_file, &new_file, "-o", "json"], None).json();
+        let errors = |v: Option<&str>| {
+            diff["crds"][0]["findings"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|f| f["severity"] == "error" && v.is_none_or(|v| f["version"] == v))
+                .count()
+        };
+        let r = run(
+            &[
+                "requirements",
+                "--requirements",
+                &req,
+                "-f",
+                &new,
+                "-o",
+                "json",
+            ],
+            None,
+        );
+        let states: Value = serde_json::from_str(&r.stdout).expect("JSON");
+        let state = &states["requirements"][0];
+        let found: Vec<&Value> = state["findings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|f| f["severity"] == "error")
+            .collect();
+        let mut checks: Vec<&str> = found.iter().filter_map(|f| f["check"].as_str()).collect();
+        checks.dedup();
+        let state = state["state"].as_str().unwrap_or("").to_string();
+        table.push(format!(
+            "| {release} | {} ({}) | {state} | {} | {} |",
+            errors(None),
+            errors(Some("v1")),
+            found.len(),
+            checks.join(", ")
+        ));
+        // The requirement never holds more than the owner's own view of v1.
+        assert!(found.len() <= errors(Some("v1")), "{release}");
+        rows.push((release, state, found.len()));
+    }
+    eprintln!("{}", table.join("\n"));
+    let states: Vec<(&str, &str, usize)> =
+        rows.iter().map(|(r, s, n)| (*r, s.as_str(), *n)).collect();
+    assert_eq!(
+        states,
+        [
+            ("v1.1.1", "Compatible", 0),
+            ("v1.2.1", "RequirementsNotMet", 1),
+            ("v1.3.0", "RequirementsNotMet", 1),
+            ("v1.4.1", "RequirementsNotMet", 1),
+            ("v1.5.1", "RequirementsNotMet", 2),
+            ("v1.6.1", "RequirementsNotMet", 2),
+        ]
+    );
+}
