@@ -61,9 +61,10 @@ pub enum Failure {
     /// `migrate` has no plan.
     #[error(transparent)]
     Migrate(#[from] MigrateError),
-    /// A consumer's requirement (`--requirements`).
+    /// A consumer's requirement (`--requirements`); boxed, as its
+    /// locations would make every `Failure` larger.
     #[error(transparent)]
-    Requirement(#[from] RequirementError),
+    Requirement(Box<RequirementError>),
     /// `serve` could not start or stopped.
     #[error(transparent)]
     Serve(#[from] ServeError),
@@ -76,6 +77,12 @@ pub enum Failure {
     /// The async runtime could not start.
     #[error("cannot start the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
+}
+
+impl From<RequirementError> for Failure {
+    fn from(e: RequirementError) -> Failure {
+        Failure::Requirement(Box::new(e))
+    }
 }
 
 impl Failure {
