@@ -141,6 +141,11 @@ pub struct Config {
     pub skip_crd_validation: bool,
     /// `webhook`: what `serve` does with findings.
     pub webhook: WebhookSettings,
+    /// `requirements`: files or directories of consumers' requirements
+    /// that NEW is judged against too (`--requirements` replaces them).
+    /// Relative paths in a file are relative to the file's directory, so a
+    /// repository's config works from any working directory.
+    pub requirements: Vec<std::path::PathBuf>,
 }
 
 /// Top-level keys of the file.
@@ -151,6 +156,7 @@ const TOP_KEYS: &[&str] = &[
     "checks",
     "exceptions",
     "webhook",
+    "requirements",
 ];
 
 /// The file a command reads from its working directory without `--config`.
@@ -175,7 +181,15 @@ impl Config {
             path: path.display().to_string(),
             source,
         })?;
-        Self::parse(&text, &path.display().to_string())
+        let mut config = Self::parse(&text, &path.display().to_string())?;
+        if let Some(dir) = path.parent() {
+            for r in &mut config.requirements {
+                if r.is_relative() {
+                    *r = dir.join(&*r);
+                }
+            }
+        }
+        Ok(config)
     }
 
     /// Parses config text; `origin` names it in errors.
@@ -237,6 +251,7 @@ impl Config {
                 "checks" => parse_checks(v, &mut config).map_err(bad)?,
                 "exceptions" => parse_exceptions(v, &mut config).map_err(bad)?,
                 "webhook" => config.webhook = webhook::parse(v).map_err(bad)?,
+                "requirements" => config.requirements = parse_paths(v).map_err(bad)?,
                 other => {
                     return Err(bad(format!(
                         "unknown key {other:?}; valid keys: {}",
@@ -277,7 +292,7 @@ fn parse_level(v: &Value, context: &str) -> Result<Level, String> {
         .ok_or_else(|| format!("{context}: expected error, warning, info or ignore, found {v}"))
 }
 
-fn parse_checks(v: &Value, config: &mut Config) -> Result<(), String> {
+pub(crate) fn parse_checks(v: &Value, config: &mut Config) -> Result<(), String> {
     let Value::Object(map) = v else {
         return Err("checks: expected a map of check ids".into());
     };
@@ -315,6 +330,25 @@ fn parse_checks(v: &Value, config: &mut Config) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+fn parse_paths(v: &Value) -> Result<Vec<std::path::PathBuf>, String> {
+    let items = match v {
+        Value::String(_) => vec![v.clone()],
+        Value::Array(items) => items.clone(),
+        _ => {
+            return Err(format!(
+                "requirements: expected a path or a list of paths, found {v}"
+            ));
+        }
+    };
+    items
+        .iter()
+        .map(|item| match item {
+            Value::String(s) if !s.is_empty() => Ok(std::path::PathBuf::from(s)),
+            other => Err(format!("requirements: expected a path, found {other}")),
+        })
+        .collect()
 }
 
 fn parse_exceptions(v: &Value, config: &mut Config) -> Result<(), String> {
@@ -444,7 +478,7 @@ mod tests {
         let err = Config::parse("mdoe: warn\n", "c.yaml").unwrap_err();
         assert_eq!(
             err.to_string(),
-            "c.yaml: unknown key \"mdoe\"; valid keys: mode, failMode, kubeVersion, checks, exceptions, webhook"
+            "c.yaml: unknown key \"mdoe\"; valid keys: mode, failMode, kubeVersion, checks, exceptions, webhook, requirements"
         );
     }
 

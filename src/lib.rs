@@ -20,7 +20,7 @@
 //! 3. analysis, pure: [`cel`], [`validate`], [`compare`], [`crd_validation`], [`config`]
 //! 4. results the commands produce and the report renders: [`outcome`]
 //! 5. rendering: [`report`]
-//! 6. the comparison engine and runs over its report: [`engine`], [`locate`], [`batches`], [`baseline`]
+//! 6. the comparison engine and runs over its report: [`engine`], [`locate`], [`batches`], [`baseline`], [`requirement`]
 //! 7. the API server, the only network code: [`cluster`]
 //! 8. work against the cluster: [`scan`], [`live_check`], [`change`], [`webhook`]
 //! 9. commands, one entry each with typed failures: [`command`]
@@ -55,6 +55,7 @@ pub mod outcome;
 pub mod parallel;
 pub mod re2;
 pub mod report;
+pub mod requirement;
 pub mod scan;
 pub mod schema;
 pub mod text;

@@ -1,6 +1,6 @@
 //! `apply-check -f FILES`: the manifests against the live cluster.
 
-use super::{Failure, Manifests, finish};
+use super::{Failure, Manifests, finish, requirements_of};
 use crate::cluster::Connection;
 use crate::live_check::{CheckOptions, LiveCheck, apply_check};
 use crate::manifest::{self, ManifestSet};
@@ -29,6 +29,7 @@ pub async fn run(
     new: &ManifestSet,
     options: &CheckOptions<'_>,
 ) -> Result<Checked, Failure> {
+    let requirements = requirements_of(&request.config)?;
     let mut check = apply_check(conn, new, &request.config, options).await?;
     // The old side is the cluster's: positions come from the manifests.
     let baseline_written = finish(
@@ -37,6 +38,7 @@ pub async fn run(
         new,
         request.sources.positions,
         &request.baselines,
+        &requirements,
     )?;
     Ok(Checked {
         check,

@@ -1,6 +1,6 @@
 //! `diff OLD NEW`: two manifest sets, no cluster.
 
-use super::{Baselines, Failure, finish};
+use super::{Baselines, Failure, finish, requirements_of};
 use crate::batches;
 use crate::config::Config;
 use crate::engine::{StoredVersionsArg, diff_judged, load};
@@ -57,7 +57,14 @@ pub fn run(request: &Request) -> Result<Diffed, Failure> {
             "only one of OLD and NEW can be - (stdin)".into(),
         ));
     }
-    let batched = batches::diff(old, new, sources.positions, stored, config, batches::LIMITS);
+    let requirements = requirements_of(config)?;
+    // Requirements judge NEW's CRDs, which a batched run lets go batch by
+    // batch: with requirements, NEW is read whole.
+    let batched = if requirements.is_empty() {
+        batches::diff(old, new, sources.positions, stored, config, batches::LIMITS)
+    } else {
+        None
+    };
     let (mut report, manifests) = match batched {
         Some(report) => (report, Default::default()),
         None => {
@@ -74,6 +81,7 @@ pub fn run(request: &Request) -> Result<Diffed, Failure> {
         &manifests.1,
         sources.positions,
         baselines,
+        &requirements,
     )?;
     Ok(Diffed {
         report,

@@ -1,6 +1,6 @@
 //! `lint NEW...`: the new side alone, as if nothing were installed yet.
 
-use super::{Failure, Manifests, finish};
+use super::{Failure, Manifests, finish, requirements_of};
 use crate::batches;
 use crate::engine::{StoredVersionsArg, diff_judged, load_new};
 use crate::manifest::ManifestSet;
@@ -26,7 +26,14 @@ pub fn run(request: &Manifests) -> Result<Linted, Failure> {
         baselines,
     } = request;
     let none = ManifestSet::default();
-    let (mut report, new) = match batches::lint(new, sources.positions, config, batches::LIMITS) {
+    let requirements = requirements_of(config)?;
+    // As for `diff`: requirements need NEW whole.
+    let batched = if requirements.is_empty() {
+        batches::lint(new, sources.positions, config, batches::LIMITS)
+    } else {
+        None
+    };
+    let (mut report, new) = match batched {
         Some(report) => (report, ManifestSet::default()),
         None => {
             let (new, verdicts) = load_new(new, sources, config)?;
@@ -35,7 +42,14 @@ pub fn run(request: &Manifests) -> Result<Linted, Failure> {
             (report, new)
         }
     };
-    let baseline_written = finish(&mut report, &none, &new, sources.positions, baselines)?;
+    let baseline_written = finish(
+        &mut report,
+        &none,
+        &new,
+        sources.positions,
+        baselines,
+        &requirements,
+    )?;
     Ok(Linted {
         report,
         baseline_written,

@@ -11,6 +11,8 @@ pub mod apply_check;
 pub mod diff;
 pub mod lint;
 pub mod migrate;
+pub mod require;
+pub mod requirements;
 
 use std::path::PathBuf;
 
@@ -27,6 +29,7 @@ use crate::live_check::LiveError;
 use crate::locate::locate;
 use crate::manifest::{ManifestError, ManifestSet, Positions, Source, SourceOptions};
 use crate::report::Report;
+use crate::requirement::{self, Requirement, RequirementError};
 use crate::webhook::ServeError;
 
 /// Why a command stopped before its verdict. Every kind keeps its own
@@ -58,6 +61,10 @@ pub enum Failure {
     /// `migrate` has no plan.
     #[error(transparent)]
     Migrate(#[from] MigrateError),
+    /// A consumer's requirement (`--requirements`); boxed, as its
+    /// locations would make every `Failure` larger.
+    #[error(transparent)]
+    Requirement(Box<RequirementError>),
     /// `serve` could not start or stopped.
     #[error(transparent)]
     Serve(#[from] ServeError),
@@ -70,6 +77,12 @@ pub enum Failure {
     /// The async runtime could not start.
     #[error("cannot start the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
+}
+
+impl From<RequirementError> for Failure {
+    fn from(e: RequirementError) -> Failure {
+        Failure::Requirement(Box::new(e))
+    }
 }
 
 impl Failure {
@@ -86,6 +99,7 @@ impl Failure {
             | Failure::Config(_)
             | Failure::Manifest(_)
             | Failure::Baseline(_)
+            | Failure::Requirement(_)
             | Failure::Confirm(_)
             | Failure::Serve(_)
             | Failure::Output(_)
@@ -138,7 +152,13 @@ pub(crate) fn finish(
     new: &ManifestSet,
     positions: Positions,
     baselines: &Baselines,
+    requirements: &[Requirement],
 ) -> Result<Option<usize>, Failure> {
+    // Before placing and baselining: a requirement's findings are placed
+    // and baselined like any other.
+    if !requirements.is_empty() {
+        requirement::add_findings(report, requirements, new);
+    }
     if positions != Positions::Never {
         locate(report, old, new);
     }
@@ -153,4 +173,13 @@ pub(crate) fn finish(
         written = Some(baseline.entries.len());
     }
     Ok(written)
+}
+
+/// The requirements the configuration names (`requirements`,
+/// `--requirements`), read before any manifest so a bad one fails first.
+pub(crate) fn requirements_of(config: &Config) -> Result<Vec<Requirement>, Failure> {
+    if config.requirements.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(requirement::load(&config.requirements)?)
 }

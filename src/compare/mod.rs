@@ -47,6 +47,36 @@ pub struct Finding {
     /// was removed), filled in after the checks ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub location: Option<crate::manifest::Position>,
+    /// For a finding against a consumer's requirement (`--requirements`):
+    /// whose requirement the change breaks, so the report can name them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requirement: Option<RequirementRef>,
+}
+
+/// The consumer a finding concerns: a requirement pinned a CRD, and NEW
+/// breaks it. Carried on the finding rather than in a section of its own so
+/// that every output format, the baseline and the exit code treat it like
+/// any other finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RequirementRef {
+    /// `namespace/name`, or `name` for a cluster-wide requirement.
+    pub name: String,
+    /// Who to talk to before breaking it, as the requirement says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// Where the requirement was read (`file:line`, or the cluster).
+    pub source: String,
+}
+
+impl RequirementRef {
+    /// The words that lead each of its findings' messages:
+    /// ``breaks `ns/name` (owner: #team)``.
+    pub fn prefix(&self) -> String {
+        match &self.owner {
+            Some(owner) => format!("breaks `{}` (owner: {owner})", self.name),
+            None => format!("breaks `{}`", self.name),
+        }
+    }
 }
 
 impl Finding {
@@ -63,6 +93,7 @@ impl Finding {
             new: None,
             objects: None,
             location: None,
+            requirement: None,
         }
     }
 

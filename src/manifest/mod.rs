@@ -432,6 +432,54 @@ pub fn read_texts(
     }
 }
 
+/// A document of any kind, where it starts, and its text (to find the
+/// line of a node inside it).
+#[derive(Debug)]
+pub struct Object {
+    /// The parsed document.
+    pub value: Value,
+    /// Its file and first line.
+    pub location: Location,
+    /// Its text, for [`DocumentText::find`].
+    pub text: DocumentText,
+}
+
+/// Every document of `sources` whatever its kind, in reading order: what
+/// reads files that are not CRDs (requirements, sample objects) with the
+/// same splitter, parser and locations as the CRDs. A `List` is one
+/// document here.
+pub fn read_objects(
+    sources: &[Source],
+    opts: &SourceOptions,
+) -> Result<Vec<Object>, ManifestError> {
+    let mut notices = Vec::new();
+    let mut out = Vec::new();
+    for source in sources {
+        for text in read_texts(source, opts, &mut notices)? {
+            if text.is_json {
+                let (value, location) = parse_json(&text.text, &text.label)?;
+                let text = DocumentText::new(SharedText::whole(text.text), 1);
+                out.push(Object {
+                    value,
+                    location,
+                    text,
+                });
+                continue;
+            }
+            for piece in split::pieces(&Arc::new(text.text)) {
+                if let Some((value, location, text)) = split::parse(&piece, &text.label, false)? {
+                    out.push(Object {
+                        value,
+                        location,
+                        text,
+                    });
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Reads manifests from text already in memory (used by tests and
 /// benchmarks). Returns the number of documents read.
 pub fn load_text(

@@ -31,10 +31,11 @@ pub struct BaselineEntry {
 }
 
 /// The fingerprint of a finding of CRD `crd`: FNV-1a (64 bit) over the
-/// canonical JSON (keys sorted) of `[crd, version, path, check, old, new]`,
-/// as 16 hex digits. Stable across runs, platforms and key order.
+/// canonical JSON (keys sorted) of `[crd, version, path, check, old, new]`
+/// (and the requirement's name, for a requirement's finding), as 16 hex
+/// digits. Stable across runs, platforms and key order.
 pub fn fingerprint(crd: &str, f: &Finding) -> String {
-    let value = serde_json::json!([
+    let mut value = serde_json::json!([
         crd,
         f.version,
         f.path,
@@ -42,6 +43,11 @@ pub fn fingerprint(crd: &str, f: &Finding) -> String {
         f.old.clone().unwrap_or(Value::Null),
         f.new.clone().unwrap_or(Value::Null),
     ]);
+    // A requirement's finding is its own entry, apart from the same change
+    // judged against OLD; findings of no requirement keep their old prints.
+    if let (Some(r), Value::Array(items)) = (&f.requirement, &mut value) {
+        items.push(Value::String(r.name.clone()));
+    }
     let mut text = String::new();
     canonical(&value, &mut text);
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;

@@ -28,6 +28,16 @@ fn split(s: &str) -> Option<(&str, &str)> {
 
 /// Both parts: (what changed, why and how).
 fn parts(f: &Finding) -> (&str, &str) {
+    // A requirement's finding leads with who it breaks (``breaks `x`
+    // (owner: y): ``): that stays with the change, and the split is read
+    // from the catalog's message after it.
+    if let Some(r) = &f.requirement
+        && let Some(rest) = f.message.strip_prefix(&(r.prefix() + ": "))
+    {
+        let lead = f.message.len() - rest.len();
+        let (change, detail) = split(rest).unwrap_or((rest, ""));
+        return (&f.message[..lead + change.len()], detail);
+    }
     let message = f.message.as_str();
     let Some((head, rest)) = split(message) else {
         return (message, "");
@@ -100,6 +110,25 @@ mod tests {
             detail_of(&f),
             "the API server (Kubernetes 1.34) refuses this CRD"
         );
+    }
+
+    #[test]
+    fn a_requirement_finding_keeps_who_it_breaks_with_the_change() {
+        let mut f = finding(
+            Check::ExistingFieldRemoval,
+            Some("^.spec.rules"),
+            "breaks `team/routes` (owner: #ingress): field ^.spec.rules removed: clients lose it",
+        );
+        f.requirement = Some(crate::compare::RequirementRef {
+            name: "team/routes".into(),
+            owner: Some("#ingress".into()),
+            source: "r.yaml:1".into(),
+        });
+        assert_eq!(
+            change_of(&f),
+            "breaks `team/routes` (owner: #ingress): field ^.spec.rules removed"
+        );
+        assert_eq!(detail_of(&f), "clients lose it");
     }
 
     #[test]

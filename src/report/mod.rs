@@ -16,7 +16,7 @@ mod table;
 
 use serde::Serialize;
 
-use crate::compare::{Finding, Severity, StoredVersions};
+use crate::compare::{Finding, RequirementRef, Severity, StoredVersions};
 use crate::config::{Excepted, FailMode, Mode};
 use crate::manifest::Skipped;
 use crate::outcome::{BaselineEntry, ScanSummary};
@@ -197,6 +197,24 @@ pub struct ClusterInfo {
     pub retries: u64,
 }
 
+/// A consumer's requirement a run judged NEW against (`--requirements`),
+/// listed whether or not it found anything, so a report says what was held.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequirementCheck {
+    /// Which requirement.
+    #[serde(flatten)]
+    pub requirement: RequirementRef,
+    /// The CRD it pins.
+    pub crd: String,
+    /// No error finding against it.
+    pub met: bool,
+    /// Its error findings (in the CRD's entry).
+    pub errors: usize,
+    /// Its warning findings.
+    pub warnings: usize,
+}
+
 /// The whole report.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -231,6 +249,10 @@ pub struct Report {
     /// without helm): the report is incomplete where these say.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notices: Vec<String>,
+    /// The consumers' requirements NEW was judged against; present when
+    /// any.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub requirements: Vec<RequirementCheck>,
 }
 
 impl Report {
@@ -253,6 +275,7 @@ impl Report {
             skipped_documents: skipped,
             stale_baseline: Vec::new(),
             notices: Vec::new(),
+            requirements: Vec::new(),
         };
         report.recount();
         report
@@ -319,6 +342,13 @@ impl Report {
             line.push_str(&format!(
                 "; {} stale",
                 plural(s.stale_baseline, "baseline entry", "baseline entries")
+            ));
+        }
+        if !self.requirements.is_empty() {
+            let broken = self.requirements.iter().filter(|r| !r.met).count();
+            line.push_str(&format!(
+                "; {} checked, {broken} broken",
+                plural(self.requirements.len(), "requirement", "requirements")
             ));
         }
         if s.skipped_documents > 0 {

@@ -272,6 +272,7 @@ fn an_api_server_rejection_honours_levels_and_exceptions_like_any_check() {
         new: Some(json!("denied")),
         location: None,
         objects: None,
+        requirement: None,
     };
     let apply = |config: &str| {
         let config = Config::parse(config, "c.yaml").expect("fixture config");

@@ -28,6 +28,7 @@ mod faults;
 mod fidelity;
 mod kubeconfig;
 mod migrate;
+mod requirements;
 mod scan;
 mod soundness;
 mod sources;

@@ -14,6 +14,7 @@ mod corpus;
 mod layers;
 mod migrate_faults;
 mod properties;
+mod requirements;
 mod scan_paging;
 mod sources;
 mod validate;

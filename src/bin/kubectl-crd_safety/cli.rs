@@ -158,6 +158,36 @@ pub enum Command {
 
 ", serve_exit_codes!()))]
     Serve(ServeArgs),
+    /// Write a consumer's requirement on a CRD they depend on (a CRDRequirement): the CRD as it
+    /// is now, the versions and fields they use. diff, lint and apply-check judge new CRDs
+    /// against it with --requirements (see docs/requirements.md).
+    #[command(after_help = "Examples:
+  # Pin the installed Gateway API HTTPRoute CRD, for the fields our manifests use
+  kubectl crd-safety require ingress-team/gateway-routes --crd httproutes.gateway.networking.k8s.io \\
+    --fields-from deploy/routes/ --owner ingress-team --contact '#ingress' > gateway-routes.yaml
+  # From a release's manifests, two fields, the storage version only
+  kubectl crd-safety require certs --crd certificates.cert-manager.io --from cert-manager.crds.yaml \\
+    --fields spec.secretName,spec.dnsNames --versions storage
+
+Exit codes:
+  0  written
+  2  usage or input error (the CRD is not there, a field or version it does not have)
+  3  cluster error (--from cluster)")]
+    Require(RequireArgs),
+    /// Show each requirement and whether the installed CRD (or the one files hold) meets it,
+    /// with what breaks it.
+    #[command(after_help = "Examples:
+  # Every requirement of a directory against the cluster
+  kubectl crd-safety requirements --requirements requirements/
+  # ...against a release about to be applied, offline
+  kubectl crd-safety requirements --requirements requirements/ -f crds/
+
+Exit codes:
+  0  every requirement is met (warnings may be present)
+  1  a requirement is not met: an error finding against it, or its CRD is missing
+  2  usage, configuration or input error (a malformed requirement names its file and line)
+  3  cluster error")]
+    Requirements(RequirementsArgs),
     /// List every check with its id, default severity and what it catches.
     Checks,
     /// Print the shell completion script of the binary (for `kubectl crd-safety`, kubectl 1.26+
@@ -258,6 +288,88 @@ pub struct ReportArgs {
     /// baselined in this run.
     #[arg(long, value_name = "FILE")]
     pub write_baseline: Option<PathBuf>,
+    /// Consumers' requirements (CRDRequirement or OpenShift CompatibilityRequirement files, or
+    /// directories of them; repeatable): the new CRDs are judged against each, and findings name
+    /// the consumer [default: requirements from the config file].
+    #[arg(long, value_name = "PATH")]
+    pub requirements: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RequireArgs {
+    /// The requirement's name, NAME or NAMESPACE/NAME: findings against it name it.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// The CRD to pin (httproutes.gateway.networking.k8s.io).
+    #[arg(long, value_name = "CRD")]
+    pub crd: String,
+    /// Where the CRD is read: `cluster` (the installed one), or manifests (a file, a directory,
+    /// a Helm chart, git:REF:PATH, - for stdin).
+    #[arg(long, value_name = "cluster|PATH", default_value = "cluster")]
+    pub from: String,
+    /// Fields the consumer uses, comma-separated or repeated (spec.rules[*].matches, or
+    /// spec.rules.matches) [default: every field].
+    #[arg(long, value_name = "PATHS", value_delimiter = ',')]
+    pub fields: Vec<String>,
+    /// Objects of the CRD (samples, the consumer's own manifests; repeatable): the fields they
+    /// set are added to --fields.
+    #[arg(long, value_name = "PATH")]
+    pub fields_from: Vec<String>,
+    /// Fields the consumer does not care about, comma-separated or repeated.
+    #[arg(long, value_name = "PATHS", value_delimiter = ',')]
+    pub exclude: Vec<String>,
+    /// Versions held: storage, served, or version names (v1,v1beta1) [default: served].
+    #[arg(long, value_name = "VERSIONS", value_delimiter = ',')]
+    pub versions: Vec<String>,
+    /// Who depends on the CRD (a team, a product).
+    #[arg(long, value_name = "NAME")]
+    pub owner: Option<String>,
+    /// How to reach them (a channel, an address).
+    #[arg(long, value_name = "TEXT")]
+    pub contact: Option<String>,
+    /// What breaking the requirement does: deny (its errors fail runs and the webhook
+    /// refuses) or warn.
+    #[arg(long, value_enum, default_value = "deny")]
+    pub action: crd_safety::requirement::Action,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
+    pub output: DataOutput,
+    #[command(flatten)]
+    pub sources: SourceArgs,
+    #[command(flatten)]
+    pub kube: KubeArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct RequirementsArgs {
+    /// Requirements: files or directories of them (repeatable) [default: requirements from the
+    /// config file].
+    #[arg(long, value_name = "PATH")]
+    pub requirements: Vec<PathBuf>,
+    /// Judge the CRDs these manifests hold instead of the cluster's (repeatable): files,
+    /// directories, Helm charts, git:REF:PATH, - for stdin.
+    #[arg(short = 'f', long = "filename", value_name = "PATH")]
+    pub filenames: Vec<String>,
+    /// Config file [default: .crd-safety.yaml in the working directory, if present].
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
+    pub output: ChangeOutput,
+    /// List info findings in the table too (JSON and YAML always have them).
+    #[arg(long)]
+    pub show_info: bool,
+    #[command(flatten)]
+    pub sources: SourceArgs,
+    #[command(flatten)]
+    pub kube: KubeArgs,
+}
+
+/// Formats of a document `require` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DataOutput {
+    Yaml,
+    Json,
 }
 
 /// How git revisions, Helm charts and kustomizations are read (every command

@@ -6,7 +6,8 @@
 //!
 //! This file only dispatches. [`cli`] holds the flags and [`options`] turns
 //! them into the library's option types; [`offline`], [`live`],
-//! [`migrate`] and [`serve`] run one command each; [`terminal`] is stdout,
+//! [`migrate`], [`requirements`] and [`serve`] run one command or
+//! group each; [`terminal`] is stdout,
 //! colors, the question and progress lines; [`complete`] answers the shell.
 
 mod cli;
@@ -15,6 +16,7 @@ mod live;
 mod migrate;
 mod offline;
 mod options;
+mod requirements;
 mod serve;
 mod terminal;
 
@@ -35,6 +37,8 @@ fn main() -> ExitCode {
         Command::Apply(args) => live::apply(args),
         Command::Migrate(args) => migrate::migrate(args),
         Command::Serve(args) => serve::serve(args),
+        Command::Require(args) => requirements::require(args),
+        Command::Requirements(args) => requirements::requirements(args),
         Command::Checks => offline::checks(),
         Command::Completion { shell } => emit(&complete::script(shell)).map(|()| 0),
         Command::Complete { words } => emit(&complete::answer(&words)).map(|()| 0),

@@ -15,7 +15,8 @@ use crd_safety::scan::ScanOptions;
 use crd_safety::webhook::ServeOptions;
 
 use crate::cli::{
-    ApplyArgs, ApplyCheckArgs, KubeArgs, MigrateArgs, ReportArgs, ServeArgs, SourceArgs,
+    ApplyArgs, ApplyCheckArgs, KubeArgs, MigrateArgs, ReportArgs, RequireArgs, RequirementsArgs,
+    ServeArgs, SourceArgs,
 };
 use crate::terminal::{table_width, use_color};
 
@@ -29,6 +30,9 @@ impl ReportArgs {
         }
         if let Some(fail_mode) = self.fail_mode {
             config.fail_mode = fail_mode;
+        }
+        if !self.requirements.is_empty() {
+            config.requirements = self.requirements.clone();
         }
         if let Some(v) = kube_version {
             config.kube_version = v;
@@ -61,17 +65,26 @@ impl SourceArgs {
     /// that show them.
     pub fn options(&self, output: OutputFormat) -> SourceOptions {
         SourceOptions {
+            positions: if output.places_findings() {
+                Positions::Recorded
+            } else {
+                Positions::Never
+            },
+            ..self.reading()
+        }
+    }
+
+    /// How git revisions, charts and kustomizations are read, positions
+    /// as the library's default.
+    pub fn reading(&self) -> SourceOptions {
+        SourceOptions {
             repo: self.repo.clone(),
             helm: HelmOptions {
                 values: self.helm_values.clone(),
                 set: self.helm_set.clone(),
                 require: self.require_helm,
             },
-            positions: if output.places_findings() {
-                Positions::Recorded
-            } else {
-                Positions::Never
-            },
+            positions: Positions::default(),
         }
     }
 }
@@ -190,5 +203,38 @@ impl MigrateArgs {
                 },
             },
         }
+    }
+}
+
+impl RequireArgs {
+    pub fn request(&self) -> Result<command::require::Request, Failure> {
+        Ok(command::require::Request {
+            draft: crd_safety::requirement::Draft {
+                name: self.name.clone(),
+                owner: self.owner.clone(),
+                contact: self.contact.clone(),
+                versions: self.versions.clone(),
+                fields: self.fields.clone(),
+                excluded: self.exclude.clone(),
+                action: self.action,
+            },
+            crd: self.crd.clone(),
+            fields_from: parse_sources(self.fields_from.iter().map(String::as_str))?,
+            sources: SourceOptions {
+                positions: Positions::Never,
+                ..self.sources.reading()
+            },
+        })
+    }
+}
+
+impl RequirementsArgs {
+    /// The configuration file, with `--requirements` over its list.
+    pub fn config(&self) -> Result<Config, Failure> {
+        let mut config = Config::discover(self.config.as_deref())?;
+        if !self.requirements.is_empty() {
+            config.requirements = self.requirements.clone();
+        }
+        Ok(config)
     }
 }
