@@ -430,3 +430,50 @@ fn a_default_changed_on_a_required_field_under_a_conversion_webhook_is_an_error(
         );
     }
 }
+
+#[test]
+fn a_rule_rewritten_to_cover_a_new_field_is_info_because_the_old_rule_implies_it() {
+    let old = kinds(json!({"tpp": {"type": "object"}, "cloud": {"type": "object"}}));
+    let new = kinds(
+        json!({"tpp": {"type": "object"}, "cloud": {"type": "object"},
+        "ngts": {"type": "object"}}),
+    );
+    let findings = compare(
+        &spec(with_rules(
+            &old,
+            &["(has(self.tpp) ? 1 : 0) + (has(self.cloud) ? 1 : 0) == 1"],
+        )),
+        &spec(with_rules(
+            &new,
+            &["[has(self.tpp), has(self.cloud), has(self.ngts)].filter(x, x).size() == 1"],
+        )),
+    );
+    let changed = findings
+        .iter()
+        .find(|f| f.check == Check::XValidations)
+        .unwrap_or_else(|| panic!("{}", dump(&findings)));
+    assert_eq!(changed.severity, Severity::Info, "{}", changed.message);
+    assert!(
+        changed.message.contains("CEL rule changed")
+            && changed
+                .message
+                .contains("it follows from the old rule at this node"),
+        "{}",
+        changed.message
+    );
+    // The same rewrite where the old rule does not imply the new one.
+    let findings = compare(
+        &spec(with_rules(&old, &["has(self.tpp) || has(self.cloud)"])),
+        &spec(with_rules(
+            &new,
+            &["[has(self.tpp), has(self.cloud), has(self.ngts)].filter(x, x).size() == 1"],
+        )),
+    );
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.check == Check::XValidations && f.severity == Severity::Error),
+        "{}",
+        dump(&findings)
+    );
+}

@@ -878,3 +878,81 @@ async fn issue_42s_three_holes_are_errors_and_the_server_refuses_what_they_hid()
         }
     }
 }
+
+/// `^.spec` with `tpp` and `cloud` and the rule "exactly one of them"; the
+/// new release adds `ngts` and extends the rule to it, or (`weaker`)
+/// relaxes it to "not both".
+fn rewritten_rule_release(new: Option<&str>) -> Value {
+    let mut spec = json!({"type": "object", "properties": {
+        "tpp": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+        "cloud": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+        "x-kubernetes-validations": [{"rule": "(has(self.tpp) ? 1 : 0) + (has(self.cloud) ? 1 : 0) == 1",
+            "message": "exactly one"}]});
+    if let Some(rule) = new {
+        spec["properties"]["ngts"] =
+            json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+        spec["x-kubernetes-validations"] = json!([{"rule": rule, "message": "rewritten"}]);
+    }
+    fixtures::single(
+        "rewrites",
+        json!({"type": "object", "properties": {"spec": spec}}),
+    )
+}
+
+#[tokio::test]
+async fn a_rule_the_old_rule_implies_is_info_and_the_server_keeps_accepting_stored_objects() {
+    let Some(plane) = control_plane() else { return };
+    let client: Client = admin(plane).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = support::live::write_manifest(dir.path(), "old.json", &rewritten_rule_release(None));
+    let implied = [
+        "(has(self.tpp) ? 1 : 0) + (has(self.cloud) ? 1 : 0) + (has(self.ngts) ? 1 : 0) == 1",
+        "!(has(self.tpp) && has(self.cloud))",
+    ];
+    for rule in implied {
+        let new = support::live::write_manifest(
+            dir.path(),
+            "new.json",
+            &rewritten_rule_release(Some(rule)),
+        );
+        let r = support::run::run(&["diff", &old, &new, "-o", "json", "--show-info"], None);
+        let rules: Vec<Value> = r.json()["crds"][0]["findings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|f| f["check"] == "xValidations")
+            .cloned()
+            .collect();
+        assert!(
+            !rules.is_empty() && rules.iter().all(|f| f["severity"] == "info"),
+            "`{rule}` follows from the old rule: {rules:?}"
+        );
+    }
+    // On the server: every object the old rule accepts passes both new
+    // rules; the one it refuses would have failed them too.
+    install(&client, &rewritten_rule_release(None)).await;
+    let api = example_objects(client.clone(), "Rewrite", "rewrites");
+    let stored = [
+        ("tpp-only", json!({"tpp": {}})),
+        ("cloud-only", json!({"cloud": {"zone": "a"}})),
+    ];
+    for (name, spec) in &stored {
+        let obj: DynamicObject =
+            serde_json::from_value(example_object("Rewrite", name, spec)).expect("object");
+        api.create(&PostParams::default(), &obj)
+            .await
+            .unwrap_or_else(|e| panic!("{name} is valid under the old schema: {e}"));
+    }
+    for rule in implied {
+        install(&client, &rewritten_rule_release(Some(rule))).await;
+        for (name, spec) in &stored {
+            let verdict = server_verdict(
+                &api,
+                &example_object("Rewrite", &format!("{name}-copy"), spec),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{name}: the server did not answer: {e}"));
+            assert_eq!(verdict, None, "{name} under `{rule}`");
+        }
+    }
+}

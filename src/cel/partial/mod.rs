@@ -70,6 +70,98 @@ pub fn cannot_fail(
     new: &Schema,
     resource_root: bool,
 ) -> Option<CannotFail> {
+    judge(rule, old, new, resource_root)
+}
+
+/// [`cannot_fail`], also using that every stored object passes `held`: the
+/// old schema's own rules at the same node, which the API server enforced
+/// on every write of those objects (as it enforced the old keywords the
+/// evaluation already relies on). A rule rewritten into another form, or
+/// extended with a term over a new field, then follows from the rule it
+/// replaces: `(NEW) || !(OLD)` holds for every object.
+pub fn cannot_fail_given(
+    rule: &str,
+    held: &[&str],
+    old: &Schema,
+    new: &Schema,
+    resource_root: bool,
+) -> Option<CannotFail> {
+    if let Some(alone) = judge(rule, old, new, resource_root) {
+        return Some(alone);
+    }
+    if held.is_empty() || !same_reading(old, new) {
+        return None;
+    }
+    // Line breaks end a trailing `//` comment inside each rule.
+    let assumed = held
+        .iter()
+        .map(|h| format!("({h}\n)"))
+        .collect::<Vec<_>>()
+        .join(" && ");
+    let implied = format!("({rule}\n) || !({assumed})");
+    let mut proof = judge(&implied, old, new, resource_root)?;
+    let which = if held.len() == 1 { "rule" } else { "rules" };
+    proof.facts.insert(
+        0,
+        format!("it follows from the old {which} at this node, which stored objects already pass"),
+    );
+    Some(proof)
+}
+
+/// Whether a stored object reads the same through `new` as through `old`,
+/// at this node and below: nothing it holds is pruned by `new`, no default
+/// fills it in, no value changes its CEL type. Only then is an old rule,
+/// which passed on the object as `old` read it, also true of the object
+/// the evaluation sees (read through `new`). A property `new` adds is
+/// absent from stored objects, unless it carries a default or the old node
+/// kept unknown fields (then it may hold anything).
+fn same_reading(old: &Schema, new: &Schema) -> bool {
+    const READING: [&str; 7] = [
+        "type",
+        "format",
+        "nullable",
+        "default",
+        "x-kubernetes-int-or-string",
+        "x-kubernetes-preserve-unknown-fields",
+        "x-kubernetes-embedded-resource",
+    ];
+    let same = |k: &str| match (old.keyword(k), new.keyword(k)) {
+        (None, None) => true,
+        (Some(a), Some(b)) => crate::json::json_eq(a, b),
+        _ => false,
+    };
+    if !READING.iter().all(|k| same(k)) {
+        return false;
+    }
+    for (name, o) in old.properties.iter() {
+        match new.properties.get(name) {
+            Some(n) if same_reading(o, n) => {}
+            _ => return false,
+        }
+    }
+    let kept_unknown = old.preserves_unknown_fields();
+    for (name, n) in new.properties.iter() {
+        if old.properties.get(name).is_none() && (kept_unknown || n.keyword("default").is_some()) {
+            return false;
+        }
+    }
+    let items = match (&old.items, &new.items) {
+        (None, None) => true,
+        (Some(o), Some(n)) => same_reading(o, n),
+        _ => false,
+    };
+    let values = match (&old.additional_properties, &new.additional_properties) {
+        (None, None) => true,
+        (Some(AdditionalProperties::Allowed(a)), Some(AdditionalProperties::Allowed(b))) => a == b,
+        (Some(AdditionalProperties::Schema(o)), Some(AdditionalProperties::Schema(n))) => {
+            same_reading(o, n)
+        }
+        _ => false,
+    };
+    items && values
+}
+
+fn judge(rule: &str, old: &Schema, new: &Schema, resource_root: bool) -> Option<CannotFail> {
     let expr = parse_rule(rule).ok()?;
     let root = Site {
         old,

@@ -273,3 +273,67 @@ fn a_split_never_joins_elements_of_a_list() {
     );
     assert!(verdict("self.items.all(i, !has(i.gone))", old.clone(), old).is_some());
 }
+
+fn given(rule: &str, held: &[&str], old: Value, new: Value) -> Option<CannotFail> {
+    cannot_fail_given(rule, held, &schema(old), &schema(new), false)
+}
+
+#[test]
+fn a_rule_extended_over_a_new_field_follows_from_the_rule_it_replaces() {
+    // cert-manager's issuers: "exactly one of tpp or cloud" became "exactly
+    // one of tpp, cloud or ngts" in the release that added ngts.
+    let old = json!({"type": "object", "properties": {
+        "tpp": {"type": "object"}, "cloud": {"type": "object"}}});
+    let mut new = old.clone();
+    new["properties"]["ngts"] = json!({"type": "object"});
+    let before = "(has(self.tpp) ? 1 : 0) + (has(self.cloud) ? 1 : 0) == 1";
+    let after =
+        "(has(self.tpp) ? 1 : 0) + (has(self.cloud) ? 1 : 0) + (has(self.ngts) ? 1 : 0) == 1";
+    assert_eq!(verdict(after, old.clone(), new.clone()), None);
+    let proof = given(after, &[before], old.clone(), new.clone()).expect("implied");
+    assert!(
+        proof
+            .reason()
+            .contains("follows from the old rule at this node"),
+        "{}",
+        proof.reason()
+    );
+    // The same text with the comment and layout of another author.
+    let reformatted = "has(self.tpp) != has(self.cloud) // exactly one";
+    assert!(given(reformatted, &[before], old.clone(), old.clone()).is_some());
+    // A rule the old one does not imply stays unproven.
+    assert_eq!(given("has(self.tpp)", &[before], old.clone(), new), None);
+    assert_eq!(given(after, &[], old.clone(), old), None);
+}
+
+#[test]
+fn an_old_rule_is_not_assumed_where_the_new_schema_reads_objects_differently() {
+    let old = json!({"type": "object", "properties": {
+        "a": {"type": "string"}, "b": {"type": "string"}}});
+    // The old rule held with `a` present; the new schema prunes `a`, so
+    // the objects the evaluation sees no longer pass it.
+    let pruned = json!({"type": "object", "properties": {"b": {"type": "string"}}});
+    assert_eq!(
+        given(
+            "has(self.b)",
+            &["has(self.a) || has(self.b)"],
+            old.clone(),
+            pruned
+        ),
+        None
+    );
+    // A new default fills in what the old rule saw absent.
+    let mut defaulted = old.clone();
+    defaulted["properties"]["c"] = json!({"type": "string", "default": "x"});
+    assert_eq!(
+        given(
+            "!has(self.c) || has(self.a)",
+            &["has(self.a)"],
+            old.clone(),
+            defaulted
+        ),
+        None
+    );
+    // The same reading: the implication is used.
+    assert!(given("has(self.a)", &["has(self.a)"], old.clone(), old).is_some());
+}

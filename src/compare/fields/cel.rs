@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::{FieldCheck, Node};
-use crate::cel::partial::cannot_fail;
+use crate::cel::partial::cannot_fail_given;
 use crate::compare::Severity;
 use crate::compare::messages::{TIGHTENED, TIGHTENED_FIX};
 use crate::json::json_eq;
@@ -25,6 +25,19 @@ impl Node<'_, '_> {
             .collect();
         // One rule out and one in at the same node reads best as a change.
         let pair = removed.len() == 1 && added.len() == 1;
+        // The old rules every stored object passed. Not between two served
+        // versions: an object written through the other version passed its
+        // rules as that version saw it, not as this one does. Transition
+        // rules only ever ran on updates.
+        let held: Vec<&str> = if self.ctx.cross_version {
+            Vec::new()
+        } else {
+            old_rules
+                .iter()
+                .filter(|r| !r.uses_old_self())
+                .map(|r| r.rule.as_str())
+                .collect()
+        };
         for rule in &added {
             let transition = rule.uses_old_self();
             // A rule no object valid under the old schema can fail cannot
@@ -33,8 +46,9 @@ impl Node<'_, '_> {
             // version's: an object written through it and read through this
             // one is pruned and defaulted by this one, as the evaluation
             // assumes (tests/live/scan.rs).
-            let harmless = cannot_fail(
+            let harmless = cannot_fail_given(
                 &rule.rule,
+                &held,
                 self.old,
                 self.new,
                 self.field_path.segments().is_empty(),
