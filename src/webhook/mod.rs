@@ -15,6 +15,7 @@ mod cpu;
 pub mod decision;
 mod metrics;
 pub mod request;
+mod requirements;
 pub mod review;
 pub mod server;
 mod tls;
