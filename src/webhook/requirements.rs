@@ -190,8 +190,19 @@ impl Requirements {
                     .collect::<Vec<_>>()
             })
             .await
-            .unwrap_or_default(),
-            Err(_) => Vec::new(),
+            .map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        // A parse that did not finish (a panic inside crd-safety) must not
+        // drop requirements silently: the previous set stays.
+        let parsed = match parsed {
+            Ok(p) => p,
+            Err(why) => {
+                return self.failed(
+                    metrics,
+                    format!("the requirements could not be parsed: {why}"),
+                );
+            }
         };
         for (name, p) in parsed {
             if let Err(u) = &p.read {
@@ -282,9 +293,14 @@ impl Requirements {
             .filter_map(|p| p.read.as_ref().err())
             .filter(|u| u.crd.as_deref() == Some(request.name.as_str()))
             .map(|u| {
+                // The error names the object too: said once here.
+                let why = match &u.error {
+                    requirement::RequirementError::Invalid { message, .. } => message.clone(),
+                    other => other.to_string(),
+                };
                 format!(
-                    "CRDRequirement {} is not enforced, it cannot be read: {}",
-                    u.name, u.error
+                    "CRDRequirement {} is not enforced, it cannot be read: {why}",
+                    u.name
                 )
             })
             .collect();

@@ -357,9 +357,7 @@ mod enforced {
         std::fs::write(files.join("config.yaml"), "webhook:\n  mode: warn\n").expect("config");
         let served = Served::start(files, kc, &[]);
         register(&client, &served.url(), &ca, "Fail").await;
-        register_requirements(&client, &served, &ca).await;
 
-        // A requirement that does not parse is refused, with the reason.
         let mut malformed: Value = serde_json::from_str(&{
             let r = run(
                 &[
@@ -379,7 +377,18 @@ mod enforced {
         })
         .expect("JSON");
         malformed["spec"]["fields"] = json!(["spec.nosuch"]);
+        // One stored before the webhook validated them: read, reported, not
+        // enforced.
+        let mut stale = malformed.clone();
+        stale["metadata"]["name"] = json!("stale-fields");
+        let stale = write_manifest(files, "stale.json", &stale);
         let malformed = write_manifest(files, "malformed.json", &malformed);
+        let out = kubectl(kc, &["apply", "-f", &stale]);
+        assert!(out.status.success(), "{}", stderr(&out));
+
+        // From now on, a requirement that does not parse is refused, with the
+        // reason.
+        register_requirements(&client, &served, &ca).await;
         let out = until_kubectl_says(kc, &["apply", "-f", &malformed], "cannot be read");
         assert!(!out.status.success());
         assert_has(
@@ -416,6 +425,7 @@ mod enforced {
             assert!(out.status.success(), "{}", stderr(&out));
         }
         until_serve_reads(&served, &["uses-port", "uses-route"]);
+        served.wait_for("requirement unreadable", 0);
 
         // Removing the pinned field is denied, naming the consumer, though the
         // webhook's own mode only warns.
@@ -446,6 +456,11 @@ mod enforced {
             "Warning: crd-safety error existingFieldRemoval v1 ^.spec.legacy",
         );
         assert!(!stderr(&out).contains("breaks"), "{}", stderr(&out));
+        assert_has(
+            &stderr(&out),
+            "Warning: CRDRequirement stale-fields is not enforced, it cannot be read: \
+             spec.fields.0: spec.nosuch is not a field of the pinned CRD in v1",
+        );
 
         // A Warn requirement warns, and the change goes through.
         let no_port = write_manifest(files, "no-port.json", &widgets(json!({"route": string})));
@@ -464,7 +479,16 @@ mod enforced {
             "widgets.example.com is pinned by the requirements `uses-port`, `uses-route` (owner: Team B, #team-b)",
         );
 
-        // `requirements` reads the cluster's own requirements.
+        // `requirements` reads the cluster's own requirements; one that
+        // cannot be read fails it, named, as a malformed file does.
+        let r = run(&["requirements", "--kubeconfig", &kubeconfig], None);
+        assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+        assert_has(
+            &r.stderr,
+            "CRDRequirement stale-fields: spec.fields.0: spec.nosuch is not a field",
+        );
+        let out = kubectl(kc, &["delete", "crdrequirement", "stale-fields"]);
+        assert!(out.status.success(), "{}", stderr(&out));
         let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
         assert_eq!(
             cluster_states(&kubeconfig),
