@@ -13,6 +13,7 @@
 mod cache;
 mod cpu;
 pub mod decision;
+mod log;
 mod metrics;
 pub mod request;
 mod requirements;

@@ -30,10 +30,10 @@ use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
 use super::decision::{self, DELETION_CHECK, Decision, Intent, Operation, Problem, Verdict};
+use super::log::log;
 use super::metrics::Metrics;
 use super::request::{Outline, Request};
 use super::review::{Reviewed, SharedConfig, review_deadline};
-use super::server::log;
 use crate::cluster::{Connection, RetryPolicy};
 use crate::compare::Finding;
 use crate::config::{Unfinished, WebhookMode, WebhookSettings};

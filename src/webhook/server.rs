@@ -24,11 +24,12 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use kube::core::admission::AdmissionResponse;
-use serde_json::{Value, json};
+use serde_json::json;
 use thiserror::Error;
 use tokio::net::TcpListener;
 
 use super::cpu::cpu;
+use super::log::log;
 use super::metrics::Metrics;
 use super::request;
 use super::requirements::Requirements;
@@ -98,26 +99,6 @@ struct State {
     ready: AtomicBool,
     max_body: usize,
     body_timeout: Duration,
-}
-
-/// One structured log line on stdout.
-pub(super) fn log(event: &str, mut fields: Value) {
-    if let Value::Object(m) = &mut fields {
-        let mut line = serde_json::Map::new();
-        line.insert("time".into(), json!(now_rfc3339()));
-        line.insert("event".into(), json!(event));
-        line.append(m);
-        println!("{}", Value::Object(line));
-    }
-}
-
-fn now_rfc3339() -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    chrono::DateTime::from_timestamp(now.as_secs() as i64, now.subsec_nanos())
-        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
-        .unwrap_or_default()
 }
 
 fn load_config(path: Option<&PathBuf>) -> Result<(Config, Option<String>), ConfigError> {
