@@ -10,6 +10,8 @@
 # helm comes from scripts/helm-bin.sh (built once, cached under target/go-bin),
 # or from $HELM when set. Exit 3 when helm cannot be built here.
 #
+# --include-crds: the chart's crds/ (the CRDRequirement CRD) go into the file
+# too, as kubectl has no other way to install them.
 # certificates.mode=cert-manager because it renders deterministically: the
 # chart's default mode (generate) makes new certificates on every render.
 set -euo pipefail
@@ -52,6 +54,8 @@ render() {
 #
 # Defaults: webhook mode warn (findings are warnings, nothing is denied),
 # failurePolicy Ignore, timeoutSeconds 10. See charts/crd-safety/values.yaml.
+# The CRDRequirement CRD of the chart's crds/ is included (consumers'
+# requirements, which the webhook enforces; docs/requirements.md).
 ---
 apiVersion: v1
 kind: Namespace
@@ -62,6 +66,7 @@ metadata:
     pod-security.kubernetes.io/enforce: restricted
 HEADER
   "$helm" template "$release" "$root/charts/crd-safety" \
+    --include-crds \
     --namespace "$namespace" \
     --set certificates.mode=cert-manager
 }

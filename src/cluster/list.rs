@@ -79,6 +79,43 @@ impl Connection {
         }
     }
 
+    /// Every object of `resource`, page by page; `None` when the API
+    /// server does not serve it (404: its CRD is not installed), which
+    /// callers treat as "none" rather than as a failure. A continuation that
+    /// expires mid-way starts the listing over once.
+    pub async fn list_all(
+        &self,
+        resource: &ResourceRef,
+    ) -> Result<Option<Vec<Value>>, ClusterError> {
+        let mut items = Vec::new();
+        let mut token: Option<String> = None;
+        let mut restarted = false;
+        loop {
+            match self.list_page(resource, 500, token.as_deref()).await {
+                Ok(page) => {
+                    token = page.next().map(str::to_string);
+                    items.extend(page.items);
+                    if token.is_none() {
+                        return Ok(Some(items));
+                    }
+                }
+                Err(ListError::Expired) if !restarted => {
+                    restarted = true;
+                    items.clear();
+                    token = None;
+                }
+                Err(ListError::Expired) => {
+                    return Err(ClusterError::Other {
+                        server: self.server.clone(),
+                        detail: "the list continuation expired twice (410 Gone)".into(),
+                    });
+                }
+                Err(ListError::Cluster(ClusterError::Api { code: 404, .. })) => return Ok(None),
+                Err(ListError::Cluster(e)) => return Err(e),
+            }
+        }
+    }
+
     /// The server's minor version (`33` for 1.33), which decides whether
     /// validation ratcheting applies. `+` suffixes of vendors are ignored.
     pub async fn server_minor(&self) -> Result<u32, ClusterError> {

@@ -7,6 +7,7 @@ use super::Failure;
 use crate::cluster::Connection;
 use crate::crd::Crd;
 use crate::manifest::{ManifestSet, normalize_to_v1};
+use crate::requirement::in_cluster;
 use crate::requirement::{Requirement, States};
 
 /// The states against CRDs read from files.
@@ -39,4 +40,25 @@ pub async fn against_cluster(
         |name| installed.get(name).and_then(Option::as_ref),
         label,
     ))
+}
+
+/// The cluster's own requirements: its `CRDRequirement` objects, the ones
+/// `serve` enforces. One that cannot be read fails the run naming it, as a
+/// malformed file does; a cluster without the custom resource is told how
+/// to get it.
+pub async fn from_cluster(conn: &Connection) -> Result<Vec<Requirement>, Failure> {
+    let Some(items) = conn.list_all(&in_cluster::resource()).await? else {
+        return Err(Failure::Usage(format!(
+            "no requirements: the cluster (context {}) has no {}.{} resource (the crd-safety chart \
+             installs it); give --requirements PATH, or `requirements` in the config file",
+            conn.context,
+            in_cluster::PLURAL,
+            in_cluster::GROUP
+        )));
+    };
+    let (read, mut unreadable) = in_cluster::from_list(items);
+    match unreadable.pop() {
+        Some(u) => Err(u.error.into()),
+        None => Ok(read),
+    }
 }

@@ -14,6 +14,7 @@
 //! compares (`compare`), applies levels (`config`) and adds to a
 //! [`crate::report::Report`]; the commands call it.
 
+pub mod in_cluster;
 mod judge;
 mod paths;
 mod read;

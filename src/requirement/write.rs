@@ -56,11 +56,13 @@ pub fn document(draft: &Draft, crd: &Value) -> Value {
     if let Some(owner) = owner {
         spec.insert("owner".into(), owner);
     }
+    // Always a list (`[served]`, not `served`): the cluster's
+    // CRDRequirement resource types each key once, so what `require` writes
+    // can be applied there as it is.
     spec.insert(
         "versions".into(),
         match draft.versions.as_slice() {
-            [] => json!("served"),
-            [one] if one == "storage" || one == "served" => json!(one),
+            [] => json!(["served"]),
             many => json!(many),
         },
     );

@@ -13,8 +13,10 @@
 mod cache;
 mod cpu;
 pub mod decision;
+mod log;
 mod metrics;
 pub mod request;
+mod requirements;
 pub mod review;
 pub mod server;
 mod tls;

@@ -641,7 +641,7 @@ fn is_crd_name(name: &str) -> bool {
 
 /// The deadline of one review: the configured one, or less when the API
 /// server's own timeout leaves less.
-fn review_deadline(configured: Duration, caller_timeout: Option<Duration>) -> Duration {
+pub(super) fn review_deadline(configured: Duration, caller_timeout: Option<Duration>) -> Duration {
     match caller_timeout {
         Some(t) if !t.is_zero() => configured.min(t.mul_f64(SHARE_OF_CALLER_TIMEOUT)),
         _ => configured,
@@ -790,7 +790,7 @@ fn armed(crd: &Crd, count: u64, generation: Option<i64>) -> Problem {
 }
 
 /// A check that could not finish: blocking when `failMode` is closed.
-fn unfinished(why: String, fail_mode: Unfinished) -> Problem {
+pub(super) fn unfinished(why: String, fail_mode: Unfinished) -> Problem {
     Problem {
         id: "unfinished",
         blocking: fail_mode == Unfinished::Closed,

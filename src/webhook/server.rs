@@ -24,13 +24,15 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use kube::core::admission::AdmissionResponse;
-use serde_json::{Value, json};
+use serde_json::json;
 use thiserror::Error;
 use tokio::net::TcpListener;
 
 use super::cpu::cpu;
+use super::log::log;
 use super::metrics::Metrics;
 use super::request;
+use super::requirements::Requirements;
 use super::review::{Reviewed, Reviewer, SharedConfig};
 use super::tls::{CertError, ReloadingCert, client_roots, server_config};
 use crate::cluster::Connection;
@@ -92,30 +94,11 @@ pub enum ServeError {
 /// Everything a request handler reads.
 struct State {
     reviewer: Reviewer,
+    requirements: Requirements,
     metrics: Metrics,
     ready: AtomicBool,
     max_body: usize,
     body_timeout: Duration,
-}
-
-/// One structured log line on stdout.
-fn log(event: &str, mut fields: Value) {
-    if let Value::Object(m) = &mut fields {
-        let mut line = serde_json::Map::new();
-        line.insert("time".into(), json!(now_rfc3339()));
-        line.insert("event".into(), json!(event));
-        line.append(m);
-        println!("{}", Value::Object(line));
-    }
-}
-
-fn now_rfc3339() -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    chrono::DateTime::from_timestamp(now.as_secs() as i64, now.subsec_nanos())
-        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
-        .unwrap_or_default()
 }
 
 fn load_config(path: Option<&PathBuf>) -> Result<(Config, Option<String>), ConfigError> {
@@ -156,13 +139,18 @@ pub async fn serve(
         })?;
     let addr = listener.local_addr().unwrap_or(opts.listen);
     let state = Arc::new(State {
-        reviewer: Reviewer::new(conn, Arc::clone(&shared)),
+        reviewer: Reviewer::new(conn.clone(), Arc::clone(&shared)),
+        requirements: Requirements::new(conn, Arc::clone(&shared)),
         metrics: Metrics::default(),
         ready: AtomicBool::new(true),
         max_body: opts.max_body_bytes,
         body_timeout: opts.body_read_timeout,
     });
     let connections = Arc::new(tokio::sync::Semaphore::new(opts.max_connections.max(1)));
+    // The consumers' requirements, read before the first review so that it
+    // does not meet an empty set (the relist has its own deadline), then
+    // read again with every reload.
+    state.requirements.relist(&state.metrics).await;
     {
         let (_, c) = shared.get();
         log(
@@ -233,6 +221,21 @@ pub async fn serve(
             }
         })
     };
+    // The requirements on their own ticks: a slow API server delays them,
+    // not the certificate's reload.
+    let relister = {
+        let state = Arc::clone(&state);
+        let interval = opts.reload_interval;
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(interval);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                state.requirements.relist(&state.metrics).await;
+            }
+        })
+    };
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     tokio::pin!(shutdown);
     let mut stopping: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
@@ -282,6 +285,7 @@ pub async fn serve(
     }
     drop(listener);
     reloader.abort();
+    relister.abort();
     match tokio::time::timeout(opts.drain_timeout, graceful.shutdown()).await {
         Ok(()) => log("stopped", json!({})),
         Err(_) => log("stopped with requests still in flight", json!({})),
@@ -301,7 +305,8 @@ fn text(status: StatusCode, body: impl Into<String>) -> Response<Full<Bytes>> {
 
 async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> {
     match (req.method(), req.uri().path()) {
-        (&Method::POST, "/validate") => validate(state, req).await,
+        (&Method::POST, "/validate") => validate(state, req, Reviewing::Crds).await,
+        (&Method::POST, "/requirements") => validate(state, req, Reviewing::Requirements).await,
         (&Method::GET, "/healthz") => text(StatusCode::OK, "ok\n"),
         (&Method::GET, "/readyz") if state.ready.load(Ordering::SeqCst) => {
             text(StatusCode::OK, "ok\n")
@@ -315,7 +320,7 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
             );
             r
         }
-        (_, "/validate" | "/healthz" | "/readyz" | "/metrics") => {
+        (_, "/validate" | "/requirements" | "/healthz" | "/readyz" | "/metrics") => {
             text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n")
         }
         (_, path) => text(StatusCode::NOT_FOUND, format!("no such path: {path}\n")),
@@ -341,7 +346,22 @@ fn caller_timeout(query: Option<&str>) -> Option<Duration> {
         .and_then(|t| crate::duration::parse(t).ok())
 }
 
-async fn validate(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> {
+/// What a review path is for.
+#[derive(Clone, Copy)]
+enum Reviewing {
+    /// `/validate`: CRDs, by the webhook's checks and the requirements
+    /// pinning them.
+    Crds,
+    /// `/requirements`: `CRDRequirement` objects, refused when they do not
+    /// parse.
+    Requirements,
+}
+
+async fn validate(
+    state: &State,
+    req: Request<Incoming>,
+    reviewing: Reviewing,
+) -> Response<Full<Bytes>> {
     let started = Instant::now();
     let caller_timeout = caller_timeout(req.uri().query());
     let declared = req
@@ -392,7 +412,16 @@ async fn validate(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>
         Ok(r) => r,
         Err(why) => return bad(state, StatusCode::BAD_REQUEST, why),
     };
-    let reviewed = state.reviewer.review(&request, caller_timeout).await;
+    let reviewed = match reviewing {
+        Reviewing::Crds => {
+            let reviewed = state.reviewer.review(&request, caller_timeout).await;
+            state
+                .requirements
+                .amend(&request, reviewed, caller_timeout, started)
+                .await
+        }
+        Reviewing::Requirements => state.requirements.review_requirement(&request, started),
+    };
     state.metrics.review(
         reviewed.operation.as_str(),
         reviewed.decision.verdict.as_str(),

@@ -336,8 +336,31 @@ fn the_webhook_configuration_registers_what_serve_expects() {
             let docs = documents(&render(dir, "guard", &all));
             let config = one(&docs, "ValidatingWebhookConfiguration");
             let hooks = config["webhooks"].as_array().expect("webhooks");
-            assert_eq!(hooks.len(), 1);
+            assert_eq!(hooks.len(), 2);
             let hook = &hooks[0];
+            // The second validates the consumers' requirements, at serve's
+            // own path for them, with the same policy and certificate.
+            let requirements = &hooks[1];
+            assert_eq!(requirements["name"], "requirements.crd-safety.io");
+            assert_eq!(
+                requirements["rules"],
+                serde_json::json!([{
+                    "apiGroups": ["crd-safety.io"],
+                    "apiVersions": ["v1alpha1"],
+                    "operations": ["CREATE", "UPDATE"],
+                    "resources": ["crdrequirements"],
+                    "scope": "Cluster"
+                }])
+            );
+            assert_eq!(
+                requirements["clientConfig"]["service"]["path"],
+                "/requirements"
+            );
+            assert_eq!(requirements["failurePolicy"], policy, "{all:?}");
+            assert_eq!(
+                requirements["clientConfig"]["caBundle"],
+                hook["clientConfig"]["caBundle"]
+            );
             assert_eq!(hook["sideEffects"], "None");
             assert_eq!(hook["admissionReviewVersions"], serde_json::json!(["v1"]));
             assert_eq!(hook["failurePolicy"], policy, "{all:?}");
@@ -434,11 +457,16 @@ fn the_pods_are_restricted_and_mount_what_serve_reads() {
     // With one replica, no PodDisruptionBudget (it would block drains).
     let single = documents(&render(dir, "guard", &["replicaCount=1"]));
     assert!(!kinds(&single).contains(&"PodDisruptionBudget".to_string()));
-    // The ClusterRole: the CRDs, and only `list` on custom resources.
+    // The ClusterRole: the CRDs, the requirements, and only `list` on
+    // custom resources.
     let role = one(&docs, "ClusterRole");
     let rules = role["rules"].as_array().expect("rules");
-    assert_eq!(rules.len(), 2, "{rules:?}");
-    assert_eq!(rules[1]["verbs"], serde_json::json!(["list"]));
+    assert_eq!(rules.len(), 3, "{rules:?}");
+    assert_eq!(
+        rules[1]["resources"],
+        serde_json::json!(["crdrequirements"])
+    );
+    assert_eq!(rules[2]["verbs"], serde_json::json!(["list"]));
     for rule in rules {
         for verb in rule["verbs"].as_array().expect("verbs") {
             assert!(

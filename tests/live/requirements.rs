@@ -1,6 +1,7 @@
 //! Consumers' requirements against the real API server: `require` pins the
 //! installed CRD, `apply-check --requirements` names the consumer a change
-//! breaks, and `requirements` shows each one's state in the cluster.
+//! breaks, `requirements` shows each one's state in the cluster, and
+//! `serve` enforces the cluster's own `CRDRequirement` objects.
 
 use crate::support;
 
@@ -239,4 +240,290 @@ async fn requirements_shows_whether_the_installed_crds_meet_each_requirement() {
         r.stdout
     );
     assert!(r.stdout.contains("1 of 3 requirements met"), "{}", r.stdout);
+}
+
+/// `serve` with the chart's `CRDRequirement` resource: the webhook runs
+/// where the control plane does (Unix).
+#[cfg(unix)]
+mod enforced {
+    use super::*;
+
+    use support::envtest::dedicated;
+    use support::runs::assert_has;
+    use support::webhook::{
+        Served, TestCa, kubectl, register, register_requirements, until_kubectl_says,
+    };
+
+    /// `kubectl apply --server-side` of `file` (taking over the installer's
+    /// fields), with `dry_run` as the API server's dry run: admission runs,
+    /// the webhook answers either way.
+    fn apply_crd(kubeconfig: &std::path::Path, file: &str, dry_run: bool) -> std::process::Output {
+        let mut args = vec!["apply", "--server-side", "--force-conflicts", "-f", file];
+        if dry_run {
+            args.push("--dry-run=server");
+        }
+        kubectl(kubeconfig, &args)
+    }
+
+    fn stderr(out: &std::process::Output) -> String {
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+
+    /// Waits until `serve` logs that it has read requirements named `names`
+    /// (it lists them at start and every `--reload-interval`).
+    fn until_serve_reads(served: &Served, names: &[&str]) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let log = served.log();
+            let read = log.iter().rev().find(|v| v["event"] == "requirements read");
+            if let Some(read) = read
+                && names.iter().all(|n| {
+                    read["requirements"]
+                        .as_array()
+                        .is_some_and(|a| a.contains(&json!(n)))
+                })
+            {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "serve never read {names:?}: {log:#?}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+
+    /// The states `requirements` (no `--requirements`: the cluster's own)
+    /// prints as JSON, by name, and its exit code.
+    fn cluster_states(kubeconfig: &str) -> (i32, Vec<(String, String)>) {
+        let r = run(
+            &["requirements", "--kubeconfig", kubeconfig, "-o", "json"],
+            None,
+        );
+        let states: Value = serde_json::from_str(&r.stdout).expect("JSON");
+        let mut summary: Vec<(String, String)> = states["requirements"]
+            .as_array()
+            .expect("a list")
+            .iter()
+            .map(|s| {
+                let text = |k: &str| s[k].as_str().unwrap_or("").to_string();
+                (text("name"), text("state"))
+            })
+            .collect();
+        summary.sort();
+        (r.code, summary)
+    }
+
+    #[tokio::test]
+    async fn the_webhook_enforces_the_clusters_requirements_whatever_its_own_mode() {
+        // A webhook reaches every CRD request: a control plane of its own.
+        let Some(plane) = dedicated() else { return };
+        let client = admin(&plane).await;
+        let kc = &plane.admin_kubeconfig;
+        let kubeconfig = kc.display().to_string();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let files = dir.path();
+
+        // The chart's CRDRequirement resource, installed as kubectl would.
+        let chart_crd = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/charts/crd-safety/crds/crdrequirements.yaml"
+        );
+        let out = kubectl(kc, &["apply", "--server-side", "-f", chart_crd]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let out = kubectl(
+            kc,
+            &[
+                "wait",
+                "--for=condition=Established",
+                "crd/crdrequirements.crd-safety.io",
+                "--timeout=30s",
+            ],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+
+        let widgets = |fields: Value| crd("widgets", &[("v1", true, true)], fields);
+        let string = json!({"type": "string"});
+        let integer = json!({"type": "integer"});
+        install(
+            &client,
+            &widgets(json!({"route": string, "legacy": string, "port": integer})),
+        )
+        .await;
+
+        // `serve` in warn mode: its own findings never deny.
+        let ca = TestCa::new();
+        ca.issue(files);
+        std::fs::write(files.join("config.yaml"), "webhook:\n  mode: warn\n").expect("config");
+        let served = Served::start(files, kc, &[]);
+        register(&client, &served.url(), &ca, "Fail").await;
+
+        let mut malformed: Value = serde_json::from_str(&{
+            let r = run(
+                &[
+                    "require",
+                    "uses-nothing",
+                    "--crd",
+                    "widgets.example.com",
+                    "--kubeconfig",
+                    &kubeconfig,
+                    "-o",
+                    "json",
+                ],
+                None,
+            );
+            assert_eq!(r.code, 0, "{}", r.stderr);
+            r.stdout
+        })
+        .expect("JSON");
+        malformed["spec"]["fields"] = json!(["spec.nosuch"]);
+        // One stored before the webhook validated them: read, reported, not
+        // enforced.
+        let mut stale = malformed.clone();
+        stale["metadata"]["name"] = json!("stale-fields");
+        let stale = write_manifest(files, "stale.json", &stale);
+        let malformed = write_manifest(files, "malformed.json", &malformed);
+        let out = kubectl(kc, &["apply", "-f", &stale]);
+        assert!(out.status.success(), "{}", stderr(&out));
+
+        // From now on, a requirement that does not parse is refused, with the
+        // reason.
+        register_requirements(&client, &served, &ca).await;
+        let out = until_kubectl_says(kc, &["apply", "-f", &malformed], "cannot be read");
+        assert!(!out.status.success());
+        assert_has(
+            &stderr(&out),
+            "crd-safety: this CRDRequirement cannot be read: CRDRequirement uses-nothing: \
+             spec.fields.0: spec.nosuch is not a field of the pinned CRD in v1",
+        );
+
+        // Two consumers pin what they use, written by `require` from the
+        // cluster and applied as they are.
+        let route = require(
+            files,
+            "uses-route",
+            "widgets.example.com",
+            &kubeconfig,
+            &[
+                "--fields",
+                "spec.route",
+                "--owner",
+                "Team B",
+                "--contact",
+                "#team-b",
+            ],
+        );
+        let port = require(
+            files,
+            "uses-port",
+            "widgets.example.com",
+            &kubeconfig,
+            &["--fields", "spec.port", "--action", "warn"],
+        );
+        for file in [&route, &port] {
+            let out = kubectl(kc, &["apply", "-f", file]);
+            assert!(out.status.success(), "{}", stderr(&out));
+        }
+        until_serve_reads(&served, &["uses-port", "uses-route"]);
+        served.wait_for("requirement unreadable", 0);
+
+        // Removing the pinned field is denied, naming the consumer, though the
+        // webhook's own mode only warns.
+        let no_route = write_manifest(
+            files,
+            "no-route.json",
+            &widgets(json!({"legacy": string, "port": integer})),
+        );
+        let out = apply_crd(kc, &no_route, true);
+        assert!(!out.status.success());
+        let text = stderr(&out);
+        assert_has(&text, "denied the request");
+        assert_has(
+            &text,
+            "existingFieldRemoval v1 ^.spec.route: breaks `uses-route` (owner: Team B, #team-b): field ^.spec.route removed",
+        );
+
+        // Removing a field nobody pinned passes, with the webhook's own warning.
+        let no_legacy = write_manifest(
+            files,
+            "no-legacy.json",
+            &widgets(json!({"route": string, "port": integer})),
+        );
+        let out = apply_crd(kc, &no_legacy, false);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_has(
+            &stderr(&out),
+            "Warning: crd-safety error existingFieldRemoval v1 ^.spec.legacy",
+        );
+        assert!(!stderr(&out).contains("breaks"), "{}", stderr(&out));
+        assert_has(
+            &stderr(&out),
+            "Warning: CRDRequirement stale-fields is not enforced, it cannot be read: \
+             spec.fields.0: spec.nosuch is not a field of the pinned CRD in v1",
+        );
+
+        // A Warn requirement warns, and the change goes through.
+        let no_port = write_manifest(files, "no-port.json", &widgets(json!({"route": string})));
+        let out = apply_crd(kc, &no_port, false);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_has(
+            &stderr(&out),
+            "breaks `uses-port`: field ^.spec.port removed",
+        );
+
+        // A pinned CRD cannot be deleted; the refusal names its requirements.
+        let out = kubectl(kc, &["delete", "crd", "widgets.example.com"]);
+        assert!(!out.status.success());
+        assert_has(
+            &stderr(&out),
+            "widgets.example.com is pinned by the requirements `uses-port`, `uses-route` (owner: Team B, #team-b)",
+        );
+
+        // `requirements` reads the cluster's own requirements; one that
+        // cannot be read fails it, named, as a malformed file does.
+        let r = run(&["requirements", "--kubeconfig", &kubeconfig], None);
+        assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+        assert_has(
+            &r.stderr,
+            "CRDRequirement stale-fields: spec.fields.0: spec.nosuch is not a field",
+        );
+        let out = kubectl(kc, &["delete", "crdrequirement", "stale-fields"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
+        assert_eq!(
+            cluster_states(&kubeconfig),
+            (
+                0,
+                vec![
+                    pair("uses-port", "CompatibleWithWarnings"),
+                    pair("uses-route", "Compatible")
+                ]
+            )
+        );
+
+        // Break-glass accepts a requirement's finding as it accepts the rest;
+        // the requirement is then not met.
+        let mut accepted = widgets(json!({}));
+        accepted["metadata"]["annotations"] = json!({
+            "crd-safety.io/accept": "existingFieldRemoval",
+            "crd-safety.io/accept-reason": "team B moved to v2 routes; see #7"
+        });
+        let accepted = write_manifest(files, "accepted.json", &accepted);
+        let out = apply_crd(kc, &accepted, false);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(
+            cluster_states(&kubeconfig),
+            (
+                1,
+                vec![
+                    pair("uses-port", "CompatibleWithWarnings"),
+                    pair("uses-route", "RequirementsNotMet")
+                ]
+            )
+        );
+        let r = run(&["requirements", "--kubeconfig", &kubeconfig], None);
+        assert_has(&r.stdout, "uses-route (CRDRequirement uses-route):");
+        assert_has(&r.stdout, "1 of 2 requirements met");
+        drop(ca);
+    }
 }

@@ -413,7 +413,7 @@ data: {b: y}
         written["spec"]["owner"],
         json!({"name": "Team A", "contact": "#team-a"})
     );
-    assert_eq!(written["spec"]["versions"], "served");
+    assert_eq!(written["spec"]["versions"], serde_json::json!(["served"]));
     assert_eq!(
         written["spec"]["fields"],
         json!(["spec.a", "spec.labels", "spec.ports[*].port"])

@@ -240,6 +240,44 @@ pub async fn register(client: &Client, url: &str, ca: &TestCa, failure_policy: &
         .expect("the webhook configuration is applied");
 }
 
+/// Registers (or updates) the webhook `crd-safety-requirements`, which
+/// sends `CRDRequirement` creates and updates to `serve`'s `/requirements`,
+/// as the chart's second webhook does.
+pub async fn register_requirements(client: &Client, served: &Served, ca: &TestCa) {
+    let config: ValidatingWebhookConfiguration = serde_json::from_value(json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "crd-safety-requirements"},
+        "webhooks": [{
+            "name": "requirements.crd-safety.io",
+            "clientConfig": {
+                "url": format!("https://{}/requirements", served.addr),
+                "caBundle": ca.bundle()
+            },
+            "rules": [{
+                "apiGroups": ["crd-safety.io"],
+                "apiVersions": ["v1alpha1"],
+                "operations": ["CREATE", "UPDATE"],
+                "resources": ["crdrequirements"],
+                "scope": "Cluster"
+            }],
+            "failurePolicy": "Fail",
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+            "timeoutSeconds": 10
+        }]
+    }))
+    .expect("webhook configuration");
+    Api::<ValidatingWebhookConfiguration>::all(client.clone())
+        .patch(
+            "crd-safety-requirements",
+            &PatchParams::apply("crd-safety-test").force(),
+            &Patch::Apply(&config),
+        )
+        .await
+        .expect("the webhook configuration is applied");
+}
+
 /// Runs `kubectl args` against `kubeconfig`.
 pub fn kubectl(kubeconfig: &Path, args: &[&str]) -> std::process::Output {
     Command::new("kubectl")

@@ -177,6 +177,8 @@ Exit codes:
     /// Show each requirement and whether the installed CRD (or the one files hold) meets it,
     /// with what breaks it.
     #[command(after_help = "Examples:
+  # The cluster's own requirements (its CRDRequirement objects, which serve enforces)
+  kubectl crd-safety requirements
   # Every requirement of a directory against the cluster
   kubectl crd-safety requirements --requirements requirements/
   # ...against a release about to be applied, offline
@@ -343,7 +345,7 @@ pub struct RequireArgs {
 #[derive(Debug, Args)]
 pub struct RequirementsArgs {
     /// Requirements: files or directories of them (repeatable) [default: requirements from the
-    /// config file].
+    /// config file, else the cluster's CRDRequirement objects].
     #[arg(long, value_name = "PATH")]
     pub requirements: Vec<PathBuf>,
     /// Judge the CRDs these manifests hold instead of the cluster's (repeatable): files,

@@ -29,26 +29,33 @@ pub fn require(args: RequireArgs) -> Result<u8, Failure> {
 }
 
 /// `requirements`: each requirement's state against the cluster, or
-/// against `-f` manifests.
+/// against `-f` manifests. Without `--requirements` (or the config key) the
+/// requirements are the cluster's own `CRDRequirement` objects.
 pub fn requirements(args: RequirementsArgs) -> Result<u8, Failure> {
     let config = args.config()?;
-    if config.requirements.is_empty() {
-        return Err(Failure::Usage(
-            "no requirements: give --requirements PATH, or `requirements` in the config file"
-                .into(),
-        ));
-    }
-    let requirements = crd_safety::requirement::load(&config.requirements)?;
-    let states = if args.filenames.is_empty() {
-        runtime()?.block_on(async {
-            let conn = connect(&args.kube).await?;
-            command::requirements::against_cluster(&conn, &requirements).await
-        })?
+    let runtime = runtime()?;
+    let from_cluster = config.requirements.is_empty();
+    let conn = if from_cluster || args.filenames.is_empty() {
+        Some(runtime.block_on(connect(&args.kube))?)
     } else {
-        let sources = parse_sources(args.filenames.iter().map(String::as_str))?;
-        let new = crd_safety::manifest::load_with(&sources, &args.sources.reading())?;
-        let label = args.filenames.join(", ");
-        command::requirements::against_files(&requirements, &new, label)
+        None
+    };
+    let requirements = match &conn {
+        Some(conn) if from_cluster => {
+            runtime.block_on(command::requirements::from_cluster(conn))?
+        }
+        _ => crd_safety::requirement::load(&config.requirements)?,
+    };
+    let states = match &conn {
+        Some(conn) if args.filenames.is_empty() => {
+            runtime.block_on(command::requirements::against_cluster(conn, &requirements))?
+        }
+        _ => {
+            let sources = parse_sources(args.filenames.iter().map(String::as_str))?;
+            let new = crd_safety::manifest::load_with(&sources, &args.sources.reading())?;
+            let label = args.filenames.join(", ");
+            command::requirements::against_files(&requirements, &new, label)
+        }
     };
     let text = match args.output {
         ChangeOutput::Table => crd_safety::requirement::render_states(&states, args.show_info),
