@@ -21,10 +21,11 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 pub const MIN_BYTES: u64 = 1 << 20;
 
 /// Bytes a judgment holds per byte of the CRDs it reads (old and new
-/// objects' JSON, as the request carries them). Measured 2026-11-28 on the
-/// largest corpus CRD (ECK `elasticsearches`, 2 x 0.7 MB of JSON), one
-/// review at a time: the process's peak grew by about 20 MiB over the
-/// body; 16 leaves room for CRDs whose schemas nest deeper per byte.
+/// objects' JSON, as the request carries them). Measured 2026-11-28 with
+/// heaptrack on one review of the largest corpus CRD (argocd-operator's
+/// `argocds` 0.13.0 -> 0.18.0, 1.9 MB of JSON): the heap peaked at 19.3
+/// MB, the body and the server itself included, about 9 bytes per byte;
+/// 16 (31 MB for it) leaves room for what the allocator keeps on top.
 pub const BYTES_PER_INPUT_BYTE: u64 = 16;
 
 /// What every judgment holds whatever its size (the findings, the report,

@@ -599,7 +599,11 @@ impl Reviewer {
                 .as_deref()
                 .map(|r| parse_crd_json(Some(r)))
                 .transpose()?;
-            Ok(findings_of(old, new, &judged))
+            // Info findings never reach a verdict, and the cache keeps
+            // what this returns: they are most of a large upgrade's.
+            let mut findings = findings_of(old, new, &judged);
+            findings.retain(|f| f.severity > Severity::Info);
+            Ok(findings)
         })
         .await
     }

@@ -508,6 +508,28 @@ fn the_pods_are_restricted_and_mount_what_serve_reads() {
         assert_eq!(c[probe]["httpGet"]["scheme"], "HTTPS");
         assert_eq!(c[probe]["httpGet"]["port"], "https");
     }
+    // serve's memory budget fits under the container's limit, with room
+    // for the bodies in flight and the server itself.
+    let args: Vec<&str> = c["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let at = args
+        .iter()
+        .position(|a| *a == "--memory-budget")
+        .expect("--memory-budget");
+    let mib = |q: &str| {
+        q.strip_suffix("Mi")
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("{q:?} is not in Mi"))
+    };
+    let budget = mib(args[at + 1]);
+    let limit = mib(c["resources"]["limits"]["memory"]
+        .as_str()
+        .expect("a limit"));
+    assert!(limit >= 2 * budget, "limit {limit}Mi, budget {budget}Mi");
     let mounts = c["volumeMounts"].as_array().expect("mounts");
     for (name, path) in [("tls", "/tls"), ("config", "/config")] {
         let m = mounts.iter().find(|m| m["name"] == name).expect("a mount");
