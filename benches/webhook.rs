@@ -1,13 +1,17 @@
 //! Admission latency of `serve`: 20 clients at once, each on its own
 //! keep-alive HTTPS connection (as the API server's webhook client keeps
 //! them), sending UPDATE reviews of a typical CRD (cert-manager's
-//! `certificates`, v1.15.0 -> v1.16.0) and of the largest of the corpus
-//! (ECK's `elasticsearches` full bases, v3.0.0 -> v3.5.0, about 1.5 MB of
-//! YAML each), with the server's memory at rest and after the load.
+//! `certificates`, v1.15.0 -> v1.16.0), of ECK's `elasticsearches` (full
+//! bases, v3.0.0 -> v3.5.0, about 1.5 MB of YAML each) and of the largest
+//! CRD of the corpus (argocd-operator's `argocds`, 0.13.0 -> 0.18.0, 2.1 MB
+//! of YAML), each against a `serve` of its own, with its memory at rest
+//! and its peak after the load (what the chart's memory limit is set from).
 //!
 //! `cargo bench --bench webhook`; `WEBHOOK_BENCH_REVIEWS` sets the reviews
 //! per client (default 25), `WEBHOOK_BENCH_CLIENTS` the clients (default
-//! 20). Figures are printed, never asserted. The server
+//! 20), `CRD_SAFETY_SERVE_BINARY` another `kubectl-crd_safety` to serve
+//! (the image's static musl build, or an earlier build to compare with).
+//! Figures are printed, never asserted. The server
 //! reads the cluster's version once, from a real kube-apiserver started by
 //! the test harness.
 
@@ -113,15 +117,15 @@ fn numbered(body: &Bytes, at: usize, n: usize) -> Bytes {
 }
 
 /// Runs `per_client` reviews on each of `clients` connections at once;
-/// with `distinct`, each review is of a new pair. Returns every latency,
-/// sorted.
+/// with `distinct`, each review is of a new pair (numbered from `first`).
+/// Returns every latency, sorted.
 async fn load_with(
     addr: std::net::SocketAddr,
     ca: &webhook::TestCa,
     body: Bytes,
-    clients: usize,
-    per_client: usize,
+    (clients, per_client): (usize, usize),
     distinct: Option<usize>,
+    first: usize,
 ) -> Vec<Duration> {
     let mut senders = Vec::new();
     for _ in 0..clients {
@@ -134,7 +138,7 @@ async fn load_with(
             let mut took = Vec::with_capacity(per_client);
             for i in 0..per_client {
                 let this = match distinct {
-                    Some(at) => numbered(&body, at, 1 + c * per_client + i),
+                    Some(at) => numbered(&body, at, first + c * per_client + i),
                     None => body.clone(),
                 };
                 let req = http::Request::post("/validate")
@@ -182,9 +186,14 @@ fn main() {
             "cert-manager/v1.16.0/crd-certificates.yaml",
         ),
         (
-            "largest: ECK elasticsearches v3.0.0 -> v3.5.0",
+            "large: ECK elasticsearches v3.0.0 -> v3.5.0",
             "eck-full-bases/v3.0.0/elasticsearch.k8s.elastic.co_elasticsearches.yaml",
             "eck-full-bases/v3.5.0/elasticsearch.k8s.elastic.co_elasticsearches.yaml",
+        ),
+        (
+            "largest: argocd-operator argocds 0.13.0 -> 0.18.0",
+            "argocd-operator/0.13.0/argoproj.io_argocds.yaml",
+            "argocd-operator/0.18.0/argoproj.io_argocds.yaml",
         ),
     ];
     let dir = tempfile::tempdir().expect("tempdir");
@@ -192,22 +201,20 @@ fn main() {
     ca.issue(dir.path());
     // warn: every review is fully judged and answered with its findings.
     std::fs::write(dir.path().join("config.yaml"), "webhook:\n  mode: warn\n").expect("config");
-    let served = webhook::Served::start(
-        dir.path(),
-        &plane.admin_kubeconfig,
-        &["--max-body-bytes", "16777216"],
-    );
-    let pid = served.pid();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("runtime");
-    std::thread::sleep(Duration::from_millis(500));
-    println!(
-        "serve at rest: RSS {:.1} MiB",
-        rss_kib(pid, "VmRSS:") as f64 / 1024.0
-    );
     for (label, old, new) in cases {
+        // A server per case, so each peak is this case's own.
+        let served = webhook::Served::start(
+            dir.path(),
+            &plane.admin_kubeconfig,
+            &["--max-body-bytes", "16777216"],
+        );
+        let pid = served.pid();
+        std::thread::sleep(Duration::from_millis(500));
+        let rest = rss_kib(pid, "VmRSS:") as f64 / 1024.0;
         let mut new = crd_of(&corpus.join(new));
         new["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["description"] = json!(MARK);
         let body = Bytes::from(review("bench", &crd_of(&corpus.join(old)), &new));
@@ -216,23 +223,35 @@ fn main() {
             .position(|w| w == MARK.as_bytes())
             .expect("the mark is in the body");
         // One review first: the server reads the cluster's version once.
-        runtime.block_on(load_with(served.addr, &ca, body.clone(), 1, 1, None));
-        println!("{label}: review {:.0} KiB", body.len() as f64 / 1024.0);
-        for (run, distinct) in [
-            ("every pair new", Some(at)),
-            ("one pair again and again", None),
+        runtime.block_on(load_with(served.addr, &ca, body.clone(), (1, 1), None, 0));
+        println!(
+            "{label}: review {:.0} KiB; serve at rest {rest:.1} MiB",
+            body.len() as f64 / 1024.0
+        );
+        for (run, load, distinct, first) in [
+            // One client, so each review is judged alone: the cost of one
+            // new pair.
+            (
+                "one at a time, every pair new",
+                (1, per_client),
+                Some(at),
+                500_000,
+            ),
+            ("every pair new", (clients, per_client), Some(at), 1),
+            ("one pair again and again", (clients, per_client), None, 0),
         ] {
             let took = runtime.block_on(load_with(
                 served.addr,
                 &ca,
                 body.clone(),
-                clients,
-                per_client,
+                load,
                 distinct,
+                first,
             ));
             println!(
-                "  {run}: {} reviews by {clients} clients at once: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; serve RSS {:.1} MiB, peak {:.1} MiB",
+                "  {run}: {} reviews by {} clients at once: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; serve RSS {:.1} MiB, peak {:.1} MiB",
                 took.len(),
+                load.0,
                 percentile(&took, 0.5).as_secs_f64() * 1000.0,
                 percentile(&took, 0.99).as_secs_f64() * 1000.0,
                 took.last().copied().unwrap_or_default().as_secs_f64() * 1000.0,

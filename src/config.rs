@@ -35,7 +35,7 @@ use crate::glob;
 
 mod webhook;
 
-pub use webhook::{ScanSettings, Unfinished, WebhookMode, WebhookSettings};
+pub use webhook::{BreakGlassBy, ScanSettings, Unfinished, WebhookMode, WebhookSettings};
 
 /// Why the configuration is unusable.
 #[derive(Debug, Error)]

@@ -6,6 +6,9 @@
 //! webhook:
 //!   mode: warn              # enforce | warn | audit
 //!   breakGlass: true        # honour the crd-safety.io/accept annotation
+//!   breakGlassBy:           # optional: only these requesters may use it
+//!     users: [alice@example.com]
+//!     groups: [platform-admins]
 //!   deleteGuard: true       # refuse deleting a CRD whose objects exist
 //!   failMode: open          # open | closed: what a check that cannot finish does
 //!   reviewDeadline: 8s      # every review answers by then (below timeoutSeconds)
@@ -101,14 +104,39 @@ fn as_seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Erro
     s.serialize_f64(d.as_secs_f64())
 }
 
+/// `breakGlassBy`: who may use break-glass. Without it, anyone who may
+/// update a CRD can accept its findings; with it, only the users and
+/// members of the groups listed (as the API server names them in the
+/// review's `userInfo`, which it fills from authentication and a body
+/// cannot change when `--client-ca-file` admits only the API server).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct BreakGlassBy {
+    /// User names, e.g. `alice@example.com` or
+    /// `system:serviceaccount:argocd:argocd-application-controller`.
+    pub users: Vec<String>,
+    /// Group names, e.g. `platform-admins`.
+    pub groups: Vec<String>,
+}
+
+impl BreakGlassBy {
+    /// Whether the requester `user`, member of `groups`, is listed.
+    pub fn admits(&self, user: &str, groups: &[String]) -> bool {
+        self.users.iter().any(|u| u == user)
+            || groups.iter().any(|g| self.groups.iter().any(|l| l == g))
+    }
+}
+
 /// The resolved `webhook:` section.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WebhookSettings {
     /// `mode`.
     pub mode: WebhookMode,
     /// `breakGlass`: whether the accept annotation is honoured.
     pub break_glass: bool,
+    /// `breakGlassBy`: when set, only these requesters may use it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub break_glass_by: Option<BreakGlassBy>,
     /// `deleteGuard`.
     pub delete_guard: bool,
     /// `failMode`.
@@ -136,6 +164,7 @@ impl Default for WebhookSettings {
         WebhookSettings {
             mode: WebhookMode::default(),
             break_glass: true,
+            break_glass_by: None,
             delete_guard: true,
             fail_mode: Unfinished::default(),
             scan_objects: ScanSettings::default(),
@@ -148,6 +177,7 @@ impl Default for WebhookSettings {
 const KEYS: &[&str] = &[
     "mode",
     "breakGlass",
+    "breakGlassBy",
     "deleteGuard",
     "failMode",
     "scanObjects",
@@ -155,6 +185,7 @@ const KEYS: &[&str] = &[
     "reveal",
 ];
 const SCAN_KEYS: &[&str] = &["enabled", "deadline", "maxObjects"];
+const BY_KEYS: &[&str] = &["users", "groups"];
 
 /// Reads the `webhook:` value; errors name the key (`webhook.mode: ...`).
 pub(super) fn parse(v: &Value) -> Result<WebhookSettings, String> {
@@ -174,6 +205,7 @@ pub(super) fn parse(v: &Value) -> Result<WebhookSettings, String> {
                 }
             }
             "breakGlass" => out.break_glass = boolean(v, &ctx)?,
+            "breakGlassBy" => out.break_glass_by = Some(parse_by(v, &ctx)?),
             "deleteGuard" => out.delete_guard = boolean(v, &ctx)?,
             "failMode" => {
                 out.fail_mode = match v.as_str() {
@@ -199,6 +231,44 @@ pub(super) fn parse(v: &Value) -> Result<WebhookSettings, String> {
                 return Err(format!(
                     "webhook: unknown key {other:?}; valid keys: {}",
                     KEYS.join(", ")
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn parse_by(v: &Value, ctx: &str) -> Result<BreakGlassBy, String> {
+    let Value::Object(map) = v else {
+        return Err(format!(
+            "{ctx}: expected a map with users and groups, found {v}"
+        ));
+    };
+    let mut out = BreakGlassBy::default();
+    for (key, v) in map {
+        let here = format!("{ctx}.{key}");
+        let names = || -> Result<Vec<String>, String> {
+            match v {
+                Value::Null => Ok(Vec::new()),
+                Value::Array(items) => items
+                    .iter()
+                    .map(|i| {
+                        i.as_str()
+                            .filter(|s| !s.is_empty())
+                            .map(str::to_string)
+                            .ok_or_else(|| format!("{here}: expected names, found {i}"))
+                    })
+                    .collect(),
+                _ => Err(format!("{here}: expected a list of names, found {v}")),
+            }
+        };
+        match key.as_str() {
+            "users" => out.users = names()?,
+            "groups" => out.groups = names()?,
+            other => {
+                return Err(format!(
+                    "{ctx}: unknown key {other:?}; valid keys: {}",
+                    BY_KEYS.join(", ")
                 ));
             }
         }
@@ -286,13 +356,31 @@ mod tests {
         assert_eq!(s.review_deadline, Duration::from_secs(3));
         assert!(s.reveals_values());
         assert!(!WebhookSettings::default().reveals_values());
+        assert_eq!(s.break_glass_by, None, "anyone, unless listed");
+    }
+
+    #[test]
+    fn break_glass_by_lists_users_and_groups() {
+        let s = parse_text("breakGlassBy:\n  users: [alice]\n  groups: [admins]\n").unwrap();
+        let by = s.break_glass_by.unwrap();
+        assert!(by.admits("alice", &[]));
+        assert!(by.admits("bob", &["admins".to_string()]));
+        assert!(!by.admits("bob", &["devs".to_string()]));
+        // Listed but empty: nobody.
+        let nobody = parse_text("breakGlassBy: {users: []}\n").unwrap();
+        assert!(!nobody.break_glass_by.unwrap().admits("alice", &[]));
+        assert_eq!(
+            parse_text("breakGlassBy: {user: [alice]}\n").unwrap_err(),
+            "webhook.breakGlassBy: unknown key \"user\"; valid keys: users, groups"
+        );
+        assert!(parse_text("breakGlassBy: {users: alice}\n").is_err());
     }
 
     #[test]
     fn a_misspelt_key_or_mode_names_what_is_valid() {
         assert_eq!(
             parse_text("mdoe: warn\n").unwrap_err(),
-            "webhook: unknown key \"mdoe\"; valid keys: mode, breakGlass, deleteGuard, failMode, scanObjects, reviewDeadline, reveal"
+            "webhook: unknown key \"mdoe\"; valid keys: mode, breakGlass, breakGlassBy, deleteGuard, failMode, scanObjects, reviewDeadline, reveal"
         );
         assert_eq!(
             parse_text("mode: error\n").unwrap_err(),

@@ -20,8 +20,16 @@ use tokio::sync::OnceCell;
 
 use crate::compare::Finding;
 
-/// Pairs remembered; the findings of one are a few KiB.
+/// Pairs remembered.
 const CAPACITY: usize = 512;
+
+/// Findings remembered over all pairs: what bounds the cache's memory. A
+/// typical pair has a few findings; the largest corpus CRD's upgrade
+/// (argocds 0.13.0 -> 0.18.0) has 203 errors and warnings, about 700
+/// bytes each with their messages, so this keeps a few MiB. Info findings
+/// never reach a verdict and are not kept (that pair has 736 more): with
+/// them, 500 new pairs of it grew `serve` by 500 MB in the bench.
+const MAX_FINDINGS: usize = 8192;
 
 /// What a verdict depends on.
 #[derive(Hash)]
@@ -50,7 +58,31 @@ type Slot = Arc<OnceCell<Arc<Vec<Finding>>>>;
 #[derive(Default)]
 pub struct VerdictCache {
     hasher: RandomState,
-    inner: Mutex<(HashMap<u64, Slot>, VecDeque<u64>)>,
+    inner: Mutex<Entries>,
+}
+
+/// The slots by key, their keys oldest first, and the findings they hold.
+#[derive(Default)]
+struct Entries {
+    slots: HashMap<u64, (Slot, usize)>,
+    order: VecDeque<u64>,
+    findings: usize,
+}
+
+impl Entries {
+    /// Drops the oldest slots while more than `CAPACITY` pairs or
+    /// `MAX_FINDINGS` findings are kept, never the newest one.
+    fn trim(&mut self) {
+        while self.order.len() > 1 && (self.order.len() > CAPACITY || self.findings > MAX_FINDINGS)
+        {
+            let Some(oldest) = self.order.pop_front() else {
+                break;
+            };
+            if let Some((_, weight)) = self.slots.remove(&oldest) {
+                self.findings -= weight;
+            }
+        }
+    }
 }
 
 impl VerdictCache {
@@ -67,38 +99,52 @@ impl VerdictCache {
     {
         let id = self.hasher.hash_one(key);
         let slot = {
-            let mut guard = match self.inner.lock() {
-                Ok(g) => g,
-                Err(p) => p.into_inner(),
-            };
-            let (map, order) = &mut *guard;
-            match map.get(&id) {
-                Some(slot) => Arc::clone(slot),
+            let mut entries = self.entries();
+            match entries.slots.get(&id) {
+                Some((slot, _)) => Arc::clone(slot),
                 None => {
-                    if order.len() >= CAPACITY
-                        && let Some(oldest) = order.pop_front()
-                    {
-                        map.remove(&oldest);
-                    }
                     let slot: Slot = Arc::default();
-                    map.insert(id, Arc::clone(&slot));
-                    order.push_back(id);
+                    entries.slots.insert(id, (Arc::clone(&slot), 0));
+                    entries.order.push_back(id);
+                    entries.trim();
                     slot
                 }
             }
         };
+        let mut judged_here = false;
         let result = slot
-            .get_or_try_init(|| async { judge().await.map(Arc::new) })
+            .get_or_try_init(|| async {
+                judged_here = true;
+                judge().await.map(Arc::new)
+            })
             .await
             .cloned();
-        if result.is_err() {
-            let mut guard = match self.inner.lock() {
-                Ok(g) => g,
-                Err(p) => p.into_inner(),
-            };
-            guard.0.remove(&id);
+        let mut entries = self.entries();
+        match &result {
+            Err(_) => {
+                if let Some((_, weight)) = entries.slots.remove(&id) {
+                    entries.findings -= weight;
+                }
+                entries.order.retain(|k| *k != id);
+            }
+            // Weighed once, by the review that judged it.
+            Ok(findings) if judged_here => {
+                if let Some((_, weight)) = entries.slots.get_mut(&id) {
+                    *weight = findings.len();
+                    entries.findings += findings.len();
+                    entries.trim();
+                }
+            }
+            Ok(_) => {}
         }
         result
+    }
+
+    fn entries(&self) -> std::sync::MutexGuard<'_, Entries> {
+        match self.inner.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
     }
 }
 
@@ -135,6 +181,42 @@ mod tests {
         assert_eq!(judged.load(Ordering::SeqCst), 1);
         cache.get_or_judge(&key("{\"a\":2}"), judge).await.unwrap();
         assert_eq!(judged.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn the_cache_keeps_at_most_its_share_of_findings_oldest_out_first() {
+        let cache = VerdictCache::default();
+        let many = |n: usize| {
+            move || async move {
+                Ok((0..n)
+                    .map(|_| Finding::new(Check::Enum, Severity::Error, "x"))
+                    .collect())
+            }
+        };
+        let specs: Vec<String> = (0..4).map(|i| format!("{{\"v\":{i}}}")).collect();
+        for spec in &specs {
+            cache
+                .get_or_judge(&key(spec), many(MAX_FINDINGS / 3))
+                .await
+                .unwrap();
+        }
+        let held = cache.entries().findings;
+        assert!(held <= MAX_FINDINGS, "{held}");
+        assert_eq!(cache.entries().order.len(), 3);
+        // The oldest went; the newest is kept.
+        let judged = AtomicUsize::new(0);
+        let count = || async {
+            judged.fetch_add(1, Ordering::SeqCst);
+            Ok(Vec::new())
+        };
+        cache.get_or_judge(&key(&specs[3]), count).await.unwrap();
+        assert_eq!(judged.load(Ordering::SeqCst), 0, "the newest is kept");
+        cache.get_or_judge(&key(&specs[0]), count).await.unwrap();
+        assert_eq!(
+            judged.load(Ordering::SeqCst),
+            1,
+            "the oldest is judged again"
+        );
     }
 
     #[tokio::test]

@@ -178,6 +178,16 @@ fn break_glass(
     }))
 }
 
+/// Who sent a request, as the API server authenticated them (the
+/// review's `userInfo`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Requester<'a> {
+    /// The user name.
+    pub user: &'a str,
+    /// The groups the user is in.
+    pub groups: &'a [String],
+}
+
 /// The break-glass annotations of one request and what ties them to it.
 #[derive(Debug, Clone, Copy)]
 pub struct Intent<'a> {
@@ -189,6 +199,8 @@ pub struct Intent<'a> {
     pub before: Option<&'a BTreeMap<String, String>>,
     /// `metadata.generation` of the CRD the request leaves.
     pub generation: Option<i64>,
+    /// Who asks: `webhook.breakGlassBy` may restrict break-glass to some.
+    pub requester: Requester<'a>,
 }
 
 /// No annotations at all (a request refused before they were read).
@@ -201,6 +213,7 @@ impl Intent<'_> {
             annotations: &NONE,
             before: None,
             generation: None,
+            requester: Requester::default(),
         }
     }
 
@@ -210,6 +223,7 @@ impl Intent<'_> {
             annotations,
             before: Some(&NONE),
             generation: None,
+            requester: Requester::default(),
         }
     }
 }
@@ -283,6 +297,16 @@ pub fn decide(
             None
         }
     };
+    // Whether the annotation names something that blocks this request:
+    // an annotation that could not be honoured is mentioned only then.
+    let would_accept = |g: &BreakGlass| {
+        findings
+            .iter()
+            .filter(|f| f.severity == Severity::Error)
+            .map(|f| f.check.id())
+            .chain(problems.iter().filter(|p| p.blocking).map(|p| p.id))
+            .any(|id| g.checks.iter().any(|c| c == id))
+    };
     // An annotation left from an earlier change: ignored, and said so
     // when it would have let something through.
     let glass = match (
@@ -290,16 +314,22 @@ pub fn decide(
         bound(intent.annotations, intent.before, intent.generation),
     ) {
         (Some(g), Err(note)) => {
-            let blocking = findings
-                .iter()
-                .filter(|f| f.severity == Severity::Error)
-                .map(|f| f.check.id())
-                .chain(problems.iter().filter(|p| p.blocking).map(|p| p.id));
-            if blocking
-                .into_iter()
-                .any(|id| g.checks.iter().any(|c| c == id))
-            {
+            if would_accept(&g) {
                 notes.push(note);
+            }
+            None
+        }
+        (g, _) => g,
+    };
+    // Set by someone `breakGlassBy` does not list: ignored, and said so.
+    let glass = match (glass, &settings.break_glass_by) {
+        (Some(g), Some(by)) if !by.admits(intent.requester.user, intent.requester.groups) => {
+            if would_accept(&g) {
+                notes.push(format!(
+                    "{ACCEPT_ANNOTATION} is ignored: {:?} may not use break-glass in this cluster \
+                     (webhook.breakGlassBy lists who may); ask one of them to make the change",
+                    intent.requester.user
+                ));
             }
             None
         }
@@ -703,6 +733,7 @@ mod tests {
                 annotations: &a,
                 before: None,
                 generation: Some(3),
+                requester: Requester::default(),
             },
             &settings(WebhookMode::Enforce),
         );
@@ -755,6 +786,7 @@ mod tests {
             annotations: &a,
             before: Some(&a),
             generation: Some(5),
+            requester: Requester::default(),
         };
         let d = decide(
             "w",
@@ -784,6 +816,7 @@ mod tests {
                 annotations: &pinned,
                 before: Some(&pinned),
                 generation: Some(5),
+                requester: Requester::default(),
             },
             &settings(WebhookMode::Enforce),
         );
@@ -799,6 +832,7 @@ mod tests {
                     annotations: &pinned,
                     before: None,
                     generation,
+                    requester: Requester::default(),
                 },
                 &settings(WebhookMode::Enforce),
             );
@@ -830,5 +864,53 @@ mod tests {
         assert!(bound(&after, Some(&BTreeMap::new()), None).is_ok());
         assert!(bound(&after, Some(&after), Some(2)).is_err());
         assert!(bound(&after, None, Some(2)).is_err());
+    }
+
+    #[test]
+    fn break_glass_by_someone_not_listed_is_ignored_and_says_who_may() {
+        let a = annotations(&[
+            (ACCEPT_ANNOTATION, "existingFieldRemoval"),
+            (ACCEPT_REASON_ANNOTATION, "size was never read"),
+        ]);
+        let restricted = WebhookSettings {
+            break_glass_by: Some(crate::config::BreakGlassBy {
+                users: vec!["alice".into()],
+                groups: vec!["admins".into()],
+            }),
+            ..settings(WebhookMode::Enforce)
+        };
+        fn by(
+            user: &str,
+            groups: &[String],
+            a: &BTreeMap<String, String>,
+            settings: &WebhookSettings,
+        ) -> Decision {
+            decide(
+                "w",
+                Operation::Update,
+                &[removal()],
+                Vec::new(),
+                Intent {
+                    requester: Requester { user, groups },
+                    ..Intent::added(a)
+                },
+                settings,
+            )
+        }
+        let mallory = by("mallory", &["devs".to_string()], &a, &restricted);
+        assert_eq!(mallory.verdict, Verdict::Deny);
+        assert!(mallory.break_glass.is_none());
+        let message = mallory.message.unwrap_or_default();
+        assert!(
+            message.contains(
+                "crd-safety.io/accept is ignored: \"mallory\" may not use break-glass in this cluster"
+            ),
+            "{message}"
+        );
+        let alice = by("alice", &[], &a, &restricted);
+        assert_eq!(alice.verdict, Verdict::Warn);
+        assert_eq!(alice.accepted, ["existingFieldRemoval"]);
+        let bob = by("bob", &["admins".to_string()], &a, &restricted);
+        assert_eq!(bob.verdict, Verdict::Warn, "a member of a listed group");
     }
 }

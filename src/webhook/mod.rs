@@ -8,8 +8,10 @@
 //! CREATE: the new CRD alone; DELETE: a count of the objects that would go
 //! with it), [`decision`] turns findings into a verdict under the
 //! configured mode and the break-glass annotation, and [`server`] is the
-//! HTTPS endpoint with its health, metrics and reloads.
+//! HTTPS endpoint with its health, metrics and reloads. What judgments
+//! may hold in memory at once is bounded by a budget (`budget`).
 
+mod budget;
 mod cache;
 mod cpu;
 pub mod decision;
@@ -21,6 +23,7 @@ pub mod review;
 pub mod server;
 mod tls;
 
+pub use budget::{Budget, parse_size};
 pub use decision::{
     ACCEPT_ANNOTATION, ACCEPT_GENERATION_ANNOTATION, ACCEPT_REASON_ANNOTATION, DELETION_CHECK,
     Decision, Operation, Verdict,

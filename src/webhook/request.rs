@@ -33,6 +33,9 @@ pub struct UserInfo {
     /// The user's name.
     #[serde(default)]
     pub username: String,
+    /// The groups the user is in (`webhook.breakGlassBy` may list some).
+    #[serde(default)]
+    pub groups: Vec<String>,
 }
 
 /// One admission request for a CRD, its objects borrowed from the body.
@@ -223,6 +226,7 @@ mod tests {
         let r = parse(body).unwrap();
         assert_eq!(r.operation(), Operation::Delete);
         assert_eq!(r.user_info.username, "alice");
+        assert_eq!(r.user_info.groups, ["g"]);
         assert!(r.dry_run && r.object.is_none());
         let old = r.old_object.unwrap();
         let outline = Outline::of(old).unwrap();

@@ -29,7 +29,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
-use super::decision::{self, DELETION_CHECK, Decision, Intent, Operation, Problem, Verdict};
+use super::decision::{
+    self, DELETION_CHECK, Decision, Intent, Operation, Problem, Requester, Verdict,
+};
 use super::log::log;
 use super::metrics::Metrics;
 use super::request::{Outline, Request};
@@ -268,7 +270,7 @@ impl Requirements {
         started: Instant,
     ) -> Reviewed {
         let (_, config) = self.config.get();
-        let settings = config.webhook;
+        let settings = &config.webhook;
         let deadline = review_deadline(settings.review_deadline, caller_timeout);
         let loaded = self.current();
         let operation = request.operation();
@@ -353,7 +355,7 @@ impl Requirements {
         // The consumer's action decides, not the webhook's mode.
         let as_consumers = WebhookSettings {
             mode: WebhookMode::Enforce,
-            ..settings
+            ..settings.clone()
         };
         let mut decided = decision::decide(
             &request.name,
@@ -364,6 +366,10 @@ impl Requirements {
                 annotations: &intent_annotations,
                 before: before.as_ref(),
                 generation,
+                requester: Requester {
+                    user: &request.user_info.username,
+                    groups: &request.user_info.groups,
+                },
             },
             &as_consumers,
         );
@@ -447,6 +453,7 @@ impl Requirements {
             operation,
             crd: format!("CRDRequirement {}", request.name),
             user: request.user_info.username.clone(),
+            groups: request.user_info.groups.clone(),
             dry_run: request.dry_run,
             mode: config.webhook.mode.as_str(),
             objects: None,

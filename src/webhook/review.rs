@@ -12,21 +12,29 @@
 //! the API server stores them. Every review has a deadline below the API
 //! server's timeout, and every call to the API server is tried once and
 //! retried at most once within it.
+//!
+//! Memory is bounded by [`super::budget`]: a judgment, the parse of the
+//! stored CRD and an object scan each reserve their estimated cost first
+//! and hold it until their work ends. The CRDs go to the blocking pool as
+//! slices of the request's body (no copy), so reviews waiting for room
+//! hold their bodies and nothing more.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
+use hyper::body::Bytes;
 use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::sync::{OnceCell, Semaphore};
 
+use super::budget::{Budget, Reserved, judgment_cost};
 use super::cache::{Key, VerdictCache};
 use super::cpu::cpu;
 use super::decision::{
     self, ACCEPT_ANNOTATION, ACCEPT_GENERATION_ANNOTATION, DELETION_CHECK, Decision, Intent,
-    Operation, Problem,
+    Operation, Problem, Requester,
 };
 use super::request::{Outline, Request};
 use crate::cluster::{Connection, RetryPolicy};
@@ -96,6 +104,13 @@ const VERSION_LOOKUP: Duration = Duration::from_secs(2);
 /// answer to travel back.
 const SHARE_OF_CALLER_TIMEOUT: f64 = 0.8;
 
+/// What an object scan holds besides the new CRD's model: its pages of
+/// objects. The webhook's scans share one page size ([`ScanOptions`]'s
+/// `share`), so together they hold about two pages of 500 objects; this
+/// is that at a few KiB per object, an estimate (an object can be far
+/// larger, up to the API server's 1.5 MB).
+const SCAN_PAGES_BYTES: u64 = 4 << 20;
+
 /// Reviews CRD changes with one connection to the cluster.
 pub struct Reviewer {
     conn: Connection,
@@ -105,11 +120,14 @@ pub struct Reviewer {
     /// Findings of pairs already judged.
     cache: VerdictCache,
     /// CPU work run at once (judgments, parsing stored CRDs): one per
-    /// core. Each holds parsed CRDs (tens of MB for the largest), and more
-    /// at once only adds memory, not speed. The permit is moved into the
-    /// blocking work, so a review that gives up (its client left, its
-    /// deadline passed) does not free it while the work goes on.
+    /// core; more at once only adds memory, not speed. The permit is moved
+    /// into the blocking work, so a review that gives up (its client left,
+    /// its deadline passed) does not free it while the work goes on.
     judging: Arc<Semaphore>,
+    /// The memory judgments and scans may hold at once.
+    budget: Budget,
+    /// Shared by every scan, so that scans at once split one page size.
+    scan_options: ScanOptions,
 }
 
 /// Why the CRD the API server stores does not stand behind a request.
@@ -135,6 +153,9 @@ pub struct Reviewed {
     pub user: String,
     /// Whether it was a dry run (nothing is stored either way).
     pub dry_run: bool,
+    /// The requester's groups (`webhook.breakGlassBy` may list some).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
     /// The mode in force.
     pub mode: &'static str,
     /// Objects counted (DELETE) or scanned (UPDATE with `scanObjects`).
@@ -172,8 +193,9 @@ struct Examined {
 }
 
 impl Reviewer {
-    /// A reviewer reading the configuration from `config`.
-    pub fn new(conn: Connection, config: Arc<SharedConfig>) -> Reviewer {
+    /// A reviewer reading the configuration from `config`, spending at
+    /// most `budget` on judgments and scans at once.
+    pub fn new(conn: Connection, config: Arc<SharedConfig>, budget: Budget) -> Reviewer {
         let cores = crate::parallel::cores();
         Reviewer {
             conn: conn.with_retry_policy(REVIEW_RETRIES),
@@ -181,6 +203,8 @@ impl Reviewer {
             server_minor: OnceCell::new(),
             cache: VerdictCache::default(),
             judging: Arc::new(Semaphore::new(cores)),
+            budget,
+            scan_options: ScanOptions::default(),
         }
     }
 
@@ -211,10 +235,22 @@ impl Reviewer {
         }
     }
 
-    /// Runs CPU work on the blocking pool under a judging permit that the
-    /// work itself holds until it ends.
+    /// Reserves `bytes` of the memory budget, waiting for room (the
+    /// review's deadline bounds the wait); a cost the whole budget cannot
+    /// hold is refused at once, and `failMode` answers with the reason.
+    async fn reserve(&self, bytes: u64) -> Result<Arc<Reserved>, String> {
+        self.budget
+            .reserve(bytes)
+            .await
+            .map(Arc::new)
+            .map_err(|e| format!("crd-safety did not check this CRD: {e}"))
+    }
+
+    /// Runs CPU work on the blocking pool under `reserved` and a judging
+    /// permit, both held by the work itself until it ends.
     async fn blocking<T: Send + 'static>(
         &self,
+        reserved: Arc<Reserved>,
         work: impl FnOnce() -> Result<T, String> + Send + 'static,
     ) -> Result<T, String> {
         let permit = Arc::clone(&self.judging)
@@ -222,28 +258,29 @@ impl Reviewer {
             .await
             .map_err(|e| format!("the check stopped inside crd-safety: {e}"))?;
         tokio::task::spawn_blocking(move || {
-            let _held = permit;
+            let _held = (permit, reserved);
             work()
         })
         .await
         .map_err(|e| format!("the check stopped inside crd-safety: {e}"))?
     }
 
-    /// Reviews one request. `caller_timeout` is the API server's own
-    /// timeout for it, when the request said (`?timeout=10s`).
+    /// Reviews one request read from `body`. `caller_timeout` is the API
+    /// server's own timeout for it, when the request said (`?timeout=10s`).
     pub async fn review(
         &self,
+        body: &Bytes,
         request: &Request<'_>,
         caller_timeout: Option<Duration>,
     ) -> Reviewed {
         let started = Instant::now();
         let (generation, config) = self.config.get();
-        let settings = config.webhook;
+        let settings = &config.webhook;
         let operation = request.operation();
         let deadline = review_deadline(settings.review_deadline, caller_timeout);
         let examined = match tokio::time::timeout(
             deadline,
-            self.examine(request, operation, generation, &config),
+            self.examine(body, request, operation, generation, &config),
         )
         .await
         {
@@ -273,14 +310,19 @@ impl Reviewer {
                 annotations: &examined.annotations,
                 before: examined.before.as_ref(),
                 generation: examined.generation,
+                requester: Requester {
+                    user: &request.user_info.username,
+                    groups: &request.user_info.groups,
+                },
             },
-            &settings,
+            settings,
         );
         Reviewed {
             uid: request.uid.clone(),
             operation,
             crd: request.name.clone(),
             user: request.user_info.username.clone(),
+            groups: request.user_info.groups.clone(),
             dry_run: request.dry_run,
             mode: settings.mode.as_str(),
             objects: examined.objects,
@@ -293,12 +335,13 @@ impl Reviewer {
     /// What one request holds to decide on.
     async fn examine(
         &self,
+        body: &Bytes,
         request: &Request<'_>,
         operation: Operation,
         generation: u64,
         config: &Arc<Config>,
     ) -> Result<Examined, String> {
-        let settings = config.webhook;
+        let settings = &config.webhook;
         let (new, old) = cpu(|| {
             Ok::<_, String>((
                 request.object.map(outline_of).transpose()?,
@@ -393,7 +436,7 @@ impl Reviewer {
                 };
                 let findings = self
                     .cache
-                    .get_or_judge(&key, || self.judge(request, kube, config))
+                    .get_or_judge(&key, || self.judge(body, request, kube, config))
                     .await?;
                 let mut examined = Examined {
                     findings: findings.as_ref().clone(),
@@ -401,7 +444,7 @@ impl Reviewer {
                 };
                 if let Some(stored) = stored {
                     let scanned = match stored {
-                        Ok(stored) => self.scan(&stored, request.object, config).await,
+                        Ok(stored) => self.scan(&stored, body, request.object, config).await,
                         Err(Untrusted::Unread(why) | Untrusted::Refused(why)) => {
                             Err(format!("the stored objects were not scanned: {why}"))
                         }
@@ -512,35 +555,55 @@ impl Reviewer {
                 )));
             }
         }
-        self.blocking(move || {
+        // The stored CRD is the request's object as the API server keeps
+        // it: about the same size.
+        let size = request
+            .old_object
+            .or(request.object)
+            .map_or(0, |r| r.get().len());
+        let reserved = self
+            .reserve(judgment_cost(size))
+            .await
+            .map_err(Untrusted::Unread)?;
+        self.blocking(reserved, move || {
             Crd::from_manifest(stored).map_err(|e| format!("the stored CRD cannot be read: {e}"))
         })
         .await
         .map_err(Untrusted::Unread)
     }
 
-    /// Parses both CRDs and finds what `apply-check` would, one judgment
-    /// per core at a time, off the async threads.
+    /// Parses both CRDs and finds what `apply-check` would, under the
+    /// memory budget and one judgment per core at a time, off the async
+    /// threads.
     async fn judge(
         &self,
+        body: &Bytes,
         request: &Request<'_>,
         kube: KubeVersion,
         config: &Config,
     ) -> Result<Vec<Finding>, String> {
-        // Owned copies for the blocking pool; waiting reviews hold only
-        // their bodies.
-        let new_raw = request.object.map(|r| r.get().to_owned());
-        let old_raw = request.old_object.map(|r| r.get().to_owned());
+        let size = [request.object, request.old_object]
+            .iter()
+            .flatten()
+            .map(|r| r.get().len())
+            .sum();
+        let reserved = self.reserve(judgment_cost(size)).await?;
+        let new_raw = request.object.map(|r| slice_of(body, r));
+        let old_raw = request.old_object.map(|r| slice_of(body, r));
         let mut judged = config.clone();
         judged.kube_version = kube;
         judged.kube_version_source = KubeVersionSource::Server;
-        self.blocking(move || {
-            let new = parse_crd_text(new_raw.as_deref())?;
+        self.blocking(reserved, move || {
+            let new = parse_crd_json(new_raw.as_deref())?;
             let old = old_raw
                 .as_deref()
-                .map(|r| parse_crd_text(Some(r)))
+                .map(|r| parse_crd_json(Some(r)))
                 .transpose()?;
-            Ok(findings_of(old, new, &judged))
+            // Info findings never reach a verdict, and the cache keeps
+            // what this returns: they are most of a large upgrade's.
+            let mut findings = findings_of(old, new, &judged);
+            findings.retain(|f| f.severity > Severity::Info);
+            Ok(findings)
         })
         .await
     }
@@ -574,10 +637,11 @@ impl Reviewer {
     async fn scan(
         &self,
         stored: &Crd,
+        body: &Bytes,
         new_raw: Option<&RawValue>,
         config: &Config,
     ) -> Result<(Vec<Finding>, u64), String> {
-        let settings = config.webhook;
+        let settings = &config.webhook;
         let limits = settings.scan_objects;
         // The deadline covers the count too: both are round trips to a
         // server that may be slow, and the answer must beat the webhook's
@@ -593,22 +657,34 @@ impl Reviewer {
                     limits.max_objects
                 ));
             }
-            let new_raw = new_raw.map(|r| r.get().to_owned());
+            // The new model and the pages of objects, held for the whole
+            // scan (the parse's share is given back only when both the
+            // parse and the scan are done).
+            let size = new_raw.map_or(0, |r| r.get().len());
+            let reserved = self
+                .reserve(judgment_cost(size) + SCAN_PAGES_BYTES)
+                .await
+                .map_err(|why| format!("the stored objects were not scanned: {why}"))?;
+            let new_raw = new_raw.map(|r| slice_of(body, r));
             let new = self
-                .blocking(move || parse_crd_text(new_raw.as_deref()))
+                .blocking(Arc::clone(&reserved), move || {
+                    parse_crd_json(new_raw.as_deref())
+                })
                 .await?;
             let minor = self.kube_version(config).await.minor;
             let mut quiet = |_: crate::scan::Progress<'_>| {};
-            scan_crd(
+            let scanned = scan_crd(
                 &self.conn,
                 stored,
                 &new,
                 minor,
-                &ScanOptions::default(),
+                &self.scan_options,
                 &mut quiet,
             )
             .await
-            .map_err(|e| format!("the stored objects were not scanned: {e}"))
+            .map_err(|e| format!("the stored objects were not scanned: {e}"));
+            drop(reserved);
+            scanned
         };
         let result = tokio::time::timeout(limits.deadline, bounded)
             .await
@@ -733,9 +809,22 @@ fn outline_of(raw: &RawValue) -> Result<Outline<'_>, String> {
     }
 }
 
-fn parse_crd_text(raw: Option<&str>) -> Result<Crd, String> {
+/// The part of `body` that `raw` was read from, shared rather than copied;
+/// a copy should `raw` not lie inside `body` (it always does: the request
+/// is read from `body` with borrowed raw values).
+fn slice_of(body: &Bytes, raw: &RawValue) -> Bytes {
+    let part = raw.get().as_bytes();
+    let start = (part.as_ptr() as usize).wrapping_sub(body.as_ptr() as usize);
+    if start <= body.len() && part.len() <= body.len() - start {
+        body.slice(start..start + part.len())
+    } else {
+        Bytes::copy_from_slice(part)
+    }
+}
+
+fn parse_crd_json(raw: Option<&[u8]>) -> Result<Crd, String> {
     let raw = raw.ok_or("the request carries no object")?;
-    let value = serde_json::from_str(raw).map_err(|e| format!("unreadable object: {e}"))?;
+    let value = serde_json::from_slice(raw).map_err(|e| format!("unreadable object: {e}"))?;
     Crd::from_manifest(value).map_err(|e| format!("the CRD cannot be read: {e}"))
 }
 
@@ -892,6 +981,31 @@ mod tests {
         let mut plain = Finding::new(Check::Enum, Severity::Error, "enum narrowed");
         without_values(&mut plain);
         assert_eq!(plain.message, "enum narrowed");
+    }
+
+    #[test]
+    fn the_crds_go_to_the_blocking_pool_as_slices_of_the_body() {
+        let body = Bytes::from_static(br#"{"request":{"object":{"kind":"K"}}}"#);
+        let raw: &RawValue = {
+            #[derive(serde::Deserialize)]
+            struct R<'a> {
+                #[serde(borrow)]
+                object: &'a RawValue,
+            }
+            #[derive(serde::Deserialize)]
+            struct B<'a> {
+                #[serde(borrow)]
+                request: R<'a>,
+            }
+            let b: B = serde_json::from_slice(&body).unwrap();
+            b.request.object
+        };
+        let part = slice_of(&body, raw);
+        assert_eq!(&part[..], br#"{"kind":"K"}"#);
+        assert_eq!(part.as_ptr(), raw.get().as_ptr(), "shared, not copied");
+        // A value from elsewhere is copied, not sliced out of bounds.
+        let other: Box<RawValue> = serde_json::from_str("[1]").unwrap();
+        assert_eq!(&slice_of(&body, &other)[..], b"[1]");
     }
 
     #[test]

@@ -28,6 +28,7 @@ use serde_json::json;
 use thiserror::Error;
 use tokio::net::TcpListener;
 
+use super::budget::Budget;
 use super::cpu::cpu;
 use super::log::log;
 use super::metrics::Metrics;
@@ -68,6 +69,8 @@ pub struct ServeOptions {
     pub body_read_timeout: Duration,
     /// Connections open at once; more are closed as soon as accepted.
     pub max_connections: usize,
+    /// The memory judgments and object scans may hold at once, in bytes.
+    pub memory_budget: u64,
 }
 
 /// Why `serve` could not start.
@@ -139,7 +142,11 @@ pub async fn serve(
         })?;
     let addr = listener.local_addr().unwrap_or(opts.listen);
     let state = Arc::new(State {
-        reviewer: Reviewer::new(conn.clone(), Arc::clone(&shared)),
+        reviewer: Reviewer::new(
+            conn.clone(),
+            Arc::clone(&shared),
+            Budget::new(opts.memory_budget),
+        ),
         requirements: Requirements::new(conn, Arc::clone(&shared)),
         metrics: Metrics::default(),
         ready: AtomicBool::new(true),
@@ -157,7 +164,8 @@ pub async fn serve(
             "serving",
             json!({"address": addr.to_string(), "mode": c.webhook.mode.as_str(),
                    "config": opts.config_file.as_ref().map(|p| p.display().to_string()),
-                   "clientCa": opts.client_ca_file.as_ref().map(|p| p.display().to_string())}),
+                   "clientCa": opts.client_ca_file.as_ref().map(|p| p.display().to_string()),
+                   "memoryBudgetBytes": opts.memory_budget.max(super::budget::MIN_BYTES)}),
         );
     }
     // The server's version, read before the first review needs it.
@@ -414,7 +422,7 @@ async fn validate(
     };
     let reviewed = match reviewing {
         Reviewing::Crds => {
-            let reviewed = state.reviewer.review(&request, caller_timeout).await;
+            let reviewed = state.reviewer.review(&body, &request, caller_timeout).await;
             state
                 .requirements
                 .amend(&request, reviewed, caller_timeout, started)

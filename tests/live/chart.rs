@@ -1,5 +1,6 @@
 //! The Helm chart `charts/crd-safety` and the plain manifests rendered from
-//! it (`deploy/crd-safety.yaml`): the chart lints in both certificate modes,
+//! it (`deploy/crd-safety.yaml`): the chart lints in every certificate mode,
+//! the modes meant for GitOps render the same text every time,
 //! the checked-in manifests are current, everything it renders is accepted
 //! by a real API server (a server-side dry run, under the restricted Pod
 //! Security Standard), the webhook configuration registers what `serve`
@@ -72,6 +73,15 @@ fn helm(dir: &Path, args: &[&str]) -> Output {
 
 /// `helm template crd-safety charts/crd-safety --namespace ns --set ...`.
 fn render(dir: &Path, namespace: &str, sets: &[&str]) -> String {
+    let mut args = Vec::new();
+    for set in sets {
+        args.extend(["--set", set]);
+    }
+    render_with(dir, namespace, &args)
+}
+
+/// `helm template crd-safety charts/crd-safety --namespace ns ARGS...`.
+fn render_with(dir: &Path, namespace: &str, extra: &[&str]) -> String {
     let chart = chart();
     let mut args = vec![
         "template",
@@ -80,10 +90,43 @@ fn render(dir: &Path, namespace: &str, sets: &[&str]) -> String {
         "--namespace",
         namespace,
     ];
-    for set in sets {
-        args.extend(["--set", set]);
-    }
+    args.extend(extra);
     text(&helm(dir, &args).stdout)
+}
+
+/// The values of certificates.mode secret: a Secret named `mine`, and the
+/// caBundle as the PEM of a CA of the test's own (`--set-file`), kept in
+/// `dir`.
+fn secret_mode(dir: &Path) -> Vec<String> {
+    let ca = dir.join("ca.crt");
+    std::fs::write(&ca, support::webhook::TestCa::new().pem).expect("write");
+    vec![
+        "--set".into(),
+        "certificates.mode=secret".into(),
+        "--set".into(),
+        "certificates.secret.name=mine".into(),
+        "--set-file".into(),
+        format!("certificates.secret.caBundle={}", ca.display()),
+    ]
+}
+
+/// The chart's arguments for each certificate mode.
+fn modes(dir: &Path) -> Vec<(&'static str, Vec<String>)> {
+    vec![
+        (
+            "generate",
+            vec!["--set".into(), "certificates.mode=generate".into()],
+        ),
+        ("secret", secret_mode(dir)),
+        (
+            "cert-manager",
+            vec!["--set".into(), "certificates.mode=cert-manager".into()],
+        ),
+    ]
+}
+
+fn strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
 }
 
 /// The documents of a multi-document YAML text: the text of each and its
@@ -156,14 +199,16 @@ fn base64_decode(s: &str) -> Vec<u8> {
 }
 
 #[test]
-fn helm_lint_passes_in_both_certificate_modes() {
+fn helm_lint_passes_in_every_certificate_mode() {
     let Some(dir) = helm_dir() else { return };
     let chart = chart();
     let chart = chart.to_str().expect("UTF-8 path");
-    for mode in ["generate", "cert-manager"] {
-        let set = format!("certificates.mode={mode}");
+    let files = tempfile::tempdir().expect("tempdir");
+    for (mode, args) in modes(files.path()) {
         // --strict: a lint warning fails too (the icon notice is only INFO).
-        let out = helm(dir, &["lint", "--strict", chart, "--set", &set]);
+        let mut lint = vec!["lint", "--strict", chart];
+        lint.extend(strs(&args));
+        let out = helm(dir, &lint);
         let said = text(&out.stdout);
         assert!(said.contains("0 chart(s) failed"), "{mode}: {said}");
         assert!(!said.contains("[WARNING]"), "{mode}: {said}");
@@ -175,6 +220,10 @@ fn an_unknown_certificates_mode_or_failure_policy_fails_the_render() {
     let Some(dir) = helm_dir() else { return };
     for (set, expected) in [
         ("certificates.mode=self", "certificates.mode must be"),
+        (
+            "certificates.mode=secret",
+            "certificates.secret.name is required",
+        ),
         ("failurePolicy=Deny", "failurePolicy must be"),
         ("timeoutSeconds=31", "timeoutSeconds must be"),
     ] {
@@ -281,9 +330,9 @@ fn the_rendered_manifests_pass_a_server_side_dry_run() {
     let Some(plane) = control_plane() else { return };
     let kubeconfig = &plane.admin_kubeconfig;
     namespace(kubeconfig, DRY_RUN_NS);
-    for mode in ["generate", "cert-manager"] {
-        let set = format!("certificates.mode={mode}");
-        let docs = documents(&render(dir, DRY_RUN_NS, &[&set]));
+    let files = tempfile::tempdir().expect("tempdir");
+    for (mode, args) in modes(files.path()) {
+        let docs = documents(&render_with(dir, DRY_RUN_NS, &strs(&args)));
         let mut expected = vec![
             "ClusterRole",
             "ClusterRoleBinding",
@@ -294,10 +343,11 @@ fn the_rendered_manifests_pass_a_server_side_dry_run() {
             "ServiceAccount",
             "ValidatingWebhookConfiguration",
         ];
-        if mode == "generate" {
-            expected.push("Secret");
-        } else {
-            expected.extend(["Certificate", "Certificate", "Issuer", "Issuer"]);
+        match mode {
+            "generate" => expected.push("Secret"),
+            "cert-manager" => expected.extend(["Certificate", "Certificate", "Issuer", "Issuer"]),
+            // The Secret is the user's.
+            _ => {}
         }
         expected.sort();
         assert_eq!(kinds(&docs), expected, "{mode}");
@@ -329,11 +379,13 @@ fn the_webhook_configuration_registers_what_serve_expects() {
         (vec![], "Ignore", 10),
         (vec!["failurePolicy=Fail", "timeoutSeconds=5"], "Fail", 5),
     ] {
-        for mode in ["generate", "cert-manager"] {
-            let mode_set = format!("certificates.mode={mode}");
-            let mut all = sets.clone();
-            all.push(mode_set.as_str());
-            let docs = documents(&render(dir, "guard", &all));
+        let files = tempfile::tempdir().expect("tempdir");
+        for (mode, args) in modes(files.path()) {
+            let mut all = strs(&args);
+            for set in &sets {
+                all.extend(["--set", set]);
+            }
+            let docs = documents(&render_with(dir, "guard", &all));
             let config = one(&docs, "ValidatingWebhookConfiguration");
             let hooks = config["webhooks"].as_array().expect("webhooks");
             assert_eq!(hooks.len(), 2);
@@ -393,6 +445,17 @@ fn the_webhook_configuration_registers_what_serve_expects() {
                 assert_eq!(secret["type"], "kubernetes.io/tls");
                 assert_eq!(*ca, secret["data"]["ca.crt"]);
                 assert!(config["metadata"].get("annotations").is_none());
+            } else if mode == "secret" {
+                // The given CA, and the pods mount the given Secret.
+                let given = std::fs::read(files.path().join("ca.crt")).expect("ca.crt");
+                assert_eq!(base64_decode(ca.as_str().expect("caBundle")), given);
+                assert!(config["metadata"].get("annotations").is_none());
+                let pod = &one(&docs, "Deployment")["spec"]["template"]["spec"];
+                let tls = pod["volumes"]
+                    .as_array()
+                    .and_then(|vs| vs.iter().find(|v| v["name"] == "tls"))
+                    .expect("the tls volume");
+                assert_eq!(tls["secret"]["secretName"], "mine");
             } else {
                 assert!(ca.is_null(), "cainjector fills it");
                 assert_eq!(
@@ -445,6 +508,28 @@ fn the_pods_are_restricted_and_mount_what_serve_reads() {
         assert_eq!(c[probe]["httpGet"]["scheme"], "HTTPS");
         assert_eq!(c[probe]["httpGet"]["port"], "https");
     }
+    // serve's memory budget fits under the container's limit, with room
+    // for the bodies in flight and the server itself.
+    let args: Vec<&str> = c["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let at = args
+        .iter()
+        .position(|a| *a == "--memory-budget")
+        .expect("--memory-budget");
+    let mib = |q: &str| {
+        q.strip_suffix("Mi")
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("{q:?} is not in Mi"))
+    };
+    let budget = mib(args[at + 1]);
+    let limit = mib(c["resources"]["limits"]["memory"]
+        .as_str()
+        .expect("a limit"));
+    assert!(limit >= 2 * budget, "limit {limit}Mi, budget {budget}Mi");
     let mounts = c["volumeMounts"].as_array().expect("mounts");
     for (name, path) in [("tls", "/tls"), ("config", "/config")] {
         let m = mounts.iter().find(|m| m["name"] == name).expect("a mount");
@@ -600,6 +685,67 @@ async fn serve_runs_with_the_pods_arguments_and_the_generated_certificate() {
             "{path}"
         );
     }
+}
+
+#[test]
+fn the_secret_and_cert_manager_modes_render_the_same_text_every_time() {
+    // Argo CD renders with `helm template` on every sync, where `lookup`
+    // finds nothing: a mode whose output changed from one render to the
+    // next would install a new CA each time.
+    let Some(dir) = helm_dir() else { return };
+    let files = tempfile::tempdir().expect("tempdir");
+    let modes = modes(files.path());
+    for (mode, args) in &modes {
+        let first = render_with(dir, "guard", &strs(args));
+        let second = render_with(dir, "guard", &strs(args));
+        if *mode == "generate" {
+            // Why the other modes exist: generate makes a new CA each time.
+            assert_ne!(first, second, "{mode}");
+        } else {
+            assert_eq!(first, second, "{mode}: two renders differ");
+        }
+    }
+    // The CA's PEM (--set-file) and its base64 give the same caBundle.
+    let ca = std::fs::read(files.path().join("ca.crt")).expect("ca.crt");
+    let b64 = {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(&ca)
+    };
+    let given_b64 = format!("certificates.secret.caBundle={b64}");
+    let as_b64 = render_with(
+        dir,
+        "guard",
+        &[
+            "--set",
+            "certificates.mode=secret",
+            "--set",
+            "certificates.secret.name=mine",
+            "--set",
+            &given_b64,
+        ],
+    );
+    let (_, as_pem) = modes
+        .iter()
+        .find(|(mode, _)| *mode == "secret")
+        .expect("secret mode");
+    assert_eq!(as_b64, render_with(dir, "guard", &strs(as_pem)));
+    // A caBundle that holds no certificate fails the render, not every
+    // review later.
+    let out = Command::new(dir.join("helm"))
+        .args(["template", "crd-safety"])
+        .arg(chart())
+        .args([
+            "--set",
+            "certificates.mode=secret",
+            "--set",
+            "certificates.secret.name=mine",
+            "--set",
+            "certificates.secret.caBundle=bm90IGEgY2VydA==",
+        ])
+        .output()
+        .expect("helm runs");
+    assert!(!out.status.success());
+    assert_has(&text(&out.stderr), "holds no PEM certificate");
 }
 
 #[test]

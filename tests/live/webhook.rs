@@ -58,6 +58,11 @@ struct Setup {
 /// request), `serve` with `config`, registered with `failure_policy`, and
 /// the widget CRD (`size`, `color`) installed before the webhook.
 async fn setup(config: &str, failure_policy: &str) -> Option<Setup> {
+    setup_with(config, failure_policy, &[]).await
+}
+
+/// [`setup`], with more arguments for `serve`.
+async fn setup_with(config: &str, failure_policy: &str, serve_args: &[&str]) -> Option<Setup> {
     let plane = dedicated()?;
     let client = admin(&plane).await;
     install(&client, &widgets(json!({"color": {"type": "string"}}))).await;
@@ -65,7 +70,7 @@ async fn setup(config: &str, failure_policy: &str) -> Option<Setup> {
     let ca = TestCa::new();
     ca.issue(dir.path());
     write_config(dir.path(), config);
-    let served = Served::start(dir.path(), &plane.admin_kubeconfig, &[]);
+    let served = Served::start(dir.path(), &plane.admin_kubeconfig, serve_args);
     register(&client, &served.url(), &ca, failure_policy).await;
     Some(Setup {
         plane,
@@ -1447,4 +1452,122 @@ async fn break_glass_accepts_only_the_change_it_was_written_for() {
         "a crdDeletion of an older generation was honoured"
     );
     assert_has(&stderr(&out), "1 Widget object still exist");
+}
+
+#[tokio::test]
+async fn a_review_larger_than_the_memory_budget_is_answered_by_fail_mode_with_the_reason() {
+    let closed = "webhook:\n  mode: enforce\n  failMode: closed\n";
+    let Some(s) = setup_with(closed, "Fail", &["--memory-budget", "1Mi"]).await else {
+        return;
+    };
+    let kc = &s.plane.admin_kubeconfig;
+    let files = s.dir.path();
+    // A small safe change fits the budget and passes.
+    let shape = write_manifest(
+        files,
+        "shape.json",
+        &widgets(json!({"color": {"type": "string"}, "shape": {"type": "string"}})),
+    );
+    until_kubectl_says(kc, &dry_run(&shape), "serverside-applied (server dry run)");
+    // The same change with a 200 KB description: judging it would need
+    // more than the whole budget, so failMode decides, and says why.
+    let mut large = widgets(json!({"color": {"type": "string"}, "shape": {"type": "string"}}));
+    large["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["description"] =
+        json!("a widget. ".repeat(20_000));
+    let large = write_manifest(files, "large.json", &large);
+    let out = kubectl(kc, &dry_run(&large));
+    assert!(!out.status.success(), "failMode closed let it through");
+    let text = stderr(&out);
+    assert_has(&text, "denied the request");
+    assert_has(
+        &text,
+        "crd-safety did not check this CRD: judging it needs about",
+    );
+    assert_has(
+        &text,
+        "more than the 1.0 MiB serve may spend on judgments (--memory-budget)",
+    );
+    assert_has(&text, "failMode: closed denies what could not be checked");
+    // failMode open: allowed, with the same reason as a warning.
+    let before = s.served.log().len();
+    write_config(files, "webhook:\n  mode: enforce\n  failMode: open\n");
+    s.served.wait_for("configuration reloaded", before);
+    let out = kubectl(kc, &dry_run(&large));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_has(
+        &stderr(&out),
+        "more than the 1.0 MiB serve may spend on judgments (--memory-budget)",
+    );
+    assert_has(&stderr(&out), "failMode: open allows it unchecked");
+}
+
+#[tokio::test]
+async fn break_glass_by_lets_only_the_listed_users_and_groups_accept_a_change() {
+    let config = "webhook:\n  mode: enforce\n  breakGlassBy:\n    users: [alice]\n    groups: [platform-admins]\n";
+    let Some(s) = setup(config, "Fail").await else {
+        return;
+    };
+    let kc = &s.plane.admin_kubeconfig;
+    let files = s.dir.path();
+    // Three users who may change CRDs (the admin impersonates them; the
+    // API server puts who they are into the review's userInfo).
+    let out = kubectl(
+        kc,
+        &[
+            "create",
+            "clusterrolebinding",
+            "crd-editors",
+            "--clusterrole=cluster-admin",
+            "--user=alice",
+            "--user=mallory",
+            "--user=bob",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut accepted = widgets(json!({}));
+    accepted["metadata"]["annotations"] = json!({
+        "crd-safety.io/accept": "existingFieldRemoval",
+        "crd-safety.io/accept-reason": "color was never read; see #42"
+    });
+    let file = write_manifest(files, "accepted.json", &accepted);
+    let as_user = |who: &[&str]| {
+        let mut args = dry_run(&file).to_vec();
+        args.extend(who);
+        kubectl(kc, &args)
+    };
+    // Not listed: the annotation is ignored and the removal denied.
+    let out = until_kubectl_says(
+        kc,
+        &[&dry_run(&file)[..], &["--as", "mallory"]].concat(),
+        "denied the request",
+    );
+    assert!(!out.status.success());
+    let text = stderr(&out);
+    assert_has(&text, "existingFieldRemoval v1 ^.spec.color");
+    assert_has(
+        &text,
+        "crd-safety.io/accept is ignored: \"mallory\" may not use break-glass in this cluster",
+    );
+    // Listed by name, or by group: accepted, logged with the user.
+    let out = as_user(&["--as", "alice"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_has(
+        &stderr(&out),
+        "Warning: crd-safety error existingFieldRemoval v1 ^.spec.color",
+    );
+    let out = as_user(&["--as", "bob", "--as-group", "platform-admins"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let glass: Vec<Value> = s
+        .served
+        .log()
+        .into_iter()
+        .filter(|v| v["event"] == "review" && v["breakGlass"].is_object())
+        .collect();
+    let users: Vec<&str> = glass.iter().filter_map(|v| v["user"].as_str()).collect();
+    assert_eq!(users, ["alice", "bob"], "{glass:#?}");
+    assert_eq!(glass[1]["groups"][0], "platform-admins", "{:#}", glass[1]);
+    assert_eq!(
+        glass[0]["breakGlass"]["reason"],
+        "color was never read; see #42"
+    );
 }

@@ -97,8 +97,14 @@ pub struct Served {
 impl Served {
     /// Starts `serve` on a free loopback port with the certificate and
     /// configuration in `dir`, talking to the cluster of `kubeconfig`.
+    /// `CRD_SAFETY_SERVE_BINARY` runs another build instead (the bench
+    /// measures the image's static binary, or an earlier build, with it).
     pub fn start(dir: &Path, kubeconfig: &Path, extra: &[&str]) -> Served {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_kubectl-crd_safety"))
+        let binary = std::env::var_os("CRD_SAFETY_SERVE_BINARY").map_or_else(
+            || env!("CARGO_BIN_EXE_kubectl-crd_safety").into(),
+            PathBuf::from,
+        );
+        let mut child = Command::new(binary)
             .args(["serve", "--listen", "127.0.0.1:0", "--tls-cert-file"])
             .arg(dir.join("tls.crt"))
             .arg("--tls-private-key-file")

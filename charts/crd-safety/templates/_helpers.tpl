@@ -62,10 +62,15 @@ The ServiceAccount the pods run as.
 {{- end }}
 
 {{/*
-The Secret holding tls.crt, tls.key and ca.crt.
+The Secret holding tls.crt and tls.key (and ca.crt in the generate and
+cert-manager modes): in secret mode the one the user names.
 */}}
 {{- define "crd-safety.tlsSecretName" -}}
+{{- if eq .Values.certificates.mode "secret" }}
+{{- required "certificates.secret.name is required when certificates.mode is secret" .Values.certificates.secret.name }}
+{{- else }}
 {{- printf "%s-tls" (include "crd-safety.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
 {{- end }}
 
 {{/*
@@ -91,8 +96,27 @@ Fails the render on an unknown certificates.mode.
 */}}
 {{- define "crd-safety.certificatesMode" -}}
 {{- $mode := .Values.certificates.mode }}
-{{- if not (has $mode (list "generate" "cert-manager")) }}
-{{- fail (printf "certificates.mode must be generate or cert-manager, not %q" $mode) }}
+{{- if not (has $mode (list "generate" "secret" "cert-manager")) }}
+{{- fail (printf "certificates.mode must be generate, secret or cert-manager, not %q" $mode) }}
 {{- end }}
 {{- $mode }}
+{{- end }}
+
+{{/*
+certificates.mode secret: the CA the API server is to trust, base64 as the
+caBundle field takes it. The value may be the PEM itself (as
+`--set-file certificates.secret.caBundle=ca.crt` gives it) or its base64;
+either way it must hold a certificate, so a wrong value fails the render
+instead of every review.
+*/}}
+{{- define "crd-safety.givenCaBundle" -}}
+{{- $given := required "certificates.secret.caBundle is required when certificates.mode is secret (the PEM of the CA that signed the Secret's certificate, or its base64)" .Values.certificates.secret.caBundle | trim }}
+{{- $pem := $given }}
+{{- if not (contains "-----BEGIN CERTIFICATE-----" $given) }}
+{{- $pem = b64dec $given }}
+{{- end }}
+{{- if not (contains "-----BEGIN CERTIFICATE-----" $pem) }}
+{{- fail "certificates.secret.caBundle holds no PEM certificate (give the CA's PEM, or its base64)" }}
+{{- end }}
+{{- $pem | trim | printf "%s\n" | b64enc }}
 {{- end }}

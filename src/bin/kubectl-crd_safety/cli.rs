@@ -249,6 +249,10 @@ pub struct ServeArgs {
     /// Connections open at once; more are closed as soon as accepted.
     #[arg(long, value_name = "N", default_value_t = 256)]
     pub max_connections: usize,
+    /// Memory that judgments and object scans may hold at once (bytes, or Ki/Mi/Gi). Reviews
+    /// beyond it wait; one that alone needs more is answered by failMode.
+    #[arg(long, value_name = "SIZE", default_value = "64Mi", value_parser = crd_safety::webhook::parse_size)]
+    pub memory_budget: u64,
     #[command(flatten)]
     pub kube: KubeArgs,
 }

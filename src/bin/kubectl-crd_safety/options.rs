@@ -134,6 +134,7 @@ impl ServeArgs {
             header_read_timeout: self.header_read_timeout,
             body_read_timeout: self.body_read_timeout,
             max_connections: self.max_connections,
+            memory_budget: self.memory_budget,
         }
     }
 }
