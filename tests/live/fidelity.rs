@@ -448,6 +448,25 @@ async fn server_verdict(api: &Api<DynamicObject>, obj: &Value) -> Result<Option<
     }
 }
 
+/// Waits until the schema just installed decides `probe` as `accepted`
+/// says: the API server switches a CRD's validation shortly after the
+/// update is stored, and on a loaded machine a request may still meet the
+/// previous schema. Panics after 30 s.
+async fn until_in_effect(api: &Api<DynamicObject>, probe: &Value, accepted: bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let verdict = server_verdict(api, probe).await;
+        if matches!(&verdict, Ok(v) if v.is_none() == accepted) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "after 30 s the server still does not decide {probe} as the new schema would: {verdict:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
 /// On every API server of the matrix (1.30, 1.34 and 1.37 in CI), whose
 /// formats and ratcheting differ, judged by the validator of its version.
 #[tokio::test]
@@ -857,6 +876,9 @@ async fn issue_42s_three_holes_are_errors_and_the_server_refuses_what_they_hid()
 
     // ...and after the update the server refuses a copy of each.
     install(&client, &holes_release(true)).await;
+    // An object without `level` now reads level 0, which the new rule
+    // refuses: once it does, the new schema is in effect.
+    until_in_effect(&api, &example_object("Numhole", "probe", &json!({})), false).await;
     for (name, spec) in &specs {
         let verdict = server_verdict(
             &api,
@@ -943,8 +965,11 @@ async fn a_rule_the_old_rule_implies_is_info_and_the_server_keeps_accepting_stor
             .await
             .unwrap_or_else(|e| panic!("{name} is valid under the old schema: {e}"));
     }
-    for rule in implied {
+    // What only the new rule accepts tells that it is in effect.
+    let probes = [json!({"ngts": {}}), json!({})];
+    for (rule, probe) in implied.iter().zip(&probes) {
         install(&client, &rewritten_rule_release(Some(rule))).await;
+        until_in_effect(&api, &example_object("Rewrite", "probe", probe), true).await;
         for (name, spec) in &stored {
             let verdict = server_verdict(
                 &api,
