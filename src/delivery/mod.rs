@@ -1,0 +1,7 @@
+//! How the CRDs will reach the cluster, and what that delivery does to them:
+//! the manifests as kubectl reads them ([`reading`]) and what `helm upgrade`
+//! and `helm uninstall` do with a chart's CRDs ([`helm`]). Pure: it reads
+//! what the loader recorded and returns findings.
+
+pub mod helm;
+pub mod reading;
