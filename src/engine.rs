@@ -9,7 +9,7 @@ use crate::compare::{self, Check, Finding, StoredVersions};
 use crate::config::Config;
 use crate::crd::Crd;
 use crate::crd_validation::{self, KubeVersion};
-use crate::delivery::helm;
+use crate::delivery::{helm, size};
 use crate::manifest::{
     self, Inspect, Inspected, ManifestError, ManifestSet, Source, SourceOptions,
 };
@@ -288,6 +288,10 @@ pub fn entries_judged(
             .filter(|f| f.check == Check::FieldAddition)
             .count();
         raw.extend(helm::upgrade(old.get(name), old_is_chart, n, added));
+        let client_side = old
+            .get(name)
+            .is_some_and(|o| size::applied_client_side(&o.crd));
+        raw.extend(size::findings(&n.crd, client_side));
         if let Some(at) = uninstall.iter().position(|(crd, _)| crd == i) {
             raw.push(uninstall.swap_remove(at).1);
         }

@@ -82,15 +82,15 @@ pub fn upgrade(
     } else {
         String::new()
     };
-    let what = if old.is_some() {
-        "this change"
+    let (what, result) = if old.is_some() {
+        ("this change", "the cluster keeps the CRD it has")
     } else {
-        "this new CRD"
+        ("this new CRD", "the cluster does not get it")
     };
     let message = format!(
         "helm upgrade does not apply {what} of crds/: Helm installs crds/ on `helm install` only \
-         (Flux's HelmRelease skips them on upgrade too), so the cluster keeps the CRD it has{pruned}. \
-         Apply the CRDs first (`kubectl crd-safety apply -f {}`), then upgrade",
+         (Flux's HelmRelease skips them on upgrade too), so {result}{pruned}. Apply the CRDs \
+         first (`kubectl crd-safety apply -f {}`), then upgrade",
         directory(new)
     );
     let mut f = Finding::new(Check::HelmCrdsNotUpgraded, Severity::Warning, message);

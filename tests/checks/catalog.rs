@@ -174,6 +174,7 @@ pub(crate) fn unsafe_example(check: Check) -> (Option<Value>, Option<Value>) {
         // pair of CRD values (tests/offline/yaml_reading.rs,
         // tests/offline/helm_delivery.rs).
         Check::YamlReading
+        | Check::CrdSize
         | Check::HelmCrdsNotUpgraded
         | Check::HelmDeletesCrd
         | Check::HelmUninstallDeletes => (None, None),
@@ -191,10 +192,12 @@ pub(crate) const LIVE_ONLY: &[Check] = &[
 ];
 
 /// Checks reported from how the manifests are written or delivered (their
-/// text, a chart's `crds/` and templates), which a pair of CRD values
-/// cannot show: each has its example in docs/delivery.md and its tests.
+/// text, a chart's `crds/` and templates, a size whose example would fill
+/// the page), which a pair of small CRD values cannot show: each has its
+/// example in docs/delivery.md and its tests.
 pub(crate) const SOURCE_ONLY: &[Check] = &[
     Check::YamlReading,
+    Check::CrdSize,
     Check::HelmCrdsNotUpgraded,
     Check::HelmDeletesCrd,
     Check::HelmUninstallDeletes,

@@ -63,6 +63,13 @@ fn source_only(check: Check) -> Option<&'static str> {
              ``key `y` is read by kubectl as `true` ``. See \
              [delivery.md](delivery.md#manifests-as-kubectl-reads-them)."
         }
+        Check::CrdSize => {
+            "Reported on every CRD of NEW from its size as JSON (an example would fill the page). \
+             Example: a CRD of 300,000 bytes: ``client-side apply of this CRD fails: `kubectl \
+             apply` without `--server-side` and Argo CD without `ServerSideApply=true` store the \
+             whole object in the `kubectl.kubernetes.io/last-applied-configuration` annotation \
+             ...``. See [delivery.md](delivery.md#too-large-for-client-side-apply)."
+        }
         Check::HelmCrdsNotUpgraded => {
             "Reported by `diff` of two Helm charts. Example: `chart-1.0.0/crds/widgets.yaml` \
              gains a field in `chart-1.1.0/crds/widgets.yaml`: ``helm upgrade does not apply this \

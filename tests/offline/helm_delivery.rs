@@ -33,10 +33,17 @@ fn finding(check: &str, severity: &str, crd: &str) -> (String, String, String) {
 
 /// The message of the first finding of `check`.
 fn message(report: &Value, check: &str) -> String {
+    message_on(report, check, "")
+}
+
+/// The message of the first finding of `check` on a CRD whose name starts
+/// with `crd`.
+fn message_on(report: &Value, check: &str, crd: &str) -> String {
     report["crds"]
         .as_array()
         .into_iter()
         .flatten()
+        .filter(|c| c["name"].as_str().is_some_and(|n| n.starts_with(crd)))
         .flat_map(|c| c["findings"].as_array().into_iter().flatten())
         .find(|f| f["check"] == check)
         .and_then(|f| f["message"].as_str())
@@ -184,7 +191,13 @@ fn a_change_under_crds_is_not_applied_by_helm_upgrade() {
             finding("helmCrdsNotUpgraded", "warning", "widgets.example.com"),
         ]
     );
-    let msg = message(&report, "helmCrdsNotUpgraded");
+    let new_crd = message_on(&report, "helmCrdsNotUpgraded", "gizmos");
+    assert!(
+        new_crd.starts_with("helm upgrade does not apply this new CRD of crds/: ")
+            && new_crd.contains("so the cluster does not get it"),
+        "{new_crd}"
+    );
+    let msg = message_on(&report, "helmCrdsNotUpgraded", "widgets");
     assert!(
         msg.starts_with("helm upgrade does not apply this change of crds/: ")
             && msg.contains("the 2 field(s) this release adds are pruned")
