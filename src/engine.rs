@@ -5,10 +5,11 @@
 
 use std::collections::BTreeMap;
 
-use crate::compare::{self, Finding, StoredVersions};
+use crate::compare::{self, Check, Finding, StoredVersions};
 use crate::config::Config;
 use crate::crd::Crd;
 use crate::crd_validation::{self, KubeVersion};
+use crate::delivery::{helm, size};
 use crate::manifest::{
     self, Inspect, Inspected, ManifestError, ManifestSet, Source, SourceOptions,
 };
@@ -265,6 +266,8 @@ pub fn entries_judged(
     });
     let mut crds = Vec::with_capacity(new.crds.len());
     let mut raw = Vec::new();
+    let (old_is_chart, new_is_chart) = (helm::side_is_chart(old), helm::side_is_chart(new));
+    let mut uninstall = helm::uninstall(new);
     for ((i, task), (findings, stored_versions)) in jobs.iter().zip(done) {
         // The server's own verdict on the new CRD comes first: a CRD it
         // refuses is never applied, whatever the comparison says.
@@ -279,6 +282,19 @@ pub fn entries_judged(
         }
         let n = &new.crds[*i];
         let name = &n.crd.name;
+        raw.extend(crate::delivery::reading::findings(&n.readings));
+        let added = raw
+            .iter()
+            .filter(|f| f.check == Check::FieldAddition)
+            .count();
+        raw.extend(helm::upgrade(old.get(name), old_is_chart, n, added));
+        let client_side = old
+            .get(name)
+            .is_some_and(|o| size::applied_client_side(&o.crd));
+        raw.extend(size::findings(&n.crd, client_side));
+        if let Some(at) = uninstall.iter().position(|(crd, _)| crd == i) {
+            raw.push(uninstall.swap_remove(at).1);
+        }
         let (findings, excepted) = policy.apply(name, std::mem::take(&mut raw));
         let mut entry = match old.get(name) {
             Some(o) => {
@@ -294,7 +310,9 @@ pub fn entries_judged(
     }
     for o in &old.crds {
         if new.get(&o.crd.name).is_none() {
-            let (findings, excepted) = policy.apply(&o.crd.name, compare::absent_crd(&o.crd));
+            let mut raw = compare::absent_crd(&o.crd);
+            raw.extend(helm::absent(o, new_is_chart));
+            let (findings, excepted) = policy.apply(&o.crd.name, raw);
             let mut e = CrdReport::new(o.crd.name.clone(), CrdStatus::Absent, findings, excepted);
             e.old_source = Some(o.location.to_string());
             crds.push(e);
@@ -306,7 +324,6 @@ pub fn entries_judged(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::Check;
 
     /// A CRD of `fields` string properties under spec; `extra` is added to
     /// the schema of the first one.

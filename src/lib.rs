@@ -17,7 +17,7 @@
 //!
 //! 1. foundations: [`text`], [`json`], [`glob`], [`parallel`], [`duration`], [`exit`], [`re2`], [`kube_version`]
 //! 2. model: [`schema`], [`crd`], [`manifest`], [`openapi`]
-//! 3. analysis, pure: [`cel`], [`validate`], [`compare`], [`crd_validation`], [`config`]
+//! 3. analysis, pure: [`cel`], [`validate`], [`compare`], [`crd_validation`], [`config`], [`delivery`]
 //! 4. results the commands produce and the report renders: [`outcome`]
 //! 5. rendering: [`report`]
 //! 6. the comparison engine and runs over its report: [`engine`], [`locate`], [`batches`], [`baseline`], [`requirement`]
@@ -41,6 +41,7 @@ pub mod compare;
 pub mod config;
 pub mod crd;
 pub mod crd_validation;
+pub mod delivery;
 pub mod duration;
 pub mod engine;
 pub mod exit;

@@ -112,6 +112,8 @@ pub async fn apply_check(
                 line: 0,
             },
             text: None,
+            readings: Vec::new(),
+            origin: Default::default(),
         });
     }
     let minor = server.minor;

@@ -138,6 +138,12 @@ catalog! {
     DefaultedFields => "defaultedFields", Warning, "existing objects lack a field that now has a default: clients see the default on read, and the next write stores it.";
     NotEvaluated => "notEvaluated", Warning, "a validation rule the scan could not evaluate client-side (never counted as passing).";
     FieldManagerConflict => "fieldManagerConflict", Warning, "another field manager (helm, kubectl, an operator) owns fields the manifest changes: apply needs --force-conflicts to take them over.";
+    // How the manifests are delivered (`src/delivery/`).
+    CrdSize => "crdSize", Error, "the CRD is too large for its delivery: above 262,144 bytes of annotations client-side apply (kubectl without --server-side, Argo CD's default sync) fails (warning, also when the live CRD was applied client-side); above etcd's default 1.5 MiB (warning); above the API server's 3 MiB request limit (error).";
+    HelmCrdsNotUpgraded => "helmCrdsNotUpgraded", Warning, "a CRD of a chart's crds/ changes or is added between OLD and NEW: helm upgrade (and Flux's HelmRelease) never applies crds/, so the change does not land; apply them first.";
+    HelmDeletesCrd => "helmDeletesCrd", Error, "a CRD OLD renders from templates/ is no longer rendered by NEW (moved to crds/, removed, switched off by a value) and has no helm.sh/resource-policy: keep: helm upgrade deletes it and every object of it.";
+    HelmUninstallDeletes => "helmUninstallDeletes", Warning, "a chart renders CRDs from templates/ without helm.sh/resource-policy: keep: helm uninstall deletes them and every object of them (once per chart).";
+    YamlReading => "yamlReading", Warning, "a plain key or value kubectl, Helm and Argo CD read otherwise than written (YAML 1.1: `y:` is the key `true`, `on` is true, `0755` is 493): what is applied is not what was written.";
     // The catch-all.
     UnknownChange => "unknownChange", Error, "any other change no check understands (error with failMode: closed, warning with open).";
 }

@@ -11,10 +11,10 @@
 //! line by line. Anything else (a tab in an indent, an inline comment, a
 //! nested flow collection, a folded `>` scalar, an anchor, a tag, an empty
 //! value, an escape CRDs do not use, a control character...) answers `None`,
-//! and the document goes to [`super::fast_yaml`] and, past it, serde-saphyr,
-//! unchanged. Scalars are typed by the same function as the fast path. The
-//! tests below hold it to serde-saphyr's values and the fast path's
-//! positions on the whole corpus and on generated documents.
+//! and the document goes to [`super::fast_yaml`] unchanged. Keys and
+//! scalars are typed by the same functions as the fast path (kubectl's
+//! reading, [`super::yaml11`]). The tests below hold it to the fast path's
+//! values and positions on the whole corpus and on generated documents.
 //!
 //! Why it stays, measured 2026-11-26 with it turned off (every document to
 //! [`super::fast_yaml`]), medians of 9 runs of the release binary side by
@@ -26,6 +26,7 @@ use serde_json::{Map, Value};
 
 use super::fast_yaml::{key, scalar};
 use super::positions::Tree;
+use super::yaml11::Note;
 use granit_parser::ScalarStyle;
 
 /// The same budget as the fast path (serde-saphyr's).
@@ -34,12 +35,27 @@ const MAX_NODES: usize = 250_000;
 
 /// The value of a one-document text, or `None` when another reader must
 /// read it. Records positions into `tree` when given.
+#[cfg(test)]
 pub(super) fn parse(
     text: &str,
     resolve: &dyn Fn(&str) -> Option<Value>,
     tree: Option<&mut Tree>,
 ) -> Option<Value> {
-    read(text, resolve, tree).0
+    read(text, resolve, tree, &mut Vec::new()).0
+}
+
+/// [`parse`], adding to `notes` each plain scalar kubectl reads otherwise
+/// than YAML 1.2 (left as they were when it answers `None`).
+pub(super) fn parse_noting(
+    text: &str,
+    resolve: &dyn Fn(&str) -> Option<Value>,
+    tree: Option<&mut Tree>,
+    notes: &mut Vec<Note>,
+) -> Option<Value> {
+    let mut found = Vec::new();
+    let value = read(text, resolve, tree, &mut found).0?;
+    notes.extend(found);
+    Some(value)
 }
 
 /// [`parse`], and the line the reader stopped at (where it gave up, when
@@ -48,6 +64,7 @@ fn read(
     text: &str,
     resolve: &dyn Fn(&str) -> Option<Value>,
     tree: Option<&mut Tree>,
+    notes: &mut Vec<Note>,
 ) -> (Option<Value>, usize) {
     let mut r = Reader {
         s: text.as_bytes(),
@@ -59,6 +76,7 @@ fn read(
         resolve,
         nodes: 0,
         depth: 0,
+        notes,
     };
     if suspicious(text.as_bytes()) {
         return (None, 0);
@@ -91,6 +109,7 @@ struct Reader<'t, 'r> {
     resolve: &'r dyn Fn(&str) -> Option<Value>,
     nodes: usize,
     depth: usize,
+    notes: &'r mut Vec<Note>,
 }
 
 fn is_space_only(b: &[u8]) -> bool {
@@ -215,10 +234,17 @@ impl Reader<'_, '_> {
             } else {
                 let colon = key_end(&self.s[l.at..end])? + l.at;
                 let name = &self.text[l.at..colon];
-                (
-                    key(std::borrow::Cow::Borrowed(name), ScalarStyle::Plain)?,
-                    colon,
-                )
+                // The merge key is the fast path's.
+                if name == "<<" {
+                    return None;
+                }
+                let (read, differs) =
+                    key(std::borrow::Cow::Borrowed(name), ScalarStyle::Plain).ok()?;
+                if differs {
+                    let note = Note::new((l.line, l.indent + 1), name, &read, true);
+                    self.notes.push(note);
+                }
+                (read, colon)
             };
             self.count()?;
             let value = self.value(indent, colon + 1, end, Some(&name), l)?;
@@ -228,7 +254,7 @@ impl Reader<'_, '_> {
         let len = entries.len();
         let mut map = Map::with_capacity(len);
         map.extend(entries);
-        // A repeated key: serde-saphyr decides what it means.
+        // A repeated key: the fast path reads it as go-yaml does.
         (map.len() == len).then_some(Value::Object(map))
     }
 
@@ -322,6 +348,7 @@ impl Reader<'_, '_> {
         }
         self.count()?;
         let col = start - (at.at - at.indent) + 1;
+        let own = (at.line, col);
         let (line, col) = if key.is_some() {
             (at.line, at.indent + 1)
         } else {
@@ -360,11 +387,16 @@ impl Reader<'_, '_> {
             _ => {
                 let first = &self.text[start..end];
                 let text = self.plain(first, parent, end)?;
-                scalar(
-                    std::borrow::Cow::Owned(text),
+                let (value, differs) = scalar(
+                    std::borrow::Cow::Borrowed(&text),
                     ScalarStyle::Plain,
                     self.resolve,
-                )?
+                )?;
+                if differs {
+                    let note = Note::new(own, &text, &value.to_string(), false);
+                    self.notes.push(note);
+                }
+                value
             }
         };
         Some(v)
@@ -458,11 +490,15 @@ impl Reader<'_, '_> {
                     {
                         return None;
                     }
-                    let v = scalar(
+                    let (v, differs) = scalar(
                         std::borrow::Cow::Borrowed(text),
                         ScalarStyle::Plain,
                         self.resolve,
                     )?;
+                    if differs {
+                        let at = (self.line, i - line_start + 1);
+                        self.notes.push(Note::new(at, text, &v.to_string(), false));
+                    }
                     (v, i + len)
                 }
             };
@@ -801,7 +837,7 @@ fn escaped(e: char, rest: &mut impl Iterator<Item = (usize, char)>) -> Option<ch
 mod tests {
     use super::*;
     use crate::manifest::fast_yaml;
-    use crate::manifest::split::{options, resolve_scalar};
+    use crate::manifest::split::resolve_scalar;
 
     /// The block-wise scan finds exactly what a byte-by-byte one finds, on
     /// text full of the bytes it looks for (and of near misses: other
@@ -855,17 +891,20 @@ mod tests {
         assert!(found > 100 && clean > 100, "{found} {clean}");
     }
 
-    fn saphyr(text: &str) -> Option<Value> {
-        serde_saphyr::from_str_with_options::<Value>(text, options()).ok()
+    /// The event reader: what kubectl reads (the reference since both
+    /// readers type scalars as sigs.k8s.io/yaml does; serde-saphyr reads
+    /// `n:` as the key `n`).
+    fn event_reader(text: &str) -> Option<Value> {
+        fast_yaml::parse(text, &resolve_scalar)
     }
 
     fn ours(text: &str) -> Option<Value> {
         parse(text, &resolve_scalar, None)
     }
 
-    /// What the line reader takes reads as serde-saphyr reads it.
+    /// What the line reader takes reads as the event reader reads it.
     #[test]
-    fn same_values_as_serde_saphyr() {
+    fn same_values_as_the_event_reader() {
         let texts = [
             "a: 1\nb: two\nc: 'it''s'\nd: \"x\\ty \\\"q\\\" \\u00e9\"\n",
             "a:\n  b:\n    c: true\n  d: [] \ne: {}\n",
@@ -910,7 +949,7 @@ mod tests {
         ];
         for text in texts {
             if let Some(v) = ours(text) {
-                assert_eq!(Some(v), saphyr(text), "{text:?}");
+                assert_eq!(Some(v), event_reader(text), "{text:?}");
             }
         }
         // And it does take the common forms.
@@ -922,8 +961,7 @@ mod tests {
     }
 
     /// Every document of the shared corpus the line reader takes reads to
-    /// the value serde-saphyr reads, with the positions the fast path
-    /// records; and it takes most of the bytes (else it saves nothing).
+    /// the value the fast path reads, with the positions it records; and it takes most of the bytes (else it saves nothing).
     #[test]
     fn the_corpus_reads_the_same_as_the_other_readers() {
         let files = fast_yaml::tests::corpus_files();
@@ -939,7 +977,12 @@ mod tests {
             for piece in crate::manifest::split::pieces(&std::sync::Arc::new(text.clone())) {
                 total += piece.text.len();
                 let mut tree = Tree::default();
-                let (value, stop) = read(&piece.text, &resolve_scalar, Some(&mut tree));
+                let (value, stop) = read(
+                    &piece.text,
+                    &resolve_scalar,
+                    Some(&mut tree),
+                    &mut Vec::new(),
+                );
                 let Some(value) = value else {
                     let line = piece.text.lines().nth(stop.saturating_sub(1)).unwrap_or("");
                     left.push((line.to_string(), file.display().to_string()));
@@ -959,7 +1002,7 @@ mod tests {
                             tree.first_difference(&fast_tree)
                         );
                     }
-                    None => assert_eq!(Some(value), saphyr(&piece.text), "{at}"),
+                    None => assert_eq!(Some(value), event_reader(&piece.text), "{at}"),
                 }
             }
         }
@@ -1057,13 +1100,13 @@ mod tests {
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2048))]
 
-        /// Whatever the line reader takes, it reads as serde-saphyr does,
-        /// with the positions the fast path records.
+        /// Whatever the line reader takes, it reads as the event reader
+        /// does, with the positions the fast path records.
         #[test]
         fn what_it_takes_it_reads_as_the_full_parser(text in tricky_document()) {
             let mut tree = Tree::default();
             if let Some(v) = parse(&text, &resolve_scalar, Some(&mut tree)) {
-                proptest::prop_assert_eq!(Some(v.clone()), saphyr(&text), "{:?}", text);
+                proptest::prop_assert_eq!(Some(v.clone()), event_reader(&text), "{:?}", text);
                 let mut fast_tree = Tree::default();
                 if let Some(fast) =
                     fast_yaml::parse_recording(&text, &resolve_scalar, Some(&mut fast_tree))

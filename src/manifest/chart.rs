@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
-use super::Text;
 use super::external::{self, RunError};
+use super::{Origin, Text};
 
 /// How templates are rendered (`--helm-values`, `--helm-set`, `--require-helm`).
 #[derive(Debug, Clone, Default)]
@@ -85,7 +85,7 @@ pub(super) fn at_revision(
 ) -> Result<ChartManifests, ChartError> {
     let mut out = ChartManifests::default();
     let mut templates = Vec::new();
-    collect(files, label_prefix, &mut out.texts, &mut templates)?;
+    collect(files, label_prefix, shown, &mut out.texts, &mut templates)?;
     if !templates.is_empty() {
         let copy = TempChart::write(files)?;
         render(&copy.0, shown, &templates, opts, &mut out)?;
@@ -110,7 +110,13 @@ pub fn read(path: &Path, opts: &HelmOptions) -> Result<ChartManifests, ChartErro
     };
     let mut out = ChartManifests::default();
     let mut templates = Vec::new();
-    collect(&files, &label_prefix, &mut out.texts, &mut templates)?;
+    collect(
+        &files,
+        &label_prefix,
+        &shown,
+        &mut out.texts,
+        &mut templates,
+    )?;
     if !templates.is_empty() {
         render(path, &shown, &templates, opts, &mut out)?;
     }
@@ -199,6 +205,7 @@ impl Drop for TempChart {
 fn collect(
     files: &[ChartFile],
     label_prefix: &str,
+    chart: &str,
     texts: &mut Vec<Text>,
     templates: &mut Vec<String>,
 ) -> Result<(), ChartError> {
@@ -209,7 +216,7 @@ fn collect(
         if packaged_subchart {
             let what = format!("{label_prefix}{}", f.path);
             let (sub, top) = unpack(&f.data, &what)?;
-            collect(&sub, &format!("{what}:{top}"), texts, templates)?;
+            collect(&sub, &format!("{what}:{top}"), chart, texts, templates)?;
             continue;
         }
         let Some(rest) = chart_relative(&f.path) else {
@@ -224,6 +231,9 @@ fn collect(
                 label: format!("{label_prefix}{}", f.path),
                 is_json: rest.ends_with(".json"),
                 text,
+                origin: Origin::ChartCrds {
+                    chart: chart.to_string(),
+                },
             });
         } else if rest.starts_with("templates/")
             && f.data
@@ -270,6 +280,9 @@ fn rendered_crds(rendered: &str, chart: &str) -> Vec<Text> {
                     label,
                     is_json: false,
                     text: std::mem::take(section),
+                    origin: Origin::ChartTemplate {
+                        chart: chart.to_string(),
+                    },
                 }),
             }
         }

@@ -10,6 +10,7 @@ use std::path::{Component, Path, PathBuf};
 
 use thiserror::Error;
 
+use super::Origin;
 use super::Text;
 use super::chart::{self, ChartError, ChartFile, HelmOptions};
 
@@ -205,6 +206,7 @@ fn text(
         label: label(path),
         is_json: path.ends_with(".json"),
         text,
+        origin: Origin::Files,
     })
 }
 

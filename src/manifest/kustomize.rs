@@ -6,6 +6,7 @@ use std::path::Path;
 
 use thiserror::Error;
 
+use super::Origin;
 use super::Text;
 use super::external::{self, RunError};
 
@@ -38,6 +39,7 @@ pub fn render(dir: &Path) -> Result<Text, KustomizeError> {
                     label: format!("kustomize:{}", dir.display()),
                     is_json: false,
                     text,
+                    origin: Origin::Files,
                 });
             }
             Err(RunError::NotFound) => continue,

@@ -22,6 +22,7 @@ mod outline;
 mod positions;
 mod shared_text;
 mod split;
+mod yaml11;
 
 use std::fmt;
 use std::io::Read;
@@ -41,6 +42,7 @@ pub use outline::{DocRef, Head, Outline, load_documents, outline, plain_files};
 pub use positions::{DocumentText, Position};
 pub use shared_text::SharedText;
 pub(crate) use split::yaml_error;
+pub use yaml11::Reading;
 
 /// Where a document came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,6 +155,31 @@ pub struct Text {
     pub is_json: bool,
     /// The manifests.
     pub text: String,
+    /// How its CRDs are delivered.
+    pub origin: Origin,
+}
+
+/// How a CRD reaches the cluster, as far as its source tells: Helm treats
+/// the CRDs of a chart's `crds/` and of its templates in opposite ways
+/// (`helm upgrade` never touches the first, and deletes the second once a
+/// release no longer renders them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Origin {
+    /// A file, stdin, a git revision, a kustomization, the cluster.
+    #[default]
+    Files,
+    /// A chart's `crds/` (or a subchart's), applied as is by `helm install`
+    /// only.
+    ChartCrds {
+        /// The chart as the user named it.
+        chart: String,
+    },
+    /// Rendered by `helm template` from the chart's templates: part of the
+    /// release, upgraded and deleted with it.
+    ChartTemplate {
+        /// The chart as the user named it.
+        chart: String,
+    },
 }
 
 /// Why manifests could not be read.
@@ -239,6 +266,12 @@ pub struct LoadedCrd {
     /// The text it was read from, for positions of nodes inside it; `None`
     /// for CRDs read from the cluster.
     pub text: Option<Arc<DocumentText>>,
+    /// The places of its document that kubectl reads otherwise than they
+    /// are written (YAML 1.1: `y:` is the key `true`); the CRD itself is
+    /// kubectl's reading.
+    pub readings: Vec<Reading>,
+    /// How it is delivered (a chart's `crds/` or templates, or files).
+    pub origin: Origin,
 }
 
 /// A document that was not a CRD.
@@ -388,6 +421,7 @@ pub fn read_texts(
                 label: "<stdin>".into(),
                 is_json: false,
                 text,
+                origin: Origin::Files,
             }])
         }
         Source::Git(spec) => {
@@ -426,6 +460,7 @@ pub fn read_texts(
                     label: file.display().to_string(),
                     is_json: file.extension().is_some_and(|e| e == "json"),
                     text,
+                    origin: Origin::Files,
                 })
             })
             .collect(),
@@ -467,7 +502,8 @@ pub fn read_objects(
                 continue;
             }
             for piece in split::pieces(&Arc::new(text.text)) {
-                if let Some((value, location, text)) = split::parse(&piece, &text.label, false)? {
+                if let Some((value, location, text, _)) = split::parse(&piece, &text.label, false)?
+                {
                     out.push(Object {
                         value,
                         location,
@@ -492,6 +528,7 @@ pub fn load_text(
         label: file.to_string(),
         is_json,
         text: text.to_string(),
+        origin: Origin::Files,
     };
     let mut out = Inspected::<()> {
         set: std::mem::take(set),
@@ -500,6 +537,19 @@ pub fn load_text(
     let read = load_texts(vec![text], Positions::OnDemand, &mut out, None);
     *set = out.set;
     read
+}
+
+/// Every document of a YAML text as kubectl reads it (`null` for an empty
+/// one is left out), with the places kubectl reads otherwise than YAML 1.2:
+/// what the reader differential tests compare with sigs.k8s.io/yaml.
+pub fn read_values(text: &str, label: &str) -> Result<Vec<(Value, Vec<Reading>)>, ManifestError> {
+    let mut out = Vec::new();
+    for piece in split::pieces(&Arc::new(text.to_string())) {
+        if let Some((value, _, _, readings)) = split::parse(&piece, label, false)? {
+            out.push((value, readings));
+        }
+    }
+    Ok(out)
 }
 
 /// One document to parse, with the label of the text it came from.
@@ -524,13 +574,14 @@ impl Job<'_> {
         let document = match self {
             Job::Json(text, file) => {
                 let (value, location) = parse_json(text, file)?;
-                Some((value, location, DocumentText::new(text.clone(), 1)))
+                let text = DocumentText::new(text.clone(), 1);
+                Some((value, location, text, Vec::new()))
             }
             Job::Yaml(piece, file, positions) => {
                 split::parse(piece, file, *positions == Positions::Recorded)?
             }
         };
-        Ok(document.map(|(value, location, text)| {
+        Ok(document.map(|(value, location, text, readings)| {
             let parsed = Parsed::of(value);
             let inspected = match (&parsed, inspect) {
                 (Parsed::Crd(crd), Some(inspect)) => crd.as_ref().as_ref().ok().map(inspect),
@@ -540,6 +591,7 @@ impl Job<'_> {
                 parsed,
                 location,
                 text,
+                readings,
                 inspected,
             }
         }))
@@ -551,6 +603,7 @@ struct Document<T> {
     parsed: Parsed,
     location: Location,
     text: DocumentText,
+    readings: Vec<Reading>,
     inspected: Option<T>,
 }
 
@@ -563,6 +616,10 @@ impl<T> Document<T> {
         match self.parsed {
             Parsed::Crd(crd) => add_crd(*crd, self.location, text, &mut out.set)?,
             Parsed::Other(value) => add_object(value, self.location, text, &mut out.set)?,
+        }
+        // A `List`'s readings go to its first CRD.
+        if let Some(first) = out.set.crds.get_mut(before) {
+            first.readings = self.readings;
         }
         let mut inspected = self.inspected;
         for _ in before..out.set.crds.len() {
@@ -610,6 +667,7 @@ fn load_texts<T: Send>(
     inspect: Inspect<T>,
 ) -> Result<usize, ManifestError> {
     let labels: Vec<String> = texts.iter().map(|t| t.label.clone()).collect();
+    let origins: Vec<Origin> = texts.iter().map(|t| t.origin.clone()).collect();
     let mut jobs = Vec::new();
     let mut per_text = Vec::with_capacity(texts.len());
     for (text, label) in texts.into_iter().zip(&labels) {
@@ -631,12 +689,16 @@ fn load_texts<T: Send>(
         crate::parallel::map(&jobs, Job::size, PARALLEL_PARSE_BYTES, |j| j.parse(inspect))
             .into_iter();
     let mut documents = 0;
-    for count in per_text {
+    for (count, origin) in per_text.into_iter().zip(origins) {
+        let before = out.set.crds.len();
         for result in results.by_ref().take(count) {
             if let Some(document) = result? {
                 documents += 1;
                 document.add(positions, out)?;
             }
+        }
+        for crd in &mut out.set.crds[before..] {
+            crd.origin = origin.clone();
         }
         out.set.files += 1;
     }
@@ -749,6 +811,8 @@ fn add_crd(
         crd,
         location,
         text,
+        readings: Vec::new(),
+        origin: Origin::Files,
     });
     Ok(())
 }

@@ -11,11 +11,13 @@ use serde_json::Value;
 
 use super::positions::{DocumentText, Tree};
 use super::shared_text::SharedText;
-use super::{Location, ManifestError};
+use super::yaml11::{self, Reading};
+use super::{Location, ManifestError, Position};
 use super::{block_yaml, fast_yaml};
 
-/// A parsed document, where it starts, and its text (for positions inside it).
-pub(super) type Document = (Value, Location, DocumentText);
+/// A parsed document, where it starts, its text (for positions inside it),
+/// and the places kubectl reads otherwise than YAML 1.2.
+pub(super) type Document = (Value, Location, DocumentText, Vec<Reading>);
 
 fn is_marker(line: &str, marker: &str) -> bool {
     line.strip_prefix(marker)
@@ -207,19 +209,52 @@ pub(super) fn parse(
     let Piece { text, start_line } = piece;
     let start_line = *start_line;
     let mut tree = record.then(Tree::default);
-    let parsed = match block_yaml::parse(text, &resolve_scalar, tree.as_mut()) {
+    let mut notes = Vec::new();
+    let at_line = |line: usize| Location {
+        file: file.to_string(),
+        line: start_line + line.max(1) - 1,
+    };
+    let parsed = match block_yaml::parse_noting(text, &resolve_scalar, tree.as_mut(), &mut notes) {
         Some(value) => Ok(value),
         None => {
             tree = record.then(Tree::default);
-            match fast_yaml::parse_recording(text, &resolve_scalar, tree.as_mut()) {
-                Some(value) => Ok(value),
-                None => {
+            match fast_yaml::read(text, &resolve_scalar, tree.as_mut(), &mut notes) {
+                Ok(read) => {
+                    if !read.tree_holds {
+                        tree = None;
+                    }
+                    Ok(read.value)
+                }
+                Err(fast_yaml::Stop::Refused(line, message)) => {
+                    return Err(ManifestError::Yaml {
+                        location: at_line(line),
+                        message,
+                    });
+                }
+                // A tag, a syntax error, past the budget: serde-saphyr's
+                // reading, or its error.
+                Err(fast_yaml::Stop::Elsewhere) => {
                     tree = None;
+                    notes.clear();
                     serde_saphyr::from_str_with_options::<Value>(text, options())
                 }
             }
         }
     };
+    let file_label: Arc<str> = Arc::from(file);
+    let readings = notes
+        .into_iter()
+        .map(|n| Reading {
+            position: Position {
+                file: file_label.clone(),
+                line: start_line + n.line - 1,
+                column: n.column,
+            },
+            written: n.written,
+            read_as: n.read_as,
+            key: n.key,
+        })
+        .collect();
     match parsed {
         Ok(Value::Null) => Ok(None),
         Ok(value) => {
@@ -241,6 +276,7 @@ pub(super) fn parse(
                     Some(tree) => DocumentText::new(text.clone(), start_line).with_tree(tree),
                     None => DocumentText::new(text.clone(), start_line),
                 },
+                readings,
             )))
         }
         Err(e) => {
@@ -266,13 +302,10 @@ pub(super) fn options() -> serde_saphyr::Options {
     }
 }
 
-/// A plain scalar the fast path cannot type by itself, read by serde-saphyr
-/// alone; `None` (read the whole document with serde-saphyr) unless it is
-/// still one scalar there.
+/// A plain scalar the fast paths cannot type by themselves, as kubectl reads
+/// it; `None` where kubectl refuses it (`.inf`).
 pub(super) fn resolve_scalar(text: &str) -> Option<Value> {
-    serde_saphyr::from_str_with_options::<Value>(text, options())
-        .ok()
-        .filter(|v| !v.is_array() && !v.is_object())
+    yaml11::value(text).ok()
 }
 
 /// A serde-saphyr error as the 1-based line it names (in the text parsed)
@@ -427,7 +460,7 @@ mod tests {
     fn documents_keep_their_starting_lines() {
         let text = "# header\na: 1\n---\n\nb: 2\n--- # trailing comment\nc: 3\n---\n";
         let docs = documents(text, "f.yaml").unwrap();
-        let lines: Vec<usize> = docs.iter().map(|(_, l, _)| l.line).collect();
+        let lines: Vec<usize> = docs.iter().map(|(_, l, ..)| l.line).collect();
         assert_eq!(lines, [2, 5, 7]);
     }
 

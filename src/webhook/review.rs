@@ -773,6 +773,8 @@ pub fn findings_of(old: Option<Crd>, new: Crd, config: &Config) -> Vec<Finding> 
                     line: 0,
                 },
                 text: None,
+                readings: Vec::new(),
+                origin: Default::default(),
             })
             .into_iter()
             .collect(),

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use similar::{Algorithm, ChangeTag, capture_diff_slices, group_diff_ops};
 
-use crate::catalog::{LIVE_ONLY, flagged, unsafe_example};
+use crate::catalog::{LIVE_ONLY, SOURCE_ONLY, flagged, unsafe_example};
 use crate::fixtures::*;
 
 const BEGIN: &str = "<!-- BEGIN GENERATED: cargo test --test checks catalog_doc -->";
@@ -50,6 +50,45 @@ fn live_source(check: Check) -> &'static str {
         }
         other => panic!("{other} is not live-only: give it an example in catalog.rs"),
     }
+}
+
+/// What the catalog says of a check reported from the manifests' text or a
+/// chart's layout, which no pair of CRD values shows.
+fn source_only(check: Check) -> Option<&'static str> {
+    Some(match check {
+        Check::YamlReading => {
+            "Reported from the text of the manifests wherever they are read (`diff`'s NEW side, \
+             `lint`, `apply-check`, `apply`), at the file and line. Example: a schema that \
+             declares the property `y:` unquoted is applied by kubectl with the property `true`: \
+             ``key `y` is read by kubectl as `true` ``. See \
+             [delivery.md](delivery.md#manifests-as-kubectl-reads-them)."
+        }
+        Check::CrdSize => {
+            "Reported on every CRD of NEW from its size as JSON (an example would fill the page). \
+             Example: a CRD of 300,000 bytes: ``client-side apply of this CRD fails: `kubectl \
+             apply` without `--server-side` and Argo CD without `ServerSideApply=true` store the \
+             whole object in the `kubectl.kubernetes.io/last-applied-configuration` annotation \
+             ...``. See [delivery.md](delivery.md#too-large-for-client-side-apply)."
+        }
+        Check::HelmCrdsNotUpgraded => {
+            "Reported by `diff` of two Helm charts. Example: `chart-1.0.0/crds/widgets.yaml` \
+             gains a field in `chart-1.1.0/crds/widgets.yaml`: ``helm upgrade does not apply this \
+             change of crds/ ... Apply the CRDs first (`kubectl crd-safety apply -f \
+             chart-1.1.0/crds`)``. See [delivery.md](delivery.md#helm-upgrade-never-applies-crds)."
+        }
+        Check::HelmDeletesCrd => {
+            "Reported by `diff` of two Helm charts. Example: the CRD rendered by \
+             `chart-1.0.0/templates/crd.yaml` is in `chart-1.1.0/crds/` instead: ``helm upgrade \
+             deletes this CRD and every Widget``. See \
+             [delivery.md](delivery.md#helm-upgrade-deletes-what-leaves-templates)."
+        }
+        Check::HelmUninstallDeletes => {
+            "Reported by `diff`, `lint` and `apply-check` of a Helm chart whose templates render \
+             CRDs without `helm.sh/resource-policy: keep`, once per chart. See \
+             [delivery.md](delivery.md#helm-uninstall-deletes-templated-crds)."
+        }
+        _ => return None,
+    })
 }
 
 /// Each line of a YAML text keyed by the lines it is nested in (by
@@ -196,6 +235,10 @@ fn section(check: Check, out: &mut String) {
         check.default_severity(),
         check.summary()
     );
+    if let Some(text) = source_only(check) {
+        let _ = writeln!(out, "{text}\n");
+        return;
+    }
     if LIVE_ONLY.contains(&check) {
         let _ = writeln!(
             out,
@@ -307,7 +350,7 @@ fn catalog_doc() {
         // example reports this check (`section` asserts it).
         let shown = section.contains("\nExample:\n") && section.contains("\nReported:\n");
         assert!(
-            shown || LIVE_ONLY.contains(&check),
+            shown || LIVE_ONLY.contains(&check) || SOURCE_ONLY.contains(&check),
             "{check} has no example and no findings"
         );
     }

@@ -24,6 +24,13 @@ pub fn krew_dir() -> Option<&'static PathBuf> {
     DIR.get_or_init(|| tool_dir("krew-bin.sh")).as_ref()
 }
 
+/// The directory holding `yaml2json` (sigs.k8s.io/yaml, the reader of
+/// kubectl, Helm and Argo CD), as [`helm_dir`].
+pub fn yaml2json_dir() -> Option<&'static PathBuf> {
+    static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
+    DIR.get_or_init(|| tool_dir("yaml2json-bin.sh")).as_ref()
+}
+
 fn tool_dir(script: &str) -> Option<PathBuf> {
     match build(script) {
         Ok(dir) => Some(dir),

@@ -1,5 +1,6 @@
 //! Helpers shared by the integration tests.
 
+pub mod charts;
 pub mod contract;
 pub mod corpus;
 pub mod envtest;
@@ -7,6 +8,7 @@ pub mod etcd;
 pub mod faults;
 pub mod fixtures;
 pub mod helm;
+pub mod kubectl_yaml;
 pub mod live;
 pub mod run;
 pub mod runs;

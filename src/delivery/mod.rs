@@ -1,0 +1,9 @@
+//! How the CRDs will reach the cluster, and what that delivery does to them:
+//! the manifests as kubectl reads them ([`reading`]), what `helm upgrade`
+//! and `helm uninstall` do with a chart's CRDs ([`helm`]), and whether the
+//! CRD fits client-side apply, the API server and etcd ([`size`]). Pure: it
+//! reads what the loader recorded and returns findings.
+
+pub mod helm;
+pub mod reading;
+pub mod size;
