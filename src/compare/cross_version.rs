@@ -47,6 +47,11 @@ pub(super) fn check(old: Option<&Crd>, new: &Crd, options: &CheckOptions, out: &
                         })
                     });
                 }
+                if let Some(old) = old_none {
+                    for f in &mut found {
+                        stored_objects_have_it(f, old, a.name(), b.name());
+                    }
+                }
                 out.extend(found);
             }
         }
@@ -79,6 +84,58 @@ pub(super) fn check(old: Option<&Crd>, new: &Crd, options: &CheckOptions, out: &
             }
         }
         out.extend(losses);
+    }
+}
+
+/// A field required by `b` and not by `a` fails objects written through
+/// `a`: but not the ones already stored when the old CRD (conversion None)
+/// required it at the same node in every version it served or stored, so
+/// every stored object was written with it. What remains is a hazard for
+/// objects created through `a` after the update: a warning that says so.
+fn stored_objects_have_it(f: &mut Finding, old: &Crd, a: &str, b: &str) {
+    let (Check::Required, Severity::Error, Some(serde_json::Value::String(name)), Some(path)) =
+        (f.check, f.severity, f.new.as_ref(), f.path.as_ref())
+    else {
+        return;
+    };
+    let mut written = old
+        .versions
+        .iter()
+        .filter(|v| v.spec.served || v.spec.storage)
+        .peekable();
+    if written.peek().is_none() {
+        return;
+    }
+    let everywhere = written.all(|v| {
+        node_at(&v.schema, path).is_some_and(|n| {
+            n.required().contains(&name.as_str())
+                && !n.properties.get(name).is_some_and(|p| p.flag("nullable"))
+        })
+    });
+    if !everywhere {
+        return;
+    }
+    f.severity = Severity::Warning;
+    f.message = format!(
+        "between served versions {a} -> {b} (conversion None, so objects are not converted): {b} requires \
+{name} on {path} and {a} does not. Every stored object has it (the old CRD required it in every version it \
+served), but an object created through {a} after the update may not, and then every update of it through {b} \
+that changes {path} is rejected. Require {name} in {a} as well, or give it a default"
+    );
+}
+
+/// The node of `schema` at a rendered path (`^.spec.nodeSets[*]`).
+fn node_at<'s>(schema: &'s Schema, path: &str) -> Option<&'s Schema> {
+    if path == "^" {
+        return Some(schema);
+    }
+    let p = schema
+        .field_paths()
+        .into_iter()
+        .find(|p| p.to_string() == path)?;
+    match schema.lookup(&p) {
+        Lookup::Found(n) => Some(n),
+        _ => None,
     }
 }
 

@@ -981,3 +981,197 @@ async fn a_rule_the_old_rule_implies_is_info_and_the_server_keeps_accepting_stor
         }
     }
 }
+
+/// Strimzi's shape (0.23 -> 0.45): trusted certificates whose old schema
+/// required `certificate` gain `pattern` and "exactly one of them"; env
+/// entries whose `value` was optional gain `valueFrom` and the same
+/// choice.
+fn one_of_release(new: bool) -> Value {
+    let mut cert = json!({"type": "object", "required": ["certificate", "secretName"],
+        "properties": {"certificate": {"type": "string"}, "secretName": {"type": "string"}}});
+    let mut env = json!({"type": "object",
+        "properties": {"name": {"type": "string"}, "value": {"type": "string"}}});
+    if new {
+        cert["required"] = json!(["secretName"]);
+        cert["properties"]["pattern"] = json!({"type": "string"});
+        cert["oneOf"] = json!([{"properties": {"certificate": {}}, "required": ["certificate"]},
+                              {"properties": {"pattern": {}}, "required": ["pattern"]}]);
+        env["properties"]["valueFrom"] =
+            json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+        env["oneOf"] = json!([{"properties": {"value": {}}, "required": ["value"]},
+                             {"properties": {"valueFrom": {}}, "required": ["valueFrom"]}]);
+    }
+    fixtures::single(
+        "choices",
+        json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "certs": {"type": "array", "items": cert},
+            "env": {"type": "array", "items": env}}}}}),
+    )
+}
+
+#[tokio::test]
+async fn a_one_of_an_old_required_field_selects_is_info_and_the_server_keeps_accepting_it() {
+    let Some(plane) = control_plane() else { return };
+    let client: Client = admin(plane).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = support::live::write_manifest(dir.path(), "old.json", &one_of_release(false));
+    let new = support::live::write_manifest(dir.path(), "new.json", &one_of_release(true));
+    let r = support::run::run(&["diff", &old, &new, "-o", "json", "--show-info"], None);
+    let one_of = |path: &str| -> Value {
+        r.json()["crds"][0]["findings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|f| f["check"] == "oneOf" && f["path"] == path)
+            .cloned()
+            .unwrap_or_else(|| panic!("a oneOf finding at {path}: {}", r.stdout))
+    };
+    let certs = one_of("^.spec.certs[*]");
+    assert_eq!(certs["severity"], "info", "{certs}");
+    support::runs::assert_has(
+        certs["message"].as_str().unwrap_or_default(),
+        "the old schema requires certificate",
+    );
+    assert_eq!(one_of("^.spec.env[*]")["severity"], "error");
+    // On the server: what the old schema stored still passes; an env entry
+    // with a name only, valid before, fits no branch now.
+    install(&client, &one_of_release(false)).await;
+    let api = example_objects(client.clone(), "Choice", "choices");
+    let stored = json!({"certs": [{"certificate": "ca.crt", "secretName": "s"}],
+                        "env": [{"name": "A", "value": "1"}]});
+    let name_only = json!({"env": [{"name": "A"}]});
+    for (name, spec) in [("stored", &stored), ("name-only", &name_only)] {
+        let obj: DynamicObject =
+            serde_json::from_value(example_object("Choice", name, spec)).expect("object");
+        api.create(&PostParams::default(), &obj)
+            .await
+            .unwrap_or_else(|e| panic!("{name} is valid under the old schema: {e}"));
+    }
+    install(&client, &one_of_release(true)).await;
+    // A certificate entry with neither field fits no branch once it is in effect.
+    until_in_effect(
+        &api,
+        &example_object("Choice", "probe", &json!({"certs": [{"secretName": "s"}]})),
+        false,
+    )
+    .await;
+    let verdict = server_verdict(&api, &example_object("Choice", "stored-copy", &stored)).await;
+    assert_eq!(verdict, Ok(None), "the stored object still passes");
+    let verdict = server_verdict(
+        &api,
+        &example_object("Choice", "name-only-copy", &name_only),
+    )
+    .await;
+    assert!(
+        matches!(&verdict, Ok(Some(m)) if m.contains("oneOf")),
+        "the env entry without value fails: {verdict:?}"
+    );
+}
+
+/// ECK's shape (1.4 -> 1.9): `v1beta1` and `v1` served with conversion
+/// None, both requiring `spec.version`; the new release stops requiring it
+/// in `v1beta1`.
+fn required_between_versions_release(new: bool) -> Value {
+    let spec = |required: bool| {
+        let mut s = json!({"type": "object", "properties": {
+            "version": {"type": "string"}, "count": {"type": "integer"}}});
+        if required {
+            s["required"] = json!(["version"]);
+        }
+        json!({"type": "object", "properties": {"spec": s}})
+    };
+    fixtures::crd(
+        "stacks",
+        vec![
+            fixtures::version("v1beta1", true, false, spec(!new)),
+            fixtures::version("v1", true, true, spec(true)),
+        ],
+    )
+}
+
+#[tokio::test]
+async fn a_field_the_old_crd_required_in_every_version_is_only_a_warning_between_new_versions() {
+    let Some(plane) = control_plane() else { return };
+    let client: Client = admin(plane).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = support::live::write_manifest(
+        dir.path(),
+        "old.json",
+        &required_between_versions_release(false),
+    );
+    let new = support::live::write_manifest(
+        dir.path(),
+        "new.json",
+        &required_between_versions_release(true),
+    );
+    let r = support::run::run(&["diff", &old, &new, "-o", "json", "--show-info"], None);
+    let required: Vec<Value> = r.json()["crds"][0]["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| f["check"] == "required")
+        .cloned()
+        .collect();
+    assert!(
+        !required.is_empty() && required.iter().all(|f| f["severity"] == "warning"),
+        "{required:?}"
+    );
+    support::runs::assert_has(
+        required[0]["message"].as_str().unwrap_or_default(),
+        "Every stored object has it",
+    );
+    // On the server: an object written through v1beta1 before the update
+    // has `version`, so changing it through v1 afterwards passes; one
+    // created through v1beta1 afterwards without it is what the warning
+    // is about.
+    install(&client, &required_between_versions_release(false)).await;
+    let ar = |v: &str| {
+        ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("example.com", v, "Stack"),
+            "stacks",
+        )
+    };
+    let beta: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar("v1beta1"));
+    let v1: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar("v1"));
+    let object = |name: &str, spec: Value| -> DynamicObject {
+        serde_json::from_value(json!({"apiVersion": "example.com/v1beta1", "kind": "Stack",
+            "metadata": {"name": name, "namespace": "default"}, "spec": spec}))
+        .expect("object")
+    };
+    beta.create(
+        &PostParams::default(),
+        &object("before", json!({"version": "8.0.0"})),
+    )
+    .await
+    .expect("valid under the old schema");
+    install(&client, &required_between_versions_release(true)).await;
+    // In effect once v1beta1 takes an object without `version`.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        match beta
+            .create(
+                &PostParams::default(),
+                &object("after", json!({"count": 1})),
+            )
+            .await
+        {
+            Ok(_) => break,
+            Err(e) => assert!(
+                std::time::Instant::now() < deadline,
+                "v1beta1 still requires version after 30 s: {e}"
+            ),
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let patch = kube::api::Patch::Merge(json!({"spec": {"count": 3}}));
+    v1.patch("before", &kube::api::PatchParams::default(), &patch)
+        .await
+        .expect("the stored object has version: its update through v1 passes");
+    let refused = v1
+        .patch("after", &kube::api::PatchParams::default(), &patch)
+        .await;
+    assert!(
+        matches!(&refused, Err(kube::Error::Api(s)) if s.code == 422),
+        "the object created through v1beta1 without version cannot be changed through v1: {refused:?}"
+    );
+}

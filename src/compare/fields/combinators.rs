@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use super::branch_truth::{Branches, Truth};
 use super::docs::DOC_KEYWORDS;
 use super::restructured::without_implied_types;
 use super::{FieldCheck, Node};
@@ -34,6 +35,13 @@ impl Node<'_, '_> {
             _ => return None,
         };
         Some(vec![t])
+    }
+
+    /// The facts by which every object the old schema allows meets the
+    /// combinator `kw` as NEW writes it (`branches`), when they prove it.
+    fn met_by_every_old_object(&self, kw: &str, branches: Option<&Value>) -> Option<String> {
+        let mut judge = Branches::over(self.old, self.new)?;
+        (judge.combinator(kw, branches?) == Truth::Always).then(|| judge.reasons())
     }
 
     pub(super) fn combinator(&mut self, c: &FieldCheck) {
@@ -65,6 +73,29 @@ impl Node<'_, '_> {
                     n.as_ref(),
                 );
             }
+            return;
+        }
+        if let Some(facts) = self.met_by_every_old_object(kw, n.as_ref()) {
+            let what = if o.is_none() {
+                format!("{kw} constraint added ({added} {b_added})")
+            } else {
+                format!("{kw} changed ({added} {b_added} added, {removed} {b_removed} removed)")
+            };
+            let meets = match kw {
+                "oneOf" => "matches exactly one branch",
+                "anyOf" => "matches a branch",
+                _ => "meets every branch",
+            };
+            self.emit(
+                check,
+                Severity::Info,
+                format!(
+                    "{what}: every object the old schema allows {meets} ({facts}), so no stored object can fail \
+it; new writes must fit it"
+                ),
+                o.as_ref(),
+                n.as_ref(),
+            );
             return;
         }
         let old_types = self.old_types();
@@ -204,6 +235,19 @@ which a branch accepts as it is, so no stored object can fail it",
             return;
         }
         let what = if o.is_none() { "added" } else { "changed" };
+        if let Some(facts) = self.met_by_every_old_object("not", n.as_ref()) {
+            self.emit(
+                c.check,
+                Severity::Info,
+                format!(
+                    "not constraint {what}: no object the old schema allows matches it ({facts}), so no stored \
+object can fail it; new writes must not match it"
+                ),
+                o.as_ref(),
+                n.as_ref(),
+            );
+            return;
+        }
         self.emit(
             c.check,
             Severity::Error,

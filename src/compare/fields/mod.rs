@@ -8,6 +8,7 @@
 //! listed as understood without a check that reads it. The checks live by
 //! family in the submodules.
 
+mod branch_truth;
 mod cel;
 mod combinators;
 mod docs;

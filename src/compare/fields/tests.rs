@@ -279,9 +279,10 @@ fn a_property_named_like_a_documentation_keyword_is_not_documentation() {
     // A branch constraining `description` becomes one constraining `title`:
     // what it accepts changes.
     let branch = |name: &str| json!([{"properties": {name: {"enum": ["x"]}}}]);
+    let props = json!({"description": {"type": "string"}, "title": {"type": "string"}});
     let found = findings(
-        &json!({"type": "object", "allOf": branch("description")}),
-        &json!({"type": "object", "allOf": branch("title")}),
+        &json!({"type": "object", "properties": props, "allOf": branch("description")}),
+        &json!({"type": "object", "properties": props, "allOf": branch("title")}),
     );
     assert!(
         found
