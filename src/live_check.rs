@@ -11,6 +11,7 @@ use crate::compare::{Check, Finding, Severity};
 use crate::config::Config;
 use crate::crd::Crd;
 use crate::crd_validation::{KubeVersion, KubeVersionSource};
+use crate::delivery::owners;
 use crate::engine::{StoredVersionsArg, entries};
 use crate::manifest::{LoadedCrd, Location, ManifestSet, normalize_to_v1};
 use crate::outcome::{Action, Planned};
@@ -225,6 +226,12 @@ pub async fn apply_check(
             let (kept, excepted) = policy.apply(&n.crd.name, vec![finding]);
             entry.add(kept, excepted);
         }
+        let (owners, found) = live_crd.map_or_else(Default::default, |l| {
+            owners::judge(&l.manifest, n, crate::cluster::FIELD_MANAGER)
+        });
+        let (kept, excepted) = policy.apply(&n.crd.name, found);
+        entry.add(kept, excepted);
+        entry.owners = owners.clone();
         plan.push(Planned {
             name: n.crd.name.clone(),
             action,
@@ -232,6 +239,7 @@ pub async fn apply_check(
             conflict,
             take_over,
             rejected: verdict.rejected.clone(),
+            owners,
         });
         if let Some(message) = verdict.rejected {
             let finding = Finding::new(

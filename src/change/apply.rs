@@ -10,8 +10,9 @@ use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use super::{Proposal, Question, Verb, plural};
+use super::{Proposal, Question, Second, Verb, plural};
 use crate::cluster::{ApplyError, Connection, Established};
+use crate::delivery::owners::Owner;
 use crate::outcome::{Action, Applied, ApplyOutcome, Planned};
 use crate::parallel::in_order;
 use crate::report::Report;
@@ -25,13 +26,15 @@ pub const VERB: Verb = Verb {
 
 /// What `apply` proposes after its check: the CRDs that change, refused on
 /// error findings unless `force`, and on another field manager's fields
-/// unless `force_conflicts`.
+/// unless `force_conflicts`; a second question for updates of CRDs whose
+/// owner puts its own version back, which only `override_owners` answers.
 pub fn proposal(
     conn: &Connection,
     report: &Report,
     plan: &[Planned],
     force: bool,
     force_conflicts: bool,
+    override_owners: bool,
 ) -> Proposal {
     let changes: Vec<&Planned> = plan
         .iter()
@@ -76,6 +79,10 @@ pub fn proposal(
                             p.take_over.join(", ")
                         ));
                     }
+                    if !p.owners.is_empty() {
+                        let who: Vec<String> = p.owners.iter().map(Owner::who).collect();
+                        what.push_str(&format!(" (managed by {})", who.join(", ")));
+                    }
                     (p.name.clone(), what)
                 })
                 .collect(),
@@ -85,7 +92,69 @@ pub fn proposal(
                 conn.context
             ),
         },
+        second: owned(&changes, override_owners),
     }
+}
+
+/// The second question, for the updates of CRDs whose owner puts its own
+/// version back (a Helm release, Argo CD, Flux, OLM): changed here, the
+/// change lasts until that owner's next sync or upgrade, so the user says
+/// yes to that in so many words (`--override-owners` under `--yes`).
+/// Creations have no owner yet; an operator known only by its field
+/// manager is already held back by the server's conflict
+/// (`--force-conflicts`).
+fn owned(changes: &[&Planned], override_owners: bool) -> Option<Second> {
+    let owned: Vec<(&Planned, Vec<&Owner>)> = changes
+        .iter()
+        .filter(|p| p.action == Action::Update)
+        .map(|p| {
+            (
+                *p,
+                p.owners.iter().filter(|o| o.reverts).collect::<Vec<_>>(),
+            )
+        })
+        .filter(|(_, owners)| !owners.is_empty())
+        .collect();
+    if owned.is_empty() {
+        return None;
+    }
+    let mut tools: Vec<&str> = Vec::new();
+    for owner in owned.iter().flat_map(|(_, owners)| owners) {
+        if !tools.contains(&owner.tool()) {
+            tools.push(owner.tool());
+        }
+    }
+    let named: Vec<String> = owned
+        .iter()
+        .map(|(p, owners)| {
+            let who: Vec<String> = owners.iter().map(|o| o.who()).collect();
+            format!("{} ({})", p.name, who.join(", "))
+        })
+        .collect();
+    Some(Second {
+        question: Question {
+            heading: "These CRDs are managed by someone else, who will put their own version back:"
+                .into(),
+            items: owned
+                .iter()
+                .map(|(p, owners)| {
+                    let lines: Vec<String> = owners.iter().map(|o| o.line()).collect();
+                    (p.name.clone(), lines.join("; "))
+                })
+                .collect(),
+            prompt: format!(
+                "Change {} managed by {} anyway?",
+                plural(owned.len(), "CRD", "CRDs"),
+                tools.join(" and ")
+            ),
+        },
+        answered: override_owners,
+        refusal: format!(
+            "not applying without --override-owners: {}, whose owners put their own version back; \
+             change the CRDs at their source, or pass --override-owners with --yes to apply anyway",
+            named.join("; ")
+        ),
+    })
 }
 
 /// Why nothing is applied when the API server's dry run refuses any CRD of

@@ -94,6 +94,23 @@ pub struct Proposal {
     pub refusal: Option<String>,
     /// What the user is asked.
     pub question: Question,
+    /// A second question, asked after a yes to the first, about something
+    /// `--yes` does not answer.
+    pub second: Option<Second>,
+}
+
+/// A second, specific question (changing CRDs someone else manages), which
+/// `--yes` does not answer: only its own flag does, so a pipeline that
+/// passes `--yes` for the plan is not taken to agree to it.
+#[derive(Debug, Clone)]
+pub struct Second {
+    /// The question.
+    pub question: Question,
+    /// Its own flag was given: answered yes.
+    pub answered: bool,
+    /// Why nothing is done under `--yes` without that flag: one line that
+    /// names the flag.
+    pub refusal: String,
 }
 
 /// The question before a change: where, what, and the prompt.
@@ -163,7 +180,9 @@ pub struct Decided {
 }
 
 /// Decides whether to go ahead: nothing to do, then a refusal, then `--yes`,
-/// then the question (default No). [`Decision::Done`] means "go ahead".
+/// then the question (default No), then the second question unless its own
+/// flag answered it (under `--yes` without that flag: refused).
+/// [`Decision::Done`] means "go ahead".
 pub fn decide(
     proposal: &Proposal,
     yes: bool,
@@ -176,22 +195,31 @@ pub fn decide(
     if let Some(why) = &proposal.refusal {
         return Ok(decided(Decision::Refused, Some(format!("error: {why}"))));
     }
+    let second = proposal.second.as_ref().filter(|s| !s.answered);
     if yes {
-        return Ok(decided(Decision::Done, None));
+        return Ok(match second {
+            Some(s) => decided(Decision::Refused, Some(format!("error: {}", s.refusal))),
+            None => decided(Decision::Done, None),
+        });
     }
-    match confirm
-        .confirm(&proposal.question)
-        .map_err(ConfirmError::Answer)?
-    {
-        Answer::Yes => Ok(decided(Decision::Done, None)),
-        Answer::No => Ok(decided(
-            Decision::Declined,
-            Some(format!("Nothing {}.", proposal.verb.done)),
-        )),
-        Answer::NoTerminal => Err(ConfirmError::NoTerminal {
-            verb: proposal.verb.verb,
-        }),
+    let questions = std::iter::once(&proposal.question).chain(second.map(|s| &s.question));
+    for question in questions {
+        match confirm.confirm(question).map_err(ConfirmError::Answer)? {
+            Answer::Yes => {}
+            Answer::No => {
+                return Ok(decided(
+                    Decision::Declined,
+                    Some(format!("Nothing {}.", proposal.verb.done)),
+                ));
+            }
+            Answer::NoTerminal => {
+                return Err(ConfirmError::NoTerminal {
+                    verb: proposal.verb.verb,
+                });
+            }
+        }
     }
+    Ok(decided(Decision::Done, None))
 }
 
 /// The decision of a `--dry-run`: what [`decide`] would start from, with
@@ -240,6 +268,71 @@ mod tests {
         }
     }
 
+    /// Answers each question in turn and keeps the prompts it was asked.
+    struct Answers(Vec<Answer>, Vec<String>);
+
+    impl Confirm for Answers {
+        fn confirm(&mut self, question: &Question) -> Result<Answer, String> {
+            self.1.push(question.prompt.clone());
+            Ok(self.0.remove(0))
+        }
+    }
+
+    fn owned(answered: bool) -> Proposal {
+        let mut p = proposal(None, None);
+        p.second = Some(Second {
+            question: Question {
+                heading: "Managed by someone else:".into(),
+                items: vec![("a.example.com".into(), "Argo CD application x".into())],
+                prompt: "Change 1 CRD managed by Argo CD anyway?".into(),
+            },
+            answered,
+            refusal: "not applying without --override-owners: a.example.com".into(),
+        });
+        p
+    }
+
+    #[test]
+    fn yes_does_not_answer_the_second_question_its_flag_does() {
+        let mut ask = Scripted(Answer::Yes, false);
+        let d = decide(&owned(false), true, &mut ask).unwrap();
+        assert_eq!(d.decision, Decision::Refused);
+        assert_eq!(d.decision.exit_code(), 1);
+        assert_eq!(
+            d.message.as_deref(),
+            Some("error: not applying without --override-owners: a.example.com")
+        );
+        assert!(!ask.1, "nobody is asked under --yes");
+        let d = decide(&owned(true), true, &mut ask).unwrap();
+        assert_eq!(d.decision, Decision::Done);
+    }
+
+    #[test]
+    fn the_second_question_is_asked_after_a_yes_and_defaults_to_no() {
+        let mut ask = Answers(vec![Answer::Yes, Answer::No], Vec::new());
+        let d = decide(&owned(false), false, &mut ask).unwrap();
+        assert_eq!(d.decision, Decision::Declined);
+        assert_eq!(
+            ask.1,
+            [
+                "Apply 1 CRD to context c?",
+                "Change 1 CRD managed by Argo CD anyway?"
+            ]
+        );
+        let mut ask = Answers(vec![Answer::Yes, Answer::Yes], Vec::new());
+        assert_eq!(
+            decide(&owned(false), false, &mut ask).unwrap().decision,
+            Decision::Done
+        );
+        let mut ask = Answers(vec![Answer::No], Vec::new());
+        let d = decide(&owned(false), false, &mut ask).unwrap();
+        assert_eq!(d.decision, Decision::Declined);
+        assert_eq!(ask.1.len(), 1, "a no to the plan asks nothing more");
+        let mut ask = Answers(vec![Answer::Yes], Vec::new());
+        decide(&owned(true), false, &mut ask).unwrap();
+        assert_eq!(ask.1.len(), 1, "--override-owners answers the second");
+    }
+
     fn proposal(nothing: Option<&str>, refusal: Option<&str>) -> Proposal {
         Proposal {
             verb: APPLY,
@@ -250,6 +343,7 @@ mod tests {
                 items: vec![("a.example.com".into(), "update".into())],
                 prompt: "Apply 1 CRD to context c?".into(),
             },
+            second: None,
         }
     }
 

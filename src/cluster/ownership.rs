@@ -25,39 +25,6 @@ pub const MIGRATED_MANAGERS: &[&str] = &["kubectl-client-side-apply", "kubectl-c
 
 const LAST_APPLIED: &str = "f:kubectl.kubernetes.io/last-applied-configuration";
 
-/// Well-known managers that will put their fields back: what the report
-/// says about them.
-const KNOWN_OWNERS: &[(&str, &str)] = &[
-    ("helm", "Helm (the next helm upgrade reverts the change)"),
-    (
-        "helm-controller",
-        "Flux helm-controller (the next reconcile reverts the change)",
-    ),
-    (
-        "kustomize-controller",
-        "Flux kustomize-controller (the next reconcile reverts the change)",
-    ),
-    (
-        "argocd-controller",
-        "Argo CD (the next sync reverts the change)",
-    ),
-    (
-        "argocd-application-controller",
-        "Argo CD (the next sync reverts the change)",
-    ),
-    ("argo-cd", "Argo CD (the next sync reverts the change)"),
-    (
-        "olm",
-        "Operator Lifecycle Manager (it reinstalls the operator's CRDs)",
-    ),
-    (
-        "catalog",
-        "Operator Lifecycle Manager (it reinstalls the operator's CRDs)",
-    ),
-    ("kubectl-edit", "a hand edit (kubectl edit)"),
-    ("kubectl-patch", "a hand edit (kubectl patch)"),
-];
-
 /// The managers named in a server-side apply conflict message, in order,
 /// once each. The API server writes `conflict with "helm" using ...` for a
 /// single conflict and `conflicts with "helm" using ...:` followed by the
@@ -85,12 +52,9 @@ pub fn all_migratable(managers: &[String]) -> bool {
 }
 
 /// A readable description of who `manager` is, when it is a known
-/// controller or tool.
+/// controller or tool ([`crate::delivery::owners`] knows them).
 pub fn describe_owner(manager: &str) -> Option<&'static str> {
-    KNOWN_OWNERS
-        .iter()
-        .find(|(name, _)| *name == manager)
-        .map(|(_, text)| *text)
+    crate::delivery::owners::describe_manager(manager)
 }
 
 /// `managedFields` with the `Update` entries of `from` (top level, not a
@@ -246,7 +210,7 @@ mod tests {
         assert!(take_over(&fields, MIGRATED_MANAGERS, "kubectl-crd-safety").is_none());
         assert_eq!(
             describe_owner("helm"),
-            Some("Helm (the next helm upgrade reverts the change)")
+            Some("Helm (a CRD of a release's templates/ is overwritten at the next helm upgrade)")
         );
     }
 

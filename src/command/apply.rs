@@ -21,6 +21,9 @@ pub struct Request {
     pub force: bool,
     /// `--force-conflicts`: take over other field managers' fields.
     pub force_conflicts: bool,
+    /// `--override-owners`: the answer to the second question (changing
+    /// CRDs that Helm, Argo CD, Flux or OLM manage), which `--yes` is not.
+    pub override_owners: bool,
     /// `--wait-timeout`: how long each CRD may take to be `Established`.
     pub wait: Duration,
     /// `--concurrency`: applies in flight at once.
@@ -55,6 +58,7 @@ pub async fn run(
         &checked.plan,
         request.force,
         request.force_conflicts,
+        request.override_owners,
     );
     let mut decided = decide(&proposal, request.yes, confirm)?;
     let retries_before = conn.retries();

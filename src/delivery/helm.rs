@@ -19,7 +19,13 @@ use crate::manifest::{LoadedCrd, ManifestSet, Origin};
 const KEEP: &str = "helm.sh/resource-policy";
 
 fn keeps(crd: &LoadedCrd) -> bool {
-    crd.crd.manifest["metadata"]["annotations"][KEEP] == "keep"
+    keeps_live(&crd.crd.manifest)
+}
+
+/// Whether a CRD (as written, or as the cluster has it) carries the keep
+/// policy.
+pub fn keeps_live(crd: &Value) -> bool {
+    crd["metadata"]["annotations"][KEEP] == "keep"
 }
 
 fn kind(crd: &LoadedCrd) -> &str {
@@ -127,6 +133,33 @@ fn deleted(old: &LoadedCrd, new: Option<&LoadedCrd>) -> Finding {
         old.crd.name
     );
     Finding::new(Check::HelmDeletesCrd, Severity::Error, message)
+}
+
+/// The finding of a live CRD that `release` (`Helm release ns/name`) renders
+/// from its templates/ (the cluster's CRD carries the release annotations)
+/// when NEW's chart has it under `crds/`: upgrading that release with NEW
+/// deletes it, unless the live CRD carries the keep policy, which helm
+/// reads on the cluster before deleting.
+pub fn release_deletes(live: &Value, release: &str, new: &LoadedCrd) -> Option<Finding> {
+    if keeps_live(live) {
+        return None;
+    }
+    let message = format!(
+        "helm upgrade of {release} with this chart deletes this CRD and every {}: the cluster's \
+         CRD is part of that release (rendered from its templates/) and NEW has it in crds/ \
+         ({}), which helm upgrade never applies, so helm removes it from the release and the \
+         API server deletes every object of it. Before upgrading, mark the installed CRD to be \
+         kept (`kubectl annotate crd {} {KEEP}=keep`, and the same annotation in the chart), or \
+         keep rendering it from templates/",
+        kind(new),
+        new.location.file,
+        new.crd.name
+    );
+    Some(Finding::new(
+        Check::HelmDeletesCrd,
+        Severity::Error,
+        message,
+    ))
 }
 
 /// One finding per chart of `new` whose templates render CRDs without the

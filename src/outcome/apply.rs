@@ -45,6 +45,9 @@ pub struct Planned {
     /// The API server's reason when its dry run of this CRD's apply was
     /// refused: `apply` then writes none of the bundle.
     pub rejected: Option<String>,
+    /// Who else manages the live CRD: `apply` asks again before changing
+    /// one whose owner puts its own version back.
+    pub owners: Vec<crate::delivery::owners::Owner>,
 }
 
 /// What happened to one CRD.

@@ -84,6 +84,9 @@ pub fn render_markdown(report: &Report) -> String {
                 }
             ));
         }
+        for owner in &crd.owners {
+            out.push_str(&format!("Owner: {}\n\n", owner.line()));
+        }
         let serious: Vec<&Finding> = crd
             .findings
             .iter()

@@ -18,6 +18,7 @@ use serde::Serialize;
 
 use crate::compare::{Finding, RequirementRef, Severity, StoredVersions};
 use crate::config::{Excepted, FailMode, Mode};
+use crate::delivery::owners::Owner;
 use crate::manifest::Skipped;
 use crate::outcome::{BaselineEntry, ScanSummary};
 
@@ -74,6 +75,10 @@ pub struct CrdReport {
     pub new_source: Option<String>,
     /// The stored versions the checks used, and where they came from.
     pub stored_versions: Option<StoredVersions>,
+    /// Who else manages the live CRD (live commands), and what they do to a
+    /// change made around them; present when any.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub owners: Vec<Owner>,
     /// Reported findings, most serious first.
     pub findings: Vec<Finding>,
     /// Findings accepted by configured exceptions.
@@ -104,6 +109,7 @@ impl CrdReport {
             old_source: None,
             new_source: None,
             stored_versions: None,
+            owners: Vec::new(),
             findings: Vec::new(),
             excepted: Vec::new(),
             baselined: Vec::new(),

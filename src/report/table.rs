@@ -167,6 +167,11 @@ fn render_crd(crd: &CrdReport, opts: TableOptions, out: &mut String) {
         out.push_str(&wrap_indented("", "  ", &line, opts.width.into()));
         out.push('\n');
     }
+    for owner in &crd.owners {
+        let line = format!("owner: {}", owner.line());
+        out.push_str(&wrap_indented("", "  ", &line, opts.width.into()));
+        out.push('\n');
+    }
     // Object-scan findings get their own table below.
     let schema_findings: Vec<_> = crd
         .findings
@@ -513,4 +518,51 @@ pub(super) fn object_findings_table(findings: &[Finding], opts: TableOptions) ->
         ));
     }
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{FailMode, Mode};
+    use crate::delivery::owners::{Owner, OwnerKind};
+
+    #[test]
+    fn each_owner_gets_a_line_under_the_crd_header() {
+        let mut crd = CrdReport::new(
+            "widgets.example.com".into(),
+            CrdStatus::Safe,
+            vec![],
+            vec![],
+        );
+        crd.owners.push(Owner {
+            kind: OwnerKind::ArgoCdApplication,
+            name: "payments".into(),
+            namespace: None,
+            evidence: vec!["annotation argocd.argoproj.io/tracking-id".into()],
+            reverts: true,
+            effect: "Argo CD reverts a manual change at the application's next sync: change it \
+                     in the application's source instead"
+                .into(),
+            new_chart: None,
+        });
+        let report = Report::new(vec![crd], vec![], Mode::Error, FailMode::Closed);
+        let opts = TableOptions {
+            color: false,
+            width: 80,
+            show_info: false,
+            wide: false,
+            cwd: None,
+        };
+        let table = render_table(&report, opts);
+        let lines: Vec<&str> = table.lines().take(4).collect();
+        assert_eq!(
+            lines,
+            [
+                "widgets.example.com  SAFE",
+                "owner: Argo CD application payments: Argo CD reverts a manual change at the",
+                "  application's next sync: change it in the application's source instead",
+                "  no changes found",
+            ]
+        );
+    }
 }

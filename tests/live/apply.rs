@@ -507,7 +507,7 @@ async fn fields_owned_by_helm_are_not_taken_and_helm_is_named() {
     let message = conflict_message(plane, &path, "warning");
     assert_has(
         &message,
-        "helm is Helm (the next helm upgrade reverts the change)",
+        "helm is Helm (a CRD of a release's templates/ is overwritten at the next helm upgrade)",
     );
     let r = apply(plane, &[&path], &["--yes"]);
     assert_eq!(r.code, 1, "refused\n{}{}", r.stdout, r.stderr);

@@ -5,7 +5,6 @@
 //! module's.
 
 use std::path::Path;
-use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -15,30 +14,9 @@ use serde_json::{Value, json};
 use crate::support;
 use support::charts::{Layout, chart};
 use support::envtest::control_plane;
-use support::helm::{helm_dir, path_with_helm};
+use support::helm::{helm, helm_dir, path_with_helm};
 use support::live::{admin, create_objects};
 use support::sources::Plugin;
-
-/// Runs helm against the test server, failing with its output unless it
-/// succeeds.
-fn helm(dir: &Path, kubeconfig: &str, args: &[&str]) -> Output {
-    let home = std::env::temp_dir().join("crd-safety-helm-delivery");
-    let out = Command::new(dir.join("helm"))
-        .args(args)
-        .args(["--kubeconfig", kubeconfig, "--namespace", "default"])
-        .env("HELM_CACHE_HOME", home.join("cache"))
-        .env("HELM_CONFIG_HOME", home.join("config"))
-        .env("HELM_DATA_HOME", home.join("data"))
-        .output()
-        .expect("helm runs");
-    assert!(
-        out.status.success(),
-        "helm {args:?} failed:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
 
 /// The checks of `diff old new` (both charts under `dir`).
 fn checks(dir: &Path, helm_bin: &Path) -> Vec<String> {

@@ -30,6 +30,7 @@ mod fidelity;
 mod helm_delivery;
 mod kubeconfig;
 mod migrate;
+mod owners;
 mod requirements;
 mod scan;
 mod soundness;

@@ -71,3 +71,24 @@ pub fn path_with_helm(dir: &std::path::Path) -> String {
         std::env::var("PATH").unwrap_or_default()
     )
 }
+
+/// Runs the helm of `dir` against the test server in namespace `default`,
+/// failing with its output unless it succeeds.
+pub fn helm(dir: &std::path::Path, kubeconfig: &str, args: &[&str]) -> std::process::Output {
+    let home = std::env::temp_dir().join("crd-safety-helm-delivery");
+    let out = Command::new(dir.join("helm"))
+        .args(args)
+        .args(["--kubeconfig", kubeconfig, "--namespace", "default"])
+        .env("HELM_CACHE_HOME", home.join("cache"))
+        .env("HELM_CONFIG_HOME", home.join("config"))
+        .env("HELM_DATA_HOME", home.join("data"))
+        .output()
+        .expect("helm runs");
+    assert!(
+        out.status.success(),
+        "helm {args:?} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}

@@ -40,8 +40,9 @@ macro_rules! apply_exit_codes {
     () => {
         "Exit codes:
   0  applied (or nothing to change)
-  1  not applied: error findings (use --force to apply anyway), or another field manager owns
-     fields the manifests change (use --force-conflicts to take them over)
+  1  not applied: error findings (use --force to apply anyway), another field manager owns
+     fields the manifests change (use --force-conflicts to take them over), or --yes without
+     --override-owners for a CRD that Helm, Argo CD, Flux or OLM manages
   2  usage, configuration or input error, or no terminal to confirm on and no --yes
   3  cluster error; if a CRD failed to apply, the outcome table says which were applied
   4  not applied: the answer to the confirmation was no"
@@ -549,6 +550,10 @@ pub struct ApplyArgs {
     /// Take over fields owned by another field manager, like kubectl apply --server-side.
     #[arg(long)]
     pub force_conflicts: bool,
+    /// Change CRDs a Helm release, Argo CD, Flux or OLM manages (they put their own version back
+    /// at their next upgrade or sync): the answer to the second question, which --yes is not.
+    #[arg(long)]
+    pub override_owners: bool,
     /// How long to wait for each CRD to become Established.
     #[arg(long, value_name = "DURATION", value_parser = crd_safety::duration::parse, default_value = "60s")]
     pub wait_timeout: std::time::Duration,

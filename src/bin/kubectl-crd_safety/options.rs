@@ -169,6 +169,7 @@ impl ApplyArgs {
             yes: self.yes,
             force: self.force,
             force_conflicts: self.force_conflicts,
+            override_owners: self.override_owners,
             wait: self.wait_timeout,
             concurrency: usize::from(self.check.concurrency),
         }
