@@ -246,7 +246,8 @@ async fn objects_stored_in_an_unserved_version_are_pruned_and_defaulted_by_its_s
     // Restoring v1alpha1's schema brings the data back for the object that
     // was only read; the one written in between lost it for good.
     install(&client, &manifest((false, false, root()), true)).await;
-    let (untouched, _) = read_once(&client, "untouched", |s| s["extra"].get("free").is_some()).await;
+    let (untouched, _) =
+        read_once(&client, "untouched", |s| s["extra"].get("free").is_some()).await;
     assert_eq!(untouched, spec, "only hidden while it was pruned on read");
     let (rewritten, _) = read_spec(&client, "rewritten").await;
     assert_eq!(

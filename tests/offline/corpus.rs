@@ -188,7 +188,7 @@ const AUDIT_ERRORS: &[(&str, usize)] = &[
     ("format", 20),
     ("intOrString", 4),
     ("invalidCrd", 304),
-    ("listType", 265),
+    ("listType", 263),
     ("maxItems", 112),
     ("maxLength", 1211),
     ("maxProperties", 50),

@@ -32,7 +32,26 @@ x-kubernetes-list-type: set or map instead), and lists with duplicates would fai
         };
         let (o, n) = self.kw("x-kubernetes-list-type");
         let (ot, nt) = (norm(o), norm(n));
-        if ot != nt {
+        // A field that becomes a list (`type: object` -> `array`) had no
+        // stored lists to hold duplicates: the type finding says what
+        // happens to its stored values.
+        let became_list = self.old.type_name().is_some_and(|t| t != "array")
+            && self.new.type_name() == Some("array");
+        if ot != nt && became_list {
+            let (o, n) = (o.cloned(), n.cloned());
+            self.emit(
+                c.check,
+                Severity::Info,
+                format!(
+                    "x-kubernetes-list-type {} -> {} comes with the change of type to array: no stored \
+value of this field is a list (the type finding says what happens to them)",
+                    show(o.as_ref()),
+                    show(n.as_ref())
+                ),
+                o.as_ref(),
+                n.as_ref(),
+            );
+        } else if ot != nt {
             let (o, n) = (o.cloned(), n.cloned());
             let (severity, why) = match nt.as_str() {
                 "set" => (

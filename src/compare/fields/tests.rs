@@ -292,3 +292,30 @@ fn a_property_named_like_a_documentation_keyword_is_not_documentation() {
         dump(&found)
     );
 }
+
+#[test]
+fn a_list_type_on_a_field_that_becomes_a_list_is_not_about_duplicates() {
+    // Cluster API's failureDomains: a map in v1beta1, a list map in v1beta2.
+    let old = json!({"type": "object", "properties": {"fd": {"type": "object",
+        "additionalProperties": {"type": "object", "properties": {"controlPlane": {"type": "boolean"}}}}}});
+    let new = json!({"type": "object", "properties": {"fd": {"type": "array",
+        "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+        "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}}}});
+    let found = findings(&old, &new);
+    let list = found
+        .iter()
+        .find(|f| f.check == Check::ListType)
+        .unwrap_or_else(|| panic!("{}", dump(&found)));
+    assert_eq!(list.severity, Severity::Info, "{}", dump(&found));
+    assert!(
+        list.message
+            .contains("no stored value of this field is a list")
+    );
+    assert!(
+        found
+            .iter()
+            .any(|f| f.check == Check::Type && f.severity == Severity::Error),
+        "the type change stays the error: {}",
+        dump(&found)
+    );
+}
