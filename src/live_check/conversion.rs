@@ -199,9 +199,13 @@ pub(crate) async fn findings(
     };
     let breaks = what_breaks(crd, live);
     let mut out = Vec::new();
+    // A webhook already known unreachable is not probed: the probe would
+    // only fail again on the same cause.
+    let mut reachable = true;
     if let Some(service) = &webhook.service
         && let Some(f) = reachability(conn, service, &breaks).await?
     {
+        reachable = f.severity < Severity::Error;
         out.push(f);
     }
     let now = now();
@@ -223,7 +227,7 @@ pub(crate) async fn findings(
             }
         }
     }
-    if probe {
+    if probe && reachable {
         match &webhook.service {
             Some(service) => out.extend(probe_webhook(conn, service, &webhook, crd, live).await?),
             None => out.push(Finding::new(

@@ -231,14 +231,17 @@ async fn a_service_without_endpoints_is_an_error() {
         "/convert",
         &ca.bundle(),
     );
-    let (_, found) = check(&plane.admin_kubeconfig, &crd, &[]);
-    one_error(
-        &found,
-        &[
-            "has no ready endpoint (the Service has no EndpointSlice",
-            BREAKS,
-        ],
-    );
+    // Probed or not: one error, on the cause.
+    for extra in [&[][..], &["--probe-conversion"]] {
+        let (_, found) = check(&plane.admin_kubeconfig, &crd, extra);
+        one_error(
+            &found,
+            &[
+                "has no ready endpoint (the Service has no EndpointSlice",
+                BREAKS,
+            ],
+        );
+    }
 }
 
 #[tokio::test]
