@@ -9,9 +9,11 @@
 //! service proxy to a conversion webhook this test runs. The proxy refuses
 //! loopback endpoints and only proxies to pod IPs, so the webhook listens on
 //! a non-loopback address of this machine, named by a hand-made Pod's
-//! status. Plurals `conv*s` and the CRD `certificates.cert-manager.io` (a
-//! minimal one, for the Certificate that `inject-ca-from` names) are this
-//! module's; so is the namespace `conversion-readiness`.
+//! status. Plurals `conv*s` are this module's, and so is the namespace
+//! `conversion-readiness`; the minimal `certificates.cert-manager.io` CRD
+//! (for the Certificate that `inject-ca-from` names) goes to a dedicated
+//! control plane, as the shared one gets cert-manager's real one from
+//! `crd_validation`'s corpus test.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -23,7 +25,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::support;
-use support::envtest::{ControlPlane, control_plane};
+use support::envtest::{ControlPlane, control_plane, dedicated};
 use support::fixtures;
 use support::live::{admin, create_objects, ensure_namespace, install, write_manifest};
 use support::run::{Run, run};
@@ -331,8 +333,10 @@ async fn certificate_crd(client: &Client) {
 
 #[tokio::test]
 async fn a_serving_certificate_the_ca_bundle_did_not_sign_is_an_error() {
-    let Some(plane) = control_plane() else { return };
-    let client = admin(plane).await;
+    // A plane of its own: the shared one gets cert-manager's real
+    // Certificate CRD from the corpus test of crd_validation.
+    let Some(plane) = dedicated() else { return };
+    let client = admin(&plane).await;
     service(&client, "convsigned-hook", 9443).await;
     endpoint_slice(&client, "convsigned-hook", "10.0.1.7", 9443, true, None).await;
     certificate_crd(&client).await;
