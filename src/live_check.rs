@@ -2,6 +2,8 @@
 //! real `status.storedVersions`, and the API server's own dry run of the
 //! update. The result also says what `apply` would do to each CRD.
 
+mod conversion;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
@@ -35,6 +37,9 @@ pub struct CheckOptions<'a> {
     pub concurrency: usize,
     /// Validate the stored objects of every CRD that changes (`--objects`).
     pub scan: Option<ScanOptions>,
+    /// Send one stored object to each changed CRD's conversion webhook and
+    /// back (`--probe-conversion`).
+    pub probe_conversion: bool,
     /// Told as the check moves on, for a progress line; called from the
     /// requests in flight, in the order they finish.
     pub progress: &'a (dyn Fn(Step<'_>) + Sync),
@@ -142,6 +147,25 @@ pub async fn apply_check(
                 let verdict = conn.dry_run_apply(&n.crd.name, &n.crd.manifest).await?;
                 let done = answered.fetch_add(1, Ordering::Relaxed) + 1;
                 (options.progress)(Step::DryRun { done, total });
+                // The webhook as the CRD would be stored: a caBundle that
+                // cert-manager keeps in the live CRD stays.
+                let readiness = match &verdict {
+                    DryRun::Accepted(stored)
+                    | DryRun::Conflict {
+                        would_store: stored,
+                        ..
+                    } => {
+                        conversion::findings(
+                            conn,
+                            &n.crd,
+                            stored,
+                            *live_crd,
+                            options.probe_conversion,
+                        )
+                        .await?
+                    }
+                    DryRun::Rejected(_) => Vec::new(),
+                };
                 let verdict = match verdict {
                     DryRun::Accepted(would_be) => Verdict {
                         unchanged: live_crd.is_some_and(|l| same_content(&would_be, &l.manifest)),
@@ -170,12 +194,19 @@ pub async fn apply_check(
                     }
                     _ => None,
                 };
-                Ok::<_, LiveError>((verdict, scan))
+                Ok::<_, LiveError>((verdict, scan, readiness))
             }),
         concurrency,
     )
     .await?;
-    let (verdicts, scans): (Vec<Verdict>, Vec<Option<_>>) = checked.into_iter().unzip();
+    let mut verdicts = Vec::with_capacity(checked.len());
+    let mut scans = Vec::with_capacity(checked.len());
+    let mut readiness = Vec::with_capacity(checked.len());
+    for (verdict, scan, ready) in checked {
+        verdicts.push(verdict);
+        scans.push(scan);
+        readiness.push(ready);
+    }
     let policy = config.policy();
     let mut plan = Vec::with_capacity(new.crds.len());
     for (((entry, n), live_crd), verdict) in
@@ -249,6 +280,12 @@ pub async fn apply_check(
             )
             .values(None, Some(Value::String(message)));
             let (kept, excepted) = policy.apply(&n.crd.name, vec![finding]);
+            entry.add(kept, excepted);
+        }
+    }
+    for ((entry, planned), found) in crds.iter_mut().zip(&plan).zip(readiness) {
+        if !found.is_empty() {
+            let (kept, excepted) = policy.apply(&planned.name, found);
             entry.add(kept, excepted);
         }
     }

@@ -7,6 +7,7 @@
 //! request, and never a credential.
 
 mod client;
+pub mod conversion;
 pub mod kubeconfig;
 mod list;
 mod live_crds;

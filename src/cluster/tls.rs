@@ -192,6 +192,67 @@ pub fn set_roots(config: &mut rustls::ClientConfig, roots: &[Vec<u8>]) -> Result
     Ok(())
 }
 
+/// Whether a client that trusts only `roots` (DER) would accept `chain`
+/// (DER, leaf first) served for `server_name` at `now`, by the rules
+/// [`set_roots`] applies (Go's: a leaf that is itself among the roots is
+/// trusted): what the API server decides when it calls a conversion
+/// webhook with its `caBundle`. The reason, in words, when it would not.
+pub fn verify_serving(
+    chain: &[Vec<u8>],
+    roots: &[Vec<u8>],
+    server_name: &str,
+    now: UnixTime,
+) -> Result<(), String> {
+    let Some((leaf, intermediates)) = chain.split_first() else {
+        return Err("it holds no certificate".into());
+    };
+    let name = ServerName::try_from(server_name.to_string())
+        .map_err(|e| format!("{server_name:?} is no server name: {e}"))?;
+    let mut store = rustls::RootCertStore::empty();
+    for der in roots {
+        let _ = store.add(CertificateDer::from(der.clone()));
+    }
+    let pinned = roots.iter().cloned().map(CertificateDer::from).collect();
+    let inner = WebPkiServerVerifier::builder_with_provider(Arc::new(store), provider())
+        .build()
+        .map_err(|e| format!("the caBundle holds no usable CA certificate ({e})"))?;
+    let verifier = LeafOrChain { inner, pinned };
+    let intermediates: Vec<CertificateDer<'_>> = intermediates
+        .iter()
+        .map(|d| CertificateDer::from(d.as_slice()))
+        .collect();
+    verifier
+        .verify_server_cert(
+            &CertificateDer::from(leaf.as_slice()),
+            &intermediates,
+            &name,
+            &[],
+            now,
+        )
+        .map(|_| ())
+        .map_err(|e| refusal(&e, server_name))
+}
+
+/// A verifier's refusal in a user's words.
+fn refusal(e: &rustls::Error, server_name: &str) -> String {
+    use rustls::CertificateError as C;
+    let rustls::Error::InvalidCertificate(cert) = e else {
+        return e.to_string();
+    };
+    match cert {
+        C::UnknownIssuer => "it is not signed by a certificate of the caBundle".into(),
+        C::BadSignature => "it is signed by another key than the caBundle's CA of that name (a CA \
+                            rotated since?)"
+            .into(),
+        C::NotValidForName | C::NotValidForNameContext { .. } => {
+            format!("it does not name {server_name} (its DNS names are what the API server checks)")
+        }
+        C::Expired | C::ExpiredContext { .. } => "it has expired".into(),
+        C::NotValidYet | C::NotValidYetContext { .. } => "it is not valid yet".into(),
+        other => format!("{other:?}"),
+    }
+}
+
 /// Whether `now` is within the certificate's notBefore..notAfter. A minimal
 /// DER walk: Certificate → TBSCertificate → [version] serial sigAlg issuer
 /// validity.
@@ -203,7 +264,9 @@ fn within_validity(der: &[u8], now: UnixTime) -> bool {
     not_before <= now && now <= not_after
 }
 
-fn validity(der: &[u8]) -> Option<(u64, u64)> {
+/// The notBefore and notAfter of a DER certificate, in seconds since the
+/// epoch.
+pub fn validity(der: &[u8]) -> Option<(u64, u64)> {
     let (cert, _) = der_item(der, 0x30)?;
     let (tbs, _) = der_item(cert, 0x30)?;
     let mut rest = tbs;

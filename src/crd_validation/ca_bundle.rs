@@ -34,6 +34,21 @@ pub fn ca_bundle_error(pem: &[u8]) -> Option<String> {
     Some(unable("no valid certificate authority data seen"))
 }
 
+/// The DER of every `CERTIFICATE` block of `pem` that Go's
+/// `AppendCertsFromPEM` would read (blocks with headers are skipped), parsed
+/// or not.
+pub fn certificate_blocks(pem: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut rest = pem;
+    while let Some((block, next)) = decode(rest) {
+        if block.is_certificate() {
+            out.push(block.bytes);
+        }
+        rest = next;
+    }
+    out
+}
+
 fn unable(why: &str) -> String {
     format!("unable to load root certificates: {why}")
 }

@@ -15,7 +15,7 @@
 //! with no matching overload (`apply-check` still asks the server's dry
 //! run). The judged Kubernetes version is [`KubeVersion`].
 
-mod ca_bundle;
+pub mod ca_bundle;
 mod cel_rules;
 mod columns;
 mod conversion;

@@ -166,6 +166,7 @@ pub(crate) fn unsafe_example(check: Check) -> (Option<Value>, Option<Value>) {
         // (tests/live/cluster.rs); no pair of manifests produces it.
         Check::ApiServerRejects
         | Check::FieldManagerConflict
+        | Check::ConversionWebhookNotReady
         | Check::InvalidObjects
         | Check::PrunedFields
         | Check::DefaultedFields
@@ -185,6 +186,7 @@ pub(crate) fn unsafe_example(check: Check) -> (Option<Value>, Option<Value>) {
 pub(crate) const LIVE_ONLY: &[Check] = &[
     Check::ApiServerRejects,
     Check::FieldManagerConflict,
+    Check::ConversionWebhookNotReady,
     Check::InvalidObjects,
     Check::PrunedFields,
     Check::DefaultedFields,

@@ -41,6 +41,11 @@ fn live_source(check: Check) -> &'static str {
         Check::ApiServerRejects | Check::FieldManagerConflict => {
             "the API server's dry run of the update, in `apply-check` and `apply`"
         }
+        Check::ConversionWebhookNotReady => {
+            "the cluster's Service, EndpointSlices and Secrets behind the new CRD's conversion \
+             webhook, in `apply-check` and `apply` (see \
+             [delivery.md](delivery.md#conversion-webhook-readiness))"
+        }
         Check::InvalidObjects
         | Check::PrunedFields
         | Check::DefaultedFields

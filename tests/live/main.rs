@@ -22,6 +22,7 @@ mod chart;
 mod ci_output;
 mod cluster;
 mod completion;
+mod conversion_readiness;
 mod crd_size;
 mod crd_validation;
 mod exec;

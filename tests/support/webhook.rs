@@ -65,6 +65,19 @@ impl TestCa {
         cert.pem()
     }
 
+    /// A serving certificate for `dns_names` and `ips`, signed by this CA,
+    /// as PEM `(certificate, key)`.
+    pub fn serving(&self, dns_names: &[&str], ips: &[std::net::IpAddr]) -> (String, String) {
+        let key = KeyPair::generate().expect("serving key");
+        let names: Vec<String> = dns_names.iter().map(|n| n.to_string()).collect();
+        let mut params = CertificateParams::new(names).expect("serving params");
+        params
+            .subject_alt_names
+            .extend(ips.iter().map(|ip| SanType::IpAddress(*ip)));
+        let cert = params.signed_by(&key, &self.issuer).expect("signed");
+        (cert.pem(), key.serialize_pem())
+    }
+
     /// A client certificate signed by this CA, as PEM `(certificate, key)`:
     /// what the API server presents when its admission kubeconfig says so.
     pub fn client(&self, name: &str) -> (String, String) {

@@ -515,6 +515,12 @@ pub struct ApplyCheckArgs {
     /// would reject, prune or default (reads every object; needs list on the custom resources).
     #[arg(long)]
     pub objects: bool,
+    /// Also send one stored object of every CRD with a conversion webhook to the webhook,
+    /// through the API server's service proxy, to each served version and back, and check that
+    /// it converts and comes back unchanged (needs list on the custom resources and create on
+    /// services/proxy).
+    #[arg(long)]
+    pub probe_conversion: bool,
     /// Narrow --objects to the objects of this namespace, as kubectl's -n does (cluster-scoped
     /// CRDs are scanned whole) [default: every namespace].
     #[arg(short = 'n', long, value_name = "NAMESPACE")]

@@ -76,6 +76,7 @@ async fn check(
     let options = CheckOptions {
         concurrency: usize::from(args.concurrency),
         scan: args.scan(),
+        probe_conversion: args.probe_conversion,
         progress: &progress,
     };
     let result = apply_check::run(conn, request, new, &options).await;
