@@ -120,6 +120,25 @@ pub fn wrap_indented(first: &str, indent: &str, text: &str, width: usize) -> Str
     out
 }
 
+/// The first `: ` of `s` outside `` `code` `` and `"quotes"`: where a
+/// message's "what changed" ends and its "why and how" begins.
+pub fn split_message(s: &str) -> Option<(&str, &str)> {
+    let (mut tick, mut quote, mut escaped) = (false, false, false);
+    for (i, c) in s.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if quote => escaped = true,
+            '`' if !quote => tick = !tick,
+            '"' if !tick => quote = !quote,
+            ':' if !tick && !quote && s[i + 1..].starts_with(' ') => {
+                return Some((&s[..i], &s[i + 2..]));
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,6 +13,7 @@ mod cross_version;
 mod fields;
 mod messages;
 mod one_of;
+mod witness;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -51,6 +52,11 @@ pub struct Finding {
     /// whose requirement the change breaks, so the report can name them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub requirement: Option<RequirementRef>,
+    /// A value the old schema accepts at the finding's node and the new
+    /// constraint refuses, when the check found one: the message shows it
+    /// cut short, this is all of it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub witness: Option<Value>,
 }
 
 /// The consumer a finding concerns: a requirement pinned a CRD, and NEW
@@ -94,6 +100,7 @@ impl Finding {
             objects: None,
             location: None,
             requirement: None,
+            witness: None,
         }
     }
 

@@ -8,23 +8,7 @@
 
 use crate::compare::{Check, Finding};
 
-/// The first `: ` of `s` outside `` `code` `` and `"quotes"`.
-fn split(s: &str) -> Option<(&str, &str)> {
-    let (mut tick, mut quote, mut escaped) = (false, false, false);
-    for (i, c) in s.char_indices() {
-        match c {
-            _ if escaped => escaped = false,
-            '\\' if quote => escaped = true,
-            '`' if !quote => tick = !tick,
-            '"' if !tick => quote = !quote,
-            ':' if !tick && !quote && s[i + 1..].starts_with(' ') => {
-                return Some((&s[..i], &s[i + 2..]));
-            }
-            _ => {}
-        }
-    }
-    None
-}
+use crate::text::split_message as split;
 
 /// Both parts: (what changed, why and how).
 fn parts(f: &Finding) -> (&str, &str) {

@@ -74,6 +74,22 @@ fn a_type_error_stops_the_node_and_blocks_cel() {
     assert_eq!(o.not_evaluated[0].rule, "*");
 }
 
+/// `nullable` lets a null past the type, not past an enum without null:
+/// kube-apiserver 1.34 refuses it ("Unsupported value: null"). Found by the
+/// soundness run's witnesses (seed 42, a `number` and a map of booleans).
+#[test]
+fn a_null_on_a_nullable_field_must_still_be_one_of_its_enum_values() {
+    let s = spec(json!({
+        "a": {"type": "number", "enum": [2], "nullable": true},
+        "m": {"type": "object", "additionalProperties": {
+            "type": "boolean", "enum": [true], "nullable": true}},
+        "n": {"type": "string", "enum": ["x", null], "nullable": true}
+    }));
+    let o = run(s, json!({"spec": {"a": null, "m": {"k": null}, "n": null}}));
+    let rules: Vec<&str> = found(&o).iter().map(|(_, r)| *r).collect();
+    assert_eq!(rules, ["enum", "enum"], "{o:?}");
+}
+
 #[test]
 fn nulls_in_objects_are_dropped_or_defaulted_and_nulls_in_lists_are_errors() {
     let s = spec(json!({

@@ -157,6 +157,22 @@ pub(crate) fn effective<'a>(
     }
 }
 
+/// `enum`: the value must match one of its values as the server compares.
+fn enum_check(node: &CompiledNode, v: &Value, trail: &Trail, sink: &mut Sink) {
+    if let Some(values) = &node.enum_values
+        && !values.iter().any(|e| numbers::enum_matches(v, e))
+    {
+        sink.fail(Rule::Enum, trail, |_| {
+            let supported: Vec<String> = values.iter().map(Value::to_string).collect();
+            format!(
+                "Unsupported value: {}: supported values: {}",
+                show(v),
+                supported.join(", ")
+            )
+        });
+    }
+}
+
 /// Type, enum, numeric, string and item-count checks; `false` when the type
 /// is wrong (nothing else applies then).
 fn value_checks(node: &CompiledNode, v: &Value, trail: &Trail, sink: &mut Sink) -> bool {
@@ -168,6 +184,11 @@ fn value_checks(node: &CompiledNode, v: &Value, trail: &Trail, sink: &mut Sink) 
                     node.types.names()
                 )
             });
+        } else {
+            // `nullable` lets a null past the type, not past an enum
+            // without null (kube-apiserver 1.34: "Unsupported value:
+            // null"; tests/live/soundness.rs found it).
+            enum_check(node, v, trail, sink);
         }
         return false;
     }
@@ -182,18 +203,7 @@ fn value_checks(node: &CompiledNode, v: &Value, trail: &Trail, sink: &mut Sink) 
         });
         return false;
     }
-    if let Some(values) = &node.enum_values
-        && !values.iter().any(|e| numbers::enum_matches(v, e))
-    {
-        sink.fail(Rule::Enum, trail, |_| {
-            let supported: Vec<String> = values.iter().map(Value::to_string).collect();
-            format!(
-                "Unsupported value: {}: supported values: {}",
-                show(v),
-                supported.join(", ")
-            )
-        });
-    }
+    enum_check(node, v, trail, sink);
     match v {
         Value::Number(n) => {
             if let Some(nf) = node.numeric_format

@@ -273,6 +273,7 @@ fn an_api_server_rejection_honours_levels_and_exceptions_like_any_check() {
         location: None,
         objects: None,
         requirement: None,
+        witness: None,
     };
     let apply = |config: &str| {
         let config = Config::parse(config, "c.yaml").expect("fixture config");

@@ -447,7 +447,7 @@ fn exclusive_bounds_turned_on_are_unsafe_and_turned_off_safe() {
             check,
             Severity::Error,
             &[&format!(
-                "{} turned on: the value {limit} itself",
+                "{} turned on (e.g. `{limit}` passes the old schema and fails it): the value {limit} itself",
                 check.id()
             )],
         );
@@ -577,9 +577,11 @@ fn a_cel_finding_shows_the_rules_message() {
         Severity::Error,
         &["CEL rule added `self.size() < 5` (\"names: at most 4 \\\"chars\\\"\")"],
     );
+    // With the value that shows it failing, after the rule.
     assert_eq!(
         crd_safety::report::change_of(&f),
-        "CEL rule added `self.size() < 5` (\"names: at most 4 \\\"chars\\\"\")"
+        "CEL rule added `self.size() < 5` (\"names: at most 4 \\\"chars\\\"\") (e.g. `\"aaaaa\"` passes the old \
+schema and fails it)"
     );
 }
 

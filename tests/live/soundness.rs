@@ -62,6 +62,18 @@ struct Judged {
     /// Objects the server accepted under OLD, with its verdict after the
     /// update (`Some(message)`: refused).
     after: Vec<(Value, Option<String>)>,
+    /// The witnesses of the error findings, as created.
+    witnesses: Vec<Witnessed>,
+}
+
+/// A witness an error finding names, placed in an object, with the
+/// server's verdicts under OLD and NEW (`Some(message)`: refused).
+struct Witnessed {
+    finding: String,
+    /// The value of `spec.tN`.
+    object: Value,
+    old: Option<String>,
+    new: Option<String>,
 }
 
 /// One finding of `lint` or `diff`.
@@ -73,6 +85,9 @@ struct Finding {
     message: String,
     /// The message of the rule an `xValidations` finding is about.
     rule_message: Option<String>,
+    /// The value the finding says the old schema allows and the new
+    /// constraint refuses, at `path`.
+    witness: Option<Value>,
 }
 
 impl Judged {
@@ -119,6 +134,14 @@ struct Figures {
     refused_old_samples: Vec<String>,
     cannot_fail: usize,
     can_fail: usize,
+    /// Triples with an error finding that names a witness; witnesses, and
+    /// those the server accepted under OLD and refused under NEW.
+    witnessed_triples: usize,
+    witnesses: usize,
+    witnesses_confirmed: usize,
+    /// Witnesses below `spec.tN` that no object OLD accepted has a place
+    /// for (an item of an empty list): not judged.
+    witnesses_unplaced: usize,
     disagreements: Vec<String>,
     /// `(kind, reproduction)` of the disagreements `KNOWN_UNSOUND` tolerates.
     tolerated: Vec<(String, String)>,
@@ -137,6 +160,7 @@ impl Figures {
         self.dropped_server += batch.dropped_server;
         self.objects += batch.objects;
         self.refused_old += batch.refused_old;
+        self.witnesses_unplaced += batch.witnesses_unplaced;
         let room = 12usize.saturating_sub(self.refused_old_samples.len());
         self.refused_old_samples
             .extend(batch.refused_old_samples.into_iter().take(room));
@@ -146,8 +170,8 @@ impl Figures {
     fn line(&self) -> String {
         format!(
             "soundness vs kube-apiserver {}: {} triples, dropped {} by lint and {} by the server; \
-{} objects ({} refused under OLD); verdicts {} cannot fail, {} can fail; {} triples unsound \
-({} tolerated as KNOWN_UNSOUND); {} false alarms; {:.1} s",
+{} objects ({} refused under OLD); verdicts {} cannot fail, {} can fail ({} with a witness; \
+{} of {} witnesses confirmed, {} not placed); {} triples unsound ({} tolerated as KNOWN_UNSOUND); {} false alarms; {:.1} s",
             self.version,
             self.triples,
             self.dropped_lint,
@@ -156,6 +180,10 @@ impl Figures {
             self.refused_old,
             self.cannot_fail,
             self.can_fail,
+            self.witnessed_triples,
+            self.witnesses_confirmed,
+            self.witnesses,
+            self.witnesses_unplaced,
             self.disagreements.len() + self.tolerated.len(),
             self.tolerated.len(),
             self.false_alarms,
@@ -276,6 +304,7 @@ fn findings_by_triple(report: &Value) -> (BTreeMap<usize, Vec<Finding>>, Vec<Str
                 path,
                 message,
                 rule_message: f["new"]["message"].as_str().map(str::to_string),
+                witness: f.get("witness").cloned(),
             };
             for n in named {
                 by_triple.entry(n).or_default().push(finding.clone());
@@ -283,6 +312,90 @@ fn findings_by_triple(report: &Value) -> (BTreeMap<usize, Vec<Finding>>, Vec<Str
         }
     }
     (by_triple, unattributed)
+}
+
+/// Dry-run names of witnesses start here (`o-N-J`), apart from the
+/// generated objects'.
+const WITNESS_NAMES: usize = 1000;
+
+/// The value of `spec.tN` that holds `witness` at the finding's `path`
+/// (`^.spec.tN`, then `.field`, `[*]` and `{*}` steps): put into the first
+/// of `kept` (objects the server accepted under OLD) that has that place,
+/// so its siblings and list neighbours stay as OLD accepted them. A
+/// witness of `^.spec.tN` itself needs none. `None` when no object has the
+/// place (an item of an empty list), or for a path this cannot read.
+fn placed(path: &str, witness: &Value, kept: &[Value]) -> Option<Value> {
+    let rest = path.strip_prefix("^.spec.t")?;
+    let rest = rest.trim_start_matches(|c: char| c.is_ascii_digit());
+    let mut steps = Vec::new();
+    let mut rest = rest;
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix("[*]") {
+            steps.push(None);
+            rest = r;
+        } else if let Some(r) = rest.strip_prefix("{*}") {
+            steps.push(Some(None));
+            rest = r;
+        } else if let Some(r) = rest.strip_prefix('.') {
+            let end = r.find(['.', '[', '{']).unwrap_or(r.len());
+            steps.push(Some(Some(r[..end].to_string())));
+            rest = &r[end..];
+        } else {
+            return None;
+        }
+    }
+    if steps.is_empty() {
+        return Some(witness.clone());
+    }
+    // The place exists: every step but the last leads somewhere, and the
+    // last is a field of an object or an element of a non-empty container.
+    fn has_place(steps: &[Option<Option<String>>], v: &Value) -> bool {
+        let Some((step, more)) = steps.split_first() else {
+            return true;
+        };
+        let next = match step {
+            None => v.as_array().and_then(|a| a.first()),
+            Some(None) => v.as_object().and_then(|o| o.values().next()),
+            Some(Some(_)) if more.is_empty() => return v.is_object(),
+            Some(Some(field)) => v.get(field),
+        };
+        next.is_some_and(|n| has_place(more, n))
+    }
+    let base = kept.iter().find(|k| has_place(&steps, k))?;
+    fn put(steps: &[Option<Option<String>>], w: &Value, base: Option<&Value>) -> Value {
+        let Some((step, more)) = steps.split_first() else {
+            return w.clone();
+        };
+        match step {
+            // List items: the first item replaced, or a list of one.
+            None => {
+                let mut list = base.and_then(Value::as_array).cloned().unwrap_or_default();
+                match list.first_mut() {
+                    Some(first) => *first = put(more, w, Some(&first.clone())),
+                    None => list.push(put(more, w, None)),
+                }
+                Value::Array(list)
+            }
+            // Map values: the first value replaced, or a map of one.
+            Some(None) => {
+                let mut map = base.and_then(Value::as_object).cloned().unwrap_or_default();
+                match map.values_mut().next() {
+                    Some(first) => *first = put(more, w, Some(&first.clone())),
+                    None => {
+                        map.insert("k".to_string(), put(more, w, None));
+                    }
+                }
+                Value::Object(map)
+            }
+            Some(Some(field)) => {
+                let mut map = base.and_then(Value::as_object).cloned().unwrap_or_default();
+                let below = put(more, w, map.get(field));
+                map.insert(field.clone(), below);
+                Value::Object(map)
+            }
+        }
+    }
+    Some(put(&steps, witness, Some(base)))
 }
 
 /// The objects of a batch CRD, in `default`.
@@ -504,6 +617,26 @@ async fn run_batch(
     let (mut findings, unattributed) = findings_by_triple(&report);
     figures.unattributed.extend(unattributed);
 
+    // Each witness, placed in an object OLD accepted, while OLD is served.
+    let mut witness_work: Vec<(usize, usize, Value)> = Vec::new();
+    let mut witness_of: Vec<String> = Vec::new();
+    for (i, fs) in &findings {
+        let kept_here = kept.get(i).map(Vec::as_slice).unwrap_or_default();
+        for f in fs.iter().filter(|f| f.severity == "error") {
+            let Some(w) = f.witness.as_ref() else {
+                continue;
+            };
+            match placed(&f.path, w, kept_here) {
+                Some(object) => {
+                    witness_work.push((*i, WITNESS_NAMES + witness_of.len(), object));
+                    witness_of.push(format!("{} {}: {}", f.check, f.path, f.message));
+                }
+                None => figures.witnesses_unplaced += 1,
+            }
+        }
+    }
+    let witness_old = dry_run_all(&api, &kind, witness_work.clone()).await;
+
     // NEW on the server; then each kept object again.
     write_batch(client, plural, &mut batch, true, &mut dropped_new).await;
     figures.dropped_server += dropped_new.len();
@@ -522,6 +655,21 @@ async fn run_batch(
     for ((i, _, object), verdict) in work.into_iter().zip(verdicts) {
         after.entry(i).or_default().push((object, verdict));
     }
+    let witness_new = dry_run_all(&api, &kind, witness_work.clone()).await;
+    let mut witnesses: BTreeMap<usize, Vec<Witnessed>> = BTreeMap::new();
+    let verdicts = witness_work
+        .into_iter()
+        .zip(witness_of)
+        .zip(witness_old)
+        .zip(witness_new);
+    for ((((i, _, object), finding), old), new) in verdicts {
+        witnesses.entry(i).or_default().push(Witnessed {
+            finding,
+            object,
+            old,
+            new,
+        });
+    }
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     // Best effort: the next batches need the server's attention more.
     let _ = crds
@@ -536,6 +684,7 @@ async fn run_batch(
             triple,
             findings: findings.remove(&index).unwrap_or_default(),
             after: after.remove(&index).unwrap_or_default(),
+            witnesses: witnesses.remove(&index).unwrap_or_default(),
         })
         .collect();
     (judged, figures)
@@ -611,6 +760,7 @@ async fn run_on(plane: &ControlPlane, seed: u64, cases: usize, prefix: &str) -> 
             j.after.iter().filter(|(_, v)| v.is_some()).collect();
         if j.can_fail() {
             figures.can_fail += 1;
+            figures.witnessed_triples += usize::from(!j.witnesses.is_empty());
             if refused.is_empty() && !j.after.is_empty() {
                 figures.false_alarms += 1;
                 *figures
@@ -620,6 +770,29 @@ async fn run_on(plane: &ControlPlane, seed: u64, cases: usize, prefix: &str) -> 
             }
         } else {
             figures.cannot_fail += 1;
+        }
+        // A witness must pass OLD and fail NEW on the server.
+        for w in &j.witnesses {
+            figures.witnesses += 1;
+            let how = match (&w.old, &w.new) {
+                (None, Some(_)) => {
+                    figures.witnesses_confirmed += 1;
+                    continue;
+                }
+                (Some(_), _) => "the witness is refused under OLD",
+                (None, None) => "the witness is accepted under NEW",
+            };
+            figures.disagreements.push(format!(
+                "WITNESS t{} {} (seed {seed:#x}): {how}\n    old:     {}\n    new:     {}\n    witness: {}\n    \
+server:  {}\n    ours:    {}",
+                j.index,
+                j.triple.kind(),
+                j.triple.old,
+                j.triple.new,
+                w.object,
+                w.old.as_deref().or(w.new.as_deref()).unwrap_or("accepted"),
+                w.finding,
+            ));
         }
         // One reproduction per triple: its first unsound refusal, and how
         // many objects more the server refused for the same reason.
@@ -811,6 +984,28 @@ async fn larger_soundness_run() {
         failures.len(),
         failures.join("\n")
     );
+}
+
+#[test]
+fn witnesses_are_placed_where_their_finding_points() {
+    let w = json!(7);
+    assert_eq!(placed("^.spec.t3", &w, &[]), Some(json!(7)));
+    let kept = [json!([]), json!([{"a": 1, "b": 2}, {"a": 3}])];
+    assert_eq!(
+        placed("^.spec.t3[*].a", &w, &kept),
+        Some(json!([{"a": 7, "b": 2}, {"a": 3}]))
+    );
+    // No kept object has an item to put it in.
+    assert_eq!(placed("^.spec.t3[*].a", &w, &kept[..1]), None);
+    assert_eq!(
+        placed("^.spec.t3{*}", &w, &[json!({"x": 1})]),
+        Some(json!({"x": 7}))
+    );
+    assert_eq!(
+        placed("^.spec.t3.x", &w, &[json!({"y": 5})]),
+        Some(json!({"y": 5, "x": 7}))
+    );
+    assert_eq!(placed("^.spec.sentinel", &w, &[]), None);
 }
 
 #[test]

@@ -130,7 +130,7 @@ fn github_output_annotates_each_finding_on_its_line() {
     assert_eq!(r.code, 1, "{}", r.stderr);
     let lines: Vec<&str> = r.stdout.lines().collect();
     assert!(lines.contains(
-        &"::error file=examples/widgets/new.yaml,line=35,col=17,title=crd-safety minimum%3A widgets.example.com v1 ^.spec.size::minimum raised 1 -> 2: objects outside the new bound cannot be created again as they are (GitOps re-sync, restore) and are rejected by updates that touch the field; updates that leave it unchanged still succeed on Kubernetes 1.30+ (validation ratcheting), not before; check the stored objects first (apply-check --objects)"
+        &"::error file=examples/widgets/new.yaml,line=35,col=17,title=crd-safety minimum%3A widgets.example.com v1 ^.spec.size::minimum raised 1 -> 2 (e.g. `1` passes the old schema and fails it): objects outside the new bound cannot be created again as they are (GitOps re-sync, restore) and are rejected by updates that touch the field; updates that leave it unchanged still succeed on Kubernetes 1.30+ (validation ratcheting), not before; check the stored objects first (apply-check --objects)"
     ), "{}", r.stdout);
     // A CRD-wide finding points at its spec node: the removed version entry.
     assert_has(
@@ -217,7 +217,7 @@ fn a_corpus_pair_is_placed_on_its_lines_in_sarif_and_github_output() {
     let r = run(&["diff", CORPUS_OLD, CORPUS_NEW, "-o", "github"], None);
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stdout.contains(&format!(
-        "::error file={file},line=3191,col=17,title=crd-safety minItems%3A httproutes.gateway.networking.k8s.io v1 ^.spec.rules::minItems 1 added: "
+        "::error file={file},line=3191,col=17,title=crd-safety minItems%3A httproutes.gateway.networking.k8s.io v1 ^.spec.rules::minItems 1 added (e.g. `[]` passes the old schema and fails it): "
     )));
     // Every annotation is one line: nothing in a message breaks the command.
     for line in r.stdout.lines() {
@@ -297,7 +297,9 @@ fn a_baseline_passes_until_a_finding_changes_again() {
     assert!(
         again
             .stdout
-            .contains("  baselined: minimum v1 ^.spec.size (minimum raised 1 -> 2)")
+            .contains(
+                "  baselined: minimum v1 ^.spec.size (minimum raised 1 -> 2 (e.g. `1` passes the old schema and fails it))"
+            )
     );
     assert!(
         again

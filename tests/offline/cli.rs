@@ -646,3 +646,100 @@ fn the_output_schema_refuses_a_report_that_drifted() {
     let errors = support::contract::violations(&report);
     assert_eq!(errors.len(), 2, "{errors:#?}");
 }
+
+/// A CRD with `spec` as given, for the witness tests.
+fn crd_with_spec(spec: Value) -> String {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gauges.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"kind": "Gauge", "plural": "gauges"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object",
+                    "properties": {"spec": spec}}}}]}})
+    .to_string()
+}
+
+fn gauge_spec() -> Value {
+    json!({"type": "object", "properties": {
+        "size": {"type": "integer", "minimum": 0, "maximum": 10},
+        "name": {"type": "string", "maxLength": 8},
+        "label": {"type": "string"}}})
+}
+
+/// An error about a new rule or a tightened keyword names a value that the
+/// old schema allows and the new one refuses, so a reviewer can check it
+/// at once; the JSON report carries the whole value.
+#[test]
+fn errors_name_a_value_the_old_schema_allows_and_the_change_refuses() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = temp_file(&dir, "old.json", &crd_with_spec(gauge_spec()));
+    let mut new_spec = gauge_spec();
+    new_spec["properties"]["name"]["maxLength"] = json!(4);
+    new_spec["x-kubernetes-validations"] = json!([
+        {"rule": "!has(self.size) || self.size < 10", "message": "size below 10"},
+        // Fails only on a value no candidate is: an error without a witness.
+        {"rule": "!has(self.label) || self.label != 'ab' + 'cd'"},
+    ]);
+    let new = temp_file(&dir, "new.json", &crd_with_spec(new_spec));
+    let r = run(&["diff", &old, &new], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    insta::assert_snapshot!("witness_table", relative(&r.stdout, &dir));
+
+    let report = run(&["diff", &old, &new, "-o", "json"], None).json();
+    let findings = report["crds"][0]["findings"].as_array().expect("findings");
+    let witness = |check: &str, part: &str| {
+        findings
+            .iter()
+            .find(|f| {
+                f["check"] == check && f["message"].as_str().is_some_and(|m| m.contains(part))
+            })
+            .unwrap_or_else(|| panic!("no {check} finding with {part}: {findings:#?}"))
+            .get("witness")
+            .cloned()
+    };
+    assert_eq!(
+        witness("xValidations", "self.size < 10"),
+        Some(json!({"size": 10}))
+    );
+    assert_eq!(
+        witness("maxLength", "maxLength lowered"),
+        Some(json!("aaaaaaaa"))
+    );
+    assert_eq!(witness("xValidations", "'ab' + 'cd'"), None);
+    assert!(support::contract::violations(&report).is_empty());
+}
+
+/// A new default is what stored objects without the field read as: the
+/// rule that refuses it is shown failing on an object without the field.
+#[test]
+fn a_witness_reads_the_object_through_the_new_defaults() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = |new: bool| {
+        let mut s = json!({"type": "object", "properties": {
+            "level": {"type": "integer", "enum": [1, 3, 5]}}});
+        if new {
+            s["properties"]["level"] =
+                json!({"type": "integer", "enum": [0, 1, 3, 5], "default": 0});
+            s["x-kubernetes-validations"] = json!([{"rule": "self.level > 0"}]);
+        }
+        crd_with_spec(s)
+    };
+    let old = temp_file(&dir, "old.json", &spec(false));
+    let new = temp_file(&dir, "new.json", &spec(true));
+    let report = run(&["diff", &old, &new, "-o", "json"], None).json();
+    let rule = report["crds"][0]["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|f| f["check"] == "xValidations")
+        .expect("the rule is reported");
+    assert_eq!(rule["severity"], "error");
+    assert_eq!(rule["witness"], json!({}));
+    assert!(
+        rule["message"].as_str().is_some_and(|m| m.starts_with(
+            "CEL rule added `self.level > 0` (e.g. `{}` passes the old schema and fails it): "
+        )),
+        "{rule}"
+    );
+}

@@ -212,6 +212,9 @@ const AUDIT_ERRORS: &[(&str, usize)] = &[
 #[derive(Default)]
 struct Audit {
     errors: BTreeMap<String, usize>,
+    /// Of those, the ones that name a witness (a value the old schema
+    /// allows and the new one refuses): they change only the message.
+    witnessed: BTreeMap<String, usize>,
     unsafe_crds: usize,
     unsafe_pairs: usize,
 }
@@ -227,6 +230,9 @@ impl Audit {
             let mut crd_unsafe = false;
             for f in errors {
                 *self.errors.entry(f.check.id().to_string()).or_default() += 1;
+                if f.witness.is_some() {
+                    *self.witnessed.entry(f.check.id().to_string()).or_default() += 1;
+                }
                 crd_unsafe = true;
             }
             self.unsafe_crds += usize::from(crd_unsafe);
@@ -247,7 +253,10 @@ impl Audit {
             self.unsafe_pairs
         );
         for (check, n) in &self.errors {
-            out.push_str(&format!("  {check:<24} {n}\n"));
+            match self.witnessed.get(check) {
+                Some(w) => out.push_str(&format!("  {check:<24} {n} ({w} with a witness)\n")),
+                None => out.push_str(&format!("  {check:<24} {n}\n")),
+            }
         }
         out
     }

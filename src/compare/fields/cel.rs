@@ -6,6 +6,7 @@ use super::{FieldCheck, Node};
 use crate::cel::partial::cannot_fail_given;
 use crate::compare::Severity;
 use crate::compare::messages::{TIGHTENED, TIGHTENED_FIX};
+use crate::compare::witness;
 use crate::json::json_eq;
 
 impl Node<'_, '_> {
@@ -54,6 +55,14 @@ impl Node<'_, '_> {
                 self.field_path.segments().is_empty(),
             );
             let severity = Severity::info_if(harmless.is_some());
+            // An error names a value that shows it, when one is found. Not
+            // at the root, whose rules read the object's metadata.
+            let witness =
+                if harmless.is_none() && !transition && !self.field_path.segments().is_empty() {
+                    witness::for_rule(self.old, self.new, &rule.raw)
+                } else {
+                    None
+                };
             let kind = if let Some(why) = &harmless {
                 format!(
                     "it cannot fail on any object valid under the old schema ({}), so stored objects and their \
@@ -69,12 +78,17 @@ fails it is rejected"
             };
             let what = if pair {
                 format!(
-                    "CEL rule changed `{}` -> {}",
+                    "CEL rule changed `{}` -> {}{}",
                     short_rule(&removed[0].rule),
-                    rule.shown()
+                    rule.shown(),
+                    witness::shown(witness.as_ref())
                 )
             } else {
-                format!("CEL rule added {}", rule.shown())
+                format!(
+                    "CEL rule added {}{}",
+                    rule.shown(),
+                    witness::shown(witness.as_ref())
+                )
             };
             let old = if pair {
                 Some(removed[0].raw.clone())
@@ -93,6 +107,7 @@ fails it is rejected"
                 old.as_ref(),
                 Some(&rule.raw),
             );
+            self.witnessed(witness);
         }
         if !pair && !self.ctx.options.x_validations_allow_removal {
             for rule in &removed {

@@ -174,6 +174,13 @@ impl Node<'_, '_> {
         self.emit_at(path, check, severity, message, old, new);
     }
 
+    /// Puts `witness` on the finding just emitted.
+    fn witnessed(&mut self, witness: Option<Value>) {
+        if let Some(f) = self.out.last_mut() {
+            f.witness = witness;
+        }
+    }
+
     /// [`Node::emit`] for a path below this node (a removed child).
     fn emit_at(
         &mut self,

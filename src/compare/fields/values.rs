@@ -7,10 +7,12 @@ use super::{FieldCheck, Node};
 use crate::compare::Check;
 use crate::compare::Severity;
 use crate::compare::messages::{TIGHTENED, TIGHTENED_FIX, list};
+use crate::compare::witness;
 use crate::json::{json_eq, short, show};
 use crate::openapi::formats::{Format, NumericFormat};
 use crate::openapi::numbers::{self, GoNum};
 use crate::re2::compile_go;
+use crate::validate::Rule;
 
 use crate::re2::language as pattern_language;
 
@@ -25,16 +27,21 @@ impl Node<'_, '_> {
         let old_vals = o.as_ref().and_then(Value::as_array).unwrap_or(&empty);
         let new_vals = n.as_ref().and_then(Value::as_array).unwrap_or(&empty);
         match (&o, &n) {
-            (None, Some(_)) => self.emit(
-                c.check,
-                Severity::Error,
-                format!(
-                    "enum restriction added {}: objects with any other value {TIGHTENED}; {TIGHTENED_FIX}",
-                    list(&new_vals.iter().collect::<Vec<_>>())
-                ),
-                None,
-                n.as_ref(),
-            ),
+            (None, Some(_)) => {
+                let witness = witness::for_keyword(self.old, self.new, &[Rule::Enum]);
+                self.emit(
+                    c.check,
+                    Severity::Error,
+                    format!(
+                        "enum restriction added {}{}: objects with any other value {TIGHTENED}; {TIGHTENED_FIX}",
+                        list(&new_vals.iter().collect::<Vec<_>>()),
+                        witness::shown(witness.as_ref())
+                    ),
+                    None,
+                    n.as_ref(),
+                );
+                self.witnessed(witness);
+            }
             (Some(_), None) => {} // restriction lifted: safe
             _ => {
                 let removed: Vec<&Value> = old_vals
@@ -152,6 +159,7 @@ this field may meet values they do not know",
             "objects outside the new bound",
             o.as_ref(),
             n.as_ref(),
+            refusing_rule(kw),
             meets,
         );
     }
@@ -209,6 +217,10 @@ here (\"{kw} value must be of type {typed}\"); {before}; {TIGHTENED_FIX}",
     /// Reports a tightened constraint: an error, unless every value the old
     /// schema allows at this node is one of a few (an enum) and each meets
     /// the new constraint, so no stored object can fail it.
+    /// `refused_by` is the validation of NEW that refuses a failing value:
+    /// an error names one such value the old schema allows, when the
+    /// search finds one.
+    #[allow(clippy::too_many_arguments)]
     fn tightened(
         &mut self,
         check: Check,
@@ -216,8 +228,10 @@ here (\"{kw} value must be of type {typed}\"); {before}; {TIGHTENED_FIX}",
         failing: &str,
         old: Option<&Value>,
         new: Option<&Value>,
+        refused_by: Rule,
         meets: impl Fn(&Value) -> bool,
     ) {
+        let mut witness = None;
         let (severity, message) = match self.old_values() {
             Some(values) if values.iter().all(meets) => (
                 Severity::Info,
@@ -226,12 +240,19 @@ here (\"{kw} value must be of type {typed}\"); {before}; {TIGHTENED_FIX}",
                     list(&values.iter().collect::<Vec<_>>())
                 ),
             ),
-            _ => (
-                Severity::Error,
-                format!("{what}: {failing} {TIGHTENED}; {TIGHTENED_FIX}"),
-            ),
+            _ => {
+                witness = witness::for_keyword(self.old, self.new, &[refused_by]);
+                (
+                    Severity::Error,
+                    format!(
+                        "{}: {failing} {TIGHTENED}; {TIGHTENED_FIX}",
+                        witness::after_change(&what, witness.as_ref())
+                    ),
+                )
+            }
         };
         self.emit(check, severity, message, old, new);
+        self.witnessed(witness);
     }
 
     /// The values the old schema allows at this node, when they are few:
@@ -293,6 +314,7 @@ object can fail it"
             "objects whose value does not fit",
             o.as_ref(),
             n.as_ref(),
+            Rule::Format,
             |v| v.as_number().is_some_and(|x| numeric.fits(x)),
         );
     }
@@ -328,6 +350,7 @@ object can fail it"
                 "objects holding it",
                 Some(&Value::Bool(false)),
                 Some(&Value::Bool(true)),
+                refusing_rule(bound),
                 |v| v.as_f64().is_some_and(|x| Some(x) != limit),
             );
         }
@@ -379,6 +402,7 @@ multiple of 1, so no stored object can fail it",
             "objects whose value is not a multiple of the new one",
             o.as_ref(),
             n.as_ref(),
+            Rule::MultipleOf,
             // Before and from 1.36: natively (the factor truncated) for
             // integers, and as a plain number.
             |v| {
@@ -456,6 +480,7 @@ multiple of 1, so no stored object can fail it",
             failing,
             o.as_ref(),
             n.as_ref(),
+            Rule::Pattern,
             |v| matches!((&matcher, v.as_str()), (Some(m), Some(s)) if m.is_match(s)),
         );
     }
@@ -503,6 +528,7 @@ multiple of 1, so no stored object can fail it",
                 "objects whose value does not conform",
                 o.as_ref(),
                 n.as_ref(),
+                Rule::Format,
                 |v| matches!((format, v.as_str()), (Some(f), Some(s)) if f.is_valid(s)),
             );
             return;
@@ -518,6 +544,21 @@ so this only changes what clients and generated code expect",
             )
         };
         self.emit(c.check, severity, message, o.as_ref(), n.as_ref());
+    }
+}
+
+/// The validation of the new schema that refuses a value outside a bound
+/// keyword (or the bound an exclusive flag applies to).
+fn refusing_rule(kw: &str) -> Rule {
+    match kw {
+        "minimum" | "exclusiveMinimum" => Rule::Minimum,
+        "maximum" | "exclusiveMaximum" => Rule::Maximum,
+        "minLength" => Rule::MinLength,
+        "maxLength" => Rule::MaxLength,
+        "minItems" => Rule::MinItems,
+        "maxItems" => Rule::MaxItems,
+        "minProperties" => Rule::MinProperties,
+        _ => Rule::MaxProperties,
     }
 }
 
