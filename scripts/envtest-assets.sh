@@ -257,7 +257,23 @@ if [[ ${#k8s_commands[@]} -gt 0 ]]; then
 fi
 
 # ---- etcd ----------------------------------------------------------------------
-if ! ev="$("$BIN/etcd" --version 2>/dev/null)" || [[ "$ev" != *"etcd Version: ${ETCD_VERSION#v}"* ]]; then
+etcd_ok() { local ev; ev="$("$1" --version 2>/dev/null)" && [[ "$ev" == *"etcd Version: ${ETCD_VERSION#v}"* ]]; }
+# Every Kubernetes version runs the same etcd: take it from another version's
+# directory when one has it (a hard link, or a copy across file systems)
+# rather than link it again (about a minute of a cold CI run per version).
+if ! etcd_ok "$BIN/etcd"; then
+    for other in "$CACHE_ROOT"/k8s-*/bin/etcd; do
+        [[ "$other" != "$BIN/etcd" ]] && etcd_ok "$other" || continue
+        tmp="$BIN/.etcd.tmp.$$"
+        TMPFILES+=("$tmp")
+        if ln -f "$other" "$tmp" 2>/dev/null || cp -f "$other" "$tmp"; then
+            mv -f "$tmp" "$BIN/etcd"
+            log "etcd $ETCD_VERSION taken from $(dirname "$other")"
+            break
+        fi
+    done
+fi
+if ! etcd_ok "$BIN/etcd"; then
     W="$BASE/work/etcd"
     mkdir -p "$W"
     cd "$W"

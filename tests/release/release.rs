@@ -4,9 +4,14 @@
 //! plugin from that manifest and archive; and kubectl runs it.
 //!
 //! The first run builds the release binary for `x86_64-unknown-linux-musl`
-//! (about 5 minutes on two cores; the script adds the Rust target). Without
-//! it, or without Go for krew, the test is skipped with a notice, except
-//! with `CI=true`.
+//! (the script adds the Rust target). Without it, or without Go for krew,
+//! the test is skipped with a notice, except with `CI=true`.
+//!
+//! The build here leaves out the release profile's whole-program
+//! optimisation (`lto = "fat"`, one codegen unit): nothing this test checks
+//! (the archive, static linking, the manifests, krew's install) depends on
+//! it, and it costs minutes of every CI run. The release workflow
+//! runs `scripts/release.sh` with the profile as Cargo.toml sets it.
 
 use crate::support;
 use crate::support::runs::assert_has;
@@ -24,6 +29,8 @@ fn in_ci() -> bool {
 /// toolchain cannot be installed here.
 fn release(out: &Path) -> Option<PathBuf> {
     let run = Command::new("bash")
+        .env("CARGO_PROFILE_RELEASE_LTO", "false")
+        .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16")
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/release.sh"))
         .arg("--out")
         .arg(out)
