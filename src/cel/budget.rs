@@ -41,6 +41,14 @@ pub struct RuleCost {
     pub per_call: u64,
     /// How many times it can run in one object.
     pub runs: u64,
+    /// The sizes its worst case takes: the lists and maps above its node
+    /// (how often it runs), then what it reads (`^.spec.s: 100,000
+    /// characters`); a node no keyword bounds is sized by the request
+    /// limit, as the estimator sizes it.
+    pub sizes: Vec<String>,
+    /// Every size it takes is declared (`maxItems`, `maxLength`,
+    /// `maxProperties`, an enum, a format), none is the request limit.
+    pub bounded: bool,
 }
 
 impl RuleCost {
@@ -59,12 +67,6 @@ impl RuleCost {
 pub struct ObjectCost {
     /// Every rule that parses, in schema order.
     pub rules: Vec<RuleCost>,
-    /// The size bounds the worst case takes, in schema order
-    /// (`^.spec.items: 1,000 items`), of the nodes on the way to a rule,
-    /// the rules' own and those below them (which a rule may read); a node
-    /// no keyword bounds is sized by the request limit, as the estimator
-    /// sizes it.
-    pub sizes: Vec<String>,
 }
 
 impl ObjectCost {
@@ -72,6 +74,17 @@ impl ObjectCost {
     pub fn total(&self) -> u64 {
         self.rules
             .iter()
+            .fold(0u64, |t, r| t.saturating_add(r.total()))
+    }
+
+    /// The costs of the rules whose sizes are all declared. A rule sized
+    /// by the request limit is costed as if the whole request were its
+    /// node, and several such rules cannot all have that at once: their
+    /// sum bounds the cost, but no single object reaches it.
+    pub fn bounded_total(&self) -> u64 {
+        self.rules
+            .iter()
+            .filter(|r| r.bounded)
             .fold(0u64, |t, r| t.saturating_add(r.total()))
     }
 }
@@ -85,7 +98,7 @@ pub fn worst_case(root: &Obj, minor: u32) -> ObjectCost {
         &FieldPath::root(),
         Some(1),
         true,
-        false,
+        &[],
         minor,
         &mut out,
     );
@@ -142,42 +155,37 @@ fn children(s: &Obj) -> Vec<(Step<'_>, &Obj)> {
     out
 }
 
-/// Adds the rules of `s` and below to `out`. `read` says a rule above
-/// may read `s` (its sizes then shape the worst case too).
+/// How a size reads in a message.
+fn size_text(path: &str, max: u64, unit: &str, bounded: bool) -> String {
+    if bounded {
+        format!("{path}: {} {unit}", thousands(max))
+    } else {
+        format!("{path}: as many {unit} as fit in a request")
+    }
+}
+
+/// Adds the rules of `s` and below to `out`. `chain` holds the sizes of
+/// the lists and maps above `s`.
 fn walk(
     s: &Obj,
     path: &FieldPath,
     cardinality: Option<u64>,
     resource_root: bool,
-    read: bool,
+    chain: &[String],
     minor: u32,
     out: &mut ObjectCost,
 ) {
-    let here = has_rules(s);
-    if !read && !rules_below(s) {
+    if !rules_below(s) {
         return;
-    }
-    let bound = children_bound(s);
-    if let Some((what, b)) = bound {
-        out.sizes.push(match b {
-            Some(n) => format!("{path}: {} {what}", thousands(n)),
-            None => format!("{path}: as many {what} as fit in a request"),
-        });
-    }
-    let is_string = s.get("type").and_then(Value::as_str) == Some("string");
-    if is_string && (read || here) {
-        out.sizes.push(match bound_of(s, "maxLength") {
-            Some(n) => format!("{path}: {} characters", thousands(n)),
-            None => format!("{path}: as long as fits in a request"),
-        });
     }
     let embedded = s
         .get("x-kubernetes-embedded-resource")
         .and_then(Value::as_bool)
         == Some(true);
     let decl = Decl::of(s, resource_root || embedded).map(|d| d.judged_by(minor).at_runtime());
-    if let (true, Some(decl)) = (here, decl) {
+    if let (true, Some(decl)) = (has_rules(s), decl) {
         let runs = cardinality.unwrap_or_else(|| max_cardinality(decl.min_size()));
+        let here = path.to_string();
         for rule in arr_of(s, "x-kubernetes-validations") {
             let Some(src) = rule.get("rule").and_then(Value::as_str) else {
                 continue;
@@ -191,13 +199,40 @@ fn walk(
             let e = normalize(&expr, &mut next);
             let checked = check(&e, Ty::of(decl), optional_old_self);
             let est = estimate(&e, &checked, decl, minor);
+            // No estimate (a rule that does not type-check here): the
+            // CRD validation reports it; no figure to add.
+            if est.cost.max == u64::MAX {
+                continue;
+            }
+            let mut sizes = chain.to_vec();
+            for r in &est.read {
+                // `self.a[*]` from the rule's node: `^.spec.a[*]`.
+                let at = format!("{here}{}", r.path.strip_prefix("self").unwrap_or(&r.path));
+                let text = size_text(&at, r.max, r.unit, r.bounded);
+                if !sizes.contains(&text) {
+                    sizes.push(text);
+                }
+            }
             out.rules.push(RuleCost {
-                path: path.to_string(),
+                path: here.clone(),
                 rule: src.to_string(),
                 per_call: est.cost.max,
                 runs,
+                sizes,
+                bounded: cardinality.is_some() && est.read.iter().all(|r| r.bounded),
             });
         }
+    }
+    let bound = children_bound(s);
+    let mut chain = chain.to_vec();
+    if let Some((what, b)) = bound {
+        let unit = if what == "items" { "items" } else { "entries" };
+        chain.push(size_text(
+            &path.to_string(),
+            b.unwrap_or_default(),
+            unit,
+            b.is_some(),
+        ));
     }
     let per_value = match bound {
         Some((_, b)) => b,
@@ -210,7 +245,7 @@ fn walk(
             Step::Items => path.items(),
             Step::MapValues => path.map_values(),
         };
-        walk(child, &below, child_card, false, read || here, minor, out);
+        walk(child, &below, child_card, false, &chain, minor, out);
     }
 }
 
@@ -245,7 +280,7 @@ mod tests {
         // The square: a tenfold list costs about a hundredfold.
         let ratio = large.total() as f64 / small.total() as f64;
         assert!((80.0..=110.0).contains(&ratio), "{ratio}");
-        assert!(small.sizes.contains(&"^.spec.xs: 10 items".to_string()));
+        assert_eq!(small.rules[0].sizes, ["^.spec.xs: 10 items"]);
     }
 
     #[test]
@@ -277,7 +312,7 @@ mod tests {
         assert_eq!(c.rules[0].path, "^.rows[*].cells[*]");
         assert_eq!(c.total(), 600 * c.rules[0].per_call);
         assert_eq!(
-            c.sizes,
+            c.rules[0].sizes,
             [
                 "^.rows: 20 items",
                 "^.rows[*].cells: 30 items",
@@ -294,7 +329,12 @@ mod tests {
         }}});
         let c = cost(schema);
         assert_eq!(c.rules[0].runs, max_cardinality(1));
-        assert_eq!(c.sizes, ["^.xs: as many items as fit in a request"]);
+        assert_eq!(
+            c.rules[0].sizes,
+            ["^.xs: as many items as fit in a request"]
+        );
+        assert!(!c.rules[0].bounded);
+        assert_eq!(c.bounded_total(), 0);
     }
 
     /// The server estimates a string of 100,000 characters at 400,000
@@ -325,7 +365,9 @@ mod tests {
         // Ten times the characters, ten times the cost.
         let ratio = c.total() as f64 / cost(schema(10_000)).total() as f64;
         assert!((9.9..=10.1).contains(&ratio), "{ratio}");
-        assert_eq!(c.sizes, ["^.s: 100,000 characters"]);
+        assert_eq!(c.rules[0].sizes, ["^.s: 100,000 characters"]);
+        assert!(c.rules[0].bounded);
+        assert_eq!(c.bounded_total(), c.total());
     }
 
     #[test]

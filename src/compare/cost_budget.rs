@@ -8,10 +8,16 @@
 //! accepts can still refuse large objects ("validation failed due to running
 //! out of cost budget, no further validation rules will be run"). Stored
 //! objects are bounded by the old schema's sizes, so the new rules are
-//! costed over the new schema with each `maxItems`, `maxLength` and
-//! `maxProperties` lowered to the old one where the old is lower
+//! costed over the new schema without the fields only it declares, with
+//! each `maxItems`, `maxLength` and `maxProperties` lowered to the old one
+//! where the old is lower
 //! ([`bounded_by`]), with the server's own estimator, strings sized in
-//! characters as an evaluation counts them (`cel::budget`).
+//! characters as an evaluation counts them (`cel::budget`). A warning when
+//! the old rules stayed within the budget and the rules whose sizes are all
+//! declared pass it; info when the old rules could already pass it (the old
+//! sizes never kept objects within it), or when only rules sized by the
+//! request limit take the total past it (each is costed as if the whole
+//! request were its node, which no object is for all of them at once).
 
 use serde_json::{Value, json};
 
@@ -63,8 +69,9 @@ fn rules(s: &Schema, at: &FieldPath, out: &mut Vec<(String, String)>) {
 }
 
 /// `new` with each size bound lowered to `old`'s at the same node, where
-/// `old` bounds it lower (or only `old` does): the largest values both a
-/// stored object and the new schema allow.
+/// `old` bounds it lower (or only `old` does), and without the rules of
+/// the fields `old` does not declare: the largest values both a stored
+/// object and the new schema allow.
 pub fn bounded_by(new: &Schema, old: &Schema) -> Schema {
     let mut keywords = new.keywords.clone();
     for key in SIZES {
@@ -76,13 +83,15 @@ pub fn bounded_by(new: &Schema, old: &Schema) -> Schema {
             keywords.insert(key.to_string(), json!(o));
         }
     }
+    // A field only NEW declares is in no stored object: its rules never
+    // run on one. It stays declared, for the rules above that read it.
     let properties = new
         .properties
         .iter()
         .map(|(name, child)| {
             let child = match old.properties.get(name) {
                 Some(oc) => bounded_by(child, oc),
-                None => child.clone(),
+                None => without_rules(child),
             };
             (name.clone(), child)
         })
@@ -104,6 +113,27 @@ pub fn bounded_by(new: &Schema, old: &Schema) -> Schema {
         properties,
         items,
         additional_properties,
+    }
+}
+
+/// `s` without its rules, and its children without theirs.
+fn without_rules(s: &Schema) -> Schema {
+    let mut keywords = s.keywords.clone();
+    keywords.remove("x-kubernetes-validations");
+    Schema {
+        keywords,
+        properties: s
+            .properties
+            .iter()
+            .map(|(name, c)| (name.clone(), without_rules(c)))
+            .collect(),
+        items: s.items.as_ref().map(|i| Box::new(without_rules(i))),
+        additional_properties: match &s.additional_properties {
+            Some(AdditionalProperties::Schema(v)) => {
+                Some(AdditionalProperties::Schema(Box::new(without_rules(v))))
+            }
+            other => other.clone(),
+        },
     }
 }
 
@@ -137,14 +167,19 @@ fn judge(old: &Schema, new: &Schema) -> Option<Finding> {
         .collect();
     let costliest = added.iter().max_by_key(|r| r.total()).copied();
     let at = costliest.map_or_else(|| "^".to_string(), |r| r.path.clone());
+    // Where the old rules could already pass the budget, the old schema's
+    // sizes never kept objects within it: what is new is only how much.
+    // Where the total passes the budget only with rules sized by the
+    // request limit, no single object is known to reach it.
+    let severity = if was > RUNTIME_BUDGET || after.bounded_total() <= RUNTIME_BUDGET {
+        Severity::Info
+    } else {
+        Severity::Warning
+    };
     Some(
-        Finding::new(
-            Check::CelCostBudget,
-            Severity::Warning,
-            message(&after, was, is),
-        )
-        .at(at)
-        .values(Some(json!(was)), Some(json!(is))),
+        Finding::new(Check::CelCostBudget, severity, message(&after, was, is))
+            .at(at)
+            .values(Some(json!(was)), Some(json!(is))),
     )
 }
 
@@ -170,21 +205,39 @@ fn message(after: &ObjectCost, was: u64, is: u64) -> String {
         .collect();
     let before = if was > RUNTIME_BUDGET {
         format!(
-            "the old rules could already cost {} (above the budget too; the new ones add to it)",
+            "the old rules could already cost {}, above the budget too, so this is info: the new ones add to it",
             thousands(was)
         )
     } else {
         format!("the old rules at most {}", thousands(was))
     };
-    let sizes = match after.sizes.len() {
+    let request_sized = if after.bounded_total() > RUNTIME_BUDGET {
+        String::new()
+    } else {
+        format!(
+            "Info: the declared sizes account for only {}; the rest takes sizes only the 3 MiB request limit bounds, \
+each such rule costed as if the whole request were its node, which no object is for all of them at once. ",
+            thousands(after.bounded_total())
+        )
+    };
+    // The sizes of the costliest rules, once each.
+    let mut sizes: Vec<&str> = Vec::new();
+    for r in top.iter().take(3) {
+        for t in &r.sizes {
+            if !sizes.contains(&t.as_str()) {
+                sizes.push(t);
+            }
+        }
+    }
+    let sizes = match sizes.len() {
         0 => String::new(),
-        n @ 1..=6 => format!(" ({})", after.sizes[..n].join(", ")),
-        n => format!(" ({}, and {} more)", after.sizes[..6].join(", "), n - 6),
+        n @ 1..=6 => format!(" ({})", sizes[..n].join(", ")),
+        n => format!(" ({}, and {} more)", sizes[..6].join(", "), n - 6),
     };
     format!(
         "the rules of this version can cost up to {} in one object, above the API server's runtime budget of {} per object ({before}): \
 an object at the old schema's size bounds{sizes} can be refused on create and update with \"{OUT_OF_BUDGET}\". \
-Costliest: {}. The figures are the server's estimator with strings counted in characters, as an evaluation counts them: \
+Costliest: {}. {request_sized}The figures are the server's estimator with strings counted in characters, as an evaluation counts them: \
 an evaluation reaches them when every list and map is full, every string at its maxLength and no rule stops early \
 (`exists`, `&&`, `||`, `?:`), so a stored object is refused only if it comes that close; \
 lower maxItems, maxProperties or maxLength where the rules iterate, or make the rules cheaper",
@@ -230,6 +283,20 @@ mod tests {
         let old_bounded = schema(json!({"type": "object", "properties": {"xs": {
             "type": "array", "maxItems": 5, "items": {"type": "string", "maxLength": 3}}}}));
         let b = bounded_by(&new_unbounded, &old_bounded);
+        // A field only NEW declares is in no stored object: its rules go.
+        let with_new_field = schema(json!({"type": "object", "properties": {
+            "xs": {"type": "array", "items": {"type": "string"}},
+            "ys": {"type": "array", "items": {"type": "string",
+                "x-kubernetes-validations": [{"rule": "self.size() > 0"}]}}}}));
+        let only_old = bounded_by(&with_new_field, &old_bounded);
+        let ys = only_old.properties.get("ys").unwrap();
+        assert_eq!(
+            ys.items
+                .as_ref()
+                .unwrap()
+                .keyword("x-kubernetes-validations"),
+            None
+        );
         let xs = b.properties.get("xs").unwrap();
         assert_eq!(xs.keyword("maxItems"), Some(&json!(5)));
         assert_eq!(
@@ -256,6 +323,46 @@ mod tests {
         // The same rules over the old schema's ten items cost a
         // sixteen-hundredth: nothing to report.
         assert!(judge(&list(10, &all[..n - 1]), &list(400, &all)).is_none());
+    }
+
+    #[test]
+    fn rules_added_where_the_old_ones_could_already_pass_the_budget_are_info() {
+        let texts: Vec<String> = (0..20)
+            .map(|i| format!("self.all(x, self.all(y, x >= {i}))"))
+            .collect();
+        let all: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let f = judge(&list(400, &all[..15]), &list(400, &all)).unwrap();
+        assert_eq!(f.severity, Severity::Info);
+        assert!(
+            f.message
+                .contains("the old rules could already cost 12,030,030"),
+            "{}",
+            f.message
+        );
+    }
+
+    #[test]
+    fn rules_past_the_budget_only_at_request_sized_lists_are_info() {
+        let unbounded = |rules: &[&str]| {
+            schema(json!({"type": "object", "properties": {"xs": {
+                "type": "array",
+                "items": {"type": "integer",
+                    "x-kubernetes-validations": rules.iter().map(|r| json!({"rule": r})).collect::<Vec<_>>()},
+            }}}))
+        };
+        let f = judge(
+            &unbounded(&["self >= 0"]),
+            &unbounded(&["self >= 0", "self >= 1", "self >= 2", "self >= 3"]),
+        )
+        .unwrap();
+        assert_eq!(f.severity, Severity::Info);
+        assert!(
+            f.message.contains("the declared sizes account for only 0")
+                && f.message
+                    .contains("^.xs: as many items as fit in a request"),
+            "{}",
+            f.message
+        );
     }
 
     #[test]

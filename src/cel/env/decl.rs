@@ -184,6 +184,11 @@ impl<'s> Decl<'s> {
         }
     }
 
+    /// Whether strings are sized in characters ([`Decl::at_runtime`]).
+    pub fn counts_chars(&self) -> bool {
+        self.chars
+    }
+
     /// The type of a map's keys.
     pub fn map_key() -> Decl<'static> {
         Decl {
