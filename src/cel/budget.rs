@@ -205,7 +205,9 @@ fn walk(
                 continue;
             }
             let mut sizes = chain.to_vec();
-            for r in &est.read {
+            // A size of 0 (a map key, as the estimator sizes it) costs
+            // nothing and says nothing.
+            for r in est.read.iter().filter(|r| r.max > 0) {
                 // `self.a[*]` from the rule's node: `^.spec.a[*]`.
                 let at = format!("{here}{}", r.path.strip_prefix("self").unwrap_or(&r.path));
                 let text = size_text(&at, r.max, r.unit, r.bounded);
