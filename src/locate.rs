@@ -217,7 +217,7 @@ fn version_index(manifest: &Value, name: &str) -> Option<usize> {
 /// The schema keyword a field-level check reports on.
 fn schema_keyword(check: Check) -> Option<&'static str> {
     Some(match check {
-        Check::XValidations => "x-kubernetes-validations",
+        Check::XValidations | Check::CelCostBudget => "x-kubernetes-validations",
         Check::ListType => "x-kubernetes-list-type",
         Check::MapType => "x-kubernetes-map-type",
         Check::IntOrString => "x-kubernetes-int-or-string",

@@ -12,6 +12,20 @@ where
     format!("{n} {word}")
 }
 
+/// `10,000,000`: figures in messages grouped by thousands, as people read
+/// them.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// What a JSON value is, for "expected an object, found a list".
 pub fn value_kind(v: &Value) -> &'static str {
     match v {
@@ -141,6 +155,14 @@ pub fn split_message(s: &str) -> Option<(&str, &str)> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn figures_are_grouped_by_thousands() {
+        assert_eq!(super::thousands(0), "0");
+        assert_eq!(super::thousands(999), "999");
+        assert_eq!(super::thousands(1_000), "1,000");
+        assert_eq!(super::thousands(10_000_000), "10,000,000");
+    }
+
     use super::*;
 
     #[test]

@@ -14,6 +14,8 @@
 //! - [`functions`] and [`regex`]: the library functions whose `cel` crate
 //!   defaults differ from the API server's (Go's `regexp`, `size()` in code
 //!   points), registered once per thread;
+//! - [`budget`]: the worst-case runtime cost of all of a schema's rules
+//!   over one object, against the server's per-object budget;
 //! - [`partial`]: the abstract evaluation the comparison uses to decide
 //!   whether a new rule can fail on an object the old schema allows.
 //!
@@ -22,6 +24,7 @@
 //! an object to run them (`validate::rules`); the comparison asks
 //! [`partial`].
 
+pub mod budget;
 pub(crate) mod direct;
 pub(crate) mod env;
 pub(crate) mod functions;

@@ -128,6 +128,8 @@ catalog! {
     Description => "description", Info, "description, title, example or externalDocs changed, on a field or inside allOf/anyOf/oneOf/not: documentation only (never fails).";
     // Across versions of the new CRD.
     ConversionDataLoss => "conversionDataLoss", Error, "with conversion None, a field only one of two served versions knows is silently dropped when written through the other.";
+    // The rules of a served version together, over one object.
+    CelCostBudget => "celCostBudget", Warning, "CEL rules added or changed so that one object at the old schema's sizes can cost more than the API server's runtime budget of 10,000,000 per object, while the old rules could not: the server refuses such objects on create and update (info if the old rules could too, or if only sizes the request limit bounds take it there). A warning: the figure is reached only by an object at those sizes (see Notes on semantics).";
     // The API server's own validation of the new CRD, offline.
     InvalidCrd => "invalidCrd", Error, "the API server would refuse the new CRD itself (non-structural schema, bad default, invalid name, CEL that does not parse, ...): the apply fails.";
     // From the live cluster.

@@ -3,11 +3,13 @@
 //! [`compare_crds`] runs the CRD-level checks ([`crd_level`]), walks the
 //! schema of every version present on both sides ([`fields`]), compares the
 //! served versions of the new CRD with each other when conversion is `None`
-//! ([`cross_version`]), and reports what no check consumed as
+//! ([`cross_version`]), adds up what the rules of a version can cost in one
+//! object ([`cost_budget`]), and reports what no check consumed as
 //! `unknownChange`. It returns raw findings at their default severities;
 //! [`crate::config::Policy`] then applies the user's configuration.
 
 pub mod catalog;
+mod cost_budget;
 mod crd_level;
 mod cross_version;
 mod fields;
@@ -274,6 +276,7 @@ pub fn compare_crds(
             fields::walk(&ctx, &old_version.schema, &new_version.schema, &mut out);
         }
     }
+    cost_budget::check(old, new, &mut out);
     cross_version::check(Some(old), new, options, &mut out);
     grade_unserved_versions(old, new, stored, &mut out);
     grade_unpruned(new, &mut out);
@@ -326,9 +329,9 @@ impl Reach {
         match check {
             Required | Enum | Minimum | Maximum | MinLength | MaxLength | MinItems | MaxItems
             | MinProperties | MaxProperties | ExclusiveMinimum | ExclusiveMaximum | MultipleOf
-            | UniqueItems | Pattern | Format | XValidations | ListType | MapType | IntOrString
-            | OneOf | AnyOf | AllOf | Not | Description | Subresources | PrinterColumns
-            | SelectableFields | Deprecation => Reach::Requests,
+            | UniqueItems | Pattern | Format | XValidations | CelCostBudget | ListType
+            | MapType | IntOrString | OneOf | AnyOf | AllOf | Not | Description | Subresources
+            | PrinterColumns | SelectableFields | Deprecation => Reach::Requests,
             _ => Reach::StoredObjects,
         }
     }

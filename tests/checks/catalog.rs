@@ -1,7 +1,7 @@
 //! The catalog as a whole: one unsafe example per check, each flagged
 //! through the whole pipeline at its default severity.
 
-use crate::fields::{bound_of, bounded, object_ab, rule, with_rules};
+use crate::fields::{QUADRATIC, bound_of, bounded, object_ab, rows, rule, with_rules};
 use crate::fixtures::*;
 
 /// The smallest (old, new) pair that trips each check at its default
@@ -114,6 +114,8 @@ pub(crate) fn unsafe_example(check: Check) -> (Option<Value>, Option<Value>) {
             json!({"type": "string"}),
             with_rules(&[rule("self.size() < 5")]),
         ),
+        // Twelve rows of 400 integers, a second quadratic rule per row.
+        Check::CelCostBudget => field(rows(12, &QUADRATIC[..1]), rows(12, &QUADRATIC)),
         Check::ListType => field(
             json!({"type": "array", "items": {"type": "string"}}),
             json!({"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set"}),

@@ -556,6 +556,61 @@ fn cel(rules: &[Value]) -> Value {
     foo(with_rules(rules))
 }
 
+/// `^.spec.foo` as up to `rows` rows of at most 400 integers, each row
+/// checked by these rules. `self.all(x, self.all(y, ...))` over 400 items
+/// costs 802,002 per row by the API server's estimate: under its per-call
+/// limit of 1,000,000, and twelve rows under its per-rule limit of
+/// 10,000,000.
+pub(crate) fn rows(rows: u64, rules: &[&str]) -> Value {
+    let rules: Vec<Value> = rules.iter().map(|r| rule(r)).collect();
+    json!({"type": "array", "maxItems": rows, "items": {
+        "type": "array", "maxItems": 400,
+        "items": {"type": "integer", "minimum": 0},
+        "x-kubernetes-validations": rules
+    }})
+}
+
+pub(crate) const QUADRATIC: [&str; 2] = [
+    "self.all(x, self.all(y, x >= 0))",
+    "self.all(x, self.all(y, x >= 1))",
+];
+
+#[test]
+fn a_rule_added_past_the_per_object_cost_budget_warns() {
+    let f = flags(
+        &flagged(Check::CelCostBudget),
+        Check::CelCostBudget,
+        Severity::Warning,
+        Some("v1"),
+        Some("^.spec.foo[*]"),
+        &[
+            "can cost up to 19,248,048 in one object, above the API server's runtime budget of 10,000,000 per object (the old rules at most 9,624,024)",
+            "(^.spec.foo: 12 items, ^.spec.foo[*]: 400 items)",
+            "\"validation failed due to running out of cost budget, no further validation rules will be run\"",
+            "at ^.spec.foo[*] (9,624,024, 12 runs of 802,002)",
+        ],
+    );
+    assert_eq!(f.old, Some(json!(9_624_024)));
+    assert_eq!(f.new, Some(json!(19_248_048)));
+}
+
+/// The stored objects hold at most two rows: the new schema's twelve are
+/// for objects written after the update, and two rows cost 3,208,008.
+#[test]
+fn a_rule_added_over_a_list_the_old_schema_keeps_short_is_within_the_budget() {
+    let findings = compare(&foo(rows(2, &QUADRATIC[..1])), &foo(rows(12, &QUADRATIC)));
+    assert!(
+        findings.iter().all(|f| f.check != Check::CelCostBudget),
+        "{}",
+        dump(&findings)
+    );
+    // Unchanged rules cost what they did: nothing to report, whatever the total.
+    assert_clean(&compare(
+        &foo(rows(12, &QUADRATIC)),
+        &foo(rows(12, &QUADRATIC)),
+    ));
+}
+
 #[test]
 fn a_cel_rule_added_is_unsafe() {
     let f = example_flags_foo(

@@ -23,6 +23,7 @@ mod ci_output;
 mod cluster;
 mod completion;
 mod conversion_readiness;
+mod cost_budget;
 mod crd_size;
 mod crd_validation;
 mod exec;

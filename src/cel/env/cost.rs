@@ -125,6 +125,8 @@ struct Coster<'e, 'a> {
     /// Nodes sized by the request limit instead of a declared bound, and
     /// the keyword that would bound each.
     unbounded: std::cell::RefCell<std::collections::BTreeSet<(String, &'static str)>>,
+    /// Every node whose size the rule's cost depends on.
+    read: std::cell::RefCell<std::collections::BTreeSet<SizeRead>>,
     checked: &'e Checked<'a>,
     root: Decl<'a>,
     paths: HashMap<u64, Vec<String>>,
@@ -146,6 +148,22 @@ pub struct Estimate {
     pub cost: Range,
     /// (`self.spec.items[*]`, `maxItems`), in path order.
     pub unbounded: Vec<(String, &'static str)>,
+    /// The sizes the estimate took, in path order.
+    pub read: Vec<SizeRead>,
+}
+
+/// A node whose size a rule's cost depends on, as the estimate sized it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SizeRead {
+    /// `self.spec.items`.
+    pub path: String,
+    /// Its largest size, in `unit`.
+    pub max: u64,
+    /// `items`, `entries`, `characters` (`bytes` as the write-time
+    /// estimate sizes strings, and for `format: byte`).
+    pub unit: &'static str,
+    /// Declared by a keyword (or an enum, a format), not the request size.
+    pub bounded: bool,
 }
 
 /// The estimated cost of `expr` (normalized and checked) for a rule whose
@@ -159,6 +177,7 @@ pub fn estimate<'a>(
     let mut c = Coster {
         global_matches: minor >= GLOBAL_MATCHES_COSTED_SINCE,
         unbounded: Default::default(),
+        read: Default::default(),
         checked,
         root,
         paths: HashMap::default(),
@@ -170,6 +189,7 @@ pub fn estimate<'a>(
     Estimate {
         cost,
         unbounded: c.unbounded.into_inner().into_iter().collect(),
+        read: c.read.into_inner().into_iter().collect(),
     }
 }
 
@@ -231,6 +251,21 @@ impl<'e, 'a> Coster<'e, 'a> {
                 (_, Shape::Object) => node.field(name)?,
                 _ => return None,
             };
+        }
+        let unit = match node.shape() {
+            Shape::List(_) => Some("items"),
+            Shape::Map(_) => Some("entries"),
+            Shape::String if node.counts_chars() => Some("characters"),
+            Shape::String | Shape::Bytes => Some("bytes"),
+            _ => None,
+        };
+        if let Some(unit) = unit {
+            self.read.borrow_mut().insert(SizeRead {
+                path: render(path),
+                max: node.max_elements().max(0) as u64,
+                unit,
+                bounded: node.bounded(),
+            });
         }
         if !node.bounded() {
             let keyword = match node.shape() {

@@ -27,6 +27,10 @@ pub struct Decl<'s> {
     /// The minor version of the server that sizes it: how it sizes an
     /// int-or-string and the implied `metadata.name` changed over time.
     minor: u32,
+    /// Strings sized in characters, as cel-go sizes them when it counts a
+    /// rule's actual cost, rather than in the up to 4 bytes per character
+    /// the estimate allows ([`Decl::at_runtime`]).
+    chars: bool,
 }
 
 /// From 1.34 an int-or-string with `maxLength` is sized from it (before,
@@ -159,6 +163,7 @@ impl<'s> Decl<'s> {
         ok.then_some(Decl {
             src: Src::Schema(s, resource_root),
             minor: u32::MAX,
+            chars: false,
         })
     }
 
@@ -168,11 +173,28 @@ impl<'s> Decl<'s> {
         Decl { minor, ..self }
     }
 
+    /// The same declaration sized as an evaluation counts its actual cost:
+    /// a string of `maxLength` characters is `maxLength` long, however many
+    /// bytes they take (the estimate sizes it at 4 bytes a character). What
+    /// the worst case of a real evaluation is computed with.
+    pub fn at_runtime(self) -> Decl<'s> {
+        Decl {
+            chars: true,
+            ..self
+        }
+    }
+
+    /// Whether strings are sized in characters ([`Decl::at_runtime`]).
+    pub fn counts_chars(&self) -> bool {
+        self.chars
+    }
+
     /// The type of a map's keys.
     pub fn map_key() -> Decl<'static> {
         Decl {
             src: Src::MapKey,
             minor: u32::MAX,
+            chars: false,
         }
     }
 
@@ -185,10 +207,11 @@ impl<'s> Decl<'s> {
         if int_or_string(s) {
             return Shape::Dyn;
         }
-        let minor = self.minor;
+        let (minor, chars) = (self.minor, self.chars);
         let child = |c: &'s Obj| Decl {
             src: Src::Schema(c, embedded(c)),
             minor,
+            chars,
         };
         match str_of(s, "type") {
             "array" => match items(s) {
@@ -234,6 +257,7 @@ impl<'s> Decl<'s> {
                 Some(Decl {
                     src,
                     minor: self.minor,
+                    chars: self.chars,
                 })
             }
             Src::Schema(s, root) if matches!(self.shape(), Shape::Object) => {
@@ -243,6 +267,7 @@ impl<'s> Decl<'s> {
                             return Some(Decl {
                                 src: Src::RequestString,
                                 minor: self.minor,
+                                chars: self.chars,
                             });
                         }
                         "metadata" => {
@@ -254,6 +279,7 @@ impl<'s> Decl<'s> {
                             return Some(Decl {
                                 src: Src::ImpliedMetadata(declared),
                                 minor: self.minor,
+                                chars: self.chars,
                             });
                         }
                         _ => {}
@@ -264,7 +290,11 @@ impl<'s> Decl<'s> {
                     .get("properties")
                     .and_then(|p| p.get(&raw))
                     .and_then(Value::as_object)?;
-                Decl::of(p, embedded(p)).map(|d| d.judged_by(self.minor))
+                Decl::of(p, embedded(p)).map(|d| Decl {
+                    minor: self.minor,
+                    chars: self.chars,
+                    ..d
+                })
             }
             _ => None,
         }
@@ -333,10 +363,12 @@ impl<'s> Decl<'s> {
             _ => return 0,
         };
         let max_length = int_of(s, "maxLength");
+        // Characters to bytes, for the estimate.
+        let per_char = if self.chars { 1 } else { 4 };
         if int_or_string(s) {
             return match max_length {
-                Some(m) if self.minor >= INT_OR_STRING_MAX_LENGTH_SINCE => {
-                    m.max(0).saturating_mul(4)
+                Some(m) if self.chars || self.minor >= INT_OR_STRING_MAX_LENGTH_SINCE => {
+                    m.max(0).saturating_mul(per_char)
                 }
                 _ => MAX_REQUEST_SIZE - 2,
             };
@@ -360,7 +392,7 @@ impl<'s> Decl<'s> {
                 }
             }
             Shape::String => match max_length {
-                Some(m) => m.max(0).saturating_mul(4),
+                Some(m) => m.max(0).saturating_mul(per_char),
                 None => match get(s, "enum").and_then(Value::as_array) {
                     Some(values) if !values.is_empty() => values
                         .iter()
