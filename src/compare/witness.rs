@@ -297,6 +297,18 @@ impl Hints {
                 i += 1;
             }
         }
+        // A rule about addresses is refused by an address: a hostname
+        // pattern allows dotted digits.
+        if ["isIP(", "ip(", "cidr(", "isCIDR("]
+            .iter()
+            .any(|f| rule.contains(f))
+        {
+            for ip in ["192.0.2.1", "2001:db8::1"] {
+                if !h.strings.iter().any(|s| s == ip) {
+                    h.strings.push(ip.to_string());
+                }
+            }
+        }
         h
     }
 }
@@ -861,6 +873,17 @@ mod tests {
             for_keyword(&schema(old), &schema(new), &[Rule::MaxLength]),
             None
         );
+    }
+
+    #[test]
+    fn a_hostname_pattern_that_allows_dotted_digits_is_shown_failing_is_ip() {
+        // Gateway API's TLSRoute hostnames, and the rule v1.5 added.
+        let item = json!({"type": "string", "minLength": 1, "maxLength": 253,
+            "pattern": "^(\\*\\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"});
+        let old = json!({"type": "array", "maxItems": 16, "items": item});
+        let (new, rule) = with_rule(old.clone(), "self.all(h, !isIP(h))");
+        let w = for_rule(&schema(old), &schema(new), &rule).expect("an address is a witness");
+        assert!(w.to_string().contains("192.0.2.1"), "{w}");
     }
 
     #[test]

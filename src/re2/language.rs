@@ -1,6 +1,8 @@
 //! What a `pattern` allows, as a regular language: whether a new pattern
-//! matches every string an old one matches, and the few strings a
-//! const-like pattern (`^(Always|Never)$`) allows.
+//! matches every string an old one matches, or every string several facts
+//! hold of (the old pattern, and what a CEL rule checked on the way), the
+//! few strings a const-like pattern (`^(Always|Never)$`) allows, and the
+//! lengths a pattern anchored at both ends allows.
 //!
 //! Patterns are regular languages (RE2 has no back-references), so both are
 //! decidable on a DFA of the strings a pattern finds a match in (`pattern`
@@ -28,38 +30,231 @@ const MAX_PAIRS: usize = 50_000;
 /// in too; `Some(false)` when some string tells them apart; `None` when it
 /// cannot be decided here.
 pub(crate) fn includes(old: &str, new: &str) -> Option<bool> {
-    let (a, b) = (language(old)?, language(new)?);
-    let start = |d: &dense::DFA<Vec<u32>>| {
-        d.start_state_forward(&Input::new("").anchored(Anchored::Yes))
-            .ok()
-    };
-    let (sa, sb) = (start(&a)?, start(&b)?);
-    let accepts = |d: &dense::DFA<Vec<u32>>, s: StateID| d.is_match_state(d.next_eoi_state(s));
-    let mut seen: HashSet<(StateID, StateID)> = HashSet::new();
-    let mut todo = vec![(sa, sb)];
-    seen.insert((sa, sb));
-    while let Some((x, y)) = todo.pop() {
-        if accepts(&a, x) && !accepts(&b, y) {
+    implies(&[Fact::found(old)], &Fact::found(new))
+}
+
+/// What a regular expression says of a string: `pattern` finds a match in
+/// it (`holds`) or does not, searched from its `skip`-th character on
+/// (the string CEL's `substring(skip)` returns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Fact<'a> {
+    pub pattern: &'a str,
+    pub holds: bool,
+    pub skip: usize,
+}
+
+impl<'a> Fact<'a> {
+    pub(crate) fn found(pattern: &'a str) -> Fact<'a> {
+        Fact {
+            pattern,
+            holds: true,
+            skip: 0,
+        }
+    }
+}
+
+/// Where one fact's search stands: still skipping characters (the count
+/// left; at zero, the continuation bytes of the last one skipped), or in a
+/// state of its DFA.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum At {
+    Skip(usize),
+    In(StateID),
+}
+
+struct Track {
+    dfa: dense::DFA<Vec<u32>>,
+    start: StateID,
+    skip: usize,
+    holds: bool,
+}
+
+impl Track {
+    fn new(fact: &Fact<'_>) -> Option<Track> {
+        let dfa = language(fact.pattern)?;
+        let start = dfa
+            .start_state_forward(&Input::new("").anchored(Anchored::Yes))
+            .ok()?;
+        Some(Track {
+            dfa,
+            start,
+            skip: fact.skip,
+            holds: fact.holds,
+        })
+    }
+
+    fn first(&self) -> At {
+        if self.skip == 0 {
+            At::In(self.start)
+        } else {
+            At::Skip(self.skip)
+        }
+    }
+
+    /// The next place after `byte`; `None` when the DFA gives up.
+    fn next(&self, at: At, byte: u8) -> Option<At> {
+        let continuation = byte & 0xC0 == 0x80;
+        let state = match at {
+            At::Skip(left) if continuation => return Some(At::Skip(left)),
+            At::Skip(left) if left > 0 => return Some(At::Skip(left - 1)),
+            At::Skip(_) => self.dfa.next_state(self.start, byte),
+            At::In(s) => self.dfa.next_state(s, byte),
+        };
+        (!self.dfa.is_quit_state(state)).then_some(At::In(state))
+    }
+
+    /// Whether the fact holds of the string read so far; `None` when the
+    /// string is shorter than `skip` (`substring` fails on it).
+    fn holds_at_end(&self, at: At) -> Option<bool> {
+        let found = |s: StateID| self.dfa.is_match_state(self.dfa.next_eoi_state(s));
+        match at {
+            At::Skip(left) if left > 0 => None,
+            At::Skip(_) => Some(found(self.start) == self.holds),
+            At::In(s) => Some(found(s) == self.holds),
+        }
+    }
+
+    /// No string through here can satisfy the fact any more.
+    fn dead(&self, at: At) -> bool {
+        self.holds && matches!(at, At::In(s) if self.dfa.is_dead_state(s))
+    }
+}
+
+/// `Some(true)` when every string of which all `given` facts hold (and
+/// that is long enough for their `skip`) satisfies `then` (and is long
+/// enough for its `skip`); `Some(false)` when some string does not;
+/// `None` when it cannot be decided here. Only valid UTF-8 strings count,
+/// as CEL strings and JSON hold no other.
+pub(crate) fn implies(given: &[Fact<'_>], then: &Fact<'_>) -> Option<bool> {
+    // The empty pattern is found in every valid UTF-8 string, and in no
+    // other: it keeps the walk to strings.
+    let mut tracks = vec![Track::new(&Fact::found(""))?];
+    for g in given {
+        tracks.push(Track::new(g)?);
+    }
+    let last = tracks.len();
+    tracks.push(Track::new(then)?);
+    let first: Vec<At> = tracks.iter().map(Track::first).collect();
+    let mut seen: HashSet<Vec<At>> = HashSet::from([first.clone()]);
+    let mut todo = vec![first];
+    while let Some(at) = todo.pop() {
+        let given_hold = tracks[..last]
+            .iter()
+            .zip(&at)
+            .all(|(t, a)| t.holds_at_end(*a) == Some(true));
+        if given_hold && tracks[last].holds_at_end(at[last]) != Some(true) {
             return Some(false);
         }
-        for byte in 0..=255u8 {
-            let nx = a.next_state(x, byte);
-            if a.is_dead_state(nx) {
-                continue;
+        'bytes: for byte in 0..=255u8 {
+            let mut next = Vec::with_capacity(at.len());
+            for (i, (t, a)) in tracks.iter().zip(&at).enumerate() {
+                let n = t.next(*a, byte)?;
+                if i < last && t.dead(n) {
+                    continue 'bytes;
+                }
+                next.push(n);
             }
-            let ny = b.next_state(y, byte);
-            if a.is_quit_state(nx) || b.is_quit_state(ny) {
-                return None;
-            }
-            if seen.insert((nx, ny)) {
-                if seen.len() > MAX_PAIRS {
+            if !seen.contains(&next) {
+                if seen.len() >= MAX_PAIRS {
                     return None;
                 }
-                todo.push((nx, ny));
+                seen.insert(next.clone());
+                todo.push(next);
             }
         }
     }
     Some(true)
+}
+
+/// The fewest and the most characters (code points, as CEL and the API
+/// server count them) a string `pattern` finds a match in can have when
+/// the pattern bounds them: `(min, Some(max))`, or `(min, None)` when
+/// strings can be as long as they like. `None` when the pattern cannot
+/// be read or matches nothing.
+pub(crate) fn length_bounds(pattern: &str) -> Option<(u64, Option<u64>)> {
+    let dfa = language(pattern)?;
+    let start = dfa
+        .start_state_forward(&Input::new("").anchored(Anchored::Yes))
+        .ok()?;
+    let live = live_states(&dfa, start)?;
+    if !live.contains(&start) || live.len() > MAX_LENGTH_STATES {
+        return None;
+    }
+    let weight = |byte: u8| u64::from(byte & 0xC0 != 0x80);
+    let accepts = |s: StateID| dfa.is_match_state(dfa.next_eoi_state(s));
+    // Fewest: a 0-1 breadth-first walk (continuation bytes cost nothing).
+    let mut dist: std::collections::HashMap<StateID, u64> = [(start, 0)].into();
+    let mut queue = std::collections::VecDeque::from([start]);
+    let mut min = None;
+    while let Some(s) = queue.pop_front() {
+        let d = dist[&s];
+        if accepts(s) {
+            min = Some(min.map_or(d, |m: u64| m.min(d)));
+        }
+        for byte in 0..=255u8 {
+            let n = dfa.next_state(s, byte);
+            if !live.contains(&n) {
+                continue;
+            }
+            let nd = d + weight(byte);
+            if dist.get(&n).is_none_or(|old| nd < *old) {
+                dist.insert(n, nd);
+                if weight(byte) == 0 {
+                    queue.push_front(n);
+                } else {
+                    queue.push_back(n);
+                }
+            }
+        }
+    }
+    // Most: the longest path over the live states, none if they loop.
+    let mut longest: std::collections::HashMap<StateID, Option<u64>> = Default::default();
+    let max = longest_from(&dfa, &live, start, &mut longest, &mut HashSet::new());
+    Some((min?, max))
+}
+
+/// Live states beyond which lengths are not worked out.
+const MAX_LENGTH_STATES: usize = 4096;
+
+/// The most characters read from `state` to a match; `None` when a loop
+/// makes it unbounded.
+fn longest_from(
+    dfa: &dense::DFA<Vec<u32>>,
+    live: &HashSet<StateID>,
+    state: StateID,
+    memo: &mut std::collections::HashMap<StateID, Option<u64>>,
+    path: &mut HashSet<StateID>,
+) -> Option<u64> {
+    if let Some(known) = memo.get(&state) {
+        return *known;
+    }
+    if !path.insert(state) {
+        return None;
+    }
+    let mut best = dfa
+        .is_match_state(dfa.next_eoi_state(state))
+        .then_some(0u64);
+    let mut bounded = true;
+    for byte in 0..=255u8 {
+        let next = dfa.next_state(state, byte);
+        if !live.contains(&next) {
+            continue;
+        }
+        match longest_from(dfa, live, next, memo, path) {
+            Some(n) => {
+                let n = n + u64::from(byte & 0xC0 != 0x80);
+                best = Some(best.map_or(n, |b| b.max(n)));
+            }
+            None => bounded = false,
+        }
+        if !bounded {
+            break;
+        }
+    }
+    path.remove(&state);
+    let out = if bounded { best } else { None };
+    memo.insert(state, out);
+    out
 }
 
 /// The most strings a pattern may allow and still count as a few.
@@ -235,5 +430,60 @@ mod tests {
     #[test]
     fn what_cannot_be_decided_says_so() {
         assert_eq!(includes("(", "a"), None);
+    }
+
+    #[test]
+    fn facts_together_imply_what_neither_implies_alone() {
+        use super::{Fact, implies};
+        let host = "^(\\*\\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
+        let rfc1123 = "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)$";
+        let no_star = Fact {
+            pattern: "\\*",
+            holds: false,
+            skip: 0,
+        };
+        assert_eq!(includes(host, rfc1123), Some(false));
+        assert_eq!(
+            implies(&[Fact::found(host), no_star], &Fact::found(rfc1123)),
+            Some(true)
+        );
+        // With a wildcard, what follows `*.` is a plain hostname.
+        let star = Fact::found("\\*");
+        let after_two = Fact {
+            pattern: rfc1123,
+            holds: true,
+            skip: 2,
+        };
+        assert_eq!(implies(&[Fact::found(host), star], &after_two), Some(true));
+        assert_eq!(implies(&[Fact::found(host)], &after_two), Some(false));
+        // `substring(2)` fails on a string of one character.
+        let two = Fact::found("");
+        assert_eq!(
+            implies(&[Fact::found("^a$")], &Fact { skip: 2, ..two }),
+            Some(false)
+        );
+        // A fact that must not hold: no string of `^a+$` lacks an `a`.
+        assert_eq!(
+            implies(
+                &[Fact::found("^a+$")],
+                &Fact {
+                    pattern: "b",
+                    holds: false,
+                    skip: 0
+                }
+            ),
+            Some(true)
+        );
+    }
+
+    #[test]
+    fn a_bounded_pattern_bounds_the_length_in_characters() {
+        use super::length_bounds;
+        assert_eq!(length_bounds("^[a-z]{1,5}$"), Some((1, Some(5))));
+        assert_eq!(length_bounds("^(ab|é)$"), Some((1, Some(2))));
+        assert_eq!(length_bounds("^[a-z]+$"), Some((1, None)));
+        // Unanchored: anything may come around the match.
+        assert_eq!(length_bounds("[a-z]{1,5}"), Some((1, None)));
+        assert_eq!(length_bounds("^x{0,3}"), Some((0, None)));
     }
 }

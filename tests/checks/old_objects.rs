@@ -477,3 +477,47 @@ fn a_rule_rewritten_to_cover_a_new_field_is_info_because_the_old_rule_implies_it
         dump(&findings)
     );
 }
+
+/// Gateway API's TLSRoute `hostnames` before v1.5: a pattern on every item.
+const HOSTNAME: &str =
+    "^(\\*\\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
+
+#[test]
+fn rules_the_old_hostname_pattern_implies_are_info_and_is_ip_stays_an_error() {
+    let old = json!({"type": "array", "maxItems": 16, "items": {
+        "type": "string", "minLength": 1, "maxLength": 253, "pattern": HOSTNAME}});
+    // The rules Gateway API v1.5.1 added on the same items.
+    let rfc1123 = "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)$";
+    let plain = format!("self.all(h, !h.contains('*') ? h.matches('{rfc1123}') : true)");
+    let wildcard = format!(
+        "self.all(h, h.contains('*') ? (h.startsWith('*.') && h.substring(2).matches('{rfc1123}')) : true)"
+    );
+    let new = edit(&old, |s| {
+        s["x-kubernetes-validations"] = json!([
+            {"rule": "self.all(h, !isIP(h))"},
+            {"rule": plain},
+            {"rule": wildcard},
+        ]);
+    });
+    let findings = compare(&foo(old), &foo(new));
+    let rules: Vec<&Finding> = findings
+        .iter()
+        .filter(|f| f.check == Check::XValidations)
+        .collect();
+    assert_eq!(rules.len(), 3, "{}", dump(&findings));
+    for f in &rules {
+        if f.message.contains("isIP") {
+            // `192.0.2.1` matches the old pattern and is an address.
+            assert_eq!(f.severity, Severity::Error, "{}", f.message);
+            assert!(f.message.contains("192.0.2.1"), "{}", f.message);
+        } else {
+            assert_eq!(f.severity, Severity::Info, "{}", f.message);
+            assert!(
+                f.message
+                    .contains(&format!("the old pattern `{HOSTNAME}` implies it")),
+                "{}",
+                f.message
+            );
+        }
+    }
+}

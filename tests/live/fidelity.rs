@@ -1180,3 +1180,130 @@ async fn a_field_the_old_crd_required_in_every_version_is_only_a_warning_between
         "the object created through v1beta1 without version cannot be changed through v1: {refused:?}"
     );
 }
+
+/// Gateway API's TLSRoute `hostnames` item pattern before v1.5.
+const TLS_HOSTNAME: &str =
+    "^(\\*\\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
+
+/// The rules v1.5.1 added on `hostnames`: (message, rule, verdict).
+const HOSTNAME_RULES: [(&str, &str, &str); 3] = [
+    ("no IP", "self.all(h, !isIP(h))", "error"),
+    (
+        "plain RFC 1123",
+        "self.all(h, !h.contains('*') ? h.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)$') : true)",
+        "info",
+    ),
+    (
+        "wildcard first",
+        "self.all(h, h.contains('*') ? (h.startsWith('*.') && h.substring(2).matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)$')) : true)",
+        "info",
+    ),
+];
+
+/// `^.spec.hostnames` as Gateway API's TLSRoute has it, with the rules
+/// v1.5.1 added when `new`.
+fn hostnames_release(new: bool) -> Value {
+    let mut hostnames = json!({"type": "array", "maxItems": 16, "items": {
+        "type": "string", "minLength": 1, "maxLength": 253, "pattern": TLS_HOSTNAME}});
+    if new {
+        hostnames["x-kubernetes-validations"] = HOSTNAME_RULES
+            .iter()
+            .map(|(message, rule, _)| json!({"rule": rule, "message": message}))
+            .collect();
+    }
+    fixtures::single(
+        "tlshosts",
+        json!({"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {"hostnames": hostnames}}}}),
+    )
+}
+
+#[tokio::test]
+async fn rules_the_old_pattern_implies_keep_accepting_stored_hostnames_and_is_ip_refuses_its_witness()
+ {
+    let Some(plane) = control_plane() else { return };
+    let client: Client = admin(plane).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = support::live::write_manifest(dir.path(), "old.json", &hostnames_release(false));
+    let new = support::live::write_manifest(dir.path(), "new.json", &hostnames_release(true));
+    let r = support::run::run(&["diff", &old, &new, "-o", "json", "--show-info"], None);
+    let findings: Vec<Value> = r.json()["crds"][0]["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| f["check"] == "xValidations")
+        .cloned()
+        .collect();
+    let verdict = |message: &str| {
+        findings
+            .iter()
+            .find(|f| f["new"]["message"] == message)
+            .unwrap_or_else(|| panic!("a finding for `{message}`: {}", r.stdout))
+    };
+    for (message, _, severity) in HOSTNAME_RULES {
+        assert_eq!(
+            verdict(message)["severity"],
+            severity,
+            "{message}: {}",
+            r.stdout
+        );
+    }
+    assert!(
+        verdict("plain RFC 1123")["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(&format!("the old pattern `{TLS_HOSTNAME}` implies it"))),
+        "{}",
+        r.stdout
+    );
+    let witness = verdict("no IP")["witness"].clone();
+    assert!(
+        witness.is_array(),
+        "the isIP error names a witness: {}",
+        r.stdout
+    );
+
+    // On the server: hostnames the old pattern allows, wildcards and
+    // dotted digits among them, stored under the old schema.
+    install(&client, &hostnames_release(false)).await;
+    let api = example_objects(client.clone(), "Tlshost", "tlshosts");
+    let stored = [
+        ("plain", json!(["example.com", "a", "x-1.y-2.z"])),
+        ("wildcard", json!(["*.example.com", "*.a"])),
+        ("digits", json!(["0.example", "1-2.3"])),
+        ("witness", witness.clone()),
+    ];
+    for (name, hostnames) in &stored {
+        let obj: DynamicObject = serde_json::from_value(example_object(
+            "Tlshost",
+            name,
+            &json!({"hostnames": hostnames}),
+        ))
+        .expect("object");
+        api.create(&PostParams::default(), &obj)
+            .await
+            .unwrap_or_else(|e| panic!("{name} is valid under the old pattern: {e}"));
+    }
+    install(&client, &hostnames_release(true)).await;
+    let probe = example_object("Tlshost", "probe", &json!({"hostnames": ["10.0.0.1"]}));
+    until_in_effect(&api, &probe, false).await;
+    for (name, hostnames) in &stored {
+        let copy = example_object(
+            "Tlshost",
+            &format!("{name}-copy"),
+            &json!({"hostnames": hostnames}),
+        );
+        let verdict = server_verdict(&api, &copy)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: the server did not answer: {e}"));
+        if *name == "witness" {
+            // The rule reported as an error refuses the value it names.
+            assert!(
+                verdict.as_deref().is_some_and(|m| m.contains("no IP")),
+                "{witness} under the new rules: {verdict:?}"
+            );
+        } else {
+            // Neither implied rule refuses a stored hostname.
+            assert_eq!(verdict, None, "{name} under the new rules");
+        }
+    }
+}

@@ -205,7 +205,7 @@ const AUDIT_ERRORS: &[(&str, usize)] = &[
     ("storedVersionRemoval", 74),
     ("subresources", 11),
     ("type", 66),
-    ("xValidations", 776),
+    ("xValidations", 766),
 ];
 
 /// Error findings per check, UNSAFE CRDs and UNSAFE pairs.

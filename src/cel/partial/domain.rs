@@ -98,12 +98,14 @@ pub(super) enum Abs<'s> {
     /// Any double in `lo..=hi` (infinite ends for no bound); never an
     /// error.
     Dbl { lo: f64, hi: f64 },
-    /// Any string of `min..=max` characters; with `pattern`, one the
-    /// regular expression finds a match in. Never an error.
+    /// Any string of `min..=max` characters that is the part from
+    /// character `skip` on (what `substring(skip)` returns) of a string
+    /// all `facts` hold of. Never an error.
     Str {
         min: u64,
         max: u64,
-        pattern: Option<&'s str>,
+        facts: Vec<StrFact<'s>>,
+        skip: u64,
     },
     /// An object (or map) described by the schemas; never an error.
     Object(Site<'s>),
@@ -113,6 +115,19 @@ pub(super) enum Abs<'s> {
     Items(Vec<Abs<'s>>),
     /// Anything, an error included.
     Any,
+}
+
+/// A regular fact about a string (`pattern` is found in it, or not,
+/// searched from character `skip` on): the old schema's `pattern`, or a
+/// condition of the rule on the branch being evaluated.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct StrFact<'s> {
+    pub pattern: std::borrow::Cow<'s, str>,
+    pub holds: bool,
+    pub skip: u64,
+    /// The condition in words when the rule established it; `None` for
+    /// the old schema's pattern.
+    pub checked: Option<String>,
 }
 
 /// Two abstract values are equal when they stand for the same
@@ -137,14 +152,16 @@ impl PartialEq for Abs<'_> {
                 Abs::Str {
                     min: a,
                     max: b,
-                    pattern: p,
+                    facts: p,
+                    skip: s,
                 },
                 Abs::Str {
                     min: c,
                     max: d,
-                    pattern: q,
+                    facts: q,
+                    skip: t,
                 },
-            ) => a == c && b == d && p == q,
+            ) => a == c && b == d && s == t && p == q,
             (Abs::Object(a), Abs::Object(b)) => {
                 std::ptr::eq(a.old, b.old)
                     && match (a.new, b.new) {
@@ -327,18 +344,30 @@ impl<'s> Abs<'s> {
                 Abs::Str {
                     min: a,
                     max: b,
-                    pattern: p,
+                    facts: p,
+                    skip: s,
                 },
                 Abs::Str {
                     min: c,
                     max: d,
-                    pattern: q,
+                    facts: q,
+                    skip: t,
                 },
-            ) => Abs::Str {
-                min: a.min(c),
-                max: b.max(d),
-                pattern: if p == q { p } else { None },
-            },
+            ) => {
+                // What holds of both: the facts they share, about strings
+                // cut at the same place.
+                let (facts, skip) = if s == t {
+                    (p.into_iter().filter(|f| q.contains(f)).collect(), s)
+                } else {
+                    (Vec::new(), 0)
+                };
+                Abs::Str {
+                    min: a.min(c),
+                    max: b.max(d),
+                    facts,
+                    skip,
+                }
+            }
             (a, b) => match (a.range(), b.range()) {
                 (Some(Range::Int(a, b)), Some(Range::Int(c, d))) => Abs::Int {
                     lo: a.min(c),

@@ -13,6 +13,11 @@
 //! - a field the old schema requires is present;
 //! - a field with an enum holds one of the old enum values, a boolean one
 //!   of the two;
+//! - a string with a `pattern` is one the pattern finds a match in, so
+//!   `matches`, `contains`, `startsWith` and `endsWith` with a literal are
+//!   decided on the pattern's language where it implies their outcome
+//!   (`re2::language`), and a branch of the rule knows what its condition
+//!   checked of a variable (`!h.contains('*') ? h.matches(R) : true`);
 //! - everything else is unknown.
 //!
 //! Values are sets of possible outcomes (an error is one of them), so
@@ -31,8 +36,9 @@ use serde_json::Value;
 use crate::cel::parse::parse_rule;
 use crate::json::show;
 use crate::openapi::numbers;
+use crate::re2::language::{self, Fact};
 use crate::schema::{AdditionalProperties, Schema};
-use domain::{Abs, Lit, Range, Size};
+use domain::{Abs, Lit, Range, Size, StrFact};
 
 /// Why a rule cannot fail on objects valid under the old schema: the facts
 /// the evaluation relied on, in the order it used them.
@@ -415,8 +421,7 @@ impl<'s> Eval<'s> {
                 Abs::Dbl { lo, hi }
             }
             Some("string") => {
-                let size = counts(old, "minLength", "maxLength");
-                let pattern = old.str_keyword("pattern");
+                let mut size = counts(old, "minLength", "maxLength");
                 if size != Size::ANY {
                     fact(
                         self,
@@ -426,13 +431,38 @@ impl<'s> Eval<'s> {
                         ),
                     );
                 }
-                if let Some(p) = pattern {
+                let mut facts = Vec::new();
+                if let Some(p) = old.str_keyword("pattern") {
                     fact(self, format!("`{name}` matches its old pattern `{p}`"));
+                    facts.push(StrFact {
+                        pattern: std::borrow::Cow::Borrowed(p),
+                        holds: true,
+                        skip: 0,
+                        checked: None,
+                    });
+                    // A pattern anchored at both ends may bound the length
+                    // more tightly than `minLength`/`maxLength`.
+                    if let Some((lo, hi)) = language::length_bounds(p) {
+                        let hi = hi.unwrap_or(u64::MAX);
+                        if lo > size.min || hi < size.max {
+                            size = Size {
+                                min: size.min.max(lo),
+                                max: size.max.min(hi),
+                            };
+                            let whose =
+                                named.map_or("its strings".to_string(), |n| format!("`{n}`"));
+                            self.fact(format!(
+                                "the old pattern `{p}` bounds {whose} to {} characters",
+                                shown_size(size)
+                            ));
+                        }
+                    }
                 }
                 Abs::Str {
                     min: size.min,
                     max: size.max,
-                    pattern,
+                    facts,
+                    skip: 0,
                 }
             }
             _ => Abs::Any,
@@ -616,7 +646,15 @@ release had it and objects written then still hold it)"
             (operators::LOGICAL_AND, None, [a, b]) => {
                 // CEL's && is commutative over errors: false on either
                 // side wins, true needs both, anything else is an error.
-                let (a, b) = (self.expr(a).truth(), self.expr(b).truth());
+                // Where `a` cannot be an error, `b` only matters where `a`
+                // is true, and is evaluated knowing that.
+                let ta = self.expr(a).truth();
+                let tb = if ta.2 {
+                    self.expr(b)
+                } else {
+                    self.under(a, true, |e| e.expr(b))
+                };
+                let (a, b) = (ta, tb.truth());
                 Abs::bools(
                     a.0 && b.0,
                     a.1 || b.1,
@@ -624,7 +662,13 @@ release had it and objects written then still hold it)"
                 )
             }
             (operators::LOGICAL_OR, None, [a, b]) => {
-                let (a, b) = (self.expr(a).truth(), self.expr(b).truth());
+                let ta = self.expr(a).truth();
+                let tb = if ta.2 {
+                    self.expr(b)
+                } else {
+                    self.under(a, false, |e| e.expr(b))
+                };
+                let (a, b) = (ta, tb.truth());
                 Abs::bools(
                     a.0 || b.0,
                     a.1 && b.1,
@@ -639,8 +683,8 @@ release had it and objects written then still hold it)"
                 let a = self.expr(a).truth();
                 Abs::bools(a.0 || a.2, a.1, false)
             }
-            (operators::CONDITIONAL, None, [c, t, f]) => {
-                let c = self.expr(c).truth();
+            (operators::CONDITIONAL, None, [cond, t, f]) => {
+                let c = self.expr(cond).truth();
                 let mut out: Option<Abs<'s>> = None;
                 let mut add = |v: Abs<'s>| {
                     out = Some(match out.take() {
@@ -648,11 +692,12 @@ release had it and objects written then still hold it)"
                         None => v,
                     })
                 };
+                // Each branch is evaluated where the condition took it.
                 if c.0 {
-                    add(self.expr(t));
+                    add(self.under(cond, true, |e| e.expr(t)));
                 }
                 if c.1 {
-                    add(self.expr(f));
+                    add(self.under(cond, false, |e| e.expr(f)));
                 }
                 if c.2 {
                     add(Abs::error());
@@ -762,7 +807,8 @@ release had it and objects written then still hold it)"
                     Abs::Int { lo, hi } => Abs::Str {
                         min: 1,
                         max: lo.to_string().len().max(hi.to_string().len()) as u64,
-                        pattern: None,
+                        facts: Vec::new(),
+                        skip: 0,
                     },
                     s @ Abs::Set { .. } => self.map_set(s, |x| match x {
                         Lit::Int(i) => Some(Lit::Str(i.to_string())),
@@ -813,13 +859,8 @@ release had it and objects written then still hold it)"
                     return Abs::Any;
                 };
                 match t {
-                    Abs::Str {
-                        pattern: Some(old), ..
-                    } if crate::re2::language::includes(old, pattern) == Some(true) => {
-                        self.fact(format!(
-                            "every string the old pattern `{old}` matches, `{pattern}` matches"
-                        ));
-                        Abs::only(Lit::Bool(true))
+                    Abs::Str { facts, skip, .. } => {
+                        self.regular(&facts, skip, pattern, "matches", pattern)
                     }
                     s @ Abs::Set { .. } => {
                         let Ok(re) = crate::re2::compile_go(pattern) else {
@@ -835,6 +876,16 @@ release had it and objects written then still hold it)"
             }
             ("startsWith" | "endsWith" | "contains", Some(t), [arg]) => {
                 let (t, arg) = (self.expr(t), self.expr(arg));
+                if let Abs::Str { facts, skip, .. } = &t
+                    && let Abs::Set {
+                        values,
+                        error: false,
+                    } = &arg
+                    && let [Lit::Str(lit)] = values.as_slice()
+                    && let Some(pattern) = as_pattern(func, lit)
+                {
+                    return self.regular(facts, *skip, &pattern, func, lit);
+                }
                 self.pairwise(t, arg, |x, y| match (x, y) {
                     (Lit::Str(x), Lit::Str(y)) => Some(Lit::Bool(match func {
                         "startsWith" => x.starts_with(y.as_str()),
@@ -844,7 +895,176 @@ release had it and objects written then still hold it)"
                     _ => None,
                 })
             }
+            ("substring", Some(t), [k]) => {
+                let (t, k) = (self.expr(t), self.expr(k));
+                let Abs::Set {
+                    values,
+                    error: false,
+                } = &k
+                else {
+                    return Abs::Any;
+                };
+                let [Lit::Int(k)] = values.as_slice() else {
+                    return Abs::Any;
+                };
+                let Ok(k) = u64::try_from(*k) else {
+                    return Abs::Any;
+                };
+                match t {
+                    Abs::Str {
+                        min,
+                        max,
+                        facts,
+                        skip,
+                    } => {
+                        // `substring(k)` fails on a string shorter than k.
+                        let long_enough = min >= k || {
+                            let given = given(&facts, skip);
+                            let rest = Fact {
+                                pattern: "",
+                                holds: true,
+                                skip: usize::try_from(skip.saturating_add(k)).unwrap_or(usize::MAX),
+                            };
+                            language::implies(&given, &rest) == Some(true)
+                        };
+                        if !long_enough {
+                            return Abs::Any;
+                        }
+                        Abs::Str {
+                            min: min.saturating_sub(k),
+                            max: if max == u64::MAX {
+                                max
+                            } else {
+                                max.saturating_sub(k)
+                            },
+                            facts,
+                            skip: skip.saturating_add(k),
+                        }
+                    }
+                    s @ Abs::Set { .. } => self.map_set(s, |x| match x {
+                        Lit::Str(s) => {
+                            let k = usize::try_from(k).ok()?;
+                            (s.chars().count() >= k).then(|| Lit::Str(s.chars().skip(k).collect()))
+                        }
+                        _ => None,
+                    }),
+                    _ => Abs::Any,
+                }
+            }
             _ => Abs::Any,
+        }
+    }
+
+    /// Whether the Go regular expression `pattern` is found in every string
+    /// a value `Str { facts, skip }` stands for, in none, or in some; `call`
+    /// and `arg` name the CEL call it decides, for the facts.
+    fn regular(
+        &mut self,
+        facts: &[StrFact<'s>],
+        skip: u64,
+        pattern: &str,
+        call: &str,
+        arg: &str,
+    ) -> Abs<'s> {
+        if crate::re2::compile_go(pattern).is_err() {
+            return Abs::Any;
+        }
+        let given = given(facts, skip);
+        let skip_chars = usize::try_from(skip).unwrap_or(usize::MAX);
+        for holds in [true, false] {
+            let then = Fact {
+                pattern,
+                holds,
+                skip: skip_chars,
+            };
+            if language::implies(&given, &then) == Some(true) {
+                self.fact(pattern_fact(facts, skip, &in_words(call, arg, holds)));
+                return Abs::only(Lit::Bool(holds));
+            }
+        }
+        Abs::bools(true, true, false)
+    }
+
+    /// Evaluates `body` where `cond` is `holds`: a string variable that
+    /// `cond` checks with `contains`, `startsWith`, `endsWith` or
+    /// `matches` and a literal carries that check as a fact there.
+    fn under(
+        &mut self,
+        cond: &IdedExpr,
+        holds: bool,
+        body: impl FnOnce(&mut Self) -> Abs<'s>,
+    ) -> Abs<'s> {
+        let depth = self.scope.len();
+        let mut narrowed = Vec::new();
+        self.narrowed(cond, holds, &mut narrowed);
+        self.scope.extend(narrowed);
+        let out = body(self);
+        self.scope.truncate(depth);
+        out
+    }
+
+    fn narrowed(&self, cond: &IdedExpr, holds: bool, out: &mut Vec<(String, Abs<'s>)>) {
+        let Expr::Call(call) = &cond.expr else {
+            return;
+        };
+        match (
+            call.func_name.as_str(),
+            call.target.as_deref(),
+            call.args.as_slice(),
+        ) {
+            (operators::LOGICAL_NOT, None, [a]) => self.narrowed(a, !holds, out),
+            (operators::LOGICAL_AND, None, [a, b]) if holds => {
+                self.narrowed(a, true, out);
+                self.narrowed(b, true, out);
+            }
+            (operators::LOGICAL_OR, None, [a, b]) if !holds => {
+                self.narrowed(a, false, out);
+                self.narrowed(b, false, out);
+            }
+            (func @ ("contains" | "startsWith" | "endsWith" | "matches"), Some(target), [arg]) => {
+                let (Expr::Ident(var), Expr::Literal(LiteralValue::String(lit))) =
+                    (&target.expr, &arg.expr)
+                else {
+                    return;
+                };
+                let lit = lit.to_string();
+                let current = out
+                    .iter()
+                    .rev()
+                    .find(|(n, _)| n == var)
+                    .map_or_else(|| self.lookup(var), |(_, v)| v.clone());
+                let Abs::Str {
+                    min,
+                    max,
+                    mut facts,
+                    skip,
+                } = current
+                else {
+                    return;
+                };
+                let Some(pattern) = as_pattern(func, &lit) else {
+                    return;
+                };
+                if crate::re2::compile_go(&pattern).is_err() {
+                    return;
+                }
+                facts.push(StrFact {
+                    pattern: std::borrow::Cow::Owned(pattern),
+                    holds,
+                    skip,
+                    checked: Some(in_words(func, &lit, holds)),
+                });
+                out.push((
+                    var.clone(),
+                    Abs::Str {
+                        min,
+                        max,
+                        facts,
+                        skip,
+                    },
+                ));
+            }
+            _ => {}
         }
     }
 
@@ -988,6 +1208,90 @@ release had it and objects written then still hold it)"
         let next = self.expr(&c.loop_step);
         self.scope.truncate(depth);
         if next == init { init } else { Abs::Any }
+    }
+}
+
+/// The facts of a string value as the language module reads them: all of
+/// them, and that the string reaches past `skip` characters (what made the
+/// `substring` that cut it valid).
+fn given<'f>(facts: &'f [StrFact<'_>], skip: u64) -> Vec<Fact<'f>> {
+    let mut given: Vec<Fact<'f>> = facts
+        .iter()
+        .map(|f| Fact {
+            pattern: &f.pattern,
+            holds: f.holds,
+            skip: usize::try_from(f.skip).unwrap_or(usize::MAX),
+        })
+        .collect();
+    if skip > 0 {
+        given.push(Fact {
+            pattern: "",
+            holds: true,
+            skip: usize::try_from(skip).unwrap_or(usize::MAX),
+        });
+    }
+    given
+}
+
+/// The Go regular expression found in exactly the strings for which the
+/// CEL string function `func` with the literal `arg` is true.
+fn as_pattern(func: &str, arg: &str) -> Option<String> {
+    // Go's regexp.QuoteMeta.
+    let quoted: String = arg
+        .chars()
+        .flat_map(|c| {
+            let meta = "\\.+*?()|[]{}^$".contains(c);
+            meta.then_some('\\').into_iter().chain(std::iter::once(c))
+        })
+        .collect();
+    Some(match func {
+        "contains" => quoted,
+        "startsWith" => format!("^{quoted}"),
+        "endsWith" => format!("{quoted}$"),
+        "matches" => arg.to_string(),
+        _ => return None,
+    })
+}
+
+/// A string check in words: "does not contain `*`".
+fn in_words(func: &str, arg: &str, holds: bool) -> String {
+    let (yes, no) = match func {
+        "contains" => ("contains", "does not contain"),
+        "startsWith" => ("starts with", "does not start with"),
+        "endsWith" => ("ends with", "does not end with"),
+        _ => ("matches", "does not match"),
+    };
+    format!("{} `{arg}`", if holds { yes } else { no })
+}
+
+/// The fact a string check was decided by: the old pattern (and the checks
+/// the rule made on the way) imply its outcome.
+fn pattern_fact(facts: &[StrFact<'_>], skip: u64, outcome: &str) -> String {
+    let old: Vec<String> = facts
+        .iter()
+        .filter(|f| f.checked.is_none())
+        .map(|f| format!("`{}`", f.pattern))
+        .collect();
+    let checked: Vec<&str> = facts.iter().filter_map(|f| f.checked.as_deref()).collect();
+    let that = if checked.is_empty() {
+        String::new()
+    } else {
+        format!(" that {}", checked.join(" and "))
+    };
+    let from = if skip > 0 {
+        format!(" from character {skip} on")
+    } else {
+        String::new()
+    };
+    match old.as_slice() {
+        [] => format!("every string{that} {outcome}{from}"),
+        [one] => format!(
+            "the old pattern {one} implies it: every string it matches{that} {outcome}{from}"
+        ),
+        more => format!(
+            "the old patterns {} imply it: every string they match{that} {outcome}{from}",
+            more.join(", ")
+        ),
     }
 }
 

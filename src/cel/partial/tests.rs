@@ -337,3 +337,116 @@ fn an_old_rule_is_not_assumed_where_the_new_schema_reads_objects_differently() {
     // The same reading: the implication is used.
     assert!(given("has(self.a)", &["has(self.a)"], old.clone(), old).is_some());
 }
+
+/// Gateway API's TLSRoute `hostnames` before v1.5: every item matches this
+/// pattern, and no rule.
+const HOSTNAME: &str =
+    "^(\\*\\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
+
+fn hostnames() -> Value {
+    json!({"type": "array", "maxItems": 16, "items": {
+        "type": "string", "minLength": 1, "maxLength": 253, "pattern": HOSTNAME}})
+}
+
+#[test]
+fn rules_the_old_hostname_pattern_implies_cannot_fail() {
+    let old = hostnames();
+    // The two rules Gateway API v1.5 added on hostnames besides `isIP`.
+    let rfc1123 = "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)$";
+    let plain = format!("self.all(h, !h.contains('*') ? h.matches('{rfc1123}') : true)");
+    let wildcard = format!(
+        "self.all(h, h.contains('*') ? (h.startsWith('*.') && h.substring(2).matches('{rfc1123}')) : true)"
+    );
+    for rule in [
+        plain.as_str(),
+        wildcard.as_str(),
+        "self.all(h, h.matches('^[-a-z0-9.*]+$'))",
+        "self.all(h, !h.endsWith('.'))",
+        "self.all(h, h.size() <= 253)",
+    ] {
+        let v = verdict(rule, old.clone(), old.clone());
+        assert!(v.is_some(), "{rule} cannot fail");
+    }
+    let v = verdict(&plain, old.clone(), old.clone()).expect("implied");
+    assert!(
+        v.reason()
+            .contains(&format!("the old pattern `{HOSTNAME}` implies it"))
+            && v.reason().contains("that does not contain `*`"),
+        "{}",
+        v.reason()
+    );
+    let v = verdict(&wildcard, old.clone(), old).expect("implied");
+    assert!(v.reason().contains("from character 2 on"), "{}", v.reason());
+}
+
+#[test]
+fn rules_the_old_hostname_pattern_does_not_imply_can_fail() {
+    let old = hostnames();
+    for rule in [
+        // Dotted digits match the old pattern: `1.2.3.4` is a hostname
+        // there, and an IP address.
+        "self.all(h, !isIP(h))",
+        // Without the check for `*`, a wildcard fails it.
+        "self.all(h, h.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'))",
+        "self.all(h, !h.startsWith('*.') || h.substring(2).size() <= 5)",
+        "self.all(h, h.contains('.'))",
+        "self.all(h, h.size() <= 252)",
+        // `*` alone is not a hostname, but `a` is, and it is too short.
+        "self.all(h, h.substring(2).size() >= 0)",
+    ] {
+        assert_eq!(
+            verdict(rule, old.clone(), old.clone()),
+            None,
+            "{rule} can fail"
+        );
+    }
+}
+
+#[test]
+fn an_unanchored_old_pattern_only_says_where_it_is_found() {
+    // `[a-z]+` is found in `A-a`: the old pattern does not make the whole
+    // string lower case, only some of it.
+    let old = json!({"type": "object", "required": ["s"], "properties": {
+        "s": {"type": "string", "pattern": "[a-z]+"}}});
+    assert_eq!(
+        verdict("self.s.matches('^[a-z]+$')", old.clone(), old.clone()),
+        None
+    );
+    assert!(verdict("self.s.matches('[a-z]')", old.clone(), old.clone()).is_some());
+    assert_eq!(
+        verdict("self.s.size() <= 5", old.clone(), old.clone()),
+        None
+    );
+    // Anchored at both ends, it bounds the length too.
+    let five = json!({"type": "object", "required": ["s"], "properties": {
+        "s": {"type": "string", "pattern": "^[a-z]{1,5}$"}}});
+    let v = verdict("self.s.size() <= 5", five.clone(), five.clone()).expect("bounded");
+    assert!(
+        v.reason()
+            .contains("the old pattern `^[a-z]{1,5}$` bounds `s` to 1..5 characters"),
+        "{}",
+        v.reason()
+    );
+    assert!(verdict("size(self.s) >= 1", five.clone(), five.clone()).is_some());
+    assert_eq!(verdict("self.s.size() <= 4", five.clone(), five), None);
+}
+
+#[test]
+fn a_check_the_rule_made_narrows_only_its_own_branch() {
+    // Narrowing follows a variable (a list item), not a field path.
+    let old = json!({"type": "array", "items": {"type": "string", "pattern": "^(a|b[0-9]+)$"}});
+    for rule in [
+        "self.all(s, s.startsWith('b') ? s.matches('^b[0-9]+$') : s.matches('^a$'))",
+        "self.all(s, !s.startsWith('b') || s.matches('[0-9]'))",
+        "self.all(s, s.contains('a') ? s.endsWith('a') : s.matches('[0-9]$'))",
+    ] {
+        assert!(verdict(rule, old.clone(), old.clone()).is_some(), "{rule}");
+    }
+    for rule in [
+        // The branches swapped.
+        "self.all(s, s.startsWith('b') ? s.matches('^a$') : s.matches('^b[0-9]+$'))",
+        "self.all(s, s.startsWith('b') || s.matches('[0-9]'))",
+    ] {
+        assert_eq!(verdict(rule, old.clone(), old.clone()), None, "{rule}");
+    }
+}
