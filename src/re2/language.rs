@@ -126,6 +126,14 @@ impl Track {
 /// `None` when it cannot be decided here. Only valid UTF-8 strings count,
 /// as CEL strings and JSON hold no other.
 pub(crate) fn implies(given: &[Fact<'_>], then: &Fact<'_>) -> Option<bool> {
+    type Key = (Vec<(String, bool, usize)>, (String, bool, usize));
+    static KNOWN: Memo<Key, Option<bool>> = Memo::new();
+    let owned = |f: &Fact<'_>| (f.pattern.to_string(), f.holds, f.skip);
+    let key = (given.iter().map(owned).collect(), owned(then));
+    KNOWN.get_or(key, || implies_walk(given, then))
+}
+
+fn implies_walk(given: &[Fact<'_>], then: &Fact<'_>) -> Option<bool> {
     // The empty pattern is found in every valid UTF-8 string, and in no
     // other: it keeps the walk to strings.
     let mut tracks = vec![Track::new(&Fact::found(""))?];
@@ -172,6 +180,11 @@ pub(crate) fn implies(given: &[Fact<'_>], then: &Fact<'_>) -> Option<bool> {
 /// strings can be as long as they like. `None` when the pattern cannot
 /// be read or matches nothing.
 pub(crate) fn length_bounds(pattern: &str) -> Option<(u64, Option<u64>)> {
+    static KNOWN: Memo<String, Option<(u64, Option<u64>)>> = Memo::new();
+    KNOWN.get_or(pattern.to_string(), || length_bounds_walk(pattern))
+}
+
+fn length_bounds_walk(pattern: &str) -> Option<(u64, Option<u64>)> {
     let dfa = language(pattern)?;
     let start = dfa
         .start_state_forward(&Input::new("").anchored(Anchored::Yes))
@@ -211,6 +224,41 @@ pub(crate) fn length_bounds(pattern: &str) -> Option<(u64, Option<u64>)> {
     let mut longest: std::collections::HashMap<StateID, Option<u64>> = Default::default();
     let max = longest_from(&dfa, &live, start, &mut longest, &mut HashSet::new());
     Some((min?, max))
+}
+
+/// Answers already worked out: the abstract evaluation asks the same
+/// question of the same patterns for every rule, version and branch, and
+/// each answer builds DFAs. Bounded, as `serve` judges what requests send.
+struct Memo<K, V>(std::sync::Mutex<Option<std::collections::HashMap<K, V>>>);
+
+/// Answers kept before a memo starts over.
+const MEMO_ENTRIES: usize = 1024;
+
+impl<K: std::hash::Hash + Eq, V: Clone> Memo<K, V> {
+    const fn new() -> Self {
+        Memo(std::sync::Mutex::new(None))
+    }
+
+    fn get_or(&self, key: K, work: impl FnOnce() -> V) -> V {
+        let lock = || {
+            self.0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some(known) = lock().as_ref().and_then(|m| m.get(&key)) {
+            return known.clone();
+        }
+        // Worked out without the lock: another thread may do the same work,
+        // never wait on it.
+        let value = work();
+        let mut map = lock();
+        let map = map.get_or_insert_with(Default::default);
+        if map.len() >= MEMO_ENTRIES {
+            map.clear();
+        }
+        map.insert(key, value.clone());
+        value
+    }
 }
 
 /// Live states beyond which lengths are not worked out.
@@ -305,22 +353,27 @@ fn live_states(dfa: &dense::DFA<Vec<u32>>, start: StateID) -> Option<HashSet<Sta
             }
         }
     }
+    // Backwards from the states that accept, over reversed edges: each
+    // state is visited once (a fixpoint over all edges was quadratic in
+    // the length a pattern bounds, seconds for a hostname pattern).
+    let mut into: std::collections::HashMap<StateID, Vec<StateID>> = Default::default();
+    for (from, to) in edges {
+        into.entry(to).or_default().push(from);
+    }
     let mut live: HashSet<StateID> = seen
         .iter()
         .copied()
         .filter(|s| dfa.is_match_state(dfa.next_eoi_state(*s)))
         .collect();
-    loop {
-        let before = live.len();
-        for (from, to) in &edges {
-            if live.contains(to) {
-                live.insert(*from);
+    let mut todo: Vec<StateID> = live.iter().copied().collect();
+    while let Some(state) = todo.pop() {
+        for from in into.get(&state).into_iter().flatten() {
+            if live.insert(*from) {
+                todo.push(*from);
             }
         }
-        if live.len() == before {
-            return Some(live);
-        }
     }
+    Some(live)
 }
 
 /// A depth-first walk over the live states, collecting the strings that
