@@ -356,6 +356,19 @@ fn rules_the_old_bounds_guarantee_are_info_with_the_bound_named() {
             "!has(self.mode) || self.mode != 'Turbo'",
             "`mode` holds one of its old enum values",
         ),
+        ("self.size != 11", "cannot fail"),
+        ("double(self.size) <= 10.0", "cannot fail"),
+        ("string(self.size).size() <= 2", "cannot fail"),
+        (
+            "self.size in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]",
+            "cannot fail",
+        ),
+        ("!has(self.tags) || self.tags.size() <= 3", "cannot fail"),
+        ("has(self.tags) || !has(self.tags)", "cannot fail"),
+        (
+            "!has(self.mode) || self.mode.matches('^(Fast|Slow)$')",
+            "cannot fail",
+        ),
     ] {
         let new = edit(&fields, |s| {
             s["x-kubernetes-validations"] = json!([{"rule": rule}]);
