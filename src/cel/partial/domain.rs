@@ -221,6 +221,21 @@ impl<'s> Abs<'s> {
         }
     }
 
+    /// The one value this certainly is (the inverse of [`Abs::only`]):
+    /// a call's literal argument, such as a pattern or an index.
+    pub(super) fn known(&self) -> Option<&Lit> {
+        match self {
+            Abs::Set {
+                values,
+                error: false,
+            } => match values.as_slice() {
+                [lit] => Some(lit),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     pub(super) fn error() -> Abs<'s> {
         Abs::Set {
             values: Vec::new(),

@@ -848,14 +848,7 @@ release had it and objects written then still hold it)"
             }
             ("matches", Some(t), [arg]) => {
                 let (t, arg) = (self.expr(t), self.expr(arg));
-                let Abs::Set {
-                    values,
-                    error: false,
-                } = &arg
-                else {
-                    return Abs::Any;
-                };
-                let [Lit::Str(pattern)] = values.as_slice() else {
+                let Some(Lit::Str(pattern)) = arg.known() else {
                     return Abs::Any;
                 };
                 match t {
@@ -877,11 +870,7 @@ release had it and objects written then still hold it)"
             ("startsWith" | "endsWith" | "contains", Some(t), [arg]) => {
                 let (t, arg) = (self.expr(t), self.expr(arg));
                 if let Abs::Str { facts, skip, .. } = &t
-                    && let Abs::Set {
-                        values,
-                        error: false,
-                    } = &arg
-                    && let [Lit::Str(lit)] = values.as_slice()
+                    && let Some(Lit::Str(lit)) = arg.known()
                     && let Some(pattern) = as_pattern(func, lit)
                 {
                     return self.regular(facts, *skip, &pattern, func, lit);
@@ -897,14 +886,7 @@ release had it and objects written then still hold it)"
             }
             ("substring", Some(t), [k]) => {
                 let (t, k) = (self.expr(t), self.expr(k));
-                let Abs::Set {
-                    values,
-                    error: false,
-                } = &k
-                else {
-                    return Abs::Any;
-                };
-                let [Lit::Int(k)] = values.as_slice() else {
+                let Some(Lit::Int(k)) = k.known() else {
                     return Abs::Any;
                 };
                 let Ok(k) = u64::try_from(*k) else {
