@@ -354,6 +354,8 @@ async fn hostile_bodies_get_a_400_and_the_server_keeps_serving() {
             413,
             "larger than 65536 bytes",
         ),
+        // Without a declared length the limit holds as the body arrives.
+        ("huge, chunked", chunked(&[b' '; 70_000]), 413, "larger than 65536 bytes"),
         ("GET /validate", get("/validate"), 405, "method not allowed"),
         ("unknown path", get("/mutate"), 404, "no such path: /mutate"),
     ];
@@ -369,7 +371,7 @@ async fn hostile_bodies_get_a_400_and_the_server_keeps_serving() {
     assert_eq!(code, 200);
     let (code, metrics) = support::webhook::https(addr, &ca, &get("/metrics")).await;
     assert_eq!(code, 200);
-    assert_has(&metrics, "crd_safety_bad_requests_total 6\n");
+    assert_has(&metrics, "crd_safety_bad_requests_total 7\n");
     // A review of something that is not a CRD is answered, not a crash:
     // allowed under failMode open, with the reason.
     let pod_review = review(json!({
@@ -404,6 +406,19 @@ async fn hostile_bodies_get_a_400_and_the_server_keeps_serving() {
         log.last().map(|v| v["event"].clone()),
         Some(json!("stopped"))
     );
+}
+
+/// A POST of `body` in one chunk of chunked transfer encoding: no length
+/// declared up front.
+fn chunked(body: &[u8]) -> Vec<u8> {
+    let mut r = format!(
+        "POST /validate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n{:x}\r\n",
+        body.len()
+    )
+    .into_bytes();
+    r.extend_from_slice(body);
+    r.extend_from_slice(b"\r\n0\r\n\r\n");
+    r
 }
 
 /// Runs `helm args` against the control plane, with its state in `home`.
