@@ -126,11 +126,9 @@ impl Track {
 /// `None` when it cannot be decided here. Only valid UTF-8 strings count,
 /// as CEL strings and JSON hold no other.
 pub(crate) fn implies(given: &[Fact<'_>], then: &Fact<'_>) -> Option<bool> {
-    type Key = (Vec<(String, bool, usize)>, (String, bool, usize));
-    static KNOWN: Memo<Key, Option<bool>> = Memo::new();
     let owned = |f: &Fact<'_>| (f.pattern.to_string(), f.holds, f.skip);
     let key = (given.iter().map(owned).collect(), owned(then));
-    KNOWN.get_or(key, || implies_walk(given, then))
+    IMPLIED.get_or(key, || implies_walk(given, then))
 }
 
 fn implies_walk(given: &[Fact<'_>], then: &Fact<'_>) -> Option<bool> {
@@ -180,8 +178,7 @@ fn implies_walk(given: &[Fact<'_>], then: &Fact<'_>) -> Option<bool> {
 /// strings can be as long as they like. `None` when the pattern cannot
 /// be read or matches nothing.
 pub(crate) fn length_bounds(pattern: &str) -> Option<(u64, Option<u64>)> {
-    static KNOWN: Memo<String, Option<(u64, Option<u64>)>> = Memo::new();
-    KNOWN.get_or(pattern.to_string(), || length_bounds_walk(pattern))
+    LENGTHS.get_or(pattern.to_string(), || length_bounds_walk(pattern))
 }
 
 fn length_bounds_walk(pattern: &str) -> Option<(u64, Option<u64>)> {
@@ -231,6 +228,17 @@ fn length_bounds_walk(pattern: &str) -> Option<(u64, Option<u64>)> {
 /// each answer builds DFAs. Bounded, as `serve` judges what requests send.
 struct Memo<K, V>(std::sync::Mutex<Option<std::collections::HashMap<K, V>>>);
 
+type ImpliedKey = (Vec<(String, bool, usize)>, (String, bool, usize));
+static IMPLIED: Memo<ImpliedKey, Option<bool>> = Memo::new();
+static LENGTHS: Memo<String, Option<(u64, Option<u64>)>> = Memo::new();
+
+/// Empties the answers, with the other pattern caches
+/// ([`super::forget_patterns`]).
+pub(super) fn forget() {
+    IMPLIED.clear();
+    LENGTHS.clear();
+}
+
 /// Answers kept before a memo starts over.
 const MEMO_ENTRIES: usize = 1024;
 
@@ -239,19 +247,18 @@ impl<K: std::hash::Hash + Eq, V: Clone> Memo<K, V> {
         Memo(std::sync::Mutex::new(None))
     }
 
+    fn clear(&self) {
+        *super::locked(&self.0) = None;
+    }
+
     fn get_or(&self, key: K, work: impl FnOnce() -> V) -> V {
-        let lock = || {
-            self.0
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-        };
-        if let Some(known) = lock().as_ref().and_then(|m| m.get(&key)) {
+        if let Some(known) = super::locked(&self.0).as_ref().and_then(|m| m.get(&key)) {
             return known.clone();
         }
         // Worked out without the lock: another thread may do the same work,
         // never wait on it.
         let value = work();
-        let mut map = lock();
+        let mut map = super::locked(&self.0);
         let map = map.get_or_insert_with(Default::default);
         if map.len() >= MEMO_ENTRIES {
             map.clear();

@@ -452,11 +452,13 @@ type Built = foldhash::HashMap<String, Result<Arc<Regex>, String>>;
 static BUILT: LazyLock<Mutex<Built>> = LazyLock::new(Default::default);
 static GOOD: LazyLock<Mutex<foldhash::HashSet<String>>> = LazyLock::new(Default::default);
 
-/// Empties the process's caches of checked and built patterns, so that a
-/// benchmark can measure each run as a fresh process would make it.
+/// Empties the process's caches of checked and built patterns (and the
+/// answers worked out about them), so that a benchmark can measure each
+/// run as a fresh process would make it.
 pub fn forget_patterns() {
     locked(&BUILT).clear();
     locked(&GOOD).clear();
+    language::forget();
 }
 
 /// A cache's lock. A thread that panicked while holding it left the cache

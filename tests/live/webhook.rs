@@ -16,7 +16,7 @@ use support::envtest::{ControlPlane, dedicated};
 use support::live::{admin, crd, create_objects, install, write_manifest};
 use support::run::run;
 use support::runs::assert_has;
-use support::webhook::{Served, TestCa, get, kubectl, post, register, until_kubectl_says};
+use support::webhook::{Served, TestCa, chunked, get, kubectl, post, register, until_kubectl_says};
 
 fn write_config(dir: &Path, text: &str) {
     let tmp = dir.join(".config.yaml.new");
@@ -406,19 +406,6 @@ async fn hostile_bodies_get_a_400_and_the_server_keeps_serving() {
         log.last().map(|v| v["event"].clone()),
         Some(json!("stopped"))
     );
-}
-
-/// A POST of `body` in one chunk of chunked transfer encoding: no length
-/// declared up front.
-fn chunked(body: &[u8]) -> Vec<u8> {
-    let mut r = format!(
-        "POST /validate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n{:x}\r\n",
-        body.len()
-    )
-    .into_bytes();
-    r.extend_from_slice(body);
-    r.extend_from_slice(b"\r\n0\r\n\r\n");
-    r
 }
 
 /// Runs `helm args` against the control plane, with its state in `home`.

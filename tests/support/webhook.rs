@@ -463,6 +463,16 @@ pub fn post(body: &[u8]) -> Vec<u8> {
     r
 }
 
+/// A `POST /validate` of `body` in one chunk of chunked transfer
+/// encoding: no length declared up front.
+pub fn chunked(body: &[u8]) -> Vec<u8> {
+    let mut r = b"POST /validate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n".to_vec();
+    r.extend_from_slice(format!("{:x}\r\n", body.len()).as_bytes());
+    r.extend_from_slice(body);
+    r.extend_from_slice(b"\r\n0\r\n\r\n");
+    r
+}
+
 /// A `GET path`, closing the connection after.
 pub fn get(path: &str) -> Vec<u8> {
     format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").into_bytes()
