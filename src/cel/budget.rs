@@ -182,8 +182,13 @@ fn walk(
         .get("x-kubernetes-embedded-resource")
         .and_then(Value::as_bool)
         == Some(true);
-    let decl = Decl::of(s, resource_root || embedded).map(|d| d.judged_by(minor).at_runtime());
-    if let (true, Some(decl)) = (has_rules(s), decl) {
+    // Only a node with rules needs its declaration: built above one, it
+    // would describe the whole subtree for nothing.
+    let decl = has_rules(s)
+        .then(|| Decl::of(s, resource_root || embedded))
+        .flatten()
+        .map(|d| d.judged_by(minor).at_runtime());
+    if let Some(decl) = decl {
         let runs = cardinality.unwrap_or_else(|| max_cardinality(decl.min_size()));
         let here = path.to_string();
         for rule in arr_of(s, "x-kubernetes-validations") {

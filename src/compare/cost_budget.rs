@@ -24,7 +24,8 @@ use serde_json::{Value, json};
 use crate::cel::budget::{ObjectCost, RUNTIME_BUDGET, RuleCost, worst_case};
 use crate::crd::Crd;
 use crate::kube_version::KubeVersion;
-use crate::schema::{AdditionalProperties, FieldPath, Schema};
+use crate::schema::path::{Step, Trail};
+use crate::schema::{AdditionalProperties, Schema};
 use crate::text::thousands;
 
 use super::{Check, Finding, Severity};
@@ -48,23 +49,25 @@ pub(super) fn check(old: &Crd, new: &Crd, out: &mut Vec<Finding>) {
     }
 }
 
-/// The `(node, rule)` pairs of a schema.
-fn rules(s: &Schema, at: &FieldPath, out: &mut Vec<(String, String)>) {
+/// The `(node, rule)` pairs of a schema; a node's path is written only
+/// where it holds rules.
+fn rules(s: &Schema, at: &Trail<'_>, out: &mut Vec<(String, String)>) {
     if let Some(Value::Array(rs)) = s.keyword("x-kubernetes-validations") {
+        let path = at.path().to_string();
         for r in rs {
             if let Some(text) = r.get("rule").and_then(Value::as_str) {
-                out.push((at.to_string(), text.to_string()));
+                out.push((path.clone(), text.to_string()));
             }
         }
     }
     for (name, child) in s.properties.iter() {
-        rules(child, &at.property(name), out);
+        rules(child, &at.down(Step::Property(name)), out);
     }
     if let Some(items) = &s.items {
-        rules(items, &at.items(), out);
+        rules(items, &at.down(Step::Items), out);
     }
     if let Some(AdditionalProperties::Schema(v)) = &s.additional_properties {
-        rules(v, &at.map_values(), out);
+        rules(v, &at.down(Step::MapValues), out);
     }
 }
 
@@ -138,17 +141,69 @@ fn without_rules(s: &Schema) -> Schema {
 }
 
 fn costed(s: &Schema) -> ObjectCost {
-    match s.to_value() {
-        Value::Object(root) => worst_case(&root, KubeVersion::NEWEST.minor),
+    match to_be_costed(s) {
+        Some(Value::Object(root)) => worst_case(&root, KubeVersion::NEWEST.minor),
         _ => ObjectCost::default(),
     }
+}
+
+/// The JSON the estimator reads of `s`: each node that holds rules whole
+/// (a rule reads anything below it), the nodes on the way to one with
+/// their own keywords (the lists and maps among them decide how often a
+/// rule runs), nothing else (`None` when no rule is below). The estimator
+/// reads no other node, and a CRD's rules sit on a few small nodes: the
+/// whole schema written out was most of this check's time on the largest
+/// corpus CRD.
+fn to_be_costed(s: &Schema) -> Option<Value> {
+    if s.keyword("x-kubernetes-validations").is_some() {
+        return Some(s.to_value());
+    }
+    let properties: serde_json::Map<String, Value> = s
+        .properties
+        .iter()
+        .filter_map(|(name, child)| Some((name.clone(), to_be_costed(child)?)))
+        .collect();
+    let items = s.items.as_deref().and_then(to_be_costed);
+    let values = match &s.additional_properties {
+        Some(AdditionalProperties::Schema(v)) => Some(to_be_costed(v)),
+        _ => None,
+    };
+    if properties.is_empty() && items.is_none() && !matches!(values, Some(Some(_))) {
+        return None;
+    }
+    let mut node: serde_json::Map<String, Value> = s
+        .keywords
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if !properties.is_empty() {
+        node.insert("properties".into(), Value::Object(properties));
+    }
+    if let Some(items) = items {
+        node.insert("items".into(), items);
+    }
+    match (&s.additional_properties, values) {
+        // A map stays a map for the rules below it: its values' schema, or
+        // an empty one where no rule is below them.
+        (Some(AdditionalProperties::Schema(_)), Some(v)) => {
+            node.insert(
+                "additionalProperties".into(),
+                v.unwrap_or_else(|| json!({})),
+            );
+        }
+        (Some(AdditionalProperties::Allowed(b)), _) => {
+            node.insert("additionalProperties".into(), Value::Bool(*b));
+        }
+        _ => {}
+    }
+    Some(Value::Object(node))
 }
 
 /// The finding for one version, if its rules can now exhaust the budget.
 fn judge(old: &Schema, new: &Schema) -> Option<Finding> {
     let (mut old_rules, mut new_rules) = (Vec::new(), Vec::new());
-    rules(old, &FieldPath::root(), &mut old_rules);
-    rules(new, &FieldPath::root(), &mut new_rules);
+    rules(old, &Trail::ROOT, &mut old_rules);
+    rules(new, &Trail::ROOT, &mut new_rules);
     // Rules only kept or removed, and sizes bounded by OLD's: no object
     // costs more than it did.
     if new_rules.iter().all(|r| old_rules.contains(r)) {
@@ -373,5 +428,47 @@ mod tests {
         let all: Vec<&str> = many.iter().map(String::as_str).collect();
         assert!(judge(&list(400, &all), &list(400, &all)).is_none());
         assert!(judge(&list(400, &all), &list(400, &all[..30])).is_none());
+    }
+
+    #[test]
+    fn costing_only_the_paths_to_rules_costs_what_the_whole_schema_does() {
+        let s = schema(json!({"type": "object", "properties": {
+            "spec": {"type": "object", "description": "no rule here", "properties": {
+                "plain": {"type": "string", "description": "never read"},
+                "xs": {"type": "array", "maxItems": 20, "items": {"type": "object",
+                    "properties": {
+                        "name": {"type": "string", "maxLength": 30,
+                            "x-kubernetes-validations": [{"rule": "self.startsWith('a')"}]},
+                        "other": {"type": "integer"}}}},
+                "labels": {"type": "object", "maxProperties": 8,
+                    "additionalProperties": {"type": "string", "maxLength": 12,
+                        "x-kubernetes-validations": [{"rule": "self.size() > 1"}]}},
+                "tags": {"type": "object", "maxProperties": 3, "properties": {
+                    "t": {"type": "string", "maxLength": 5,
+                        "x-kubernetes-validations": [{"rule": "self != 'x'"}]}},
+                    "additionalProperties": {"type": "string"}}}}}}));
+        let whole = match s.to_value() {
+            Value::Object(root) => worst_case(&root, KubeVersion::NEWEST.minor),
+            _ => ObjectCost::default(),
+        };
+        assert_eq!(whole.rules.len(), 3);
+        assert_eq!(costed(&s), whole);
+        let pruned = to_be_costed(&s).unwrap();
+        assert!(
+            pruned
+                .pointer("/properties/spec/properties/plain")
+                .is_none()
+        );
+        assert!(
+            pruned
+                .pointer("/properties/spec/properties/xs/items/properties/other")
+                .is_none()
+        );
+        // A map stays a map, for how often the rules below it run.
+        assert_eq!(
+            pruned.pointer("/properties/spec/properties/tags/additionalProperties"),
+            Some(&json!({}))
+        );
+        assert_eq!(to_be_costed(&schema(json!({"type": "string"}))), None);
     }
 }

@@ -18,8 +18,9 @@
 use super::fields::{Context, walk};
 use super::{Check, CheckOptions, Finding, Severity};
 use crate::crd::{Crd, CrdVersion};
+use crate::schema::path::{Step, Trail};
 use crate::schema::version::compare_priority;
-use crate::schema::{FieldPath, Lookup, Schema, path::Segment};
+use crate::schema::{FieldPath, Schema};
 
 pub(super) fn check(old: Option<&Crd>, new: &Crd, options: &CheckOptions, out: &mut Vec<Finding>) {
     if new.conversion_strategy() != "None" {
@@ -124,19 +125,32 @@ that changes {path} is rejected. Require {name} in {a} as well, or give it a def
     );
 }
 
-/// The node of `schema` at a rendered path (`^.spec.nodeSets[*]`).
+/// The node of `schema` at a rendered path (`^.spec.nodeSets[*]`), found
+/// one step at a time: a rendered step followed by the end or by the next
+/// step's first character names one child (renderings are unambiguous).
 fn node_at<'s>(schema: &'s Schema, path: &str) -> Option<&'s Schema> {
-    if path == "^" {
-        return Some(schema);
+    let mut rest = path.strip_prefix('^')?;
+    let mut node = schema;
+    'down: while !rest.is_empty() {
+        let children = node
+            .properties
+            .iter()
+            .map(|(name, child)| (Step::Property(name), child));
+        let children = children
+            .chain(node.items.as_deref().map(|i| (Step::Items, i)))
+            .chain(node.map_values().map(|v| (Step::MapValues, v)));
+        for (step, child) in children {
+            if let Some(after) = step.strip_from(rest)
+                && (after.is_empty() || after.starts_with(['.', '[', '{']))
+            {
+                rest = after;
+                node = child;
+                continue 'down;
+            }
+        }
+        return None;
     }
-    let p = schema
-        .field_paths()
-        .into_iter()
-        .find(|p| p.to_string() == path)?;
-    match schema.lookup(&p) {
-        Lookup::Found(n) => Some(n),
-        _ => None,
-    }
+    Some(node)
 }
 
 fn pair_findings(label: &str, a: &Schema, b: &Schema, options: &CheckOptions) -> Vec<Finding> {
@@ -153,23 +167,63 @@ fn pair_findings(label: &str, a: &Schema, b: &Schema, options: &CheckOptions) ->
     found
 }
 
-/// Fields every object has regardless of the schema.
-fn implicit(p: &FieldPath) -> bool {
-    matches!(p.segments().first(), Some(Segment::Property(n)) if matches!(n.as_str(), "apiVersion" | "kind" | "metadata"))
+/// The top-most properties `from` describes and `to` prunes, parents
+/// before children as in [`Schema::field_paths`]. The two schemas are
+/// walked side by side, so a path is built only for a field `to` prunes:
+/// looking every path of `from` up in `to` from the root cost ECK's
+/// comparison a third of its time. Below a pruned field everything is
+/// pruned as well, and below one `to` keeps unknown everything is kept:
+/// neither is entered. `apiVersion`, `kind` and `metadata` at the root
+/// exist in every object whatever the schema says.
+///
+/// Only properties are named: where `to` lacks the items or the map values
+/// `from` has, the properties below them are (a list or map of scalars
+/// there goes unreported, as before this walk existed).
+fn only_in(from: &Schema, to: &Schema) -> Vec<FieldPath> {
+    let mut out = Vec::new();
+    pruned_below(from, to, &Trail::ROOT, &mut out);
+    out
 }
 
-/// The top-most paths `from` describes and `to` prunes.
-fn only_in(from: &Schema, to: &Schema) -> Vec<FieldPath> {
-    let mut out: Vec<FieldPath> = Vec::new();
-    for p in from.field_paths() {
-        if implicit(&p) || out.last().is_some_and(|last| p.starts_with(last)) {
+fn pruned_below(from: &Schema, to: &Schema, at: &Trail<'_>, out: &mut Vec<FieldPath>) {
+    let root = at.is_root();
+    for (name, child) in &from.properties {
+        if root && matches!(name.as_str(), "apiVersion" | "kind" | "metadata") {
             continue;
         }
-        if matches!(to.lookup(&p), Lookup::Pruned) {
-            out.push(p);
+        let here = at.down(Step::Property(name));
+        match to.properties.get(name.as_str()) {
+            Some(t) => pruned_below(child, t, &here, out),
+            None if to.keeps_undescribed(true) => {}
+            None => out.push(here.path()),
         }
     }
-    out
+    let below = [
+        (from.items.as_deref(), to.items.as_deref(), Step::Items),
+        (from.map_values(), to.map_values(), Step::MapValues),
+    ];
+    for (child, counterpart, step) in below {
+        let Some(child) = child else { continue };
+        let here = at.down(step);
+        match counterpart {
+            Some(t) => pruned_below(child, t, &here, out),
+            None if to.keeps_undescribed(false) => {}
+            None => all_properties(child, &here, out),
+        }
+    }
+}
+
+/// The top-most properties of `s`, below `at`.
+fn all_properties(s: &Schema, at: &Trail<'_>, out: &mut Vec<FieldPath>) {
+    for (name, _) in &s.properties {
+        out.push(at.down(Step::Property(name)).path());
+    }
+    if let Some(items) = &s.items {
+        all_properties(items, &at.down(Step::Items), out);
+    }
+    if let Some(values) = s.map_values() {
+        all_properties(values, &at.down(Step::MapValues), out);
+    }
 }
 
 fn data_loss(served: &Schema, storage: &Schema, v: &str, s: &str) -> Vec<Finding> {
@@ -196,4 +250,67 @@ for good. Add it to {v}, or use a conversion webhook"
         finding(p, message)
     });
     written.chain(updated).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema(v: serde_json::Value) -> Schema {
+        Schema::from_value(&v).unwrap()
+    }
+
+    #[test]
+    fn the_fields_one_version_prunes_are_the_top_most_ones_it_lacks() {
+        let object = |props: serde_json::Value| json!({"type": "object", "properties": props});
+        let from = schema(object(json!({
+            "metadata": object(json!({"name": {"type": "string"}})),
+            "spec": object(json!({
+                "gone": object(json!({"deeper": {"type": "string"}})),
+                "list": {"type": "array", "items": object(json!({
+                    "n": {"type": "string"}, "m": {"type": "string"}}))},
+                "free": object(json!({"x": {"type": "string"}})),
+                "same": object(json!({"y": {"type": "string"}, "z": {"type": "string"}})),
+            })),
+        })));
+        let to = schema(object(json!({
+            "spec": object(json!({
+                "list": {"type": "string"},
+                "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                "same": object(json!({"y": {"type": "string"}})),
+            })),
+        })));
+        let paths: Vec<String> = only_in(&from, &to)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "^.spec.gone",
+                "^.spec.list[*].m",
+                "^.spec.list[*].n",
+                "^.spec.same.z"
+            ]
+        );
+        assert!(only_in(&to, &from).is_empty());
+    }
+
+    #[test]
+    fn a_node_is_found_by_its_rendered_path() {
+        let s = schema(
+            json!({"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {
+                "sp": {"type": "string"},
+                "a.b": {"type": "array", "items": {"type": "object",
+                    "additionalProperties": {"type": "integer"}}}}}}}),
+        );
+        let at = |p: &str| node_at(&s, p).and_then(Schema::type_name);
+        assert_eq!(at("^"), Some("object"));
+        assert_eq!(at("^.spec.sp"), Some("string"));
+        assert_eq!(at("^.spec[\"a.b\"][*]{*}"), Some("integer"));
+        assert_eq!(at("^.spec.spx"), None);
+        assert_eq!(at("^.spec.s"), None);
+    }
 }

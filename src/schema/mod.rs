@@ -273,6 +273,18 @@ impl Schema {
         }
     }
 
+    /// Whether a value one step below this node that the schema does not
+    /// describe is kept: the node keeps unknown fields, or (for a property)
+    /// allows any `additionalProperties`. Otherwise it is pruned.
+    pub fn keeps_undescribed(&self, property: bool) -> bool {
+        self.preserves_unknown_fields()
+            || property
+                && matches!(
+                    self.additional_properties,
+                    Some(AdditionalProperties::Allowed(true))
+                )
+    }
+
     /// The node at `path`, and whether an ancestor on the way (or the node's
     /// parent) keeps unknown fields, which stops pruning below it.
     pub fn lookup(&self, path: &FieldPath) -> Lookup<'_> {
@@ -286,11 +298,7 @@ impl Schema {
             match next {
                 Some(n) => node = n,
                 None => {
-                    let kept = node.preserves_unknown_fields()
-                        || matches!(
-                            node.additional_properties,
-                            Some(AdditionalProperties::Allowed(true))
-                        ) && matches!(seg, path::Segment::Property(_));
+                    let kept = node.keeps_undescribed(matches!(seg, path::Segment::Property(_)));
                     return if kept {
                         Lookup::KeptUnknown
                     } else {

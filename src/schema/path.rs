@@ -40,6 +40,33 @@ pub enum Step<'a> {
     MapValues,
 }
 
+/// A step as a path renders it: `.name`, `["a.b"]`, `[*]`, `{*}`.
+impl fmt::Display for Step<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Step::Property(name) if needs_quotes(name) => write!(f, "[{name:?}]"),
+            Step::Property(name) => write!(f, ".{name}"),
+            Step::Items => f.write_str("[*]"),
+            Step::MapValues => f.write_str("{*}"),
+        }
+    }
+}
+
+impl Step<'_> {
+    /// What follows this step's rendering at the start of `text`, if it
+    /// starts with it (written out only for the rare quoted name).
+    pub fn strip_from<'t>(&self, text: &'t str) -> Option<&'t str> {
+        match self {
+            Step::Property(name) if needs_quotes(name) => {
+                text.strip_prefix(format!("[{name:?}]").as_str())
+            }
+            Step::Property(name) => text.strip_prefix('.')?.strip_prefix(name),
+            Step::Items => text.strip_prefix("[*]"),
+            Step::MapValues => text.strip_prefix("{*}"),
+        }
+    }
+}
+
 impl<'a> Trail<'a> {
     /// `^`.
     pub const ROOT: Trail<'static> = Trail {
@@ -63,6 +90,11 @@ impl<'a> Trail<'a> {
             holder: Some(holder),
             ..self.down(Step::Property(name))
         }
+    }
+
+    /// Whether this is `^` itself.
+    pub fn is_root(&self) -> bool {
+        self.up.is_none()
     }
 
     /// Whether this is a property its holder lists in `required`.
@@ -169,10 +201,9 @@ impl fmt::Display for FieldPath {
         f.write_str("^")?;
         for seg in &self.0 {
             match seg {
-                Segment::Property(name) if needs_quotes(name) => write!(f, "[{name:?}]")?,
-                Segment::Property(name) => write!(f, ".{name}")?,
-                Segment::Items => f.write_str("[*]")?,
-                Segment::MapValues => f.write_str("{*}")?,
+                Segment::Property(name) => Step::Property(name).fmt(f)?,
+                Segment::Items => Step::Items.fmt(f)?,
+                Segment::MapValues => Step::MapValues.fmt(f)?,
             }
         }
         Ok(())
@@ -206,5 +237,21 @@ mod tests {
                 .property("x")
                 .is_status()
         );
+    }
+
+    #[test]
+    fn a_step_is_stripped_from_the_text_it_renders() {
+        let names = ["spec", "a.b", "", "x y", "sp"];
+        for name in names {
+            let step = Step::Property(name);
+            let text = format!("{step}.rest");
+            assert_eq!(step.strip_from(&text), Some(".rest"), "{text}");
+        }
+        for step in [Step::Items, Step::MapValues] {
+            assert_eq!(step.strip_from(&format!("{step}")), Some(""));
+        }
+        assert_eq!(Step::Property("spec").strip_from(".spex"), None);
+        assert_eq!(Step::Property("a.b").strip_from(".a.b"), None);
+        assert_eq!(Step::Items.strip_from("{*}"), None);
     }
 }
