@@ -39,6 +39,7 @@ fn crd_of(path: &std::path::Path) -> Value {
         .expect("a CRD in the file")
         .crd
         .manifest
+        .clone()
 }
 
 /// An UPDATE review of `old` to `new`, with the live CRD's status.

@@ -112,7 +112,7 @@ pub async fn apply_check(
             detail: format!("the live CRD cannot be read: {e}"),
         })?;
         live.crds.push(LoadedCrd {
-            crd,
+            crd: crd.into(),
             location: Location {
                 file: format!("cluster (context {})", conn.context),
                 line: 0,
@@ -131,7 +131,7 @@ pub async fn apply_check(
     let mut crds = entries(&live, new, &StoredVersionsArg::default(), config);
     let live_crds: Vec<Option<&Crd>> = live_index
         .iter()
-        .map(|i| i.map(|i| &live.crds[i].crd))
+        .map(|i| i.map(|i| &*live.crds[i].crd))
         .collect();
     let answered = &AtomicUsize::new(0);
     let total = new.crds.len();

@@ -12,7 +12,7 @@ use crate::requirement::{Requirement, States};
 
 /// The states against CRDs read from files.
 pub fn against_files(requirements: &[Requirement], new: &ManifestSet, label: String) -> States {
-    States::of(requirements, |name| new.get(name).map(|l| &l.crd), label)
+    States::of(requirements, |name| new.get(name).map(|l| &*l.crd), label)
 }
 
 /// The states against the cluster's CRDs, each read once.

@@ -260,7 +260,7 @@ pub enum ManifestError {
 #[derive(Debug, Clone)]
 pub struct LoadedCrd {
     /// The CRD.
-    pub crd: Crd,
+    pub crd: Arc<Crd>,
     /// Its file and line.
     pub location: Location,
     /// The text it was read from, for positions of nodes inside it; `None`
@@ -808,7 +808,7 @@ fn add_crd(
         });
     }
     set.crds.push(LoadedCrd {
-        crd,
+        crd: crd.into(),
         location,
         text,
         readings: Vec::new(),

@@ -89,7 +89,7 @@ fn concerns(requirement: &Requirement, f: &Finding) -> bool {
 pub fn add_findings(report: &mut Report, requirements: &[Requirement], new: &ManifestSet) {
     for requirement in requirements {
         let name = &requirement.crd.name;
-        let findings = judge(requirement, new.get(name).map(|l| &l.crd));
+        let findings = judge(requirement, new.get(name).map(|l| &*l.crd));
         let count = |s: Severity| findings.iter().filter(|f| f.severity == s).count();
         report.requirements.push(RequirementCheck {
             requirement: requirement.reference(),

@@ -273,7 +273,7 @@ impl Doc<'_> {
         manifest::load_text(&data, "the CRD", false, &mut set)
             .map_err(|e| self.bad(&data_at, e.to_string()))?;
         let crd = match set.crds.len() {
-            1 => set.crds.remove(0).crd,
+            1 => std::sync::Arc::unwrap_or_clone(set.crds.remove(0).crd),
             n => {
                 return Err(self.bad(
                     &data_at,

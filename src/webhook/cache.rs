@@ -36,7 +36,7 @@ const MAX_FINDINGS: usize = 8192;
 pub struct Key<'a> {
     /// The CRD's name.
     pub name: &'a str,
-    /// The new CRD's annotations (`invalidCrd` reads some).
+    /// The new CRD's annotations (the size and Helm checks read some).
     pub new_annotations: &'a BTreeMap<String, String>,
     /// The old spec and `status.storedVersions`, raw (empty on CREATE).
     pub old_spec: &'a str,

@@ -21,6 +21,7 @@ pub mod request;
 mod requirements;
 pub mod review;
 pub mod server;
+mod stored_models;
 mod tls;
 
 pub use budget::{Budget, parse_size};
