@@ -20,7 +20,7 @@ use super::{Check, CheckOptions, Finding, Severity};
 use crate::crd::{Crd, CrdVersion};
 use crate::schema::path::{Step, Trail};
 use crate::schema::version::compare_priority;
-use crate::schema::{FieldPath, Schema};
+use crate::schema::{AdditionalProperties, FieldPath, Schema};
 
 pub(super) fn check(old: Option<&Crd>, new: &Crd, options: &CheckOptions, out: &mut Vec<Finding>) {
     if new.conversion_strategy() != "None" {
@@ -167,18 +167,22 @@ fn pair_findings(label: &str, a: &Schema, b: &Schema, options: &CheckOptions) ->
     found
 }
 
-/// The top-most properties `from` describes and `to` prunes, parents
-/// before children as in [`Schema::field_paths`]. The two schemas are
-/// walked side by side, so a path is built only for a field `to` prunes:
-/// looking every path of `from` up in `to` from the root cost ECK's
-/// comparison a third of its time. Below a pruned field everything is
-/// pruned as well, and below one `to` keeps unknown everything is kept:
-/// neither is entered. `apiVersion`, `kind` and `metadata` at the root
-/// exist in every object whatever the schema says.
+/// The top-most fields `from` describes and `to` prunes, parents before
+/// children as in [`Schema::field_paths`]. The two schemas are walked side
+/// by side, so a path is built only for a field `to` prunes (looking every
+/// path of `from` up in `to` from the root cost ECK's comparison a third of
+/// its time). Below a pruned field everything is pruned as well, and below
+/// one `to` keeps unknown everything is kept: neither is entered.
+/// `apiVersion`, `kind` and `metadata` at the root exist in every object
+/// whatever the schema says.
 ///
-/// Only properties are named: where `to` lacks the items or the map values
-/// `from` has, the properties below them are (a list or map of scalars
-/// there goes unreported, as before this walk existed).
+/// Where `to` has no map values for a map of `from`, the API server's
+/// pruning drops every entry (`^.spec.selector{*}`): a map of strings in
+/// one version and a label selector in the other lose the strings. Where
+/// `to` has no items for a list of `from`, the items stay (pruning keeps
+/// a list's elements whatever the schema) but lose every field: those are
+/// named. The same holds for map values under `additionalProperties:
+/// true`.
 fn only_in(from: &Schema, to: &Schema) -> Vec<FieldPath> {
     let mut out = Vec::new();
     pruned_below(from, to, &Trail::ROOT, &mut out);
@@ -205,10 +209,16 @@ fn pruned_below(from: &Schema, to: &Schema, at: &Trail<'_>, out: &mut Vec<FieldP
     for (child, counterpart, step) in below {
         let Some(child) = child else { continue };
         let here = at.down(step);
+        let entries_kept = matches!(step, Step::Items)
+            || matches!(
+                to.additional_properties,
+                Some(AdditionalProperties::Allowed(true))
+            );
         match counterpart {
             Some(t) => pruned_below(child, t, &here, out),
             None if to.keeps_undescribed(false) => {}
-            None => all_properties(child, &here, out),
+            None if entries_kept => all_properties(child, &here, out),
+            None => out.push(here.path()),
         }
     }
 }
@@ -270,6 +280,8 @@ mod tests {
                 "gone": object(json!({"deeper": {"type": "string"}})),
                 "list": {"type": "array", "items": object(json!({
                     "n": {"type": "string"}, "m": {"type": "string"}}))},
+                "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                "free_map": {"type": "object", "additionalProperties": {"type": "string"}},
                 "free": object(json!({"x": {"type": "string"}})),
                 "same": object(json!({"y": {"type": "string"}, "z": {"type": "string"}})),
             })),
@@ -277,6 +289,9 @@ mod tests {
         let to = schema(object(json!({
             "spec": object(json!({
                 "list": {"type": "string"},
+                "labels": object(json!({"matchLabels": {"type": "object",
+                    "additionalProperties": {"type": "string"}}})),
+                "free_map": {"type": "object", "additionalProperties": true},
                 "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
                 "same": object(json!({"y": {"type": "string"}})),
             })),
@@ -289,12 +304,17 @@ mod tests {
             paths,
             [
                 "^.spec.gone",
+                "^.spec.labels{*}",
                 "^.spec.list[*].m",
                 "^.spec.list[*].n",
                 "^.spec.same.z"
             ]
         );
-        assert!(only_in(&to, &from).is_empty());
+        let back: Vec<String> = only_in(&to, &from)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(back, ["^.spec.labels.matchLabels"]);
     }
 
     #[test]

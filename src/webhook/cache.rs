@@ -2,8 +2,9 @@
 //! CRDs reaches the webhook again and again: `kubectl diff` or a server
 //! dry run before every apply, Argo CD's server-side diff on every refresh,
 //! Helm's retries, and the same release on both replicas' neighbours. The
-//! findings of a pair depend only on the old spec and stored versions, the
-//! new spec, the configuration and the server's version, so they are kept
+//! findings of a pair depend only on the old spec and stored versions
+//! (and whether the stored CRD was applied client-side), the new spec and
+//! annotations, the configuration and the server's version, so they are kept
 //! under a hash of those (the break-glass annotations, the object count and
 //! the scan are decided anew every time). Requests for a pair being judged
 //! wait for that judgment instead of repeating it.
@@ -41,6 +42,9 @@ pub struct Key<'a> {
     /// The old spec and `status.storedVersions`, raw (empty on CREATE).
     pub old_spec: &'a str,
     pub old_stored: &'a str,
+    /// Whether the stored CRD carries `last-applied-configuration`: the
+    /// size check then says its pipeline applies client-side.
+    pub old_applied_client_side: bool,
     /// The new spec, raw.
     pub new_spec: &'a str,
     /// Which configuration was in force (bumped on every reload).
@@ -161,6 +165,7 @@ mod tests {
             new_annotations: &NONE,
             old_spec: "{}",
             old_stored: "[\"v1\"]",
+            old_applied_client_side: false,
             new_spec,
             config_generation: 0,
             kube_minor: 34,
@@ -181,6 +186,14 @@ mod tests {
         assert_eq!(judged.load(Ordering::SeqCst), 1);
         cache.get_or_judge(&key("{\"a\":2}"), judge).await.unwrap();
         assert_eq!(judged.load(Ordering::SeqCst), 2);
+        // The same specs against a stored CRD applied client-side: the
+        // size check's words differ, so it is another pair.
+        let client_side = Key {
+            old_applied_client_side: true,
+            ..key("{\"a\":2}")
+        };
+        cache.get_or_judge(&client_side, judge).await.unwrap();
+        assert_eq!(judged.load(Ordering::SeqCst), 3);
     }
 
     #[tokio::test]

@@ -43,6 +43,7 @@ use crate::compare::{Check, Finding, Severity};
 use crate::config::{Config, Unfinished};
 use crate::crd::Crd;
 use crate::crd_validation::{KubeVersion, KubeVersionSource};
+use crate::delivery::size::LAST_APPLIED;
 use crate::engine::{StoredVersionsArg, entries};
 use crate::manifest::{LoadedCrd, Location, ManifestSet};
 use crate::scan::{ScanOptions, scan_crd};
@@ -434,6 +435,10 @@ impl Reviewer {
                     new_annotations: &intent.annotations,
                     old_spec,
                     old_stored: old_outline.as_ref().map_or("", |o| o.stored_versions()),
+                    old_applied_client_side: intent
+                        .before
+                        .as_ref()
+                        .is_some_and(|before| before.contains_key(LAST_APPLIED)),
                     new_spec,
                     config_generation: generation,
                     kube_minor: kube.minor,

@@ -1181,6 +1181,102 @@ async fn a_field_the_old_crd_required_in_every_version_is_only_a_warning_between
     );
 }
 
+/// opentelemetry-operator's shape (v0.97 -> v0.100): `spec.selector` is a
+/// map of strings in `v1alpha1` and a label selector in `v1beta1`, which
+/// the new release adds as the storage version, with conversion None.
+fn selector_release(new: bool) -> Value {
+    let root = |selector: Value| {
+        json!({"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {"selector": selector}}}})
+    };
+    let map = json!({"type": "object", "additionalProperties": {"type": "string"}});
+    let label_selector = json!({"type": "object", "properties": {"matchLabels": map.clone()}});
+    let mut versions = vec![fixtures::version("v1alpha1", true, !new, root(map))];
+    if new {
+        versions.push(fixtures::version(
+            "v1beta1",
+            true,
+            true,
+            root(label_selector),
+        ));
+    }
+    fixtures::crd("selectors", versions)
+}
+
+#[tokio::test]
+async fn a_map_the_storage_version_does_not_describe_loses_its_entries_on_the_server() {
+    let Some(plane) = control_plane() else { return };
+    let client: Client = admin(plane).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = support::live::write_manifest(dir.path(), "old.json", &selector_release(false));
+    let new = support::live::write_manifest(dir.path(), "new.json", &selector_release(true));
+    let r = support::run::run(&["diff", &old, &new, "-o", "json"], None);
+    let losses: Vec<(String, String)> = r.json()["crds"][0]["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| f["check"] == "conversionDataLoss")
+        .map(|f| {
+            let s = |k: &str| f[k].as_str().unwrap_or_default().to_string();
+            (s("path"), s("severity"))
+        })
+        .collect();
+    assert!(
+        losses.contains(&("^.spec.selector{*}".to_string(), "error".to_string())),
+        "{losses:?}\n{}",
+        r.stdout
+    );
+    // On the server: an entry written through v1alpha1 is gone once stored
+    // as v1beta1, read back through either version.
+    install(&client, &selector_release(true)).await;
+    let ar = |v: &str| {
+        ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("example.com", v, "Selector"),
+            "selectors",
+        )
+    };
+    let alpha: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), "default", &ar("v1alpha1"));
+    let object: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "example.com/v1alpha1", "kind": "Selector",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"selector": {"app": "web"}}}))
+    .expect("object");
+    // The new storage version is in effect once an object written through
+    // v1alpha1 comes back without the entry; until then it is stored as
+    // v1alpha1 and keeps it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut attempt = 0;
+    loop {
+        let name = format!("web-{attempt}");
+        let mut o = object.clone();
+        o.metadata.name = Some(name.clone());
+        alpha
+            .create(&PostParams::default(), &o)
+            .await
+            .expect("valid through v1alpha1");
+        let read = alpha.get(&name).await.expect("readable");
+        let beta: Api<DynamicObject> =
+            Api::namespaced_with(client.clone(), "default", &ar("v1beta1"));
+        let stored = beta.get(&name).await.expect("readable through v1beta1");
+        if read.data["spec"]["selector"].get("app").is_none() {
+            assert!(
+                stored.data["spec"]["selector"].get("app").is_none(),
+                "{:?}",
+                stored.data
+            );
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the entry is still stored after 30 s: {:?}",
+            read.data
+        );
+        attempt += 1;
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
 /// Gateway API's TLSRoute `hostnames` item pattern before v1.5.
 const TLS_HOSTNAME: &str =
     "^(\\*\\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
