@@ -1,9 +1,14 @@
-//! The AdmissionReview as `serve` reads it: the request's fields, and its
-//! two objects as raw JSON. A CRD can be 1.5 MB; reading it once into the
-//! typed request and again into the JSON the engine takes cost a review of
-//! the largest corpus CRD a third of its time, and the raw text is also
-//! what the verdict cache ([`super::cache`]) keys on, so the full parse
-//! only happens on a miss. The answer uses kube-rs's `AdmissionResponse`.
+//! The AdmissionReview as `serve` reads it: the request's fields, and the
+//! outline of its two objects (metadata, the spec as raw JSON, the stored
+//! versions), in one pass over the body. A CRD can be 1.5 MB; the raw spec
+//! is what the verdict cache ([`super::cache`]) keys on, so the full parse
+//! only happens on a miss, and then the objects are read again whole
+//! ([`raw_objects`]). Reading the objects raw first and their outlines
+//! after (twice: the requirements' check read them again) went over a
+//! large review's body three times, most of a cache hit's time. An object
+//! whose metadata is not of the API's types (an annotation that is not a
+//! string) makes the whole body unreadable, a 400: the API server never
+//! sends one. The answer uses kube-rs's `AdmissionResponse`.
 
 use std::collections::BTreeMap;
 
@@ -38,7 +43,8 @@ pub struct UserInfo {
     pub groups: Vec<String>,
 }
 
-/// One admission request for a CRD, its objects borrowed from the body.
+/// One admission request for a CRD, its objects' outlines borrowed from
+/// the body.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Request<'a> {
@@ -57,10 +63,10 @@ pub struct Request<'a> {
     pub dry_run: bool,
     /// The new object (CREATE, UPDATE).
     #[serde(borrow, default)]
-    pub object: Option<&'a RawValue>,
+    pub object: Option<Outline<'a>>,
     /// The stored object (UPDATE, DELETE).
     #[serde(borrow, default)]
-    pub old_object: Option<&'a RawValue>,
+    pub old_object: Option<Outline<'a>>,
 }
 
 impl Request<'_> {
@@ -77,7 +83,7 @@ impl Request<'_> {
 
 /// The parts of a CRD read before deciding whether to judge it: what the
 /// verdict depends on, as raw text, and the annotations.
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Outline<'a> {
     /// `CustomResourceDefinition`, or what was sent instead.
@@ -92,7 +98,7 @@ pub struct Outline<'a> {
     status: Option<OutlineStatus<'a>>,
 }
 
-#[derive(Default, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 struct OutlineMeta {
     #[serde(default)]
     name: String,
@@ -124,7 +130,7 @@ pub struct ClaimedNames {
     pub plural: String,
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct OutlineStatus<'a> {
     #[serde(borrow, default)]
@@ -132,11 +138,6 @@ struct OutlineStatus<'a> {
 }
 
 impl<'a> Outline<'a> {
-    /// Reads the outline of one object.
-    pub fn of(raw: &'a RawValue) -> Result<Outline<'a>, String> {
-        serde_json::from_str(raw.get()).map_err(|e| format!("unreadable object: {e}"))
-    }
-
     /// The annotations (values that are not strings are left out).
     pub fn annotations(&self) -> &BTreeMap<String, String> {
         &self.metadata.annotations
@@ -166,6 +167,11 @@ impl<'a> Outline<'a> {
             }
             None => Ok(Claimed::default()),
         }
+    }
+
+    /// The length of the spec's JSON: nearly all of a CRD's.
+    pub fn spec_len(&self) -> usize {
+        self.spec.map_or(0, |s| s.get().len())
     }
 
     /// `status.storedVersions`, as raw text (empty when absent).
@@ -201,6 +207,32 @@ pub fn parse(body: &[u8]) -> Result<Request<'_>, String> {
         .ok_or_else(|| "the AdmissionReview carries no request".to_string())
 }
 
+#[derive(Deserialize)]
+struct RawReview<'a> {
+    #[serde(borrow)]
+    request: Option<RawObjects<'a>>,
+}
+
+/// A request's two objects as raw JSON.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawObjects<'a> {
+    /// The new object (CREATE, UPDATE).
+    #[serde(borrow, default)]
+    pub object: Option<&'a RawValue>,
+    /// The stored object (UPDATE, DELETE).
+    #[serde(borrow, default)]
+    pub old_object: Option<&'a RawValue>,
+}
+
+/// The objects of a body [`parse`] read, whole and raw: for a review that
+/// judges a pair, scans or reads a requirement, not for a cache hit.
+pub fn raw_objects(body: &[u8]) -> Result<RawObjects<'_>, String> {
+    let review: RawReview = serde_json::from_slice(body)
+        .map_err(|e| format!("the body is not an AdmissionReview: {e}"))?;
+    Ok(review.request.unwrap_or_default())
+}
+
 /// An allowing answer to the request `uid`, for the caller to complete.
 pub fn response(uid: &str) -> AdmissionResponse {
     // kube-rs builds answers from its typed request; without one, start
@@ -217,7 +249,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_review_is_read_with_its_objects_left_raw() {
+    fn a_review_is_read_with_the_outlines_of_its_objects() {
         let body = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview",
             "request":{"uid":"u","name":"w.example.com","operation":"DELETE",
             "userInfo":{"username":"alice","groups":["g"]},"dryRun":true,
@@ -228,11 +260,35 @@ mod tests {
         assert_eq!(r.user_info.username, "alice");
         assert_eq!(r.user_info.groups, ["g"]);
         assert!(r.dry_run && r.object.is_none());
-        let old = r.old_object.unwrap();
-        let outline = Outline::of(old).unwrap();
+        let outline = r.old_object.as_ref().unwrap();
         assert_eq!(outline.spec.map(|s| s.get()), Some(r#"{"a":1}"#));
+        assert_eq!(outline.spec_len(), 7);
         assert_eq!(outline.stored_versions(), r#"["v1"]"#);
         assert_eq!(outline.annotations()["x"], "y");
+        // Read again whole, for a judgment.
+        let raw = raw_objects(body).unwrap();
+        assert!(raw.object.is_none());
+        assert!(
+            raw.old_object
+                .unwrap()
+                .get()
+                .starts_with(r#"{"kind":"CustomResourceDefinition""#)
+        );
+    }
+
+    #[test]
+    fn an_object_that_is_not_one_makes_the_body_unreadable() {
+        for object in [r#"5"#, r#"{"metadata":{"annotations":{"a":1}}}"#] {
+            let body = format!(
+                r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview",
+                "request":{{"uid":"u","operation":"CREATE","object":{object}}}}}"#
+            );
+            let why = parse(body.as_bytes()).map(|_| ()).unwrap_err();
+            assert!(
+                why.starts_with("the body is not an AdmissionReview"),
+                "{why}"
+            );
+        }
     }
 
     #[test]

@@ -29,12 +29,13 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
+use super::cpu::cpu;
 use super::decision::{
     self, DELETION_CHECK, Decision, Intent, Operation, Problem, Requester, Verdict,
 };
 use super::log::log;
 use super::metrics::Metrics;
-use super::request::{Outline, Request};
+use super::request::{self, Request};
 use super::review::{Reviewed, SharedConfig, review_deadline};
 use crate::cluster::{Connection, RetryPolicy};
 use crate::compare::Finding;
@@ -264,6 +265,7 @@ impl Requirements {
     /// request arrived, `caller_timeout` the API server's own timeout).
     pub async fn amend(
         &self,
+        body: &[u8],
         request: &Request<'_>,
         mut reviewed: Reviewed,
         caller_timeout: Option<Duration>,
@@ -307,14 +309,7 @@ impl Requirements {
             })
             .collect();
         notes.sort();
-        let outlines = (
-            request.object.map(Outline::of).transpose(),
-            request.old_object.map(Outline::of).transpose(),
-        );
-        let (Ok(new), Ok(old)) = outlines else {
-            // The review itself has said the objects cannot be read.
-            return reviewed;
-        };
+        let (new, old) = (request.object.as_ref(), request.old_object.as_ref());
         let mut intent_annotations = Default::default();
         let mut before = None;
         let mut generation = None;
@@ -329,20 +324,16 @@ impl Requirements {
                 }
             }
             Operation::Create | Operation::Update => {
-                let Some(new) = &new else { return reviewed };
+                let Some(new) = new else { return reviewed };
                 intent_annotations = new.annotations().clone();
                 generation = new.generation();
-                before = Some(
-                    old.as_ref()
-                        .map(|o| o.annotations().clone())
-                        .unwrap_or_default(),
-                );
-                let spec_of = |o: &Outline<'_>| o.spec.map(|s| s.get().to_string());
+                before = Some(old.map(|o| o.annotations().clone()).unwrap_or_default());
                 // A change of metadata only cannot break a consumer.
-                let unchanged = old.as_ref().is_some_and(|o| spec_of(o) == spec_of(new));
+                let unchanged =
+                    old.is_some_and(|o| o.spec.map(|s| s.get()) == new.spec.map(|s| s.get()));
                 if !pinning.is_empty() && !unchanged {
                     let left = deadline.saturating_sub(started.elapsed());
-                    match self.judge(request, pinning, left).await {
+                    match self.judge(body, &request.name, pinning, left).await {
                         Ok(found) => findings = found,
                         Err(why) => problems.push(unfinished(why, settings.fail_mode)),
                     }
@@ -385,11 +376,12 @@ impl Requirements {
     /// The findings of the new CRD against each requirement pinning it.
     async fn judge(
         &self,
-        request: &Request<'_>,
+        body: &[u8],
+        name: &str,
         pinning: Vec<Arc<Requirement>>,
         deadline: Duration,
     ) -> Result<Vec<Finding>, String> {
-        let raw = request
+        let raw = cpu(|| request::raw_objects(body))?
             .object
             .map(|r| r.get().to_owned())
             .ok_or("the request carries no object")?;
@@ -415,7 +407,7 @@ impl Requirements {
         tokio::time::timeout(deadline, work).await.map_err(|_| {
             format!(
                 "the requirements on {} were not checked within the review's deadline ({}s)",
-                request.name,
+                name,
                 deadline.as_secs_f64()
             )
         })?
@@ -423,13 +415,20 @@ impl Requirements {
 
     /// Reviews a `CRDRequirement` being created or updated: refused, with
     /// the reason, when it does not parse. Deleting one is always allowed.
-    pub fn review_requirement(&self, request: &Request<'_>, started: Instant) -> Reviewed {
+    pub fn review_requirement(
+        &self,
+        body: &[u8],
+        request: &Request<'_>,
+        started: Instant,
+    ) -> Reviewed {
         let (_, config) = self.config.get();
         let operation = request.operation();
-        let refusal = match (operation, request.object) {
+        let object = request::raw_objects(body).map(|raw| raw.object);
+        let refusal = match (operation, object) {
             (Operation::Delete, _) => None,
-            (_, None) => Some("the request carries no object".to_string()),
-            (_, Some(raw)) => match serde_json::from_str::<Value>(raw.get()) {
+            (_, Err(why)) => Some(why),
+            (_, Ok(None)) => Some("the request carries no object".to_string()),
+            (_, Ok(Some(raw))) => match serde_json::from_str::<Value>(raw.get()) {
                 Err(e) => Some(format!("unreadable object: {e}")),
                 Ok(value) => in_cluster::from_object(value).err().map(|e| e.to_string()),
             },

@@ -36,7 +36,7 @@ use super::decision::{
     self, ACCEPT_ANNOTATION, ACCEPT_GENERATION_ANNOTATION, DELETION_CHECK, Decision, Intent,
     Operation, Problem, Requester,
 };
-use super::request::{Outline, Request};
+use super::request::{self, Outline, Request};
 use super::stored_models::StoredModels;
 use crate::cluster::{Connection, RetryPolicy};
 use crate::compare::{Check, Finding, Severity};
@@ -347,12 +347,8 @@ impl Reviewer {
         config: &Arc<Config>,
     ) -> Result<Examined, String> {
         let settings = &config.webhook;
-        let (new, old) = cpu(|| {
-            Ok::<_, String>((
-                request.object.map(outline_of).transpose()?,
-                request.old_object.map(outline_of).transpose()?,
-            ))
-        })?;
+        let new = request.object.as_ref().map(crd_outline).transpose()?;
+        let old = request.old_object.as_ref().map(crd_outline).transpose()?;
         match (operation, old, new) {
             (Operation::Delete, Some(old_outline), _) => {
                 let intent = Examined {
@@ -363,8 +359,7 @@ impl Reviewer {
                 if !settings.delete_guard {
                     return Ok(intent);
                 }
-                let (problem, count) = match self.objects_at_stake(request, &[&old_outline]).await?
-                {
+                let (problem, count) = match self.objects_at_stake(request, &[old_outline]).await? {
                     Ok((_, 0)) => (None, Some(0)),
                     Ok((stored, n)) => (Some(objects_exist(&stored, n)), Some(n)),
                     Err(why) => (Some(unfinished(why, settings.fail_mode)), None),
@@ -406,7 +401,7 @@ impl Reviewer {
                     if !arming {
                         return Ok(intent);
                     }
-                    let claims = [old_outline, &new_outline];
+                    let claims: [&Outline<'_>; 2] = [old_outline, new_outline];
                     let (problem, count) = match self.objects_at_stake(request, &claims).await? {
                         Ok((_, 0)) => (None, Some(0)),
                         Ok((stored, n)) => (Some(armed(&stored, n, intent.generation)), Some(n)),
@@ -422,7 +417,7 @@ impl Reviewer {
                 // CRD the API server stores, or nothing at all is said.
                 let stored = match &old_outline {
                     Some(old_outline) if settings.scan_objects.enabled => {
-                        match self.stored_crd(request, &[old_outline, &new_outline]).await {
+                        match self.stored_crd(request, &[old_outline, new_outline]).await {
                             Err(Untrusted::Refused(why)) => return Err(why),
                             other => Some(other),
                         }
@@ -445,7 +440,7 @@ impl Reviewer {
                 };
                 let findings = self
                     .cache
-                    .get_or_judge(&key, || self.judge(body, request, kube, config))
+                    .get_or_judge(&key, || self.judge(body, kube, config))
                     .await?;
                 let mut examined = Examined {
                     findings: findings.as_ref().clone(),
@@ -453,7 +448,7 @@ impl Reviewer {
                 };
                 if let Some(stored) = stored {
                     let scanned = match stored {
-                        Ok(stored) => self.scan(&stored, body, request.object, config).await,
+                        Ok(stored) => self.scan(&stored, body, config).await,
                         Err(Untrusted::Unread(why) | Untrusted::Refused(why)) => {
                             Err(format!("the stored objects were not scanned: {why}"))
                         }
@@ -568,8 +563,9 @@ impl Reviewer {
         // it: about the same size.
         let size = request
             .old_object
-            .or(request.object)
-            .map_or(0, |r| r.get().len());
+            .as_ref()
+            .or(request.object.as_ref())
+            .map_or(0, Outline::spec_len);
         let reserved = self
             .reserve(judgment_cost(size))
             .await
@@ -587,18 +583,18 @@ impl Reviewer {
     async fn judge(
         &self,
         body: &Bytes,
-        request: &Request<'_>,
         kube: KubeVersion,
         config: &Config,
     ) -> Result<Vec<Finding>, String> {
-        let size = [request.object, request.old_object]
+        let raw = cpu(|| request::raw_objects(body))?;
+        let size = [raw.object, raw.old_object]
             .iter()
             .flatten()
             .map(|r| r.get().len())
             .sum();
         let reserved = self.reserve(judgment_cost(size)).await?;
-        let new_raw = request.object.map(|r| slice_of(body, r));
-        let old_raw = request.old_object.map(|r| slice_of(body, r));
+        let new_raw = raw.object.map(|r| slice_of(body, r));
+        let old_raw = raw.old_object.map(|r| slice_of(body, r));
         let mut judged = config.clone();
         judged.kube_version = kube;
         judged.kube_version_source = KubeVersionSource::Server;
@@ -642,15 +638,15 @@ impl Reviewer {
     }
 
     /// Validates the objects the API server stores for `stored` against
-    /// the new schema in `new_raw`, within the configured deadline and
+    /// the new schema (the request's object), within the configured deadline and
     /// object cap.
     async fn scan(
         &self,
         stored: &Crd,
         body: &Bytes,
-        new_raw: Option<&RawValue>,
         config: &Config,
     ) -> Result<(Vec<Finding>, u64), String> {
+        let new_raw = cpu(|| request::raw_objects(body))?.object;
         let settings = &config.webhook;
         let limits = settings.scan_objects;
         // The deadline covers the count too: both are round trips to a
@@ -804,8 +800,7 @@ pub fn findings_of(old: Option<Arc<Crd>>, new: Crd, config: &Config) -> Vec<Find
 }
 
 /// The outline of a request's object, refusing anything but a CRD.
-fn outline_of(raw: &RawValue) -> Result<Outline<'_>, String> {
-    let outline = Outline::of(raw)?;
+fn crd_outline<'o, 'a>(outline: &'o Outline<'a>) -> Result<&'o Outline<'a>, String> {
     match outline.kind.as_deref() {
         Some("CustomResourceDefinition") => Ok(outline),
         other => Err(format!(

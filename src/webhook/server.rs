@@ -425,10 +425,12 @@ async fn validate(
             let reviewed = state.reviewer.review(&body, &request, caller_timeout).await;
             state
                 .requirements
-                .amend(&request, reviewed, caller_timeout, started)
+                .amend(&body, &request, reviewed, caller_timeout, started)
                 .await
         }
-        Reviewing::Requirements => state.requirements.review_requirement(&request, started),
+        Reviewing::Requirements => state
+            .requirements
+            .review_requirement(&body, &request, started),
     };
     state.metrics.review(
         reviewed.operation.as_str(),
