@@ -18,8 +18,9 @@ use crate::crd::Crd;
 const MODELS: usize = 2;
 
 /// The stored JSON of the models kept, in bytes, together: what bounds the
-/// cache's memory. A model takes about ten times its JSON; the largest
-/// corpus CRD is 1 MB of JSON.
+/// cache's memory, outside the judgments' budget. A model with its JSON
+/// tree takes about seven times its JSON (the largest corpus CRD, 1 MB of
+/// JSON, about 6.5 MB), so this keeps at most about 20 MB.
 const MAX_JSON: usize = 3 * 1024 * 1024;
 
 /// Stored CRDs' models, most recently used first.
