@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 use crate::cel::budget::{ObjectCost, RUNTIME_BUDGET, RuleCost, worst_case};
 use crate::crd::Crd;
 use crate::kube_version::KubeVersion;
-use crate::schema::path::{Step, Trail};
+use crate::schema::path::Trail;
 use crate::schema::{AdditionalProperties, Schema};
 use crate::text::thousands;
 
@@ -60,14 +60,8 @@ fn rules(s: &Schema, at: &Trail<'_>, out: &mut Vec<(String, String)>) {
             }
         }
     }
-    for (name, child) in s.properties.iter() {
-        rules(child, &at.down(Step::Property(name)), out);
-    }
-    if let Some(items) = &s.items {
-        rules(items, &at.down(Step::Items), out);
-    }
-    if let Some(AdditionalProperties::Schema(v)) = &s.additional_properties {
-        rules(v, &at.down(Step::MapValues), out);
+    for (step, child) in s.children() {
+        rules(child, &at.down(step), out);
     }
 }
 

@@ -132,14 +132,7 @@ fn node_at<'s>(schema: &'s Schema, path: &str) -> Option<&'s Schema> {
     let mut rest = path.strip_prefix('^')?;
     let mut node = schema;
     'down: while !rest.is_empty() {
-        let children = node
-            .properties
-            .iter()
-            .map(|(name, child)| (Step::Property(name), child));
-        let children = children
-            .chain(node.items.as_deref().map(|i| (Step::Items, i)))
-            .chain(node.map_values().map(|v| (Step::MapValues, v)));
-        for (step, child) in children {
+        for (step, child) in node.children() {
             if let Some(after) = step.strip_from(rest)
                 && (after.is_empty() || after.starts_with(['.', '[', '{']))
             {
@@ -168,7 +161,7 @@ fn pair_findings(label: &str, a: &Schema, b: &Schema, options: &CheckOptions) ->
 }
 
 /// The top-most fields `from` describes and `to` prunes, parents before
-/// children as in [`Schema::field_paths`]. The two schemas are walked side
+/// children as [`Schema::children`] goes. The two schemas are walked side
 /// by side, so a path is built only for a field `to` prunes (looking every
 /// path of `from` up in `to` from the root cost ECK's comparison a third of
 /// its time). Below a pruned field everything is pruned as well, and below
@@ -225,14 +218,11 @@ fn pruned_below(from: &Schema, to: &Schema, at: &Trail<'_>, out: &mut Vec<FieldP
 
 /// The top-most properties of `s`, below `at`.
 fn all_properties(s: &Schema, at: &Trail<'_>, out: &mut Vec<FieldPath>) {
-    for (name, _) in &s.properties {
-        out.push(at.down(Step::Property(name)).path());
-    }
-    if let Some(items) = &s.items {
-        all_properties(items, &at.down(Step::Items), out);
-    }
-    if let Some(values) = s.map_values() {
-        all_properties(values, &at.down(Step::MapValues), out);
+    for (step, child) in s.children() {
+        match step {
+            Step::Property(_) => out.push(at.down(step).path()),
+            _ => all_properties(child, &at.down(step), out),
+        }
     }
 }
 

@@ -251,26 +251,17 @@ impl Schema {
         }
     }
 
-    /// Every field path this schema describes (properties, items, map values),
-    /// parents before children, for the data-loss analysis.
-    pub fn field_paths(&self) -> Vec<FieldPath> {
-        let mut out = Vec::new();
-        self.collect_paths(&FieldPath::root(), &mut out);
-        out
-    }
-
-    fn collect_paths(&self, path: &FieldPath, out: &mut Vec<FieldPath>) {
-        for (name, child) in &self.properties {
-            let p = path.property(name);
-            out.push(p.clone());
-            child.collect_paths(&p, out);
-        }
-        if let Some(items) = &self.items {
-            items.collect_paths(&path.items(), out);
-        }
-        if let Some(values) = self.map_values() {
-            values.collect_paths(&path.map_values(), out);
-        }
+    /// The child schemas with the step to each: properties in name order,
+    /// then list items, then map values (parents before children when
+    /// walked depth first).
+    pub fn children(&self) -> impl Iterator<Item = (Step<'_>, &Schema)> {
+        let properties = self
+            .properties
+            .iter()
+            .map(|(name, child)| (Step::Property(name), child));
+        properties
+            .chain(self.items.as_deref().map(|i| (Step::Items, i)))
+            .chain(self.map_values().map(|v| (Step::MapValues, v)))
     }
 
     /// Whether a value one step below this node that the schema does not
@@ -339,7 +330,18 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(s.keyword("title"), Some(&json!("t")));
-        let paths: Vec<String> = s.field_paths().iter().map(ToString::to_string).collect();
+        fn paths(s: &Schema, at: &str, out: &mut Vec<String>) {
+            for (step, child) in s.children() {
+                let here = format!("{at}{step}");
+                if matches!(step, Step::Property(_)) {
+                    out.push(here.clone());
+                }
+                paths(child, &here, out);
+            }
+        }
+        let mut found = Vec::new();
+        paths(&s, "^", &mut found);
+        let paths = found;
         assert_eq!(
             paths,
             [
