@@ -10,7 +10,8 @@
 //! `cargo bench --bench webhook`; `WEBHOOK_BENCH_REVIEWS` sets the reviews
 //! per client (default 25), `WEBHOOK_BENCH_CLIENTS` the clients (default
 //! 20), `CRD_SAFETY_SERVE_BINARY` another `kubectl-crd_safety` to serve
-//! (the image's static musl build, or an earlier build to compare with).
+//! (the image's static musl build, or an earlier build to compare with),
+//! `WEBHOOK_BENCH_CASES` (e.g. `argocds,ECK`) the cases to run.
 //! Figures are printed, never asserted. The server
 //! reads the cluster's version once, from a real kube-apiserver started by
 //! the test harness.
@@ -206,7 +207,16 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    for (label, old, new) in cases {
+    // `WEBHOOK_BENCH_CASES=argocds,ECK`: only the cases whose label holds
+    // one of these words (one case is a third of the run).
+    let wanted = std::env::var("WEBHOOK_BENCH_CASES").unwrap_or_default();
+    let picked = |label: &str| {
+        wanted.is_empty()
+            || wanted
+                .split(',')
+                .any(|w| !w.is_empty() && label.contains(w.trim()))
+    };
+    for (label, old, new) in cases.into_iter().filter(|(l, _, _)| picked(l)) {
         // A server per case, so each peak is this case's own.
         let served = webhook::Served::start(
             dir.path(),

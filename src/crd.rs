@@ -70,8 +70,12 @@ pub struct Crd {
     /// `status.storedVersions`, when the document carried a status (as
     /// `kubectl get crd -o yaml` prints it).
     pub stored_versions: Option<Vec<String>>,
-    /// The normalized (`apiextensions.k8s.io/v1`) document.
+    /// The normalized (`apiextensions.k8s.io/v1`) document; without the
+    /// version schemas after [`Crd::without_schema_json`].
     pub manifest: Value,
+    /// The whole document's JSON length, kept when `manifest` no longer
+    /// holds all of it.
+    json_len: Option<usize>,
 }
 
 impl Crd {
@@ -154,7 +158,39 @@ impl Crd {
             versions,
             stored_versions,
             manifest,
+            json_len: None,
         })
+    }
+
+    /// The same CRD without the version schemas' JSON in `manifest`: the
+    /// models in [`Crd::versions`] hold them, and the JSON tree is about
+    /// as large again (4 MB for the largest corpus CRD). The webhook keeps
+    /// only this, for the time of a judgment and in its cache of stored
+    /// models. What the checks read from `manifest` besides the schemas
+    /// (the spec's other fields, a version's other keys, the metadata)
+    /// stays, and [`Crd::json_len`] still gives the whole document's
+    /// length. Not for a CRD to be applied or written out.
+    pub fn without_schema_json(mut self) -> Crd {
+        let len = self.json_len();
+        if let Some(versions) = self
+            .manifest
+            .pointer_mut("/spec/versions")
+            .and_then(Value::as_array_mut)
+        {
+            for v in versions {
+                if let Some(schema) = v.get_mut("schema").and_then(Value::as_object_mut) {
+                    schema.remove("openAPIV3Schema");
+                }
+            }
+        }
+        self.json_len = Some(len);
+        self
+    }
+
+    /// The length of the document's compact JSON (what `crdSize` measures).
+    pub fn json_len(&self) -> usize {
+        self.json_len
+            .unwrap_or_else(|| crate::json::written_len(&self.manifest))
     }
 
     /// The version named `name`.
@@ -286,6 +322,27 @@ mod tests {
         ])))
         .unwrap();
         assert_eq!(crd.storage_version().name(), "v1");
+    }
+
+    #[test]
+    fn without_the_schema_json_the_models_and_the_documents_length_stay() {
+        let m = widget(json!([{"name": "v1", "served": true, "storage": true,
+            "subresources": {"status": {}},
+            "schema": {"openAPIV3Schema": {"type": "object",
+                "properties": {"spec": {"type": "string", "description": "é \"quoted\""}}}}}]));
+        let whole_len = serde_json::to_vec(&m).unwrap().len();
+        let crd = Crd::from_manifest(m).unwrap();
+        assert_eq!(crd.json_len(), whole_len);
+        let kept = crd.clone().without_schema_json();
+        assert_eq!(kept.json_len(), whole_len, "the whole document's length");
+        assert_eq!(
+            kept.manifest["spec"]["versions"][0],
+            json!({"name": "v1", "served": true, "storage": true,
+                   "subresources": {"status": {}}, "schema": {}}),
+            "only the schema's JSON goes"
+        );
+        assert_eq!(kept.versions[0].schema, crd.versions[0].schema);
+        assert_eq!(kept.spec, crd.spec);
     }
 
     #[test]

@@ -6,6 +6,27 @@
 
 use serde_json::Value;
 
+/// The length of `value`'s compact JSON, counted as it is written rather
+/// than kept: a large CRD's JSON is megabytes, and the webhook measures
+/// every CRD it judges (`crdSize`).
+pub fn written_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => count.0,
+        Err(_) => 0,
+    }
+}
+
 /// How deep [`json_eq`] looks; deeper values are never equal, so hostile
 /// input cannot exhaust the stack (schemas are bounded shallower than this).
 pub const EQ_DEPTH: usize = 256;

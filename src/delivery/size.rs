@@ -47,27 +47,6 @@ fn annotations_after_client_side_apply(manifest: &Value, json_len: usize) -> usi
     others + LAST_APPLIED.len() + json_len.saturating_sub(own) + 1
 }
 
-/// The length of `value`'s compact JSON, counted as it is written rather
-/// than kept: a large CRD's JSON is megabytes, and the webhook measures
-/// every CRD it judges.
-fn json_len(value: &Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    match serde_json::to_writer(&mut count, value) {
-        Ok(()) => count.0,
-        Err(_) => 0,
-    }
-}
-
 /// Whether a live CRD was last applied client-side.
 pub fn applied_client_side(live: &Crd) -> bool {
     live.manifest["metadata"]["annotations"][LAST_APPLIED].is_string()
@@ -77,7 +56,7 @@ pub fn applied_client_side(live: &Crd) -> bool {
 /// carries the last-applied annotation (so its pipeline applies
 /// client-side).
 pub fn findings(crd: &Crd, live_client_side: bool) -> Vec<Finding> {
-    let json = json_len(&crd.manifest);
+    let json = crd.json_len();
     let mut out = Vec::new();
     if json > REQUEST_LIMIT {
         out.push(Finding::new(
@@ -190,7 +169,7 @@ mod tests {
         let c = crd(100, json!({"a": "quote \" tab \t é ✓"}));
         let written = serde_json::to_vec(&c.manifest).map(|b| b.len());
         assert_eq!(
-            Ok(json_len(&c.manifest)),
+            Ok(crate::json::written_len(&c.manifest)),
             written.map_err(|e| e.to_string())
         );
     }

@@ -24,6 +24,7 @@ struct State {
     break_glass: u64,
     bad_requests: u64,
     connections_refused: u64,
+    bodies_waited_out: u64,
     reloads: BTreeMap<(String, String), u64>,
 }
 
@@ -77,6 +78,12 @@ impl Metrics {
     /// `--max-connections` allows.
     pub fn connection_refused(&self) {
         self.with(|s| s.connections_refused += 1);
+    }
+
+    /// Counts a review answered 503 unread: its body found no room in
+    /// `--body-memory` within its deadline.
+    pub fn body_waited_out(&self) {
+        self.with(|s| s.bodies_waited_out += 1);
     }
 
     /// Counts a reload of `what` (`config`, `certificate`): `ok` or `error`.
@@ -150,6 +157,13 @@ impl Metrics {
                  # TYPE crd_safety_connections_refused_total counter\n\
                  crd_safety_connections_refused_total {}",
                 s.connections_refused
+            );
+            let _ = writeln!(
+                out,
+                "# HELP crd_safety_bodies_waited_out_total Reviews answered 503 unread: no room in --body-memory within their deadline.\n\
+                 # TYPE crd_safety_bodies_waited_out_total counter\n\
+                 crd_safety_bodies_waited_out_total {}",
+                s.bodies_waited_out
             );
             let _ = writeln!(
                 out,

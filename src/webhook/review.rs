@@ -270,21 +270,30 @@ impl Reviewer {
         .map_err(|e| format!("the check stopped inside crd-safety: {e}"))?
     }
 
+    /// The deadline of a review from its arrival: the configured one, or
+    /// a share of the API server's own timeout (`caller_timeout`) when
+    /// that leaves less.
+    pub fn deadline(&self, caller_timeout: Option<Duration>) -> Duration {
+        review_deadline(self.config.get().1.webhook.review_deadline, caller_timeout)
+    }
+
     /// Reviews one request read from `body`. `caller_timeout` is the API
-    /// server's own timeout for it, when the request said (`?timeout=10s`).
+    /// server's own timeout for it, when the request said (`?timeout=10s`);
+    /// `started` is when it arrived: the time its body took counts.
     pub async fn review(
         &self,
         body: &Bytes,
         request: &Request<'_>,
         caller_timeout: Option<Duration>,
+        started: Instant,
     ) -> Reviewed {
-        let started = Instant::now();
         let (generation, config) = self.config.get();
         let settings = &config.webhook;
         let operation = request.operation();
         let deadline = review_deadline(settings.review_deadline, caller_timeout);
+        let left = deadline.saturating_sub(started.elapsed());
         let examined = match tokio::time::timeout(
-            deadline,
+            left,
             self.examine(body, request, operation, generation, &config),
         )
         .await
@@ -571,7 +580,9 @@ impl Reviewer {
             .await
             .map_err(Untrusted::Unread)?;
         self.blocking(reserved, move || {
-            Crd::from_manifest(stored).map_err(|e| format!("the stored CRD cannot be read: {e}"))
+            Crd::from_manifest(stored)
+                .map(Crd::without_schema_json)
+                .map_err(|e| format!("the stored CRD cannot be read: {e}"))
         })
         .await
         .map_err(Untrusted::Unread)
@@ -823,10 +834,15 @@ fn slice_of(body: &Bytes, raw: &RawValue) -> Bytes {
     }
 }
 
+/// A request's CRD as the webhook keeps it: the models, and the document
+/// without the schemas' JSON tree (the models hold the schemas; a judgment
+/// of the largest CRD holds 4 MB less per side).
 fn parse_crd_json(raw: Option<&[u8]>) -> Result<Crd, String> {
     let raw = raw.ok_or("the request carries no object")?;
     let value = serde_json::from_slice(raw).map_err(|e| format!("unreadable object: {e}"))?;
-    Crd::from_manifest(value).map_err(|e| format!("the CRD cannot be read: {e}"))
+    Crd::from_manifest(value)
+        .map(Crd::without_schema_json)
+        .map_err(|e| format!("the CRD cannot be read: {e}"))
 }
 
 /// The deletion guard's problem.

@@ -10,7 +10,18 @@
 //! `header_read_timeout` (it also closes keep-alive connections idle that
 //! long), the body within `body_read_timeout`, at most `max_connections`
 //! are open at once (more are closed at once), and each review has its
-//! deadline ([`super::review`]).
+//! deadline ([`super::review`]), counted from its arrival.
+//!
+//! Memory has two bounds that never wait on each other: the judgments'
+//! budget ([`super::budget`], `--memory-budget`) and the bodies'
+//! (`--body-memory`). A body is read only once the room for its declared
+//! length is reserved; until then it stays unread, in the client's and
+//! the kernel's buffers, not ours. Without that bound twenty clients
+//! sending the largest CRD hold twenty bodies while two are judged. A
+//! review that finds no room within its deadline is answered 503 unread
+//! (its uid is in the body), so the API server's `failurePolicy` decides.
+//! The bodies' room is not taken from the judgments' budget: a body that
+//! waits for a judgment would hold the room that judgment needs.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -71,6 +82,9 @@ pub struct ServeOptions {
     pub max_connections: usize,
     /// The memory judgments and object scans may hold at once, in bytes.
     pub memory_budget: u64,
+    /// The request bodies held in memory at once, in bytes (at least
+    /// `max_body_bytes`, so every acceptable body can be read).
+    pub body_memory: u64,
 }
 
 /// Why `serve` could not start.
@@ -102,6 +116,8 @@ struct State {
     ready: AtomicBool,
     max_body: usize,
     body_timeout: Duration,
+    /// Room for the bodies being read or held (`--body-memory`).
+    bodies: Budget,
 }
 
 fn load_config(path: Option<&PathBuf>) -> Result<(Config, Option<String>), ConfigError> {
@@ -152,6 +168,7 @@ pub async fn serve(
         ready: AtomicBool::new(true),
         max_body: opts.max_body_bytes,
         body_timeout: opts.body_read_timeout,
+        bodies: Budget::new(body_room(opts.body_memory, opts.max_body_bytes)),
     });
     let connections = Arc::new(tokio::sync::Semaphore::new(opts.max_connections.max(1)));
     // The consumers' requirements, read before the first review so that it
@@ -165,7 +182,8 @@ pub async fn serve(
             json!({"address": addr.to_string(), "mode": c.webhook.mode.as_str(),
                    "config": opts.config_file.as_ref().map(|p| p.display().to_string()),
                    "clientCa": opts.client_ca_file.as_ref().map(|p| p.display().to_string()),
-                   "memoryBudgetBytes": opts.memory_budget.max(super::budget::MIN_BYTES)}),
+                   "memoryBudgetBytes": opts.memory_budget.max(super::budget::MIN_BYTES),
+                   "bodyMemoryBytes": state.bodies.total()}),
         );
     }
     // The server's version, read before the first review needs it.
@@ -384,6 +402,29 @@ async fn validate(
             format!("the body is larger than {} bytes", state.max_body),
         );
     }
+    // A body without a declared length may be as long as the largest.
+    let size = declared.unwrap_or(state.max_body) as u64;
+    let wait = state
+        .reviewer
+        .deadline(caller_timeout)
+        .saturating_sub(started.elapsed());
+    // Held until the answer is written, with the body it pays for.
+    let Ok(Ok(_room)) = tokio::time::timeout(wait, state.bodies.reserve(size)).await else {
+        state.metrics.body_waited_out();
+        log(
+            "body not read",
+            json!({"status": 503, "bytes": size, "waitedSeconds": wait.as_secs_f64()}),
+        );
+        return text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "busy: no room for a body of {size} bytes within {:.1}s among the bodies being \
+                 judged (--body-memory {} bytes)\n",
+                wait.as_secs_f64(),
+                state.bodies.total()
+            ),
+        );
+    };
     let collected = tokio::time::timeout(
         state.body_timeout,
         Limited::new(req.into_body(), state.max_body).collect(),
@@ -422,7 +463,10 @@ async fn validate(
     };
     let reviewed = match reviewing {
         Reviewing::Crds => {
-            let reviewed = state.reviewer.review(&body, &request, caller_timeout).await;
+            let reviewed = state
+                .reviewer
+                .review(&body, &request, caller_timeout, started)
+                .await;
             state
                 .requirements
                 .amend(&body, &request, reviewed, caller_timeout, started)
@@ -454,6 +498,13 @@ async fn validate(
         http::HeaderValue::from_static("application/json"),
     );
     r
+}
+
+/// The room for bodies: what `--body-memory` asks, and never less than
+/// the largest body `--max-body-bytes` accepts (counted in whole KiB), so
+/// that every body the server would read can be.
+fn body_room(body_memory: u64, max_body: usize) -> u64 {
+    body_memory.max((max_body as u64).next_multiple_of(1024))
 }
 
 fn respond(request: &request::Request, reviewed: &Reviewed) -> AdmissionResponse {
@@ -493,5 +544,15 @@ mod tests {
         );
         assert_eq!(caller_timeout(Some("timeout=soon")), None);
         assert_eq!(caller_timeout(None), None);
+    }
+
+    #[test]
+    fn the_bodies_room_holds_at_least_the_largest_body_accepted() {
+        assert_eq!(body_room(16 << 20, 8 << 20), 16 << 20);
+        assert_eq!(body_room(1 << 20, 8 << 20), 8 << 20);
+        // Counted in KiB: one byte over a KiB needs the next one whole.
+        assert_eq!(body_room(0, 1025), 2048);
+        let room = Budget::new(body_room(0, 8 << 20));
+        assert!(room.total() >= 8 << 20);
     }
 }

@@ -1051,6 +1051,79 @@ async fn closed_within(
     }
 }
 
+/// The bodies' memory bound (`--body-memory`): a body is read only once
+/// room for its declared length is reserved. A client holding all the room
+/// makes the next review wait unread; past that review's deadline (a share
+/// of the API server's `?timeout=`) it is answered 503, so the API
+/// server's failurePolicy decides, and once the room is given back the
+/// reviews go on.
+#[tokio::test]
+async fn a_body_without_room_waits_unread_and_gets_a_503_past_its_deadline() {
+    let Some(plane) = support::envtest::control_plane() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let files = dir.path();
+    let ca = TestCa::new();
+    ca.issue(files);
+    write_config(files, "webhook:\n  mode: enforce\n");
+    let served = Served::start(
+        files,
+        &plane.admin_kubeconfig,
+        &[
+            "--max-body-bytes",
+            "1048576",
+            "--body-memory",
+            "1Mi",
+            "--body-read-timeout",
+            "5s",
+        ],
+    );
+    let addr = served.addr;
+    // Declares the largest body the server takes and sends a few bytes of
+    // it: the room is all reserved for it.
+    let mut holder = stalling(
+        addr,
+        &ca,
+        b"POST /validate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1048576\r\n\r\n{\"kind\":",
+    )
+    .await
+    .expect("a client connects");
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let created = crd("roomlessbodies", &[("v1", true, true)], json!({}));
+    let review =
+        support::webhook::review("CREATE", "roomlessbodies.example.com", None, Some(&created));
+    let with_timeout = String::from_utf8(review.clone()).expect("UTF-8").replacen(
+        "POST /validate ",
+        "POST /validate?timeout=2s ",
+        1,
+    );
+    let started = std::time::Instant::now();
+    let (code, body) = support::webhook::https(addr, &ca, with_timeout.as_bytes()).await;
+    let waited = started.elapsed();
+    assert_eq!(code, 503, "{body}");
+    assert_has(&body, "busy");
+    assert_has(&body, "--body-memory");
+    // It waited for its deadline (0.8 of the 2 s the API server gives),
+    // no longer.
+    assert!(
+        waited >= std::time::Duration::from_millis(1500)
+            && waited < std::time::Duration::from_secs(4),
+        "answered after {waited:?}"
+    );
+    let (_, metrics) = support::webhook::https(addr, &ca, &get("/metrics")).await;
+    assert_has(&metrics, "crd_safety_bodies_waited_out_total 1\n");
+    // The holder is cut off by --body-read-timeout; its room comes back.
+    let said = closed_within(&mut holder, std::time::Duration::from_secs(15)).await;
+    assert_has(&said, "408 Request Timeout");
+    let (code, body) = support::webhook::https(addr, &ca, &review).await;
+    assert_eq!(
+        support::webhook::answer(code, &body)["allowed"],
+        true,
+        "{body}"
+    );
+}
+
 #[tokio::test]
 async fn slow_clients_are_cut_off_and_do_not_hold_up_other_reviews() {
     let Some(plane) = support::envtest::control_plane() else {

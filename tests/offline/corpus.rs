@@ -552,3 +552,60 @@ fn stored_versions_the_old_crd_cannot_have_are_ignored_with_a_warning() {
     assert_has(stored[0].1, "--stored-versions names v1alpha2");
     assert_has(stored[0].1, "ignored");
 }
+
+/// The webhook keeps a CRD without its schemas' JSON tree (the models hold
+/// the schemas): its judgment must find exactly what a judgment of the
+/// whole documents finds. The newest pair of every project of the corpus,
+/// every CRD on both sides.
+#[test]
+fn the_webhooks_crds_without_schema_json_are_judged_as_the_whole_documents() {
+    use crd_safety::crd::Crd;
+    use crd_safety::webhook::review::findings_of;
+    use std::sync::Arc;
+    let Some(dir) = corpus_dir() else { return };
+    let pairs = read_json(&dir.join("pairs.json"));
+    let mut newest: BTreeMap<&str, &Value> = BTreeMap::new();
+    for pair in pairs.as_array().into_iter().flatten() {
+        newest.insert(pair["project"].as_str().unwrap_or_default(), pair);
+    }
+    let config = Config::default();
+    let mut judged = 0usize;
+    let mut with_findings = 0usize;
+    for pair in newest.values() {
+        let side = |key: &str| {
+            crd_safety::manifest::load(&[Source::Path(
+                dir.join(pair[key].as_str().unwrap_or_default()),
+            )])
+            .expect("corpus side loads")
+        };
+        let (old, new) = (side("old_dir"), side("new_dir"));
+        for n in &new.crds {
+            let Some(o) = old.crds.iter().find(|o| o.crd.name == n.crd.name) else {
+                continue;
+            };
+            let whole = findings_of(Some(Arc::clone(&o.crd)), Crd::clone(&n.crd), &config);
+            let stripped = findings_of(
+                Some(Arc::new(Crd::clone(&o.crd).without_schema_json())),
+                Crd::clone(&n.crd).without_schema_json(),
+                &config,
+            );
+            assert_eq!(
+                stripped, whole,
+                "{} ({} -> {})",
+                n.crd.name, pair["old_dir"], pair["new_dir"]
+            );
+            assert_eq!(
+                Crd::clone(&n.crd).without_schema_json().json_len(),
+                serde_json::to_vec(&n.crd.manifest).map_or(0, |b| b.len()),
+                "{}: the whole document's length is kept",
+                n.crd.name
+            );
+            judged += 1;
+            with_findings += usize::from(!whole.is_empty());
+        }
+    }
+    assert!(
+        judged > 50 && with_findings > 10,
+        "{judged} CRDs judged, {with_findings} with findings"
+    );
+}

@@ -135,6 +135,7 @@ impl ServeArgs {
             body_read_timeout: self.body_read_timeout,
             max_connections: self.max_connections,
             memory_budget: self.memory_budget,
+            body_memory: self.body_memory,
         }
     }
 }
