@@ -234,6 +234,10 @@ if [[ ${#k8s_commands[@]} -gt 0 ]]; then
     minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
     build_date="$(sed -n 's/.*"Time":"\([^"]*\)".*/\1/p' "$KINFO" 2>/dev/null || true)"
     [[ -n "$build_date" ]] || build_date="1970-01-01T00:00:00Z"
+    # `-s -w` leaves the debug info out of the binary, and
+    # `-gcflags=all=-dwarf=false` keeps the compiler from writing it into
+    # every package first: a cold build of 1.30 took 0.90 of the wall time
+    # and 0.91 of the CPU (2026-11-28, one build each, empty GOCACHE).
     ldflags="-s -w"
     for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
         ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
@@ -248,7 +252,8 @@ if [[ ${#k8s_commands[@]} -gt 0 ]]; then
         TMPFILES+=("$tmp")
         log "building $cmd $K8S_VERSION (takes several minutes on first run)"
         run_go build "go build $cmd" \
-            build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$tmp" "k8s.io/kubernetes/cmd/$cmd"
+            build -trimpath -buildvcs=false -gcflags=all=-dwarf=false -ldflags "$ldflags" \
+            -o "$tmp" "k8s.io/kubernetes/cmd/$cmd"
         got="$("$tmp" --version 2>&1)" || fail "built $cmd does not run: $got"
         [[ "$got" == "Kubernetes $K8S_VERSION" ]] || fail "built $cmd reports '$got', expected 'Kubernetes $K8S_VERSION'"
         mv -f "$tmp" "$BIN/$cmd"
@@ -303,7 +308,8 @@ if ! etcd_ok "$BIN/etcd"; then
     TMPFILES+=("$tmp")
     log "building etcd $ETCD_VERSION"
     run_go build "go build etcd" \
-        build -trimpath -buildvcs=false -ldflags "-s -w" -o "$tmp" go.etcd.io/etcd/server/v3
+        build -trimpath -buildvcs=false -gcflags=all=-dwarf=false -ldflags "-s -w" \
+        -o "$tmp" go.etcd.io/etcd/server/v3
     got="$("$tmp" --version 2>&1)" || fail "built etcd does not run: $got"
     [[ "$got" == *"etcd Version: ${ETCD_VERSION#v}"* ]] || fail "built etcd reports '$got', expected $ETCD_VERSION"
     mv -f "$tmp" "$BIN/etcd"
