@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
-use super::cpu::cpu;
+use super::cpu::cpu_for;
 use super::decision::{
     self, DELETION_CHECK, Decision, Intent, Operation, Problem, Requester, Verdict,
 };
@@ -381,7 +381,7 @@ impl Requirements {
         pinning: Vec<Arc<Requirement>>,
         deadline: Duration,
     ) -> Result<Vec<Finding>, String> {
-        let raw = cpu(|| request::raw_objects(body))?
+        let raw = cpu_for(body.len(), || request::raw_objects(body))?
             .object
             .map(|r| r.get().to_owned())
             .ok_or("the request carries no object")?;

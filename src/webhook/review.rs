@@ -31,7 +31,7 @@ use tokio::sync::{OnceCell, Semaphore};
 
 use super::budget::{Budget, Reserved, judgment_cost};
 use super::cache::{Key, VerdictCache};
-use super::cpu::cpu;
+use super::cpu::cpu_for;
 use super::decision::{
     self, ACCEPT_ANNOTATION, ACCEPT_GENERATION_ANNOTATION, DELETION_CHECK, Decision, Intent,
     Operation, Problem, Requester,
@@ -597,7 +597,7 @@ impl Reviewer {
         kube: KubeVersion,
         config: &Config,
     ) -> Result<Vec<Finding>, String> {
-        let raw = cpu(|| request::raw_objects(body))?;
+        let raw = cpu_for(body.len(), || request::raw_objects(body))?;
         let size = [raw.object, raw.old_object]
             .iter()
             .flatten()
@@ -657,7 +657,7 @@ impl Reviewer {
         body: &Bytes,
         config: &Config,
     ) -> Result<(Vec<Finding>, u64), String> {
-        let new_raw = cpu(|| request::raw_objects(body))?.object;
+        let new_raw = cpu_for(body.len(), || request::raw_objects(body))?.object;
         let settings = &config.webhook;
         let limits = settings.scan_objects;
         // The deadline covers the count too: both are round trips to a

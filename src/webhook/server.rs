@@ -40,8 +40,8 @@ use thiserror::Error;
 use tokio::net::TcpListener;
 
 use super::budget::Budget;
-use super::cpu::cpu;
-use super::log::log;
+use super::cpu::cpu_for;
+use super::log::{self, log};
 use super::metrics::Metrics;
 use super::request;
 use super::requirements::Requirements;
@@ -324,6 +324,7 @@ pub async fn serve(
         Ok(()) => log("stopped", json!({})),
         Err(_) => log("stopped with requests still in flight", json!({})),
     }
+    log::flush(opts.drain_timeout);
     Ok(())
 }
 
@@ -465,7 +466,7 @@ async fn validate(
             );
         }
     };
-    let request = match cpu(|| request::parse(&body)) {
+    let request = match cpu_for(body.len(), || request::parse(&body)) {
         Ok(r) => r,
         Err(why) => return bad(state, StatusCode::BAD_REQUEST, why),
     };
@@ -493,14 +494,14 @@ async fn validate(
     if let Some(outcome) = reviewed.scan {
         state.metrics.scan(outcome);
     }
-    let body = cpu(|| {
+    let answer = cpu_for(body.len(), || {
         log(
             "review",
             serde_json::to_value(&reviewed).unwrap_or_default(),
         );
         serde_json::to_vec(&respond(&request, &reviewed).into_review()).unwrap_or_default()
     });
-    let mut r = Response::new(Full::new(Bytes::from(body)));
+    let mut r = Response::new(Full::new(Bytes::from(answer)));
     r.headers_mut().insert(
         http::header::CONTENT_TYPE,
         http::HeaderValue::from_static("application/json"),
