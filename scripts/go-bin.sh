@@ -20,6 +20,8 @@ set -euo pipefail
 NAME="$1" VERSION="$2" CHECK="$3"
 shift 3
 PKGS=()
+# `-s -w` leaves the debug info out of the binary and `-dwarf=false` (below)
+# keeps the compiler from writing it for every package first (envtest-assets.sh).
 LDFLAGS="-s -w"
 while [[ $# -gt 0 ]]; do
     if [[ "$1" == "--" ]]; then LDFLAGS="$LDFLAGS ${*:2}"; break; fi
@@ -75,7 +77,7 @@ fi
 log "building $NAME $VERSION (a few minutes on first run)"
 for pkg in "${PKGS[@]}"; do
     if ! (cd "$CACHE_ROOT" && GOBIN="$BIN.tmp" "$GO" install -trimpath -buildvcs=false \
-            -ldflags "$LDFLAGS" "$pkg@$VERSION") >"$LOGF" 2>&1; then
+            -gcflags=all=-dwarf=false -ldflags "$LDFLAGS" "$pkg@$VERSION") >"$LOGF" 2>&1; then
         fail "go install $pkg@$VERSION failed: $(last_line "$LOGF")"
     fi
 done

@@ -680,13 +680,20 @@ async fn storage_migrations(client: &Client, api: &str) -> Vec<String> {
 /// The server engine on every Kubernetes of the matrix: the plan names it,
 /// the cluster's own migrator (kube-controller-manager) rewrites every
 /// object, and storedVersions ends as the storage version alone, trimmed
-/// by the migrator from 1.36 and by crd-safety before (1.30's migrator
-/// does not start on a quiet resource: the client takes over).
+/// by the migrator from 1.36 and by crd-safety before.
+///
+/// 1.30's alpha migrator waits at its checkpoint until its cache sees a
+/// write to the resource, which a quiet one never gets (seen with 1.30.14's
+/// kube-controller-manager, 2026-11): there `auto` gives up on it and
+/// rewrites the objects itself, the same as with no migrator at all. So
+/// 1.30 runs without kube-controller-manager, whose build cost a cold CI
+/// run 2.2 minutes for an outcome the test cannot tell from its absence.
 #[tokio::test]
 async fn the_server_engine_hands_the_rewrite_to_the_clusters_migrator() {
     for version in matrix() {
         let minor = minor_of(&version);
-        let Some(mut plane) = serving_storage_migration(&version, true) else {
+        let runs_migrator = minor != 30;
+        let Some(mut plane) = serving_storage_migration(&version, runs_migrator) else {
             return;
         };
         let client = admin(&plane).await;
@@ -695,14 +702,16 @@ async fn the_server_engine_hands_the_rewrite_to_the_clusters_migrator() {
         let api = storage_migration_api(minor);
         // Started once the CRD exists, so the migrator's garbage-collector
         // graph knows the resource from its first discovery.
-        let (_, gates) = storage_migration_flags(minor);
-        plane.start_controller_manager(
-            &[
-                "garbage-collector-controller",
-                "storage-version-migrator-controller",
-            ],
-            &gates,
-        );
+        if runs_migrator {
+            let (_, gates) = storage_migration_flags(minor);
+            plane.start_controller_manager(
+                &[
+                    "garbage-collector-controller",
+                    "storage-version-migrator-controller",
+                ],
+                &gates,
+            );
+        }
 
         let r = migrate(&plane.admin_kubeconfig, &[name, "--dry-run", "-o", "json"]);
         assert_eq!(r.code, 0, "[{minor}] {}{}", r.stdout, r.stderr);
@@ -720,10 +729,9 @@ async fn the_server_engine_hands_the_rewrite_to_the_clusters_migrator() {
             r.stdout
         );
 
-        if minor == 30 {
-            // 1.30's alpha migrator waits at its checkpoint until its cache
-            // sees a write to the resource, which a quiet one never gets:
-            // auto gives up on it and rewrites the objects itself.
+        if !runs_migrator {
+            // No migrator takes the migration up: auto gives up on it and
+            // rewrites the objects itself.
             let r = migrate(
                 &plane.admin_kubeconfig,
                 &[name, "--server-wait", "10s", "--yes", "-o", "json"],
