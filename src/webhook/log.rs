@@ -49,6 +49,15 @@ pub fn flush(within: Duration) {
     let _ = written.recv_timeout(within);
 }
 
+/// Flushes the log when dropped, waiting at most its duration.
+pub struct Flushed(pub Duration);
+
+impl Drop for Flushed {
+    fn drop(&mut self) {
+        flush(self.0);
+    }
+}
+
 fn send(line: Line) {
     let Some(queue) = writer() else {
         write_now(line);

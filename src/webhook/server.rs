@@ -147,6 +147,8 @@ pub async fn serve(
     opts: ServeOptions,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), ServeError> {
+    // Whichever way `serve` returns, the lines it logged are written first.
+    let _written = log::Flushed(opts.drain_timeout);
     let (config, mut config_text) = load_config(opts.config_file.as_ref())?;
     let shared = Arc::new(SharedConfig::new(config));
     let cert = Arc::new(ReloadingCert::load(&opts.cert_file, &opts.key_file)?);
@@ -324,7 +326,6 @@ pub async fn serve(
         Ok(()) => log("stopped", json!({})),
         Err(_) => log("stopped with requests still in flight", json!({})),
     }
-    log::flush(opts.drain_timeout);
     Ok(())
 }
 
