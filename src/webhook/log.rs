@@ -5,15 +5,19 @@
 //! Lines are written by a thread of their own: a review's line is built
 //! where the review is answered and handed over, so an async worker never
 //! waits on stdout (whoever reads it may be slow, or stop). When more than
-//! [`QUEUED`] lines wait, the next one is handed over off the async threads
-//! ([`super::cpu`]) and waits for room: a line is never dropped. Writing
-//! from every review in place under stdout's lock cost a typical review's
-//! p99 about half of its time with 20 at once (docs/webhook.md).
+//! [`QUEUED`] lines wait, the next one waits for room off the async threads
+//! ([`super::cpu`]) for at most [`ROOM_WAIT`]; a line that finds none is
+//! dropped and counted ([`dropped`], `crd_safety_log_lines_dropped_total`),
+//! so a stalled log reader delays a review by a bounded time and never
+//! holds one past its deadline. Writing from every review in place under
+//! stdout's lock cost a typical review's p99 about half of its time with 20
+//! at once (docs/webhook.md).
 
 use std::io::Write;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -21,6 +25,17 @@ use super::cpu::cpu;
 
 /// Lines that may wait for the writer before a review waits for it.
 const QUEUED: usize = 1024;
+
+/// How long a line waits for room in a full queue before it is dropped.
+const ROOM_WAIT: Duration = Duration::from_secs(1);
+
+/// Lines dropped because the queue stayed full for [`ROOM_WAIT`].
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+
+/// Lines dropped so far (stdout did not keep up).
+pub fn dropped() -> u64 {
+    DROPPED.load(Ordering::Relaxed)
+}
 
 /// What the writer thread is handed.
 enum Line {
@@ -60,17 +75,38 @@ impl Drop for Flushed {
 
 fn send(line: Line) {
     let Some(queue) = writer() else {
-        write_now(line);
+        write_one(&mut std::io::stdout(), line);
         return;
     };
     match queue.try_send(line) {
         Ok(()) => {}
-        Err(TrySendError::Full(line)) => {
-            if let Err(mpsc::SendError(line)) = cpu(|| queue.send(line)) {
-                write_now(line);
+        Err(TrySendError::Full(line)) => cpu(|| wait_for_room(queue, line)),
+        Err(TrySendError::Disconnected(line)) => write_one(&mut std::io::stdout(), line),
+    }
+}
+
+/// Retries a full queue until [`ROOM_WAIT`] has passed, then drops the line
+/// (a flush is answered at once: nothing before it can be written soon).
+fn wait_for_room(queue: &SyncSender<Line>, mut line: Line) {
+    let until = Instant::now() + ROOM_WAIT;
+    loop {
+        std::thread::sleep(Duration::from_millis(1));
+        match queue.try_send(line) {
+            Err(TrySendError::Full(back)) if Instant::now() < until => line = back,
+            Err(TrySendError::Full(Line::Text(_))) => {
+                DROPPED.fetch_add(1, Ordering::Relaxed);
+                return;
             }
+            Err(TrySendError::Full(Line::Flush(done))) => {
+                let _ = done.try_send(());
+                return;
+            }
+            Err(TrySendError::Disconnected(back)) => {
+                write_one(&mut std::io::stdout(), back);
+                return;
+            }
+            Ok(()) => return,
         }
-        Err(TrySendError::Disconnected(line)) => write_now(line),
     }
 }
 
@@ -90,35 +126,28 @@ fn writer() -> Option<&'static SyncSender<Line>> {
         .as_ref()
 }
 
-/// Writes lines as they come, the ones already waiting in one go. A write
-/// that fails (stdout closed) loses the line rather than stopping `serve`.
+/// Writes lines as they come, the ones already waiting in one go.
 fn write_all(lines: &Receiver<Line>, mut out: impl Write) {
     while let Ok(first) = lines.recv() {
         let mut next = Some(first);
         while let Some(line) = next {
-            match line {
-                Line::Text(text) => {
-                    let _ = writeln!(out, "{text}");
-                }
-                Line::Flush(done) => {
-                    let _ = out.flush();
-                    let _ = done.try_send(());
-                }
-            }
+            write_one(&mut out, line);
             next = lines.try_recv().ok();
         }
         let _ = out.flush();
     }
 }
 
-fn write_now(line: Line) {
+/// Writes one line, or answers a flush once what came before is out. A
+/// write that fails (stdout closed) loses the line rather than stopping
+/// `serve`.
+fn write_one(out: &mut impl Write, line: Line) {
     match line {
         Line::Text(text) => {
-            let mut out = std::io::stdout().lock();
             let _ = writeln!(out, "{text}");
         }
         Line::Flush(done) => {
-            let _ = std::io::stdout().flush();
+            let _ = out.flush();
             let _ = done.try_send(());
         }
     }
@@ -173,5 +202,18 @@ mod tests {
         assert_eq!(text.lines().collect::<Vec<_>>(), expected);
         drop(queue);
         writer.join().unwrap();
+    }
+
+    #[test]
+    fn a_line_that_finds_no_room_waits_its_bound_and_is_dropped() {
+        // A queue nobody reads, already full.
+        let (queue, _lines) = mpsc::sync_channel(1);
+        queue.send(Line::Text("first".into())).unwrap();
+        let before = dropped();
+        let started = Instant::now();
+        wait_for_room(&queue, Line::Text("second".into()));
+        let waited = started.elapsed();
+        assert!(waited >= ROOM_WAIT && waited < ROOM_WAIT * 5, "{waited:?}");
+        assert_eq!(dropped(), before + 1);
     }
 }

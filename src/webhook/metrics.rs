@@ -167,6 +167,13 @@ impl Metrics {
             );
             let _ = writeln!(
                 out,
+                "# HELP crd_safety_log_lines_dropped_total Log lines dropped: stdout took none for a second.\n\
+                 # TYPE crd_safety_log_lines_dropped_total counter\n\
+                 crd_safety_log_lines_dropped_total {}",
+                super::log::dropped()
+            );
+            let _ = writeln!(
+                out,
                 "# HELP crd_safety_reloads_total Reloads of the configuration and the serving certificate.\n\
                  # TYPE crd_safety_reloads_total counter"
             );
