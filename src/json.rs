@@ -9,7 +9,7 @@ use serde_json::Value;
 /// The length of `value`'s compact JSON, counted as it is written rather
 /// than kept: a large CRD's JSON is megabytes, and the webhook measures
 /// every CRD it judges (`crdSize`).
-pub fn written_len(value: &Value) -> usize {
+pub fn written_len<T: serde::Serialize + ?Sized>(value: &T) -> usize {
     struct Count(usize);
     impl std::io::Write for Count {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

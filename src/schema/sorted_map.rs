@@ -99,19 +99,23 @@ impl<V> SortedMap<V> {
         self.entries.iter_mut().map(|(_, v)| v)
     }
 
+    /// The same keys with each value changed by `f` (the order stays).
+    pub fn map_values<W>(self, mut f: impl FnMut(V) -> W) -> SortedMap<W> {
+        SortedMap {
+            entries: self.entries.into_iter().map(|(k, v)| (k, f(v))).collect(),
+        }
+    }
+
     /// Restores the invariant after entries were pushed unsorted: sorted by
     /// key, and of a repeated key the last value kept (what inserting them
     /// one by one would leave).
     fn normalize(&mut self) {
-        // Stable, so equal keys stay in insertion order and the last wins.
+        // Reversed, then sorted stably: of equal keys the last pushed comes
+        // first, and `dedup` keeps the first of a run. Linear after the
+        // sort even when a made-up document repeats one key many times.
+        self.entries.reverse();
         self.entries.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut i = self.entries.len();
-        while i > 1 {
-            i -= 1;
-            if self.entries[i - 1].0 == self.entries[i].0 {
-                self.entries.remove(i - 1);
-            }
-        }
+        self.entries.dedup_by(|later, earlier| later.0 == earlier.0);
         self.entries.shrink_to_fit();
     }
 }

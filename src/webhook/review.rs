@@ -41,7 +41,7 @@ use super::stored_models::StoredModels;
 use crate::cluster::{Connection, RetryPolicy};
 use crate::compare::{Check, Finding, Severity};
 use crate::config::{Config, Unfinished};
-use crate::crd::Crd;
+use crate::crd::{Crd, CrdError};
 use crate::crd_validation::{KubeVersion, KubeVersionSource};
 use crate::delivery::size::LAST_APPLIED;
 use crate::engine::{StoredVersionsArg, entries};
@@ -839,10 +839,10 @@ fn slice_of(body: &Bytes, raw: &RawValue) -> Bytes {
 /// of the largest CRD holds 4 MB less per side).
 fn parse_crd_json(raw: Option<&[u8]>) -> Result<Crd, String> {
     let raw = raw.ok_or("the request carries no object")?;
-    let value = serde_json::from_slice(raw).map_err(|e| format!("unreadable object: {e}"))?;
-    Crd::from_manifest(value)
-        .map(Crd::without_schema_json)
-        .map_err(|e| format!("the CRD cannot be read: {e}"))
+    Crd::from_json(raw).map_err(|e| match e {
+        CrdError::Unreadable(e) => format!("unreadable object: {e}"),
+        e => format!("the CRD cannot be read: {e}"),
+    })
 }
 
 /// The deletion guard's problem.

@@ -13,6 +13,8 @@ use thiserror::Error;
 
 use crate::schema::{Schema, SchemaError};
 
+mod read;
+
 /// Why a document is not a usable CRD.
 #[derive(Debug, Error)]
 pub enum CrdError {
@@ -32,6 +34,9 @@ pub enum CrdError {
     /// A version has no `schema.openAPIV3Schema`.
     #[error("CRD {name}: version {version} has no schema.openAPIV3Schema")]
     NoSchema { name: String, version: String },
+    /// The document is not JSON (only when read with [`Crd::from_json`]).
+    #[error("{0}")]
+    Unreadable(#[source] serde_json::Error),
     /// The schema of a version cannot be read.
     #[error("CRD {name}: version {version}: {source}")]
     Schema {
@@ -87,6 +92,43 @@ impl Crd {
 
     /// Builds the model from a document already normalized to v1.
     pub fn from_manifest(manifest: Value) -> Result<Crd, CrdError> {
+        Self::assemble(manifest, |manifest, i| {
+            let schema = manifest
+                .get("spec")?
+                .get("versions")?
+                .get(i)?
+                .get("schema")?
+                .as_object()?
+                .get("openAPIV3Schema")?;
+            Some(Schema::from_value(schema))
+        })
+    }
+
+    /// What [`Crd::from_manifest`] and then [`Crd::without_schema_json`]
+    /// give, read straight from the document's JSON: the schemas go into
+    /// the models as they are parsed (see [`crate::schema::read`]) and
+    /// never into a `Value` tree, which is most of the cost of reading a
+    /// large CRD. How the webhook reads the CRDs of a request.
+    pub fn from_json(json: &[u8]) -> Result<Crd, CrdError> {
+        let mut doc = read::document(json).map_err(CrdError::Unreadable)?;
+        let mut lens = vec![None; doc.schemas.len()];
+        let mut crd = Self::assemble(doc.manifest, |_, i| {
+            let measured = doc.schemas.get_mut(i)?.take()?;
+            Some(measured.map(|m| {
+                lens[i] = Some(m.json_len);
+                m.schema
+            }))
+        })?;
+        crd.json_len = Some(read::document_len(&crd.manifest, &lens));
+        Ok(crd)
+    }
+
+    /// The model of `manifest`, whose version `i`'s schema `schema_of`
+    /// gives (`None` when the version has none).
+    fn assemble(
+        manifest: Value,
+        mut schema_of: impl FnMut(&Value, usize) -> Option<Result<Schema, SchemaError>>,
+    ) -> Result<Crd, CrdError> {
         let name = manifest
             .pointer("/metadata/name")
             .and_then(Value::as_str)
@@ -96,18 +138,14 @@ impl Crd {
         // The schemas stay out of the typed parse: they are read into our
         // own model, and copying or parsing them twice would double the
         // cost (they are nearly all of a CRD's bytes).
-        let mut raw_schemas: Vec<Option<&Value>> = Vec::new();
         let spec_value = match manifest.get("spec") {
             Some(Value::Object(spec)) => {
                 let mut copy = serde_json::Map::new();
                 for (key, value) in spec {
                     let value = match (key.as_str(), value) {
-                        ("versions", Value::Array(versions)) => Value::Array(
-                            versions
-                                .iter()
-                                .map(|v| without_schema(v, &mut raw_schemas))
-                                .collect(),
-                        ),
+                        ("versions", Value::Array(versions)) => {
+                            Value::Array(versions.iter().map(without_schema).collect())
+                        }
                         _ => value.clone(),
                     };
                     copy.insert(key.clone(), value);
@@ -128,16 +166,17 @@ impl Crd {
         // A version listed twice or a count of storage versions other than
         // one are the API server's to refuse: the `invalidCrd` check reports
         // them with everything else, so one run shows every problem.
-        for (v, raw) in spec.versions.iter().zip(raw_schemas) {
-            let raw = raw.ok_or_else(|| CrdError::NoSchema {
-                name: name.clone(),
-                version: v.name.clone(),
-            })?;
-            let schema = Schema::from_value(raw).map_err(|source| CrdError::Schema {
-                name: name.clone(),
-                version: v.name.clone(),
-                source,
-            })?;
+        for (i, v) in spec.versions.iter().enumerate() {
+            let schema = schema_of(&manifest, i)
+                .ok_or_else(|| CrdError::NoSchema {
+                    name: name.clone(),
+                    version: v.name.clone(),
+                })?
+                .map_err(|source| CrdError::Schema {
+                    name: name.clone(),
+                    version: v.name.clone(),
+                    source,
+                })?;
             versions.push(CrdVersion {
                 spec: v.clone(),
                 schema,
@@ -275,18 +314,11 @@ impl ResourceRef {
     }
 }
 
-/// A copy of one `spec.versions[i]` without its `schema`, whose
-/// `openAPIV3Schema` (if any) is pushed to `schemas`.
-fn without_schema<'a>(version: &'a Value, schemas: &mut Vec<Option<&'a Value>>) -> Value {
+/// A copy of one `spec.versions[i]` without its `schema`.
+fn without_schema(version: &Value) -> Value {
     let Value::Object(v) = version else {
-        schemas.push(None);
         return version.clone();
     };
-    schemas.push(
-        v.get("schema")
-            .and_then(Value::as_object)
-            .and_then(|s| s.get("openAPIV3Schema")),
-    );
     Value::Object(
         v.iter()
             .filter(|(k, _)| k.as_str() != "schema")
