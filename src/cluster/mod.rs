@@ -33,6 +33,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+use hyper::body::Bytes;
 use kube::api::{GetParams, Patch, PatchParams};
 use kube::config::KubeConfigOptions;
 use kube::{Client, Config};
@@ -633,6 +634,21 @@ impl Connection {
             .await
         {
             Ok(crd) => Ok(Some(crd)),
+            Err(f) if f.code() == Some(404) => Ok(None),
+            Err(f) => Err(self.classify_failed(f)),
+        }
+    }
+
+    /// [`Connection::get_crd`], the JSON left unread: the webhook reads it
+    /// off the async threads, straight into the model
+    /// ([`crate::crd::Crd::from_json`]).
+    pub async fn get_crd_json(&self, name: &str) -> Result<Option<Bytes>, ClusterError> {
+        let request = self
+            .crds()
+            .get(name, &GetParams::default())
+            .map_err(|e| self.unbuildable(e))?;
+        match self.call_raw(&format!("GET crd {name}"), request).await {
+            Ok(json) => Ok(Some(json)),
             Err(f) if f.code() == Some(404) => Ok(None),
             Err(f) => Err(self.classify_failed(f)),
         }

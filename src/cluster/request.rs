@@ -156,6 +156,19 @@ impl Connection {
         })
     }
 
+    /// Sends `request` like [`Connection::call`] and returns the answer's
+    /// JSON unread, for a caller that reads it elsewhere than on the async
+    /// threads (the webhook, a stored CRD of megabytes).
+    pub(crate) async fn call_raw(
+        &self,
+        what: &str,
+        request: Request<Vec<u8>>,
+    ) -> Result<Bytes, Failed> {
+        self.send_retried(what, request)
+            .await
+            .map(|(bytes, _, _)| bytes)
+    }
+
     /// Sends `request` until it succeeds, fails for good, or the policy
     /// runs out; returns the body with the tries and wait it took.
     async fn send_retried(

@@ -108,7 +108,8 @@ impl Crd {
     /// give, read straight from the document's JSON: the schemas go into
     /// the models as they are parsed (see [`crate::schema::read`]) and
     /// never into a `Value` tree, which is most of the cost of reading a
-    /// large CRD. How the webhook reads the CRDs of a request.
+    /// large CRD. How the webhook reads CRDs: a request's, and the one the
+    /// API server stores.
     pub fn from_json(json: &[u8]) -> Result<Crd, CrdError> {
         let mut doc = read::document(json).map_err(CrdError::Unreadable)?;
         let mut lens = vec![None; doc.schemas.len()];

@@ -538,8 +538,8 @@ impl Reviewer {
                 "the request's object is not the CRD the request names".to_string(),
             ));
         }
-        let stored = match self.conn.get_crd(name).await {
-            Ok(Some(crd)) => crd,
+        let json = match self.conn.get_crd_json(name).await {
+            Ok(Some(json)) => json,
             Ok(None) => return Err(not_stored()),
             Err(e) => {
                 return Err(Untrusted::Unread(format!(
@@ -547,8 +547,22 @@ impl Reviewer {
                 )));
             }
         };
+        // Read, under the memory budget and off the async threads, before
+        // it is compared with the request: the fields compared are in the
+        // model's document, and the stored CRD is the API server's own.
+        let reserved = self
+            .reserve(judgment_cost(json.len()))
+            .await
+            .map_err(Untrusted::Unread)?;
+        let stored = self
+            .blocking(reserved, move || {
+                Crd::from_json(&json).map_err(|e| format!("the stored CRD cannot be read: {e}"))
+            })
+            .await
+            .map_err(Untrusted::Unread)?;
         let text = |pointer: &str| {
             stored
+                .manifest
                 .pointer(pointer)
                 .and_then(Value::as_str)
                 .unwrap_or("")
@@ -568,24 +582,7 @@ impl Reviewer {
                 )));
             }
         }
-        // The stored CRD is the request's object as the API server keeps
-        // it: about the same size.
-        let size = request
-            .old_object
-            .as_ref()
-            .or(request.object.as_ref())
-            .map_or(0, Outline::spec_len);
-        let reserved = self
-            .reserve(judgment_cost(size))
-            .await
-            .map_err(Untrusted::Unread)?;
-        self.blocking(reserved, move || {
-            Crd::from_manifest(stored)
-                .map(Crd::without_schema_json)
-                .map_err(|e| format!("the stored CRD cannot be read: {e}"))
-        })
-        .await
-        .map_err(Untrusted::Unread)
+        Ok(stored)
     }
 
     /// Parses both CRDs and finds what `apply-check` would, under the
