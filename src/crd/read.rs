@@ -384,6 +384,93 @@ mod tests {
         ));
     }
 
+    /// Schema text as a hand or a generator may write it: keys repeated,
+    /// escapes, numbers in any spelling, every form of the typed
+    /// children. Only readable values, so the two readings must agree.
+    fn schema_text() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let scalar = proptest::sample::select(vec![
+            "true",
+            "false",
+            "null",
+            "0",
+            "-0",
+            "7",
+            "1e5",
+            "1.50",
+            "1E-3",
+            "2.5e-300",
+            "18446744073709551615",
+            "18446744073709551616",
+            "-9223372036854775809",
+            r#""""#,
+            r#""a""#,
+            r#""caf\u00e9 \"q\" \/ \n \u0001""#,
+            r#""\ud83d\ude00""#,
+            "[]",
+            r#"[1,"x",{"k":[null]}]"#,
+            r#"{"k":1,"k":2}"#,
+        ])
+        .prop_map(str::to_string);
+        let key = proptest::sample::select(vec![
+            "type",
+            "description",
+            "enum",
+            "default",
+            "x-kubernetes-preserve-unknown-fields",
+            r#"a\u0062"#,
+            r#"\"q"#,
+            "é",
+            "items",
+            "properties",
+            "additionalProperties",
+        ]);
+        let name = proptest::sample::select(vec!["a", "b", "a", r#"c\n"#, "é", "spec"]);
+        let leaf = Just("{}".to_string());
+        leaf.prop_recursive(4, 48, 6, move |inner| {
+            let properties = proptest::collection::vec((name.clone(), inner.clone()), 0..4)
+                .prop_map(|entries| {
+                    let body: Vec<String> = entries
+                        .iter()
+                        .map(|(n, s)| format!(r#""{n}":{s}"#))
+                        .collect();
+                    format!("{{{}}}", body.join(","))
+                });
+            let value = prop_oneof![
+                scalar.clone(),
+                inner.clone(),
+                inner.clone().prop_map(|s| format!("[{s}]")),
+            ];
+            let entry = (key.clone(), value, properties, inner.clone(), any::<bool>()).prop_map(
+                |(key, value, properties, schema, flag)| {
+                    let value = match key {
+                        "properties" => properties,
+                        "additionalProperties" if flag => flag.to_string(),
+                        "additionalProperties" => schema,
+                        _ => value,
+                    };
+                    format!(r#""{key}":{value}"#)
+                },
+            );
+            proptest::collection::vec(entry, 0..6)
+                .prop_map(|entries| format!("{{{}}}", entries.join(",")))
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+        #[test]
+        fn any_readable_schema_reads_the_same_both_ways(a in schema_text(), b in schema_text()) {
+            let doc = crd_with(&a).replace(
+                r#""schema":{"openAPIV3Schema":"#,
+                &format!(r#""schema":{{"openAPIV3Schema":{b},"openAPIV3Schema":"#),
+            );
+            same_both_ways(&doc).map_err(|e| {
+                proptest::test_runner::TestCaseError::fail(format!("{doc}: {e}"))
+            })?;
+        }
+    }
+
     #[test]
     fn nesting_deeper_than_the_parser_allows_is_refused_not_a_crash() {
         let deep = "{\"properties\":{\"a\":".repeat(300) + "{}" + &"}}".repeat(300);
