@@ -472,6 +472,29 @@ mod tests {
     }
 
     #[test]
+    fn nesting_as_deep_as_the_parser_allows_reads_on_a_small_stack() {
+        // The document's own levels and two per property level: 126 of
+        // serde_json's 128, read on a thread with the stack the blocking
+        // pool's threads get (2 MiB), in a debug build.
+        let deep = "{\"properties\":{\"a\":".repeat(60) + "{}" + &"}}".repeat(60);
+        let read = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || {
+                same_both_ways(&crd_with(&deep)).map(|c| c.versions[0].schema.node_count())
+            })
+            .expect("a thread")
+            .join()
+            .expect("the read does not panic");
+        assert_eq!(read, Ok(61));
+        // Two levels more are past the limit.
+        let deeper = "{\"properties\":{\"a\":".repeat(61) + "{}" + &"}}".repeat(61);
+        assert!(matches!(
+            Crd::from_json(crd_with(&deeper).as_bytes()),
+            Err(CrdError::Unreadable(_))
+        ));
+    }
+
+    #[test]
     fn nesting_deeper_than_the_parser_allows_is_refused_not_a_crash() {
         let deep = "{\"properties\":{\"a\":".repeat(300) + "{}" + &"}}".repeat(300);
         assert!(matches!(
