@@ -15,10 +15,21 @@ fn main() {
     let order = std::path::Path::new(&std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default())
         .join("link/code-order.txt");
     println!("cargo:rerun-if-changed=link/code-order.txt");
-    if os == "linux" && env == "gnu" && arch == "x86_64" && order.is_file() {
+    // The linker reads a copy in OUT_DIR: checkouts that share a target
+    // directory share this script's output too (its hash leaves out where
+    // the checkout is), and a path into the checkout that ran it last
+    // failed every link once that checkout was gone.
+    let copy =
+        std::path::Path::new(&std::env::var("OUT_DIR").unwrap_or_default()).join("code-order.txt");
+    if os == "linux"
+        && env == "gnu"
+        && arch == "x86_64"
+        && order.is_file()
+        && std::fs::copy(&order, &copy).is_ok()
+    {
         println!(
             "cargo:rustc-link-arg-bin=kubectl-crd_safety=-Wl,--symbol-ordering-file={}",
-            order.display()
+            copy.display()
         );
         println!("cargo:rustc-link-arg-bin=kubectl-crd_safety=-Wl,--no-warn-symbol-ordering");
     }
