@@ -1064,16 +1064,8 @@ mod tests {
     /// Every `rule` and `messageExpression` of the corpus's CRDs.
     fn corpus_rules() -> Option<BTreeSet<String>> {
         use crate::manifest::{Positions, Source, SourceOptions, load_with};
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
-        if !dir.join("MANIFEST.md").exists() {
-            // The oracle of the fast path: required in CI, like the corpus tests.
-            assert!(
-                std::env::var("CI").map_or(true, |v| v != "true"),
-                "corpus not found at {} (required when CI=true)",
-                dir.display()
-            );
-            return None;
-        }
+        // The oracle of the fast path: required in CI, like the corpus tests.
+        let dir = crate::manifest::test_corpus()?;
         fn collect(v: &serde_json::Value, out: &mut BTreeSet<String>) {
             match v {
                 serde_json::Value::Object(m) => {

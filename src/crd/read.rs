@@ -200,15 +200,9 @@ mod tests {
 
     #[test]
     fn real_crds_read_the_same_from_json_as_from_their_value() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
-        if !dir.join("pairs.json").exists() {
-            assert!(
-                std::env::var("CI").map_or(true, |v| v != "true"),
-                "corpus not found at {} (required when CI=true)",
-                dir.display()
-            );
+        let Some(dir) = crate::manifest::test_corpus() else {
             return;
-        }
+        };
         // The bench's large CRD, and projects whose schemas use most of
         // what a schema can say (CEL, formats, int-or-string, maps).
         let files = [
