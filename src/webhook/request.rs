@@ -17,6 +17,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::decision::Operation;
+use crate::crd::{Crd, CrdError};
 
 /// The API group and version of every review `serve` answers.
 pub const REVIEW_API_VERSION: &str = "admission.k8s.io/v1";
@@ -169,11 +170,6 @@ impl<'a> Outline<'a> {
         }
     }
 
-    /// The length of the spec's JSON: nearly all of a CRD's.
-    pub fn spec_len(&self) -> usize {
-        self.spec.map_or(0, |s| s.get().len())
-    }
-
     /// `status.storedVersions`, as raw text (empty when absent).
     pub fn stored_versions(&self) -> &str {
         self.status
@@ -244,6 +240,17 @@ pub fn response(uid: &str) -> AdmissionResponse {
     r
 }
 
+/// A request's CRD as the webhook keeps it: the models, and the document
+/// without the schemas' JSON, which is never built (the schemas are read
+/// straight into the models; see [`Crd::from_json`]).
+pub fn read_crd(raw: Option<&[u8]>) -> Result<Crd, String> {
+    let raw = raw.ok_or("the request carries no object")?;
+    Crd::from_json(raw).map_err(|e| match e {
+        CrdError::Unreadable(e) => format!("unreadable object: {e}"),
+        e => format!("the CRD cannot be read: {e}"),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -262,7 +269,6 @@ mod tests {
         assert!(r.dry_run && r.object.is_none());
         let outline = r.old_object.as_ref().unwrap();
         assert_eq!(outline.spec.map(|s| s.get()), Some(r#"{"a":1}"#));
-        assert_eq!(outline.spec_len(), 7);
         assert_eq!(outline.stored_versions(), r#"["v1"]"#);
         assert_eq!(outline.annotations()["x"], "y");
         // Read again whole, for a judgment.

@@ -40,7 +40,6 @@ use super::review::{Reviewed, SharedConfig, review_deadline};
 use crate::cluster::{Connection, RetryPolicy};
 use crate::compare::Finding;
 use crate::config::{Unfinished, WebhookMode, WebhookSettings};
-use crate::crd::Crd;
 use crate::requirement::in_cluster::{self, Unreadable};
 use crate::requirement::{self, Requirement};
 
@@ -392,10 +391,7 @@ impl Requirements {
                 .map_err(|e| format!("the check stopped inside crd-safety: {e}"))?;
             tokio::task::spawn_blocking(move || {
                 let _held = permit;
-                let value: Value =
-                    serde_json::from_str(&raw).map_err(|e| format!("unreadable object: {e}"))?;
-                let new = Crd::from_manifest(value)
-                    .map_err(|e| format!("the CRD cannot be read: {e}"))?;
+                let new = request::read_crd(Some(raw.as_bytes()))?;
                 Ok(pinning
                     .iter()
                     .flat_map(|r| requirement::judge(r, Some(&new)))

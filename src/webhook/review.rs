@@ -41,7 +41,7 @@ use super::stored_models::StoredModels;
 use crate::cluster::{Connection, RetryPolicy};
 use crate::compare::{Check, Finding, Severity};
 use crate::config::{Config, Unfinished};
-use crate::crd::{Crd, CrdError};
+use crate::crd::Crd;
 use crate::crd_validation::{KubeVersion, KubeVersionSource};
 use crate::delivery::size::LAST_APPLIED;
 use crate::engine::{StoredVersionsArg, entries};
@@ -608,10 +608,10 @@ impl Reviewer {
         judged.kube_version_source = KubeVersionSource::Server;
         let stored = Arc::clone(&self.stored_models);
         self.blocking(reserved, move || {
-            let new = parse_crd_json(new_raw.as_deref())?;
+            let new = request::read_crd(new_raw.as_deref())?;
             let old = old_raw
                 .as_deref()
-                .map(|r| stored.get_or_read(r, |r| parse_crd_json(Some(r))))
+                .map(|r| stored.get_or_read(r, |r| request::read_crd(Some(r))))
                 .transpose()?;
             // Info findings never reach a verdict, and the cache keeps
             // what this returns: they are most of a large upgrade's.
@@ -682,7 +682,7 @@ impl Reviewer {
             let new_raw = new_raw.map(|r| slice_of(body, r));
             let new = self
                 .blocking(Arc::clone(&reserved), move || {
-                    parse_crd_json(new_raw.as_deref())
+                    request::read_crd(new_raw.as_deref())
                 })
                 .await?;
             let minor = self.kube_version(config).await.minor;
@@ -829,17 +829,6 @@ fn slice_of(body: &Bytes, raw: &RawValue) -> Bytes {
     } else {
         Bytes::copy_from_slice(part)
     }
-}
-
-/// A request's CRD as the webhook keeps it: the models, and the document
-/// without the schemas' JSON tree (the models hold the schemas; a judgment
-/// of the largest CRD holds 4 MB less per side).
-fn parse_crd_json(raw: Option<&[u8]>) -> Result<Crd, String> {
-    let raw = raw.ok_or("the request carries no object")?;
-    Crd::from_json(raw).map_err(|e| match e {
-        CrdError::Unreadable(e) => format!("unreadable object: {e}"),
-        e => format!("the CRD cannot be read: {e}"),
-    })
 }
 
 /// The deletion guard's problem.
