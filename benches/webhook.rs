@@ -7,11 +7,17 @@
 //! of YAML), each against a `serve` of its own, with its memory at rest
 //! and its peak after the load (what the chart's memory limit is set from).
 //!
+//! `serve` runs with the chart's settings (its defaults, the configuration
+//! reloaded every 5 s); the clients set `TCP_NODELAY`, as the API server's
+//! (Go) do.
+//!
 //! `cargo bench --bench webhook`; `WEBHOOK_BENCH_REVIEWS` sets the reviews
 //! per client (default 25), `WEBHOOK_BENCH_CLIENTS` the clients (default
 //! 20), `CRD_SAFETY_SERVE_BINARY` another `kubectl-crd_safety` to serve
 //! (the image's static musl build, or an earlier build to compare with),
-//! `WEBHOOK_BENCH_CASES` (e.g. `argocds,ECK`) the cases to run.
+//! `WEBHOOK_BENCH_CASES` (e.g. `argocds,ECK`) the cases to run,
+//! `WEBHOOK_BENCH_SERVE_ARGS` flags added to `serve`'s (e.g.
+//! `--body-memory 16Mi`, to measure a setting).
 //! Figures are printed, never asserted. The server
 //! reads the cluster's version once, from a real kube-apiserver started by
 //! the test harness.
@@ -94,6 +100,7 @@ async fn client(
 ) -> hyper::client::conn::http1::SendRequest<Full<Bytes>> {
     let config = webhook::client_config(ca.pem.as_bytes());
     let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    tcp.set_nodelay(true).expect("TCP_NODELAY");
     let name = rustls::pki_types::ServerName::try_from("127.0.0.1").expect("name");
     let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
         .connect(name, tcp)
@@ -216,13 +223,17 @@ fn main() {
                 .split(',')
                 .any(|w| !w.is_empty() && label.contains(w.trim()))
     };
+    // The test harness reloads every 200 ms, for tests that wait on a
+    // reload; here each reload's LIST of the consumers' requirements would
+    // wake the API server on the same two cores five times a second.
+    let extra = std::env::var("WEBHOOK_BENCH_SERVE_ARGS").unwrap_or_default();
+    let mut serve_args: Vec<&str> = extra.split_whitespace().collect();
+    if !serve_args.contains(&"--reload-interval") {
+        serve_args.extend(["--reload-interval", "5s"]);
+    }
     for (label, old, new) in cases.into_iter().filter(|(l, _, _)| picked(l)) {
         // A server per case, so each peak is this case's own.
-        let served = webhook::Served::start(
-            dir.path(),
-            &plane.admin_kubeconfig,
-            &["--max-body-bytes", "16777216"],
-        );
+        let served = webhook::Served::start(dir.path(), &plane.admin_kubeconfig, &serve_args);
         let pid = served.pid();
         std::thread::sleep(Duration::from_millis(500));
         let rest = rss_kib(pid, "VmRSS:") as f64 / 1024.0;

@@ -256,7 +256,7 @@ pub struct ServeArgs {
     pub memory_budget: u64,
     /// Request bodies held in memory at once (bytes, or Ki/Mi/Gi; at least --max-body-bytes).
     /// A review whose body finds no room waits unread; past its deadline it gets a 503.
-    #[arg(long, value_name = "SIZE", default_value = "16Mi", value_parser = crd_safety::webhook::parse_size)]
+    #[arg(long, value_name = "SIZE", default_value = "8Mi", value_parser = crd_safety::webhook::parse_size)]
     pub body_memory: u64,
     #[command(flatten)]
     pub kube: KubeArgs,
