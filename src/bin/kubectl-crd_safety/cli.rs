@@ -619,3 +619,43 @@ pub struct MigrateArgs {
     #[arg(long, value_enum, default_value = "auto")]
     pub color: ColorChoice,
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::{Cli, Command};
+
+    /// The chart passes its own values for the memory bounds; a user who
+    /// runs `serve` bare and one who installs the chart get the same ones
+    /// (docs/webhook.md states one figure for each).
+    #[test]
+    fn the_charts_memory_bounds_are_serves_defaults() {
+        let cli = Cli::try_parse_from([
+            "kubectl-crd_safety",
+            "serve",
+            "--tls-cert-file",
+            "tls.crt",
+            "--tls-private-key-file",
+            "tls.key",
+        ])
+        .map_err(|e| e.to_string());
+        let Ok(Cli {
+            command: Command::Serve(serve),
+        }) = cli
+        else {
+            panic!("serve's arguments parse: {cli:?}");
+        };
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/charts/crd-safety/values.yaml");
+        let text = std::fs::read_to_string(path).expect("the chart's values");
+        let values: serde_yaml::Value = serde_yaml::from_str(&text).expect("values are YAML");
+        let size = |key: &str| {
+            let text = values[key].as_str().unwrap_or_default();
+            crd_safety::webhook::parse_size(text)
+                .unwrap_or_else(|e| panic!("the chart's {key}: {e}"))
+        };
+        assert_eq!(size("bodyMemory"), serve.body_memory);
+        assert_eq!(size("memoryBudget"), serve.memory_budget);
+        assert_eq!(serve.body_memory, 8 << 20);
+    }
+}
