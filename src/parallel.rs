@@ -13,6 +13,19 @@
 //! contexts) is built once per scan instead of once per page.
 
 use std::num::NonZeroUsize;
+
+/// The stack of every thread that may judge CEL rules: the parser and the
+/// tree walkers recurse once per level of a rule, and a rule as deep as
+/// the API server accepts (250 operator levels, within the 96 levels of
+/// nesting the `cel` crate reads) took about 4 MiB in a debug build, more
+/// than the 2 MiB Rust and tokio give a thread (a stack overflow aborts the
+/// process). The pages are only mapped as they are touched.
+pub const STACK_BYTES: usize = 8 << 20;
+
+/// A thread builder with [`STACK_BYTES`].
+pub fn thread() -> std::thread::Builder {
+    std::thread::Builder::new().stack_size(STACK_BYTES)
+}
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -81,7 +94,10 @@ where
     let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
         // The calling thread is one of the workers: one thread fewer to
         // start, and its allocations reuse what it has already freed.
-        let handles: Vec<_> = (1..workers).map(|_| scope.spawn(work)).collect();
+        // A thread that cannot be started leaves its share to the others.
+        let handles: Vec<_> = (1..workers)
+            .filter_map(|_| thread().spawn_scoped(scope, work).ok())
+            .collect();
         let mut done = work();
         for h in handles {
             done.extend(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
@@ -117,7 +133,7 @@ impl Pool {
             (0..n)
                 .filter_map(|i| {
                     let (tx, rx) = mpsc::channel::<Task>();
-                    let handle = std::thread::Builder::new()
+                    let handle = thread()
                         .name(format!("crd-safety-worker-{i}"))
                         .spawn(move || {
                             while let Ok(task) = rx.recv() {

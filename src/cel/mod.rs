@@ -1,7 +1,9 @@
 //! CEL as Kubernetes runs it for `x-kubernetes-validations`, in one place.
 //!
 //! - [`parse`]: reading a rule (a fast parser for the forms CRDs use, the
-//!   `cel` crate's parser behind the same entry for the rest);
+//!   `cel` crate's parser behind the same entry for the rest), after
+//!   [`depth`] has refused what the API server's parser refuses on size
+//!   and nesting alone;
 //! - [`env`]: the environment per Kubernetes version: declarations from a
 //!   node's schema, library signatures and types, the type check and the
 //!   API server's cost estimate, used by the offline CRD validation;
@@ -25,6 +27,7 @@
 //! [`partial`].
 
 pub mod budget;
+pub mod depth;
 pub(crate) mod direct;
 pub(crate) mod env;
 pub(crate) mod functions;

@@ -32,15 +32,38 @@ use kube::core::cel::cel::common::ast::{
     CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedEntryExpr, IdedExpr, ListExpr, LiteralValue,
     MapEntryExpr, MapExpr, SelectExpr,
 };
-use kube::core::cel::cel::parser::{ParseErrors, Parser as CelParser};
+use kube::core::cel::cel::parser::{ParseError, ParseErrors, Parser as CelParser};
 
 /// `src` read as the `cel` crate's parser reads it (optional syntax on): by
 /// the fast path where it can, by that parser otherwise, which then also
-/// words the errors. Every reader of a rule goes through here.
+/// words the errors. Every reader of a rule goes through here. What the
+/// API server refuses on size or depth alone is refused first, in its
+/// words, and reaches neither parser ([`super::depth`]).
 pub fn parse_rule(src: &str) -> Result<IdedExpr, ParseErrors> {
+    if let Some(why) = super::depth::refusal(src) {
+        return Err(refused(why));
+    }
     match parse(src) {
         Some(expr) => Ok(expr),
-        None => CelParser::new().enable_optional_syntax(true).parse(src),
+        // The server's nesting limit, which the check above keeps it
+        // within, instead of the crate's 96.
+        None => CelParser::new()
+            .enable_optional_syntax(true)
+            .max_recursion_depth(super::depth::MAX_DEPTH as u16)
+            .parse(src),
+    }
+}
+
+/// A refusal as the `cel` crate's parser reports its own errors.
+fn refused(why: String) -> ParseErrors {
+    ParseErrors {
+        errors: vec![ParseError {
+            source: None,
+            pos: (0, 0),
+            msg: why,
+            expr_id: 0,
+            source_info: None,
+        }],
     }
 }
 
@@ -1112,6 +1135,123 @@ mod tests {
             }
         }
         Some(rules)
+    }
+
+    /// The operator levels cel-go counts on the deepest path of `e`
+    /// (`?:`, relations, arithmetic, selections, method calls, indexes), as
+    /// its parser visits the tree: the measure its 250 limit applies to.
+    fn counted_levels(e: &IdedExpr) -> u32 {
+        let deepest =
+            |xs: &mut dyn Iterator<Item = &IdedExpr>| xs.map(counted_levels).max().unwrap_or(0);
+        match &e.expr {
+            Expr::Call(c) => {
+                let counted = c.target.is_some()
+                    || matches!(
+                        c.func_name.as_str(),
+                        "_?_:_"
+                            | "_==_"
+                            | "_!=_"
+                            | "_<_"
+                            | "_<=_"
+                            | "_>_"
+                            | "_>=_"
+                            | "@in"
+                            | "_+_"
+                            | "_-_"
+                            | "_*_"
+                            | "_/_"
+                            | "_%_"
+                            | "_[_]"
+                            | "_[?_]"
+                            | "_?._"
+                    );
+                let inner = deepest(&mut c.target.iter().map(|t| &**t).chain(&c.args));
+                inner + u32::from(counted)
+            }
+            Expr::Select(s) => counted_levels(&s.operand) + 1,
+            // A macro's method call; its expansion wraps the body in
+            // operators cel-go never saw (`exists_one`, `map` and `filter`
+            // add a ternary or a `+`), so this may count more than it did.
+            Expr::Comprehension(c) => {
+                1 + deepest(
+                    &mut [
+                        &c.iter_range,
+                        &c.accu_init,
+                        &c.loop_cond,
+                        &c.loop_step,
+                        &c.result,
+                    ]
+                    .into_iter(),
+                )
+            }
+            Expr::List(l) => deepest(&mut l.elements.iter()),
+            Expr::Map(m) => deepest(&mut m.entries.iter().flat_map(|en| match &en.expr {
+                EntryExpr::MapEntry(me) => vec![&me.key, &me.value],
+                EntryExpr::StructField(f) => vec![&f.value],
+            })),
+            Expr::Struct(st) => deepest(&mut st.entries.iter().flat_map(|en| match &en.expr {
+                EntryExpr::MapEntry(me) => vec![&me.key, &me.value],
+                EntryExpr::StructField(f) => vec![&f.value],
+            })),
+            _ => 0,
+        }
+    }
+
+    fn has_ternary_or_macro(e: &IdedExpr) -> bool {
+        match &e.expr {
+            Expr::Comprehension(_) => true,
+            Expr::Call(c) => {
+                c.func_name == "_?_:_"
+                    || c.target.as_deref().is_some_and(has_ternary_or_macro)
+                    || c.args.iter().any(has_ternary_or_macro)
+            }
+            Expr::Select(s) => has_ternary_or_macro(&s.operand),
+            Expr::List(l) => l.elements.iter().any(has_ternary_or_macro),
+            Expr::Map(m) => m.entries.iter().any(|en| match &en.expr {
+                EntryExpr::MapEntry(me) => {
+                    has_ternary_or_macro(&me.key) || has_ternary_or_macro(&me.value)
+                }
+                EntryExpr::StructField(f) => has_ternary_or_macro(&f.value),
+            }),
+            _ => false,
+        }
+    }
+
+    /// The size and depth check refuses only what the API server's parser
+    /// refuses: what it counts is never more than the tree has (and is
+    /// exact without ternaries and macros, whose expansion the tree shows
+    /// instead of the call).
+    #[test]
+    fn the_depth_check_never_counts_more_levels_than_the_tree_has() {
+        let mut g = Gen(0x2545_F491_4F6C_DD1D);
+        let mut compared = 0;
+        for _ in 0..6000 {
+            let d = (g.next() % 7) as u32;
+            let src = g.expr(d);
+            let Ok(tree) = Parser::new().enable_optional_syntax(true).parse(&src) else {
+                continue;
+            };
+            let counted = super::super::depth::measure(&src).levels;
+            let levels = counted_levels(&tree);
+            assert!(
+                counted <= levels,
+                "{src}: counted {counted}, the tree has {levels}"
+            );
+            if !has_ternary_or_macro(&tree) {
+                assert_eq!(counted, levels, "{src}");
+            }
+            compared += 1;
+        }
+        assert!(
+            compared > 2500,
+            "only {compared} generated expressions parsed"
+        );
+        // Every rule of the corpus (each accepted by an API server) passes.
+        if let Some(rules) = corpus_rules() {
+            for r in &rules {
+                assert_eq!(super::super::depth::refusal(r), None, "{r}");
+            }
+        }
     }
 
     #[test]

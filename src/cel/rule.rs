@@ -44,6 +44,10 @@ impl CelRule {
     /// The `cel` crate's program, built on the first call.
     pub(crate) fn compiled(&self) -> &Result<CompilationResult, String> {
         self.compiled.get_or_init(|| {
+            // Never handed to the `cel` crate's parser (see [`super::depth`]).
+            if let Some(why) = super::depth::unreadable(&self.source) {
+                return Err(why);
+            }
             let mut compiled = compile_schema(&json!({ "x-kubernetes-validations": [&self.raw] }));
             match compiled.validations.pop() {
                 Some(Ok(cr)) => Ok(cr),
@@ -144,7 +148,11 @@ fn read_rule(r: &Value) -> CelRule {
             .all(|k| field(k).is_none_or(Value::is_string))
         && field("optionalOldSelf").is_none_or(Value::is_boolean);
     let has_message_expression = field("messageExpression").is_some();
-    let parsed = super::parse::parse(&source).filter(|e| !uses_optional_syntax(e));
+    let parsed = super::depth::unreadable(&source)
+        .is_none()
+        .then(|| super::parse::parse(&source))
+        .flatten()
+        .filter(|e| !uses_optional_syntax(e));
     let mut rule = CelRule {
         message: string("message"),
         field_path: string("fieldPath"),

@@ -359,11 +359,20 @@ pub fn load_both_inspecting<T: Send>(
     Result<Inspected<T>, ManifestError>,
 ) {
     std::thread::scope(|scope| {
-        let old = scope.spawn(|| load_with(old, opts));
+        let Ok(old_read) = crate::parallel::thread().spawn_scoped(scope, || load_with(old, opts))
+        else {
+            // No thread to be had: one after the other.
+            return (
+                load_with(old, opts),
+                load_with_inspecting(new, opts, inspect),
+            );
+        };
         let new = load_with_inspecting(new, opts, inspect);
         // A panic while reading is a bug: raised here as it would be on
         // this thread.
-        let old = old.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        let old = old_read
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
         (old, new)
     })
 }

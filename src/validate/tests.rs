@@ -895,3 +895,64 @@ fn common_rules_are_decided_in_place_and_the_rest_left_to_the_cel_crate() {
         [Some(false), Some(true), Some(true), None, None, Some(true)]
     );
 }
+
+/// Objects are validated against rules as deep as the API server accepts
+/// on the stack of the threads that scan ([`crate::parallel::STACK_BYTES`],
+/// here in a debug build); what is nested deeper than the `cel` crate
+/// reads, or deeper than the server accepts, is reported as not evaluated,
+/// with the reason, and never parsed.
+#[test]
+fn rules_as_deep_as_the_server_accepts_are_evaluated_or_said_not_to_be() {
+    let (accepted, refused) = crate::cel::depth::deepest_rules();
+    let validated = crate::parallel::thread()
+        .spawn(move || {
+            let rules: Vec<Value> = accepted
+                .iter()
+                .chain(&refused)
+                .map(|r| json!({"rule": r}))
+                .collect();
+            let schema = spec(json!({"n": {"type": "integer", "x-kubernetes-validations": rules}}));
+            let holds = run(schema.clone(), json!({"spec": {"n": 5}}));
+            let fails = run(schema, json!({"spec": {"n": -5}}));
+            ((holds, fails), accepted, refused)
+        })
+        .expect("a thread")
+        .join();
+    let Ok(((o, fails), accepted, refused)) = validated else {
+        panic!("the validation panicked");
+    };
+    // Every rule holds for 5: no violation, whatever was evaluated; for -5
+    // every one evaluated fails but the list comparison.
+    assert!(o.violations.is_empty(), "{:#?}", o.violations);
+    let evaluated = accepted
+        .iter()
+        .filter(|r| crate::cel::depth::measure(r).nesting <= crate::cel::depth::CEL_CRATE_NESTING)
+        .count();
+    assert_eq!(
+        fails.violations.len(),
+        evaluated - 1,
+        "{:#?}",
+        fails.violations
+    );
+    let reason = |r: &String| {
+        o.not_evaluated
+            .iter()
+            .find(|n| &n.rule == r)
+            .map(|n| n.reason.as_str())
+    };
+    for r in &accepted {
+        let nesting = crate::cel::depth::measure(r).nesting;
+        match reason(r) {
+            None => assert!(nesting <= crate::cel::depth::CEL_CRATE_NESTING),
+            Some(why) => assert!(why.contains("more than the 96 crd-safety reads"), "{why}"),
+        }
+    }
+    for r in &refused {
+        let why = reason(r).unwrap_or_default();
+        assert!(
+            why.contains("recursion") || why.contains("size exceeds"),
+            "{why}: {}",
+            &r[..60]
+        );
+    }
+}

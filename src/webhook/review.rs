@@ -1030,4 +1030,40 @@ mod tests {
             assert!(!is_crd_name(bad), "{bad:?}");
         }
     }
+
+    /// A CRD whose `spec.n` (an integer) carries `rules`.
+    fn ruled(rules: &[String]) -> Crd {
+        let rules: Vec<serde_json::Value> = rules.iter().map(|r| json!({"rule": r})).collect();
+        widgets(json!({"n": {"type": "integer", "x-kubernetes-validations": rules}}))
+    }
+
+    /// A forged review can carry any rule; the API server's own check is
+    /// not in its way. Rules as deep as the server accepts are judged on
+    /// the stack `serve`'s blocking threads have ([`STACK_BYTES`], here in
+    /// a debug build), and deeper ones are refused in the server's words,
+    /// never parsed. Before, a chain of a few hundred `+` overflowed the
+    /// stack, which aborts `serve` with every review in flight.
+    ///
+    /// [`STACK_BYTES`]: crate::parallel::STACK_BYTES
+    #[test]
+    fn rules_as_deep_as_the_server_accepts_are_judged_and_deeper_ones_refused() {
+        let (accepted, refused) = crate::cel::depth::deepest_rules();
+        let counts = (accepted.len(), refused.len());
+        let judged = crate::parallel::thread()
+            .spawn(move || {
+                let old = Arc::new(ruled(&[]));
+                let judge = |rules: &[String]| {
+                    findings_of(Some(Arc::clone(&old)), ruled(rules), &Config::default())
+                };
+                (judge(&accepted), judge(&refused))
+            })
+            .expect("a thread")
+            .join();
+        let Ok((fine, deep)) = judged else {
+            panic!("the judgment panicked");
+        };
+        // Every rule added is reported, the deepest too.
+        let added = |fs: &[Finding]| fs.iter().filter(|f| f.check == Check::XValidations).count();
+        assert_eq!((added(&fine), added(&deep)), counts);
+    }
 }

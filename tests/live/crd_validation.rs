@@ -1538,6 +1538,26 @@ fn cases() -> Vec<(&'static str, Value)> {
             spec_props(m)[*property]["x-kubernetes-validations"] = json!([{"rule": rule}]);
         });
     }
+    // The CEL parser's own limits (250 operator levels on a path, 250
+    // levels of nesting), each side of them: the rules past them never
+    // reach a parser here (`cel::depth`).
+    let chain = |n: usize| format!("self{} > 0", " + self".repeat(n));
+    let nested = |n: usize| format!("{}self{} != []", "[".repeat(n), "]".repeat(n));
+    let ternaries = |n: usize| format!("{}self > 1", "self > 0 ? true : ".repeat(n));
+    for (label, rule) in [
+        ("cel_depth_chain_at_limit_ok", chain(249)),
+        ("cel_depth_chain_past_limit", chain(250)),
+        ("cel_depth_nesting_at_limit_ok", nested(249)),
+        ("cel_depth_nesting_past_limit", nested(250)),
+        ("cel_depth_ternaries_at_limit_ok", ternaries(249)),
+        ("cel_depth_ternaries_past_limit", ternaries(250)),
+        ("cel_depth_far_past_limit", chain(20_000)),
+    ] {
+        case(label, &|m| {
+            deep_spec(m);
+            spec_props(m)["small"]["x-kubernetes-validations"] = json!([{"rule": rule}]);
+        });
+    }
     // one schema per version, and errors per version
     case("second_version_non_structural", &|m| {
         second_version(

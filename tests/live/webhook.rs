@@ -400,6 +400,27 @@ async fn hostile_bodies_get_a_400_and_the_server_keeps_serving() {
         "crd_safety_reviews_total{operation=\"CREATE\",verdict=\"warn\"} 1\n",
     );
     assert_has(&metrics, "crd_safety_review_duration_seconds_count 1\n");
+    // A forged review (the API server would refuse this CRD) whose new
+    // version adds a rule 15,000 operators deep: judged and answered, and
+    // the server lives on. Its parse overflowed the stack, which aborted
+    // `serve` and every review in flight with it.
+    let old = widgets(json!({"n": {"type": "integer"}}));
+    let deep = format!("1{} > 0", " + 1".repeat(15_000));
+    let new =
+        widgets(json!({"n": {"type": "integer", "x-kubernetes-validations": [{"rule": deep}]}}));
+    let name = new["metadata"]["name"].as_str().unwrap_or_default();
+    let forged = support::webhook::review("UPDATE", name, Some(&old), Some(&new));
+    let (code, body) = support::webhook::https(addr, &ca, &forged).await;
+    let response = support::webhook::answer(code, &body);
+    assert_eq!(response["allowed"], false, "{response:#}");
+    assert!(
+        response["status"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("CEL rule added")),
+        "{response:#}"
+    );
+    let (code, _) = support::webhook::https(addr, &ca, &get("/healthz")).await;
+    assert_eq!(code, 200);
     assert_eq!(served.terminate(), 0);
     let log = served.log();
     assert_eq!(

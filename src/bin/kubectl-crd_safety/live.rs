@@ -25,9 +25,11 @@ pub async fn connect(args: &KubeArgs) -> Result<cluster::Connection, Failure> {
 }
 
 /// The runtime of the live commands: one thread is plenty for a client.
+/// Its blocking threads validate objects against CEL rules.
 pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        .thread_stack_size(crd_safety::parallel::STACK_BYTES)
         .build()
         .map_err(Failure::Runtime)
 }

@@ -6,10 +6,12 @@ use crate::cli::ServeArgs;
 use crate::live::connect;
 
 /// The webhook on a multi-threaded runtime (reviews of large CRDs run side
-/// by side), until SIGTERM or Ctrl-C.
+/// by side), until SIGTERM or Ctrl-C. Its blocking threads judge CEL rules
+/// from request bodies.
 pub fn serve(args: ServeArgs) -> Result<u8, Failure> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .thread_stack_size(crd_safety::parallel::STACK_BYTES)
         .build()
         .map_err(Failure::Runtime)?;
     runtime.block_on(async {
