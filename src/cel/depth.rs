@@ -36,20 +36,7 @@ pub const MAX_CODE_POINTS: usize = 100_000;
 /// alone, in its words; `None` when it does not (the rule may still not
 /// parse, which the parser then says).
 pub fn refusal(src: &str) -> Option<String> {
-    let size = src.chars().count();
-    if size > MAX_CODE_POINTS {
-        return Some(format!(
-            "expression code point size exceeds limit: size: {size}, limit {MAX_CODE_POINTS}"
-        ));
-    }
-    let m = measure(src);
-    if m.nesting > MAX_DEPTH {
-        Some(format!("expression recursion limit exceeded: {MAX_DEPTH}"))
-    } else if m.levels > MAX_DEPTH {
-        Some("max recursion depth exceeded".to_string())
-    } else {
-        None
-    }
+    past(src, MAX_DEPTH)
 }
 
 /// The `expr` nesting the `cel` crate's parser reads (its default, which
@@ -62,16 +49,32 @@ pub const CEL_CRATE_NESTING: u32 = 96;
 /// what the `cel` crate reads (a rule the API server accepts, which then
 /// cannot be checked or evaluated here; no real rule comes close).
 pub fn unreadable(src: &str) -> Option<String> {
-    if let Some(why) = refusal(src) {
-        return Some(why);
+    past(src, CEL_CRATE_NESTING)
+}
+
+/// Why `src` is past the server's limits, or nested deeper than `nesting`
+/// (at most [`MAX_DEPTH`]), from one pass over it.
+fn past(src: &str, nesting: u32) -> Option<String> {
+    let size = src.chars().count();
+    if size > MAX_CODE_POINTS {
+        return Some(format!(
+            "expression code point size exceeds limit: size: {size}, limit {MAX_CODE_POINTS}"
+        ));
     }
-    let nesting = measure(src).nesting;
-    (nesting > CEL_CRATE_NESTING).then(|| {
-        format!(
-            "nested {nesting} levels deep, more than the {CEL_CRATE_NESTING} crd-safety reads \
-             (the API server reads {MAX_DEPTH})"
-        )
-    })
+    let m = measure(src);
+    if m.nesting > MAX_DEPTH {
+        Some(format!("expression recursion limit exceeded: {MAX_DEPTH}"))
+    } else if m.levels > MAX_DEPTH {
+        Some("max recursion depth exceeded".to_string())
+    } else if m.nesting > nesting {
+        Some(format!(
+            "nested {} levels deep, more than the {nesting} crd-safety reads \
+             (the API server reads {MAX_DEPTH})",
+            m.nesting
+        ))
+    } else {
+        None
+    }
 }
 
 /// How deep an expression goes, as cel-go's two limits count.

@@ -883,22 +883,13 @@ fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<(), Manifest
     Ok(())
 }
 
-/// The shared corpus of real CRDs (`../shared/corpus`, read in place),
-/// for unit tests; `None` when it is missing, which fails instead with
-/// `CI=true`, where the corpus tests are required.
+/// The shared corpus of real CRDs for unit tests: the integration tests'
+/// own finder (`None` when it is missing, a failure with `CI=true`).
 #[cfg(test)]
-pub(crate) fn test_corpus() -> Option<std::path::PathBuf> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
-    if dir.join("pairs.json").exists() {
-        return Some(dir);
-    }
-    assert!(
-        std::env::var("CI").map_or(true, |v| v != "true"),
-        "corpus not found at {} (required when CI=true)",
-        dir.display()
-    );
-    None
-}
+#[path = "../../tests/support/corpus.rs"]
+mod shared_corpus;
+#[cfg(test)]
+pub(crate) use shared_corpus::corpus_dir as test_corpus;
 
 #[cfg(test)]
 mod tests {
