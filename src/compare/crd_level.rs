@@ -162,9 +162,26 @@ status.storedVersions if it ever was, and a manifest does not carry that list. C
 }
 
 fn served_versions(old: &Crd, new: &Crd, out: &mut Out<'_>) {
+    // With no version served, nothing reads, lists or counts the stored
+    // objects any more (the webhook's deletion guard included), and
+    // deleting the CRD then deletes them unseen.
+    let none_left = new.served_versions().next().is_none();
     for ov in old.served_versions() {
         let name = ov.name();
         match new.version(name) {
+            Some(nv) if !nv.spec.served && none_left => out.push(
+                Check::ServedVersionRemoval,
+                Severity::Error,
+                Some(name),
+                format!(
+                    "version {name} no longer served, and no version of {} is served any more: every object \
+stored under it can no longer be read, written, listed or counted, and deleting the CRD in this state deletes \
+them unseen. Keep at least one version served",
+                    new.name
+                ),
+                Some(Value::Bool(true)),
+                Some(Value::Bool(false)),
+            ),
             None => out.push(
                 Check::ServedVersionRemoval,
                 Severity::Warning,

@@ -227,6 +227,30 @@ impl Crd {
         self
     }
 
+    /// The same CRD with only the `metadata` fields named in `kept`, and
+    /// of `status` only `storedVersions`: what the webhook's verdict
+    /// cache keys on, so that nothing else of a request can decide a
+    /// verdict. [`Crd::json_len`] still gives the whole document's length.
+    pub fn keeping_metadata(mut self, kept: &[&str]) -> Crd {
+        let len = self.json_len();
+        if let Some(meta) = self
+            .manifest
+            .get_mut("metadata")
+            .and_then(Value::as_object_mut)
+        {
+            meta.retain(|k, _| kept.contains(&k.as_str()));
+        }
+        if let Some(status) = self
+            .manifest
+            .get_mut("status")
+            .and_then(Value::as_object_mut)
+        {
+            status.retain(|k, _| k == "storedVersions");
+        }
+        self.json_len = Some(len);
+        self
+    }
+
     /// The length of the document's compact JSON (what `crdSize` measures).
     pub fn json_len(&self) -> usize {
         self.json_len

@@ -15,6 +15,7 @@
 use std::collections::HashSet;
 
 use regex_automata::dfa::{Automaton, StartKind, dense};
+use regex_automata::nfa::thompson;
 use regex_automata::util::primitives::StateID;
 use regex_automata::{Anchored, Input, MatchKind};
 
@@ -433,6 +434,9 @@ fn language(pattern: &str) -> Option<dense::DFA<Vec<u32>>> {
     let rust = translate_go(pattern).ok()?;
     let whole = format!("(?s:.)*(?:{rust})(?s:.)*");
     dense::Builder::new()
+        // The NFA first: without a limit of its own it was built whole
+        // whatever the DFA's limit (a `\pL{1000}` took 100s of MB).
+        .thompson(thompson::Config::new().nfa_size_limit(Some(DFA_LIMIT)))
         .configure(
             dense::Config::new()
                 .match_kind(MatchKind::All)

@@ -32,6 +32,7 @@
 
 pub(crate) mod language;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 
 use regex::{Regex, RegexBuilder};
@@ -44,6 +45,29 @@ const MAX_NESTING: usize = 1000;
 /// Rust's compiled-size budget: above its 10 MB default, so patterns Go
 /// accepts (`\pL{1000}`) compile here too.
 const SIZE_LIMIT: usize = 256 << 20;
+
+/// The first size a pattern is compiled within: nearly every pattern of
+/// real CRDs fits, and what is charged for it in the caches is this.
+const SMALL_LIMIT: usize = 1 << 20;
+
+/// The most one pattern may take (its program, and its lazy DFA's cache),
+/// [`SIZE_LIMIT`] unless [`limit_memory`] lowered it.
+static MEMORY_LIMIT: AtomicUsize = AtomicUsize::new(SIZE_LIMIT);
+
+/// Lowers what one pattern may take, for the whole process: `serve`
+/// judges patterns anyone who may write CRDs sends it, and a pattern Go
+/// compiles to a few KB (`\pL{1000}`) takes 100 MB and seconds here.
+/// A pattern over the limit is one this process cannot match, which every
+/// caller takes as undecided (the finding it would have cleared stays),
+/// as for [`PatternError::TooLarge`] already.
+pub fn limit_memory(bytes: usize) {
+    MEMORY_LIMIT.store(bytes.clamp(SMALL_LIMIT, SIZE_LIMIT), Ordering::Relaxed);
+}
+
+/// What one pattern may take now.
+fn memory_limit() -> usize {
+    MEMORY_LIMIT.load(Ordering::Relaxed)
+}
 
 /// Go's `unicode.Categories` names.
 const GO_CATEGORIES: &[&str] = &[
@@ -324,10 +348,29 @@ pub enum PatternError {
 
 /// Compiles `pattern` as Go's `regexp.Compile` would, to match like Go.
 pub fn compile_go(pattern: &str) -> Result<Regex, PatternError> {
+    compile_go_weighed(pattern).map(|(re, _)| re)
+}
+
+/// [`compile_go`], with the size limit it was compiled within: about what
+/// it takes at most, program and matching cache each, so what a cache of
+/// matchers charges for it. Compiled within [`SMALL_LIMIT`] first, then
+/// within the whole limit: a large pattern fails the first build as soon
+/// as it passes the small limit, so the first try costs little.
+pub fn compile_go_weighed(pattern: &str) -> Result<(Regex, usize), PatternError> {
     let rust = translate_go(pattern)?;
-    RegexBuilder::new(&rust)
-        .size_limit(SIZE_LIMIT)
-        .dfa_size_limit(SIZE_LIMIT)
+    let limit = memory_limit();
+    match build(pattern, &rust, SMALL_LIMIT.min(limit)) {
+        Err(PatternError::TooLarge(_)) if limit > SMALL_LIMIT => {
+            build(pattern, &rust, limit).map(|re| (re, limit))
+        }
+        built => built.map(|re| (re, SMALL_LIMIT.min(limit))),
+    }
+}
+
+fn build(pattern: &str, rust: &str, limit: usize) -> Result<Regex, PatternError> {
+    RegexBuilder::new(rust)
+        .size_limit(limit)
+        .dfa_size_limit(limit)
         .nest_limit(u32::try_from(MAX_NESTING * 2).unwrap_or(u32::MAX))
         .build()
         .map_err(|e| match e {
@@ -416,19 +459,41 @@ impl LazyPattern {
 /// whole schemas). The matcher itself is shared, not cloned: a clone of a
 /// `Regex` starts with an empty cache, and a first match (the lazy DFA's
 /// tables, its first states) costs many times what later matches do.
+/// The cache is bounded in what its matchers may take (each charged the
+/// limit it was compiled within, twice: program and matching cache), not
+/// only in their count: 1,025 patterns of 256 MB each fitted before.
 fn compile_go_cached(pattern: &str) -> Result<Arc<Regex>, String> {
-    if let Some(hit) = locked(&BUILT).get(pattern).cloned() {
+    if let Some(hit) = locked(&BUILT).entries.get(pattern).map(|(r, _)| r.clone()) {
         return hit;
     }
     // Built outside the lock: two threads may build the same pattern once
     // each, but none waits for another's build.
-    let built = compile_go(pattern).map(Arc::new).map_err(|e| e.to_string());
+    let (built, weight) = match compile_go_weighed(pattern) {
+        Ok((re, weight)) => (Ok(Arc::new(re)), 2 * weight),
+        Err(e) => (Err(e.to_string()), 0),
+    };
     let mut b = locked(&BUILT);
-    if b.len() > 1024 {
-        b.clear();
+    let room = built_cache_bytes();
+    if weight <= room / 4 {
+        if b.entries.len() >= 1024 || b.bytes + weight > room {
+            b.entries.clear();
+            b.bytes = 0;
+        }
+        if let Some((_, old)) = b
+            .entries
+            .insert(pattern.to_string(), (built.clone(), weight))
+        {
+            b.bytes -= old;
+        }
+        b.bytes += weight;
     }
-    b.insert(pattern.to_string(), built.clone());
     built
+}
+
+/// What the matchers kept in [`BUILT`] may take together: 64 MiB, or
+/// eight patterns of the largest size allowed when that is less.
+pub(crate) fn built_cache_bytes() -> usize {
+    (64 << 20).min(8 * memory_limit())
 }
 
 /// [`check_go`], with the patterns that passed remembered for the whole
@@ -448,7 +513,12 @@ pub fn check_go_cached(pattern: &str) -> Result<(), PatternError> {
     Ok(())
 }
 
-type Built = foldhash::HashMap<String, Result<Arc<Regex>, String>>;
+/// Matchers by pattern, each with what it is charged, and their total.
+#[derive(Default)]
+struct Built {
+    entries: foldhash::HashMap<String, (Result<Arc<Regex>, String>, usize)>,
+    bytes: usize,
+}
 static BUILT: LazyLock<Mutex<Built>> = LazyLock::new(Default::default);
 static GOOD: LazyLock<Mutex<foldhash::HashSet<String>>> = LazyLock::new(Default::default);
 
@@ -456,7 +526,7 @@ static GOOD: LazyLock<Mutex<foldhash::HashSet<String>>> = LazyLock::new(Default:
 /// answers worked out about them), so that a benchmark can measure each
 /// run as a fresh process would make it.
 pub fn forget_patterns() {
-    locked(&BUILT).clear();
+    *locked(&BUILT) = Built::default();
     locked(&GOOD).clear();
     language::forget();
 }

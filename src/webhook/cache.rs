@@ -13,12 +13,13 @@
 //! this is what keeps 20 concurrent reviews of the largest corpus CRD near
 //! the latency of one.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasher, Hash, RandomState};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::OnceCell;
 
+use super::decision::Operation;
 use crate::compare::Finding;
 
 /// Pairs remembered.
@@ -32,21 +33,27 @@ const CAPACITY: usize = 512;
 /// them, 500 new pairs of it grew `serve` by 500 MB in the bench.
 const MAX_FINDINGS: usize = 8192;
 
-/// What a verdict depends on.
+/// What a verdict depends on: everything of the two objects a judgment
+/// reads ([`super::request::read_crd`] keeps nothing else of them), and
+/// what it is judged under. Both objects are the one the request names
+/// ([`super::request::Request::inconsistency`] refuses any other), so
+/// the name stands for theirs.
 #[derive(Hash)]
 pub struct Key<'a> {
     /// The CRD's name.
     pub name: &'a str,
-    /// The new CRD's annotations (the size and Helm checks read some).
-    pub new_annotations: &'a BTreeMap<String, String>,
+    /// CREATE or UPDATE.
+    pub operation: Operation,
+    /// Both objects' annotations, raw (the size and Helm checks read some).
+    pub new_annotations: &'a str,
+    pub old_annotations: &'a str,
     /// The old spec and `status.storedVersions`, raw (empty on CREATE).
     pub old_spec: &'a str,
     pub old_stored: &'a str,
-    /// Whether the stored CRD carries `last-applied-configuration`: the
-    /// size check then says its pipeline applies client-side.
-    pub old_applied_client_side: bool,
     /// The new spec, raw.
     pub new_spec: &'a str,
+    /// The new and old objects' JSON lengths (`crdSize` measures them).
+    pub lengths: (usize, usize),
     /// Which configuration was in force (bumped on every reload).
     pub config_generation: u64,
     /// The server's minor version.
@@ -159,14 +166,15 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     fn key(new_spec: &str) -> Key<'_> {
-        static NONE: BTreeMap<String, String> = BTreeMap::new();
         Key {
             name: "w",
-            new_annotations: &NONE,
+            operation: Operation::Update,
+            new_annotations: "",
+            old_annotations: "",
             old_spec: "{}",
             old_stored: "[\"v1\"]",
-            old_applied_client_side: false,
             new_spec,
+            lengths: (100, 100),
             config_generation: 0,
             kube_minor: 34,
         }
@@ -186,14 +194,35 @@ mod tests {
         assert_eq!(judged.load(Ordering::SeqCst), 1);
         cache.get_or_judge(&key("{\"a\":2}"), judge).await.unwrap();
         assert_eq!(judged.load(Ordering::SeqCst), 2);
-        // The same specs against a stored CRD applied client-side: the
-        // size check's words differ, so it is another pair.
-        let client_side = Key {
-            old_applied_client_side: true,
-            ..key("{\"a\":2}")
-        };
-        cache.get_or_judge(&client_side, judge).await.unwrap();
-        assert_eq!(judged.load(Ordering::SeqCst), 3);
+        // The same specs with anything else a judgment reads changed:
+        // another pair each time.
+        let client_side = r#"{"kubectl.kubernetes.io/last-applied-configuration":"{}"}"#;
+        let others = [
+            Key {
+                old_annotations: client_side,
+                ..key("{\"a\":2}")
+            },
+            Key {
+                new_annotations: client_side,
+                ..key("{\"a\":2}")
+            },
+            Key {
+                operation: Operation::Create,
+                ..key("{\"a\":2}")
+            },
+            Key {
+                lengths: (300_000, 100),
+                ..key("{\"a\":2}")
+            },
+            Key {
+                name: "decoy",
+                ..key("{\"a\":2}")
+            },
+        ];
+        for (n, other) in others.iter().enumerate() {
+            cache.get_or_judge(other, judge).await.unwrap();
+            assert_eq!(judged.load(Ordering::SeqCst), 3 + n);
+        }
     }
 
     #[tokio::test]

@@ -19,6 +19,13 @@ pub const ACCEPT_REASON_ANNOTATION: &str = "crd-safety.io/accept-reason";
 /// not a check of the comparison catalog.
 pub const DELETION_CHECK: &str = "crdDeletion";
 
+/// The label the chart's `objectSelector` example leaves out of review.
+pub const SKIP_LABEL: &str = "crd-safety.io/skip";
+/// The id the break-glass annotation uses to add [`SKIP_LABEL`]: adding
+/// it turns every later check of the CRD off, so it is a recorded
+/// decision like any other break-glass.
+pub const SKIP_CHECK: &str = "skipLabel";
+
 /// The annotation binding the accept annotation to one state of the CRD:
 /// its `metadata.generation` (which only a change of the spec moves), so
 /// an annotation left on the CRD accepts nothing after the next change.
@@ -34,7 +41,7 @@ const WARNINGS_TOTAL_MAX: usize = 4000;
 const DENIAL_FINDINGS_MAX: usize = 10;
 
 /// What is being reviewed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Operation {
     /// A new CRD.
@@ -129,6 +136,20 @@ pub struct Decision {
 }
 
 impl Decision {
+    /// A denial that no mode, `failMode` or break-glass turns into
+    /// anything else: for requests no API server sends.
+    pub fn refused(message: String) -> Decision {
+        Decision {
+            verdict: Verdict::Deny,
+            message: Some(message),
+            warnings: Vec::new(),
+            findings: Vec::new(),
+            problems: Vec::new(),
+            accepted: Vec::new(),
+            break_glass: None,
+        }
+    }
+
     /// Whether the request may proceed.
     pub fn allowed(&self) -> bool {
         self.verdict != Verdict::Deny
@@ -164,12 +185,11 @@ fn break_glass(
         .filter(|c| !c.is_empty())
         .map(str::to_string)
         .collect();
-    if let Some(unknown) = checks
-        .iter()
-        .find(|c| c.as_str() != DELETION_CHECK && c.parse::<Check>().is_err())
-    {
+    if let Some(unknown) = checks.iter().find(|c| {
+        ![DELETION_CHECK, SKIP_CHECK].contains(&c.as_str()) && c.parse::<Check>().is_err()
+    }) {
         return Err(format!(
-            "{ACCEPT_ANNOTATION} is ignored: {unknown:?} is not a check id (`kubectl crd-safety checks` lists them; {DELETION_CHECK} accepts deleting a CRD whose objects exist)"
+            "{ACCEPT_ANNOTATION} is ignored: {unknown:?} is not a check id (`kubectl crd-safety checks` lists them; {DELETION_CHECK} accepts deleting a CRD whose objects exist, {SKIP_CHECK} adding the {SKIP_LABEL} label)"
         ));
     }
     Ok(Some(BreakGlass {
@@ -359,9 +379,16 @@ pub fn decide(
     }
     accepted.dedup();
     let blocked = !blocking_findings.is_empty() || !blocking_problems.is_empty();
+    // The deletion guard protects what no warning brings back, and the
+    // skip label would turn every later check off (the deletion guard's
+    // too), so both deny in `warn` mode too; `audit` never denies.
+    let guarded = blocking_problems
+        .iter()
+        .any(|p| [DELETION_CHECK, SKIP_CHECK].contains(&p.id));
     let anything = !findings.is_empty() || !problems.is_empty() || !notes.is_empty();
     let verdict = match settings.mode {
         WebhookMode::Enforce if blocked => Verdict::Deny,
+        WebhookMode::Warn if guarded => Verdict::Deny,
         WebhookMode::Audit if anything => Verdict::Audit,
         _ if anything => Verdict::Warn,
         _ => Verdict::Allow,
@@ -738,6 +765,64 @@ mod tests {
             &settings(WebhookMode::Enforce),
         );
         assert_eq!(d.verdict, Verdict::Warn);
+    }
+
+    /// A warning cannot bring deleted objects back: `deleteGuard` denies
+    /// in `warn` mode too, while other blocking problems only warn there
+    /// and `audit` denies nothing.
+    #[test]
+    fn the_deletion_guard_denies_in_warn_mode_and_only_audit_lets_it_through() {
+        let objects = Problem {
+            id: DELETION_CHECK,
+            blocking: true,
+            message: "3 Widget objects exist".into(),
+        };
+        let unfinished = Problem {
+            id: "unfinished",
+            blocking: true,
+            message: "the scan did not finish".into(),
+        };
+        let verdict = |problem: &Problem, mode| {
+            decide(
+                "widgets.example.com",
+                Operation::Delete,
+                &[],
+                vec![problem.clone()],
+                Intent::none(),
+                &settings(mode),
+            )
+            .verdict
+        };
+        assert_eq!(verdict(&objects, WebhookMode::Warn), Verdict::Deny);
+        assert_eq!(verdict(&objects, WebhookMode::Audit), Verdict::Audit);
+        assert_eq!(verdict(&unfinished, WebhookMode::Warn), Verdict::Warn);
+        // Adding the skip label would turn the guard off: guarded alike,
+        // and break-glass accepts it by its id.
+        let skip = Problem {
+            id: SKIP_CHECK,
+            blocking: true,
+            message: "adds the skip label".into(),
+        };
+        assert_eq!(verdict(&skip, WebhookMode::Warn), Verdict::Deny);
+        let a = annotations(&[
+            (ACCEPT_ANNOTATION, SKIP_CHECK),
+            (ACCEPT_REASON_ANNOTATION, "managed by hand from now on"),
+        ]);
+        let d = decide(
+            "widgets.example.com",
+            Operation::Update,
+            &[],
+            vec![skip],
+            Intent {
+                annotations: &a,
+                before: Some(&BTreeMap::new()),
+                generation: Some(2),
+                requester: Requester::default(),
+            },
+            &settings(WebhookMode::Enforce),
+        );
+        assert_eq!(d.verdict, Verdict::Warn, "{d:#?}");
+        assert_eq!(d.accepted, [SKIP_CHECK]);
     }
 
     #[test]

@@ -24,6 +24,7 @@ struct State {
     break_glass: u64,
     bad_requests: u64,
     connections_refused: u64,
+    connections_evicted: u64,
     bodies_waited_out: u64,
     reloads: BTreeMap<(String, String), u64>,
 }
@@ -78,6 +79,11 @@ impl Metrics {
     /// `--max-connections` allows.
     pub fn connection_refused(&self) {
         self.with(|s| s.connections_refused += 1);
+    }
+
+    /// Counts an idle connection closed to make room for a new one.
+    pub fn connection_evicted(&self) {
+        self.with(|s| s.connections_evicted += 1);
     }
 
     /// Counts a review answered 503 unread: its body found no room in
@@ -157,6 +163,13 @@ impl Metrics {
                  # TYPE crd_safety_connections_refused_total counter\n\
                  crd_safety_connections_refused_total {}",
                 s.connections_refused
+            );
+            let _ = writeln!(
+                out,
+                "# HELP crd_safety_connections_evicted_total Idle connections closed to make room for a new one at --max-connections.\n\
+                 # TYPE crd_safety_connections_evicted_total counter\n\
+                 crd_safety_connections_evicted_total {}",
+                s.connections_evicted
             );
             let _ = writeln!(
                 out,

@@ -13,6 +13,7 @@
 
 mod budget;
 mod cache;
+mod connections;
 mod cpu;
 pub mod decision;
 mod log;

@@ -29,6 +29,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
+use hyper::body::Bytes;
+
+use super::budget::{Budget, judgment_cost};
 use super::cpu::cpu_for;
 use super::decision::{
     self, DELETION_CHECK, Decision, Intent, Operation, Problem, Requester, Verdict,
@@ -36,7 +39,7 @@ use super::decision::{
 use super::log::log;
 use super::metrics::Metrics;
 use super::request::{self, Request};
-use super::review::{Reviewed, SharedConfig, review_deadline};
+use super::review::{Reviewed, SharedConfig, review_deadline, slice_of};
 use crate::cluster::{Connection, RetryPolicy};
 use crate::compare::Finding;
 use crate::config::{Unfinished, WebhookMode, WebhookSettings};
@@ -77,18 +80,23 @@ pub struct Requirements {
     /// Judgments against requirements run one per core, as the reviewer's
     /// do: parsed CRDs are large and more at once only adds memory.
     judging: Arc<Semaphore>,
+    /// The reviewer's memory budget: a requirement's judgment, and the
+    /// read of a `CRDRequirement` under review, reserve their cost in it
+    /// as the reviewer's judgments do.
+    budget: Budget,
     /// The last relist failure logged, so a lasting one is logged once.
     last_failure: RwLock<Option<String>>,
 }
 
 impl Requirements {
     /// Nothing read yet.
-    pub fn new(conn: Connection, config: Arc<SharedConfig>) -> Requirements {
+    pub fn new(conn: Connection, config: Arc<SharedConfig>, budget: Budget) -> Requirements {
         Requirements {
             conn: conn.with_retry_policy(RELIST_RETRIES),
             config,
             loaded: RwLock::new(Arc::new(Loaded::default())),
             judging: Arc::new(Semaphore::new(crate::parallel::cores())),
+            budget,
             last_failure: RwLock::new(None),
         }
     }
@@ -384,22 +392,13 @@ impl Requirements {
             .object
             .map(|r| r.get().to_owned())
             .ok_or("the request carries no object")?;
-        let work = async {
-            let permit = Arc::clone(&self.judging)
-                .acquire_owned()
-                .await
-                .map_err(|e| format!("the check stopped inside crd-safety: {e}"))?;
-            tokio::task::spawn_blocking(move || {
-                let _held = permit;
-                let new = request::read_crd(Some(raw.as_bytes()))?;
-                Ok(pinning
-                    .iter()
-                    .flat_map(|r| requirement::judge(r, Some(&new)))
-                    .collect())
-            })
-            .await
-            .map_err(|e| format!("the check stopped inside crd-safety: {e}"))?
-        };
+        let work = self.blocking(judgment_cost(raw.len()), move || {
+            let new = request::read_crd(Some(raw.as_bytes()))?;
+            Ok(pinning
+                .iter()
+                .flat_map(|r| requirement::judge(r, Some(&new)))
+                .collect())
+        });
         tokio::time::timeout(deadline, work).await.map_err(|_| {
             format!(
                 "the requirements on {} were not checked within the review's deadline ({}s)",
@@ -409,25 +408,58 @@ impl Requirements {
         })?
     }
 
+    /// Runs `work` on the blocking pool once `cost` is reserved in the
+    /// budget and a judging permit is had, both held by the work itself.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        cost: u64,
+        work: impl FnOnce() -> Result<T, String> + Send + 'static,
+    ) -> Result<T, String> {
+        let reserved = self
+            .budget
+            .reserve(cost)
+            .await
+            .map_err(|e| format!("crd-safety did not check this request: {e}"))?;
+        let permit = Arc::clone(&self.judging)
+            .acquire_owned()
+            .await
+            .map_err(|e| format!("the check stopped inside crd-safety: {e}"))?;
+        tokio::task::spawn_blocking(move || {
+            let _held = (permit, reserved);
+            work()
+        })
+        .await
+        .map_err(|e| format!("the check stopped inside crd-safety: {e}"))?
+    }
+
     /// Reviews a `CRDRequirement` being created or updated: refused, with
     /// the reason, when it does not parse. Deleting one is always allowed.
-    pub fn review_requirement(
+    /// The object is read off the async threads under the memory budget
+    /// and within the review's deadline: a JSON tree takes many times its
+    /// text (a 7 MiB body peaked at 314 MiB read in place).
+    pub async fn review_requirement(
         &self,
-        body: &[u8],
+        body: &Bytes,
         request: &Request<'_>,
+        caller_timeout: Option<Duration>,
         started: Instant,
     ) -> Reviewed {
         let (_, config) = self.config.get();
         let operation = request.operation();
-        let object = request::raw_objects(body).map(|raw| raw.object);
-        let refusal = match (operation, object) {
-            (Operation::Delete, _) => None,
-            (_, Err(why)) => Some(why),
-            (_, Ok(None)) => Some("the request carries no object".to_string()),
-            (_, Ok(Some(raw))) => match serde_json::from_str::<Value>(raw.get()) {
-                Err(e) => Some(format!("unreadable object: {e}")),
-                Ok(value) => in_cluster::from_object(value).err().map(|e| e.to_string()),
-            },
+        let deadline = review_deadline(config.webhook.review_deadline, caller_timeout)
+            .saturating_sub(started.elapsed());
+        let refusal = match operation {
+            Operation::Delete => None,
+            _ => {
+                let read = self.read_requirement(body);
+                match tokio::time::timeout(deadline, read).await {
+                    Ok(refusal) => refusal,
+                    Err(_) => Some(format!(
+                        "it was not read within the review's deadline ({}s)",
+                        deadline.as_secs_f64()
+                    )),
+                }
+            }
         };
         let decision = Decision {
             verdict: if refusal.is_some() {
@@ -448,7 +480,8 @@ impl Requirements {
             operation,
             crd: format!("CRDRequirement {}", request.name),
             user: request.user_info.username.clone(),
-            groups: request.user_info.groups.clone(),
+            groups: request.user_info.groups.kept.clone(),
+            groups_left_out: super::review::left_out(request),
             dry_run: request.dry_run,
             mode: config.webhook.mode.as_str(),
             objects: None,
@@ -456,6 +489,27 @@ impl Requirements {
             decision,
             duration_ms: started.elapsed().as_secs_f64() * 1000.0,
         }
+    }
+}
+
+impl Requirements {
+    /// Why the `CRDRequirement` of a CREATE or UPDATE cannot be read, if
+    /// it cannot.
+    async fn read_requirement(&self, body: &Bytes) -> Option<String> {
+        let object = match cpu_for(body.len(), || request::raw_objects(body)) {
+            Err(why) => return Some(why),
+            Ok(raw) => raw.object.map(|r| slice_of(body, r)),
+        };
+        let Some(object) = object else {
+            return Some("the request carries no object".to_string());
+        };
+        let read = self.blocking(judgment_cost(object.len()), move || {
+            Ok(match serde_json::from_slice::<Value>(&object) {
+                Err(e) => Some(format!("unreadable object: {e}")),
+                Ok(value) => in_cluster::from_object(value).err().map(|e| e.to_string()),
+            })
+        });
+        read.await.unwrap_or_else(Some)
     }
 }
 

@@ -34,7 +34,7 @@ use super::cache::{Key, VerdictCache};
 use super::cpu::cpu_for;
 use super::decision::{
     self, ACCEPT_ANNOTATION, ACCEPT_GENERATION_ANNOTATION, DELETION_CHECK, Decision, Intent,
-    Operation, Problem, Requester,
+    Operation, Problem, Requester, SKIP_CHECK, SKIP_LABEL,
 };
 use super::request::{self, Outline, Request};
 use super::stored_models::StoredModels;
@@ -43,7 +43,6 @@ use crate::compare::{Check, Finding, Severity};
 use crate::config::{Config, Unfinished};
 use crate::crd::Crd;
 use crate::crd_validation::{KubeVersion, KubeVersionSource};
-use crate::delivery::size::LAST_APPLIED;
 use crate::engine::{StoredVersionsArg, entries};
 use crate::manifest::{LoadedCrd, Location, ManifestSet};
 use crate::scan::{ScanOptions, scan_crd};
@@ -157,9 +156,13 @@ pub struct Reviewed {
     pub user: String,
     /// Whether it was a dry run (nothing is stored either way).
     pub dry_run: bool,
-    /// The requester's groups (`webhook.breakGlassBy` may list some).
+    /// The requester's groups (`webhook.breakGlassBy` may list some), as
+    /// claimed: the first [`request::GROUPS_MAX`].
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<String>,
+    /// Groups the request listed beyond those kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub groups_left_out: Option<usize>,
     /// The mode in force.
     pub mode: &'static str,
     /// Objects counted (DELETE) or scanned (UPDATE with `scanObjects`).
@@ -270,6 +273,11 @@ impl Reviewer {
         .map_err(|e| format!("the check stopped inside crd-safety: {e}"))?
     }
 
+    /// The mode in force, as the log names it.
+    pub fn mode(&self) -> &'static str {
+        self.config.get().1.webhook.mode.as_str()
+    }
+
     /// The deadline of a review from its arrival: the configured one, or
     /// a share of the API server's own timeout (`caller_timeout`) when
     /// that leaves less.
@@ -336,7 +344,8 @@ impl Reviewer {
             operation,
             crd: request.name.clone(),
             user: request.user_info.username.clone(),
-            groups: request.user_info.groups.clone(),
+            groups: request.user_info.groups.kept.clone(),
+            groups_left_out: left_out(request),
             dry_run: request.dry_run,
             mode: settings.mode.as_str(),
             objects: examined.objects,
@@ -369,8 +378,10 @@ impl Reviewer {
                     return Ok(intent);
                 }
                 let (problem, count) = match self.objects_at_stake(request, &[old_outline]).await? {
-                    Ok((_, 0)) => (None, Some(0)),
-                    Ok((stored, n)) => (Some(objects_exist(&stored, n)), Some(n)),
+                    Ok((_, Objects::Counted(0))) => (None, Some(0)),
+                    Ok((stored, objects)) => {
+                        (Some(objects_exist(&stored, objects)), objects.count())
+                    }
                     Err(why) => (Some(unfinished(why, settings.fail_mode)), None),
                 };
                 Ok(Examined {
@@ -392,12 +403,17 @@ impl Reviewer {
                     .as_ref()
                     .and_then(|o| o.spec)
                     .map_or("", |s| s.get());
-                let intent = Examined {
+                let mut intent = Examined {
                     generation: new_outline.generation(),
                     annotations,
                     before: Some(before),
                     ..Examined::default()
                 };
+                // The label that keeps the CRD out of review from now on
+                // is added only as break-glass is.
+                if new_outline.skip_label() && !old_outline.is_some_and(|o| o.skip_label()) {
+                    intent.problems.push(skip_added());
+                }
                 // Only metadata or status changed: nothing to compare, but
                 // an update that arms the deletion guard's break-glass is
                 // judged as the deletion it lets through.
@@ -412,12 +428,15 @@ impl Reviewer {
                     }
                     let claims: [&Outline<'_>; 2] = [old_outline, new_outline];
                     let (problem, count) = match self.objects_at_stake(request, &claims).await? {
-                        Ok((_, 0)) => (None, Some(0)),
-                        Ok((stored, n)) => (Some(armed(&stored, n, intent.generation)), Some(n)),
+                        Ok((_, Objects::Counted(0))) => (None, Some(0)),
+                        Ok((stored, objects)) => (
+                            Some(armed(&stored, objects, intent.generation)),
+                            objects.count(),
+                        ),
                         Err(why) => (Some(unfinished(why, settings.fail_mode)), None),
                     };
+                    intent.problems.extend(problem);
                     return Ok(Examined {
-                        problems: problem.into_iter().collect(),
                         objects: count,
                         ..intent
                     });
@@ -436,14 +455,13 @@ impl Reviewer {
                 let kube = self.kube_version(config).await;
                 let key = Key {
                     name: &request.name,
-                    new_annotations: &intent.annotations,
+                    operation,
+                    new_annotations: new_outline.annotations_raw(),
+                    old_annotations: old_outline.as_ref().map_or("", |o| o.annotations_raw()),
                     old_spec,
                     old_stored: old_outline.as_ref().map_or("", |o| o.stored_versions()),
-                    old_applied_client_side: intent
-                        .before
-                        .as_ref()
-                        .is_some_and(|before| before.contains_key(LAST_APPLIED)),
                     new_spec,
+                    lengths: object_lengths(body)?,
                     config_generation: generation,
                     kube_minor: kube.minor,
                 };
@@ -490,7 +508,7 @@ impl Reviewer {
         &self,
         request: &Request<'_>,
         claims: &[&Outline<'_>],
-    ) -> Result<Result<(Crd, u64), String>, String> {
+    ) -> Result<Result<(Crd, Objects), String>, String> {
         let stored = match self.stored_crd(request, claims).await {
             Ok(crd) => crd,
             Err(Untrusted::Refused(why)) => return Err(why),
@@ -501,8 +519,15 @@ impl Reviewer {
                 )));
             }
         };
+        // Nothing served, nothing to count with: the objects stay stored
+        // all the same, so the guard assumes they exist. Treating this
+        // as an unfinished check let `failMode: open` allow deleting a
+        // CRD whose versions had all been unserved first.
+        if stored.served_versions().next().is_none() {
+            return Ok(Ok((stored, Objects::Unseen)));
+        }
         Ok(match self.count_objects(&stored).await {
-            Ok(n) => Ok((stored, n)),
+            Ok(n) => Ok((stored, Objects::Counted(n))),
             Err(why) => Err(format!(
                 "cannot count the objects of {}: {why}",
                 stored.name
@@ -807,21 +832,58 @@ pub fn findings_of(old: Option<Arc<Crd>>, new: Crd, config: &Config) -> Vec<Find
     reports.into_iter().flat_map(|r| r.findings).collect()
 }
 
-/// The outline of a request's object, refusing anything but a CRD.
+/// The outline of a request's object, refusing anything but a v1 CRD
+/// (the webhook is registered for v1, and the API server converts what
+/// it sends to the registered version).
 fn crd_outline<'o, 'a>(outline: &'o Outline<'a>) -> Result<&'o Outline<'a>, String> {
-    match outline.kind.as_deref() {
-        Some("CustomResourceDefinition") => Ok(outline),
-        other => Err(format!(
-            "crd-safety reviews CustomResourceDefinitions only, not {}: check the webhook's rules",
-            other.unwrap_or("(no kind)")
+    match (outline.api_version, outline.kind) {
+        (Some("apiextensions.k8s.io/v1"), Some("CustomResourceDefinition")) => Ok(outline),
+        (version, kind) => Err(format!(
+            "crd-safety reviews apiextensions.k8s.io/v1 CustomResourceDefinitions only, not {} {}: check the webhook's rules",
+            version.unwrap_or("(no apiVersion)"),
+            kind.unwrap_or("(no kind)")
         )),
+    }
+}
+
+/// How many groups of the requester were left out, when any were.
+pub(super) fn left_out(request: &Request<'_>) -> Option<usize> {
+    Some(request.user_info.groups.dropped).filter(|n| *n > 0)
+}
+
+/// The JSON lengths of the request's new and old objects: `crdSize`
+/// measures the whole object, so they belong to what a verdict depends on.
+fn object_lengths(body: &Bytes) -> Result<(usize, usize), String> {
+    let raw = cpu_for(body.len(), || request::raw_objects(body))?;
+    let len = |r: Option<&RawValue>| r.map_or(0, |r| r.get().len());
+    Ok((len(raw.object), len(raw.old_object)))
+}
+
+/// The answer to a request the API server cannot have sent
+/// ([`Request::inconsistency`]): denied in every mode and whatever
+/// `failMode` says, since no genuine change is ever refused by it, and
+/// never judged, so nothing of it reaches the verdict cache.
+pub fn refusal(request: &Request<'_>, why: &str, mode: &'static str, started: Instant) -> Reviewed {
+    Reviewed {
+        uid: request.uid.clone(),
+        operation: request.operation(),
+        crd: request.name.clone(),
+        user: request.user_info.username.clone(),
+        groups: request.user_info.groups.kept.clone(),
+        groups_left_out: left_out(request),
+        dry_run: request.dry_run,
+        mode,
+        objects: None,
+        scan: None,
+        decision: Decision::refused(format!("crd-safety refused this review: {why}")),
+        duration_ms: started.elapsed().as_secs_f64() * 1000.0,
     }
 }
 
 /// The part of `body` that `raw` was read from, shared rather than copied;
 /// a copy should `raw` not lie inside `body` (it always does: the request
 /// is read from `body` with borrowed raw values).
-fn slice_of(body: &Bytes, raw: &RawValue) -> Bytes {
+pub(super) fn slice_of(body: &Bytes, raw: &RawValue) -> Bytes {
     let part = raw.get().as_bytes();
     let start = (part.as_ptr() as usize).wrapping_sub(body.as_ptr() as usize);
     if start <= body.len() && part.len() <= body.len() - start {
@@ -831,17 +893,59 @@ fn slice_of(body: &Bytes, raw: &RawValue) -> Bytes {
     }
 }
 
+/// What the deletion guard knows of a CRD's objects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Objects {
+    /// Counted through a served version.
+    Counted(u64),
+    /// No version is served, so none can be counted; they may exist.
+    Unseen,
+}
+
+impl Objects {
+    fn count(self) -> Option<u64> {
+        match self {
+            Objects::Counted(n) => Some(n),
+            Objects::Unseen => None,
+        }
+    }
+
+    /// `3 Widget objects still exist` (`still` is the word before
+    /// `exist`), or why some may.
+    fn exist(self, crd: &Crd, still: &str) -> String {
+        let kind = &crd.spec.names.kind;
+        match self {
+            Objects::Counted(n) => format!(
+                "{n} {kind} {} {still}exist",
+                if n == 1 { "object" } else { "objects" }
+            ),
+            Objects::Unseen => format!(
+                "{} serves no version, so its {kind} objects cannot be counted and may exist \
+                 (status.storedVersions: {})",
+                crd.name,
+                crd.stored_versions
+                    .as_deref()
+                    .map_or_else(|| "not set".to_string(), |v| v.join(", "))
+            ),
+        }
+    }
+}
+
 /// The deletion guard's problem.
-fn objects_exist(crd: &Crd, count: u64) -> Problem {
-    let kind = &crd.spec.names.kind;
+fn objects_exist(crd: &Crd, objects: Objects) -> Problem {
+    let first = match objects {
+        Objects::Counted(_) => format!(
+            "delete them first (kubectl delete {} --all -A)",
+            crd.spec.names.plural
+        ),
+        Objects::Unseen => "serve a version again to see and delete them first".to_string(),
+    };
     Problem {
         id: DELETION_CHECK,
         blocking: true,
         message: format!(
-            "{count} {kind} {} still exist, and deleting the CRD deletes every one of them; \
-             delete them first (kubectl delete {} --all -A), or accept the loss",
-            if count == 1 { "object" } else { "objects" },
-            crd.spec.names.plural
+            "{}, and deleting the CRD deletes every one of them; {first}, or accept the loss",
+            objects.exist(crd, "still ")
         ),
     }
 }
@@ -862,8 +966,7 @@ fn arms_deletion(
 /// The problem of an update that arms `crdDeletion` while objects exist:
 /// accepted only as break-glass is (with a reason; logged with the user),
 /// so arming the deletion is itself a recorded decision.
-fn armed(crd: &Crd, count: u64, generation: Option<i64>) -> Problem {
-    let kind = &crd.spec.names.kind;
+fn armed(crd: &Crd, objects: Objects, generation: Option<i64>) -> Problem {
     let then = match generation {
         Some(g) => format!(
             "; the deletion itself is accepted only while {ACCEPT_GENERATION_ANNOTATION} is \"{g}\", this CRD's metadata.generation"
@@ -874,9 +977,25 @@ fn armed(crd: &Crd, count: u64, generation: Option<i64>) -> Problem {
         id: DELETION_CHECK,
         blocking: true,
         message: format!(
-            "this update arms {ACCEPT_ANNOTATION}: {DELETION_CHECK} while {count} {kind} {} exist, \
+            "this update arms {ACCEPT_ANNOTATION}: {DELETION_CHECK} while {}, \
              and deleting the CRD deletes every one of them{then}",
-            if count == 1 { "object" } else { "objects" },
+            objects.exist(crd, ""),
+        ),
+    }
+}
+
+/// The problem of a change that adds [`SKIP_LABEL`]: the chart's
+/// `objectSelector` example sends no later change of such a CRD to
+/// `serve`, so anyone who may write CRDs could switch its checks off (the
+/// deletion guard's too) by adding a label first.
+fn skip_added() -> Problem {
+    Problem {
+        id: SKIP_CHECK,
+        blocking: true,
+        message: format!(
+            "this change adds the label {SKIP_LABEL}, which keeps every later change of the CRD out of review \
+             where the webhook's objectSelector leaves it out; only break-glass adds it \
+             ({ACCEPT_ANNOTATION}: {SKIP_CHECK}, with a reason, by a requester webhook.breakGlassBy admits)"
         ),
     }
 }

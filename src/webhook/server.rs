@@ -36,6 +36,7 @@ use std::time::{Duration, Instant};
 
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
+use hyper::body::Body as _;
 use hyper::body::{Bytes, Incoming};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use kube::core::admission::AdmissionResponse;
@@ -44,12 +45,13 @@ use thiserror::Error;
 use tokio::net::TcpListener;
 
 use super::budget::Budget;
+use super::connections::{Admitted, Connections};
 use super::cpu::cpu_for;
 use super::log::{self, log};
 use super::metrics::Metrics;
 use super::request;
 use super::requirements::Requirements;
-use super::review::{Reviewed, Reviewer, SharedConfig};
+use super::review::{self, Reviewed, Reviewer, SharedConfig};
 use super::tls::{CertError, ReloadingCert, client_roots, server_config};
 use crate::cluster::Connection;
 use crate::config::{Config, ConfigError};
@@ -153,6 +155,7 @@ pub async fn serve(
 ) -> Result<(), ServeError> {
     // Whichever way `serve` returns, the lines it logged are written first.
     let _written = log::Flushed(opts.drain_timeout);
+    crate::re2::limit_memory(PATTERN_MEMORY);
     let (config, mut config_text) = load_config(opts.config_file.as_ref())?;
     let shared = Arc::new(SharedConfig::new(config));
     let cert = Arc::new(ReloadingCert::load(&opts.cert_file, &opts.key_file)?);
@@ -170,20 +173,18 @@ pub async fn serve(
             source,
         })?;
     let addr = listener.local_addr().unwrap_or(opts.listen);
+    // One budget for every judgment, the requirements' included.
+    let budget = Budget::new(opts.memory_budget);
     let state = Arc::new(State {
-        reviewer: Reviewer::new(
-            conn.clone(),
-            Arc::clone(&shared),
-            Budget::new(opts.memory_budget),
-        ),
-        requirements: Requirements::new(conn, Arc::clone(&shared)),
+        reviewer: Reviewer::new(conn.clone(), Arc::clone(&shared), budget.clone()),
+        requirements: Requirements::new(conn, Arc::clone(&shared), budget),
         metrics: Metrics::default(),
         ready: AtomicBool::new(true),
         max_body: opts.max_body_bytes,
         body_timeout: opts.body_read_timeout,
         bodies: Budget::new(body_room(opts.body_memory, opts.max_body_bytes)),
     });
-    let connections = Arc::new(tokio::sync::Semaphore::new(opts.max_connections.max(1)));
+    let connections = Connections::new(opts.max_connections);
     // The consumers' requirements, read before the first review so that it
     // does not meet an empty set (the relist has its own deadline), then
     // read again with every reload.
@@ -292,13 +293,16 @@ pub async fn serve(
         let Ok((tcp, _peer)) = accepted else {
             continue;
         };
-        // Over the limit: closed unanswered, counted, not logged (a flood
-        // would flood the log too).
-        let Ok(open) = Arc::clone(&connections).try_acquire_owned() else {
+        // Over the limit with nothing idle to close: closed unanswered,
+        // counted, not logged (a flood would flood the log too).
+        let Some((held, how)) = connections.admit() else {
             state.metrics.connection_refused();
             drop(tcp);
             continue;
         };
+        if how == Admitted::Evicted {
+            state.metrics.connection_evicted();
+        }
         // As Go's net package does for the API server's side: a small
         // answer is sent at once, not held back until the client
         // acknowledges what went before (Nagle's algorithm).
@@ -308,15 +312,25 @@ pub async fn serve(
         let watcher = graceful.watcher();
         let header_timeout = opts.header_read_timeout;
         tokio::spawn(async move {
-            let _open = open;
-            // A client that never finishes its handshake must not hold a task.
-            let tls = match tokio::time::timeout(header_timeout, acceptor.accept(tcp)).await {
-                Ok(Ok(tls)) => tls,
-                _ => return,
+            // A client that never finishes its handshake must not hold a
+            // task, nor its place once another connection needs it.
+            let handshake = tokio::time::timeout(header_timeout, acceptor.accept(tcp));
+            let tls = tokio::select! {
+                tls = handshake => match tls {
+                    Ok(Ok(tls)) => tls,
+                    _ => return,
+                },
+                () = held.evicted() => return,
             };
+            held.handshaken();
+            let marker = held.marker();
             let service = hyper::service::service_fn(move |req| {
                 let state = Arc::clone(&state);
-                async move { Ok::<_, Infallible>(handle(&state, req).await) }
+                let busy = marker.busy();
+                async move {
+                    let _busy = busy;
+                    Ok::<_, Infallible>(handle(&state, req).await)
+                }
             });
             // Without a timer hyper has no header timeout at all.
             let conn = hyper::server::conn::http1::Builder::new()
@@ -324,7 +338,11 @@ pub async fn serve(
                 .header_read_timeout(header_timeout)
                 .max_buf_size(READ_BUFFER)
                 .serve_connection(TokioIo::new(tls), service);
-            let _ = watcher.watch(conn).await;
+            // Closed for a newcomer only while no request is in flight.
+            tokio::select! {
+                _ = watcher.watch(conn) => {}
+                () = held.evicted() => {}
+            }
         });
     }
     drop(listener);
@@ -421,66 +439,73 @@ async fn validate(
         );
     }
     // A body without a declared length may be as long as the largest.
-    let size = declared.unwrap_or(state.max_body) as u64;
-    let wait = state
-        .reviewer
-        .deadline(caller_timeout)
-        .saturating_sub(started.elapsed());
+    let size = declared.unwrap_or(state.max_body);
+    let mut body = BodyReader::new(req.into_body(), state.max_body);
+    // The first bytes come before any room is reserved: a client that
+    // declares a large body and sends it a byte a second holds no more
+    // than this (what its connection's read buffer holds anyway), where
+    // it held the room of its whole declared length, in order, and two
+    // such clients kept every genuine review out past its deadline.
+    let window = size.min(BODY_WINDOW);
+    let first = tokio::time::timeout(state.body_timeout, body.fill(window)).await;
+    if let Some(refused) = body_refusal(state, first, state.body_timeout) {
+        return refused;
+    }
+    let rest = if body.ended() {
+        0
+    } else {
+        size.saturating_sub(body.len())
+    };
     // Held until the answer is written, with the body it pays for.
-    let Ok(Ok(_room)) = tokio::time::timeout(wait, state.bodies.reserve(size)).await else {
-        state.metrics.body_waited_out();
-        log(
-            "body not read",
-            json!({"status": 503, "bytes": size, "waitedSeconds": wait.as_secs_f64()}),
-        );
-        return text(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!(
-                "busy: no room for a body of {size} bytes within {:.1}s among the bodies being \
-                 judged (--body-memory {} bytes)\n",
-                wait.as_secs_f64(),
-                state.bodies.total()
-            ),
-        );
-    };
-    let read = tokio::time::timeout(
-        state.body_timeout,
-        read_body(req.into_body(), declared, state.max_body),
-    )
-    .await;
-    let Ok(read) = read else {
-        return bad(
-            state,
-            StatusCode::REQUEST_TIMEOUT,
-            format!(
-                "the body did not arrive within {}s (--body-read-timeout)",
-                state.body_timeout.as_secs_f64()
-            ),
-        );
-    };
-    let body = match read {
-        Ok(buf) => Bytes::from(buf),
-        Err(Unread::TooLarge) => {
-            return bad(
-                state,
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!("the body is larger than {} bytes", state.max_body),
+    let mut _room = None;
+    if rest > 0 {
+        let wait = state
+            .reviewer
+            .deadline(caller_timeout)
+            .saturating_sub(started.elapsed());
+        let rest = rest as u64;
+        let Ok(Ok(room)) = tokio::time::timeout(wait, state.bodies.reserve(rest)).await else {
+            state.metrics.body_waited_out();
+            log(
+                "body not read",
+                json!({"status": 503, "bytes": size, "waitedSeconds": wait.as_secs_f64()}),
             );
-        }
-        Err(Unread::Broken(e)) => {
-            return bad(
-                state,
-                StatusCode::BAD_REQUEST,
-                format!("the body could not be read: {e}"),
+            return text(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "busy: no room for a body of {size} bytes within {:.1}s among the bodies being \
+                     judged (--body-memory {} bytes)\n",
+                    wait.as_secs_f64(),
+                    state.bodies.total()
+                ),
             );
+        };
+        _room = Some(room);
+        if declared.is_some() {
+            body.expect(rest as usize);
         }
-    };
+        // Once room is held, the rest arrives at a rate no network between
+        // an API server and its webhook falls below, or the room is given
+        // back: holding it at a byte a second kept others waiting.
+        let within = state
+            .body_timeout
+            .min(BODY_RATE_GRACE + Duration::from_secs_f64(rest as f64 / BODY_MIN_RATE as f64));
+        let read = tokio::time::timeout(within, body.fill(usize::MAX)).await;
+        if let Some(refused) = body_refusal(state, read, within) {
+            return refused;
+        }
+    }
+    let body = Bytes::from(body.into_bytes());
     let request = match cpu_for(body.len(), || request::parse(&body)) {
         Ok(r) => r,
         Err(why) => return bad(state, StatusCode::BAD_REQUEST, why),
     };
-    let reviewed = match reviewing {
-        Reviewing::Crds => {
+    let reviewed = match (reviewing, request.inconsistency()) {
+        (_, Some(why)) => {
+            let mode = state.reviewer.mode();
+            review::refusal(&request, &why, mode, started)
+        }
+        (Reviewing::Crds, None) => {
             let reviewed = state
                 .reviewer
                 .review(&body, &request, caller_timeout, started)
@@ -490,9 +515,12 @@ async fn validate(
                 .amend(&body, &request, reviewed, caller_timeout, started)
                 .await
         }
-        Reviewing::Requirements => state
-            .requirements
-            .review_requirement(&body, &request, started),
+        (Reviewing::Requirements, None) => {
+            state
+                .requirements
+                .review_requirement(&body, &request, caller_timeout, started)
+                .await
+        }
     };
     state.metrics.review(
         reviewed.operation.as_str(),
@@ -518,6 +546,13 @@ async fn validate(
     r
 }
 
+/// What one `pattern` may take in `serve` (its program, and its matching
+/// cache): anyone who may write CRDs chooses the patterns, and a pattern
+/// Go compiles to a few KB (`\pL{1000}`) took 100 MB and seconds each
+/// within the CLI's limit. Patterns past it stay undecided, so the
+/// finding they would have cleared denies, within the deadline.
+const PATTERN_MEMORY: usize = 8 << 20;
+
 /// Why a body was not read whole.
 enum Unread {
     /// More than `--max-body-bytes` arrived.
@@ -526,28 +561,112 @@ enum Unread {
     Broken(hyper::Error),
 }
 
-/// Reads a body into one buffer of its declared length, each frame copied
-/// as it arrives and dropped, refusing more than `max` bytes. Collecting
-/// the frames and joining them at the end (`Limited` and `collect`) kept
-/// every frame, and so hyper's read buffers, until the last byte came:
-/// measured on the same pair of a large CRD again and again with 20
-/// reviews at once, this answers in 0.55-0.7 of the time.
-async fn read_body(
-    mut incoming: Incoming,
-    declared: Option<usize>,
+/// The bytes of a body a client has sent before any room is reserved for
+/// it: about a connection's read buffer ([`READ_BUFFER`]), which every
+/// open connection may hold anyway.
+const BODY_WINDOW: usize = READ_BUFFER;
+
+/// The rate below which a body whose room is reserved gives it back (a
+/// 408), after [`BODY_RATE_GRACE`]: the largest body accepted (8 MiB)
+/// then has 2.25 s, where a network between an API server and its
+/// webhook carries it in well under a tenth of that.
+const BODY_MIN_RATE: usize = 4 << 20;
+const BODY_RATE_GRACE: Duration = Duration::from_millis(250);
+
+/// The answer to a body that did not arrive whole within `within`, or
+/// that broke; `None` when it came.
+fn body_refusal(
+    state: &State,
+    read: Result<Result<(), Unread>, tokio::time::error::Elapsed>,
+    within: Duration,
+) -> Option<Response<Full<Bytes>>> {
+    Some(match read {
+        Ok(Ok(())) => return None,
+        Err(_) => bad(
+            state,
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the body did not arrive within {}s (--body-read-timeout, and at least {} MiB/s once \
+                 the room for it is reserved)",
+                within.as_secs_f64(),
+                BODY_MIN_RATE >> 20
+            ),
+        ),
+        Ok(Err(Unread::TooLarge)) => bad(
+            state,
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the body is larger than {} bytes", state.max_body),
+        ),
+        Ok(Err(Unread::Broken(e))) => bad(
+            state,
+            StatusCode::BAD_REQUEST,
+            format!("the body could not be read: {e}"),
+        ),
+    })
+}
+
+/// A body read into one buffer as its frames arrive, each copied and
+/// dropped, refusing more than `max` bytes. Collecting the frames and
+/// joining them at the end (`Limited` and `collect`) kept every frame,
+/// and so hyper's read buffers, until the last byte came: measured on the
+/// same pair of a large CRD again and again with 20 reviews at once, this
+/// answers in 0.55-0.7 of the time.
+struct BodyReader {
+    incoming: Incoming,
+    buf: Vec<u8>,
     max: usize,
-) -> Result<Vec<u8>, Unread> {
-    let mut buf = Vec::with_capacity(declared.unwrap_or(0));
-    while let Some(frame) = incoming.frame().await {
-        let frame = frame.map_err(Unread::Broken)?;
-        if let Ok(data) = frame.into_data() {
-            if data.len() > max - buf.len() {
-                return Err(Unread::TooLarge);
-            }
-            buf.extend_from_slice(&data);
+    ended: bool,
+}
+
+impl BodyReader {
+    fn new(incoming: Incoming, max: usize) -> BodyReader {
+        BodyReader {
+            incoming,
+            buf: Vec::new(),
+            max,
+            ended: false,
         }
     }
-    Ok(buf)
+
+    /// Reads until `want` bytes are here or the body ends.
+    async fn fill(&mut self, want: usize) -> Result<(), Unread> {
+        while !self.ended && self.buf.len() < want {
+            let Some(frame) = self.incoming.frame().await else {
+                self.ended = true;
+                break;
+            };
+            let frame = frame.map_err(Unread::Broken)?;
+            if let Ok(data) = frame.into_data() {
+                if data.len() > self.max - self.buf.len() {
+                    return Err(Unread::TooLarge);
+                }
+                self.buf.extend_from_slice(&data);
+            }
+        }
+        // A body of its declared length has nothing more to come.
+        if !self.ended && self.incoming.is_end_stream() {
+            self.ended = true;
+        }
+        Ok(())
+    }
+
+    /// Makes room for `more` bytes at once, which the room reserved for
+    /// them pays for: growing by doubling would hold up to twice as much.
+    fn expect(&mut self, more: usize) {
+        self.buf.reserve_exact(more);
+    }
+
+    fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    fn ended(&self) -> bool {
+        self.ended
+    }
+
+    fn into_bytes(self) -> Vec<u8> {
+        self.buf
+    }
 }
 
 /// The room for bodies: what `--body-memory` asks, and never less than

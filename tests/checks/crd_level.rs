@@ -151,6 +151,35 @@ fn no_longer_serving_a_version_is_a_warning() {
     );
 }
 
+/// Unserving every version hides the stored objects from every reader,
+/// and a CRD in that state could be deleted past the webhook's deletion
+/// guard, which could no longer count them.
+#[test]
+fn no_longer_serving_any_version_is_an_error() {
+    let new = edit(&same_two("v1"), |c| {
+        c["spec"]["versions"][0]["served"] = json!(false);
+        c["spec"]["versions"][1]["served"] = json!(false);
+    });
+    let findings = compare(&same_two("v1"), &new);
+    let errors: Vec<&Finding> = findings
+        .iter()
+        .filter(|f| f.check == Check::ServedVersionRemoval)
+        .collect();
+    let versions: Vec<Option<&str>> = errors.iter().map(|f| f.version.as_deref()).collect();
+    assert_eq!(versions, [Some("v1alpha1"), Some("v1")], "{errors:#?}");
+    for f in errors {
+        assert_eq!(f.severity, Severity::Error, "{f:#?}");
+        assert!(
+            f.message
+                .contains("no version of widgets.example.com is served any more")
+                && f.message
+                    .contains("can no longer be read, written, listed or counted"),
+            "{}",
+            f.message
+        );
+    }
+}
+
 #[test]
 fn serving_a_version_again_or_adding_a_version_is_safe() {
     let unserved = edit(&same_two("v1"), |c| {

@@ -391,7 +391,7 @@ async fn hostile_bodies_get_a_400_and_the_server_keeps_serving() {
     assert!(
         answer["response"]["warnings"][0]
             .as_str()
-            .is_some_and(|w| w.contains("CustomResourceDefinitions only, not Pod")),
+            .is_some_and(|w| w.contains("CustomResourceDefinitions only, not v1 Pod")),
         "{answer:#}"
     );
     let (_, metrics) = support::webhook::https(addr, &ca, &get("/metrics")).await;
@@ -1072,11 +1072,13 @@ async fn closed_within(
     }
 }
 
-/// The bodies' memory bound (`--body-memory`): a body is read only once
-/// room for its declared length is reserved. A client holding all the room
-/// makes the next review wait unread; past that review's deadline (a share
-/// of the API server's `?timeout=`) it is answered 503, so the API
-/// server's failurePolicy decides, and once the room is given back the
+/// The bodies' memory bound (`--body-memory`): past its first 64 KiB, a
+/// body is read only once room for the rest of its declared length is
+/// reserved. A client holding all the room (it sent more than 64 KiB,
+/// then slowed to a trickle) makes the next large review wait unread;
+/// past that review's deadline (a share of the API server's `?timeout=`)
+/// it is answered 503, so the API server's failurePolicy decides. The
+/// holder gives the room back once its body falls below 4 MiB/s, and the
 /// reviews go on.
 #[tokio::test]
 async fn a_body_without_room_waits_unread_and_gets_a_503_past_its_deadline() {
@@ -1093,30 +1095,33 @@ async fn a_body_without_room_waits_unread_and_gets_a_503_past_its_deadline() {
         &plane.admin_kubeconfig,
         &[
             "--max-body-bytes",
-            "1048576",
+            "8388608",
             "--body-memory",
-            "1Mi",
+            "8Mi",
             "--body-read-timeout",
             "5s",
         ],
     );
     let addr = served.addr;
-    // Declares the largest body the server takes and sends a few bytes of
-    // it: the room is all reserved for it.
-    let mut holder = stalling(
-        addr,
-        &ca,
-        b"POST /validate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1048576\r\n\r\n{\"kind\":",
-    )
-    .await
-    .expect("a client connects");
-    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    let created = crd("roomlessbodies", &[("v1", true, true)], json!({}));
+    // Declares the largest body the server takes and sends 70 KB of it at
+    // once: the room is all reserved for the rest, for 2.25 s at most
+    // (8 MiB at 4 MiB/s, and a grace).
+    let mut start = b"POST /validate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 8388608\r\n\r\n{\"kind\":\"".to_vec();
+    start.extend(std::iter::repeat_n(b'a', 70_000));
+    let mut holder = stalling(addr, &ca, &start)
+        .await
+        .expect("a client connects");
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    // A review larger than the first 64 KiB needs room too, more than the
+    // holder leaves.
+    let mut created = crd("roomlessbodies", &[("v1", true, true)], json!({}));
+    created["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["description"] =
+        json!("a roomless body. ".repeat(12_000));
     let review =
         support::webhook::review("CREATE", "roomlessbodies.example.com", None, Some(&created));
     let with_timeout = String::from_utf8(review.clone()).expect("UTF-8").replacen(
         "POST /validate ",
-        "POST /validate?timeout=2s ",
+        "POST /validate?timeout=1s ",
         1,
     );
     let started = std::time::Instant::now();
@@ -1125,18 +1130,19 @@ async fn a_body_without_room_waits_unread_and_gets_a_503_past_its_deadline() {
     assert_eq!(code, 503, "{body}");
     assert_has(&body, "busy");
     assert_has(&body, "--body-memory");
-    // It waited for its deadline (0.8 of the 2 s the API server gives),
+    // It waited for its deadline (0.8 of the 1 s the API server gives),
     // no longer.
     assert!(
-        waited >= std::time::Duration::from_millis(1500)
+        waited >= std::time::Duration::from_millis(700)
             && waited < std::time::Duration::from_secs(4),
         "answered after {waited:?}"
     );
     let (_, metrics) = support::webhook::https(addr, &ca, &get("/metrics")).await;
     assert_has(&metrics, "crd_safety_bodies_waited_out_total 1\n");
-    // The holder is cut off by --body-read-timeout; its room comes back.
+    // The holder is cut off for its rate; its room comes back.
     let said = closed_within(&mut holder, std::time::Duration::from_secs(15)).await;
     assert_has(&said, "408 Request Timeout");
+    assert_has(&said, "at least 4 MiB/s once the room for it is reserved");
     let (code, body) = support::webhook::https(addr, &ca, &review).await;
     assert_eq!(
         support::webhook::answer(code, &body)["allowed"],
@@ -1216,21 +1222,36 @@ async fn slow_clients_are_cut_off_and_do_not_hold_up_other_reviews() {
     assert_eq!(served.terminate(), 0);
     drop(half_headers);
 
-    // Over --max-connections, a connection is closed at once; those open
-    // before it are still served.
+    // Over --max-connections with every connection busy (a request in
+    // flight on each), a connection is closed at once; those open before
+    // it are still served.
     let served = Served::start(
         files,
         &plane.admin_kubeconfig,
-        &["--header-read-timeout", "60s", "--max-connections", "4"],
+        &[
+            "--header-read-timeout",
+            "60s",
+            "--body-read-timeout",
+            "60s",
+            "--max-connections",
+            "4",
+        ],
     );
     let mut held = Vec::new();
     for _ in 0..4 {
         held.push(
-            stalling(served.addr, &ca, b"")
-                .await
-                .expect("within the limit"),
+            stalling(
+                served.addr,
+                &ca,
+                b"POST /validate HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"kind\":",
+            )
+            .await
+            .expect("within the limit"),
         );
     }
+    // Past the grace an idle connection would have given way; busy ones
+    // do not.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
     let refused = stalling(served.addr, &ca, b"GET /healthz HTTP/1.1\r\n\r\n").await;
     let refused = match refused {
         Err(e) => e,
@@ -1244,9 +1265,11 @@ async fn slow_clients_are_cut_off_and_do_not_hold_up_other_reviews() {
     {
         use tokio::io::AsyncWriteExt;
         let tls = &mut held[0];
-        tls.write_all(&get("/healthz")).await.expect("request");
+        tls.write_all(&[b' '; 92])
+            .await
+            .expect("the rest of the body");
         let said = closed_within(tls, margin).await;
-        assert_has(&said, "200 OK");
+        assert_has(&said, "400 Bad Request");
     }
     drop(held);
     let deadline = std::time::Instant::now() + margin;
@@ -1666,4 +1689,317 @@ async fn break_glass_by_lets_only_the_listed_users_and_groups_accept_a_change() 
         glass[0]["breakGlass"]["reason"],
         "color was never read; see #42"
     );
+}
+
+/// The verdict cache once keyed on the request's name and the raw specs,
+/// while the judgment paired the two objects by their own names: a forged
+/// review whose `oldObject` named another CRD was judged as a creation
+/// (nothing to find), and its "allowed" then answered the genuine removal
+/// of a field with the same specs, in `enforce` mode. A review whose
+/// objects are not the one object it names is now refused in every mode
+/// and whatever `failMode` says (the API server never sends one), and it
+/// is never judged, so it decides nothing later.
+#[tokio::test]
+async fn a_forged_review_cannot_turn_a_later_denial_into_an_allow() {
+    let open = "webhook:\n  mode: enforce\n  failMode: open\n";
+    let Some(s) = setup(open, "Ignore").await else {
+        return;
+    };
+    let kc = &s.plane.admin_kubeconfig;
+    let files = s.dir.path();
+    let send = |body: Vec<u8>| {
+        let ca = &s.ca;
+        let addr = s.served.addr;
+        async move {
+            let (code, body) = support::webhook::https(addr, ca, &body).await;
+            support::webhook::answer(code, &body)
+        }
+    };
+    // The genuine change, as the API server would send it for `kubectl
+    // replace` of the stored CRD without `spec.color`: every field in the
+    // stored order, so the specs are the same bytes.
+    let live = stored(kc, "widgets.example.com");
+    let mut unsafe_crd = live.clone();
+    unsafe_crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        .as_object_mut()
+        .expect("properties")
+        .shift_remove("color");
+    let renamed = |crd: &Value, field: &str, value: &str| {
+        let mut crd = crd.clone();
+        crd["metadata"][field] = json!(value);
+        crd
+    };
+    let decoy = renamed(&live, "name", "decoy.example.com");
+    let name = "widgets.example.com";
+    let forged = [
+        (
+            "the oldObject is another CRD",
+            support::webhook::review("UPDATE", name, Some(&decoy), Some(&unsafe_crd)),
+            "the request names \"widgets.example.com\", but its oldObject is \"decoy.example.com\"",
+        ),
+        (
+            "the object is another CRD",
+            support::webhook::review(
+                "UPDATE",
+                name,
+                Some(&live),
+                Some(&renamed(&unsafe_crd, "name", "decoy.example.com")),
+            ),
+            "but its object is \"decoy.example.com\"",
+        ),
+        (
+            "two objects of other uids",
+            support::webhook::review(
+                "UPDATE",
+                name,
+                Some(&renamed(
+                    &live,
+                    "uid",
+                    "0d1e2f00-0000-4000-8000-000000000009",
+                )),
+                Some(&unsafe_crd),
+            ),
+            "object and oldObject are not the same object",
+        ),
+        (
+            "a CREATE with an oldObject",
+            support::webhook::review("CREATE", name, Some(&decoy), Some(&unsafe_crd)),
+            "a CREATE carries an object and no oldObject",
+        ),
+        (
+            "an UPDATE without its oldObject",
+            support::webhook::review("UPDATE", name, None, Some(&unsafe_crd)),
+            "an UPDATE carries both object and oldObject",
+        ),
+    ];
+    for (what, body, why) in forged {
+        let response = send(body).await;
+        assert_eq!(response["allowed"], false, "{what}: {response:#}");
+        let message = response["status"]["message"].as_str().unwrap_or("");
+        assert_has(message, "crd-safety refused this review: ");
+        assert_has(message, why);
+    }
+    // The genuine pair is still judged on its own: denied, directly...
+    let response = send(support::webhook::review(
+        "UPDATE",
+        name,
+        Some(&live),
+        Some(&unsafe_crd),
+    ))
+    .await;
+    assert_eq!(response["allowed"], false, "{response:#}");
+    assert_has(
+        response["status"]["message"].as_str().unwrap_or(""),
+        "existingFieldRemoval v1 ^.spec.color",
+    );
+    // ...and through the API server.
+    let file = write_manifest(files, "unsafe.json", &unsafe_crd);
+    let out = until_kubectl_says(
+        kc,
+        &["replace", "--dry-run=server", "-f", &file],
+        "denied the request",
+    );
+    assert!(!out.status.success());
+    assert_has(&stderr(&out), "existingFieldRemoval v1 ^.spec.color");
+    let refused = s
+        .served
+        .log()
+        .into_iter()
+        .filter(|v| {
+            v["event"] == "review"
+                && v["verdict"] == "deny"
+                && v["message"]
+                    .as_str()
+                    .is_some_and(|m| m.starts_with("crd-safety refused this review"))
+        })
+        .count();
+    assert_eq!(refused, 5, "each forged review is logged as refused");
+}
+
+/// Unserving every version, then deleting the CRD, walked around the
+/// deletion guard: with nothing served the objects could not be counted,
+/// and an uncounted deletion followed `failMode: open`. Unserving every
+/// version is now an error of its own, and a CRD that serves nothing is
+/// taken to have objects. In `warn` mode (the chart's default) the guard
+/// denies too: a warning cannot bring deleted objects back.
+#[tokio::test]
+async fn the_deletion_guard_cannot_be_walked_around_by_unserving_every_version() {
+    let warn = "webhook:\n  mode: warn\n  failMode: open\n";
+    let Some(s) = setup(warn, "Fail").await else {
+        return;
+    };
+    let kc = &s.plane.admin_kubeconfig;
+    let files = s.dir.path();
+    let client = admin(&s.plane).await;
+    create_objects(
+        &client,
+        "widgets",
+        "v1",
+        vec![("default".into(), "w1".into(), json!({"size": 1}))],
+    )
+    .await;
+    // warn mode: the deletion with an object stored is denied.
+    let delete = ["delete", "crd", "widgets.example.com", "--dry-run=server"];
+    let out = until_kubectl_says(kc, &delete, "denied the request");
+    assert_has(&stderr(&out), "1 Widget object still exist");
+
+    let mut unserved = widgets(json!({"color": {"type": "string"}}));
+    unserved["spec"]["versions"][0]["served"] = json!(false);
+    let unserved = write_manifest(files, "unserved.json", &unserved);
+    // enforce: unserving every version is denied.
+    let before = s.served.log().len();
+    write_config(files, "webhook:\n  mode: enforce\n  failMode: open\n");
+    s.served.wait_for("configuration reloaded", before);
+    let out = kubectl(kc, &dry_run(&unserved));
+    assert!(!out.status.success(), "unserving every version passed");
+    assert_has(&stderr(&out), "servedVersionRemoval v1");
+    assert_has(
+        &stderr(&out),
+        "no version of widgets.example.com is served any more",
+    );
+    // warn: it goes through with the error as a warning...
+    let before = s.served.log().len();
+    write_config(files, warn);
+    s.served.wait_for("configuration reloaded", before);
+    let apply = [
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "-f",
+        &unserved,
+    ];
+    let out = kubectl(kc, &apply);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_has(
+        &stderr(&out),
+        "Warning: crd-safety error servedVersionRemoval v1",
+    );
+    // ...and the deletion that follows is still refused, uncounted.
+    let out = kubectl(kc, &delete);
+    assert!(!out.status.success(), "the unserved CRD was deleted");
+    let text = stderr(&out);
+    assert_has(
+        &text,
+        "widgets.example.com serves no version, so its Widget objects cannot be counted and may exist (status.storedVersions: v1)",
+    );
+    assert!(
+        !text.contains("failMode"),
+        "not an unfinished check: {text}"
+    );
+    let live = stored(kc, "widgets.example.com");
+    assert_eq!(live["spec"]["versions"][0]["served"], false);
+
+    // The skip label the chart's objectSelector example leaves out of
+    // review would turn every later check off, this guard's included:
+    // adding it is denied in warn mode too, and passes as break-glass.
+    let mut skipped = live.clone();
+    skipped["metadata"]["labels"] = json!({"crd-safety.io/skip": "true"});
+    let file = write_manifest(files, "skipped.json", &skipped);
+    let out = kubectl(kc, &["replace", "--dry-run=server", "-f", &file]);
+    assert!(!out.status.success(), "the skip label was added");
+    assert_has(
+        &stderr(&out),
+        "skipLabel: this change adds the label crd-safety.io/skip",
+    );
+    skipped["metadata"]["annotations"] = json!({
+        "crd-safety.io/accept": "skipLabel",
+        "crd-safety.io/accept-reason": "retired: managed by hand from now on"
+    });
+    let file = write_manifest(files, "skipped.json", &skipped);
+    let out = kubectl(kc, &["replace", "--dry-run=server", "-f", &file]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// Idle and slow clients cannot keep a genuine review out. With 300
+/// TCP connections open and silent (more than `--max-connections`), a new
+/// connection once met a reset; now the connection idle the longest gives
+/// way to it. Two clients that declare 8 MiB bodies and send a byte a
+/// second once held the whole body room, in order, until a genuine review
+/// got a 503 past its deadline; now a body reserves room only past its
+/// first 64 KiB.
+#[tokio::test]
+async fn idle_connections_and_slow_senders_cannot_keep_a_review_out() {
+    let Some(plane) = support::envtest::control_plane() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let files = dir.path();
+    let ca = TestCa::new();
+    ca.issue(files);
+    write_config(files, "webhook:\n  mode: enforce\n");
+    let served = Served::start(files, &plane.admin_kubeconfig, &[]);
+    let addr = served.addr;
+    let mut idle = Vec::new();
+    for _ in 0..300 {
+        if let Ok(tcp) = tokio::net::TcpStream::connect(addr).await {
+            idle.push(tcp);
+        }
+    }
+    // Past the grace every silent connection may give way.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let mut slow = Vec::new();
+    for _ in 0..2 {
+        slow.push(
+            stalling(
+                addr,
+                &ca,
+                b"POST /validate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 8388608\r\n\r\n{",
+            )
+            .await
+            .expect("a slow sender connects"),
+        );
+    }
+    let trickle = async {
+        use tokio::io::AsyncWriteExt;
+        loop {
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            for s in &mut slow {
+                let _ = s.write_all(b" ").await;
+                let _ = s.flush().await;
+            }
+        }
+    };
+    let genuine = async {
+        let created = crd("crowdedservers", &[("v1", true, true)], json!({}));
+        let mut large = created.clone();
+        large["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["description"] =
+            json!("a crowded server. ".repeat(5_000));
+        let mut answers = Vec::new();
+        for crd in [&created, &large] {
+            let review =
+                support::webhook::review("CREATE", "crowdedservers.example.com", None, Some(crd));
+            let with_timeout = String::from_utf8(review).expect("UTF-8").replacen(
+                "POST /validate ",
+                "POST /validate?timeout=10s ",
+                1,
+            );
+            let started = std::time::Instant::now();
+            let answered =
+                support::webhook::https_with(addr, &ca, None, with_timeout.as_bytes()).await;
+            answers.push((answered, started.elapsed()));
+        }
+        answers
+    };
+    let answers = tokio::select! {
+        answers = genuine => answers,
+        () = trickle => unreachable!("the trickle never ends"),
+    };
+    for (answered, took) in answers {
+        let (code, body) =
+            answered.unwrap_or_else(|e| panic!("the review's connection failed: {e}"));
+        assert_eq!(
+            support::webhook::answer(code, &body)["allowed"],
+            true,
+            "after {took:?}: {body}"
+        );
+        // Well within its deadline (8 s): a 503 would have come after it.
+        eprintln!("a genuine review among 300 idle connections answered in {took:?}");
+    }
+    let (_, metrics) = support::webhook::https(addr, &ca, &get("/metrics")).await;
+    assert!(
+        !metrics.contains("crd_safety_connections_evicted_total 0\n"),
+        "{metrics}"
+    );
+    assert_has(&metrics, "crd_safety_bodies_waited_out_total 0\n");
+    drop((idle, slow));
 }
