@@ -2003,3 +2003,210 @@ async fn idle_connections_and_slow_senders_cannot_keep_a_review_out() {
     assert_has(&metrics, "crd_safety_bodies_waited_out_total 0\n");
     drop((idle, slow));
 }
+
+/// The chart's `resources.limits.memory`, in bytes.
+fn chart_memory_limit() -> u64 {
+    let values = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("charts/crd-safety/values.yaml"),
+    )
+    .expect("the chart's values");
+    let limits = values.find("  limits:").expect("resources.limits");
+    let memory = values[limits..]
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("memory:"))
+        .expect("limits.memory");
+    crd_safety::webhook::parse_size(memory.trim()).expect("a size")
+}
+
+/// A review of `operation` for `memorybombs.example.com` as JSON, with
+/// `user_info` and the objects given.
+fn bomb_review(
+    operation: &str,
+    user_info: Value,
+    old: Option<&Value>,
+    new: Option<&Value>,
+) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": format!("bomb-{operation}"),
+            "name": "memorybombs.example.com",
+            "operation": operation,
+            "userInfo": user_info,
+            "object": new,
+            "oldObject": old,
+        }
+    }))
+    .expect("JSON")
+}
+
+/// Every request issue 58 measured (7 MiB of groups, of annotations, of
+/// labels, a 7 MiB `CRDRequirement`, a 1.5 KB review of three costly
+/// patterns, a 7 MiB CRD), four of each at once, sent to `serve` held to
+/// the chart's memory limit (a cgroup where the test may make one; its
+/// peak RSS otherwise). Before the bounds, one such request peaked at
+/// 177-352 MiB, over the chart's 128Mi: an OOM kill of the replica.
+#[tokio::test]
+async fn serve_held_to_the_charts_memory_limit_survives_every_hostile_request() {
+    let Some(plane) = support::envtest::control_plane() else {
+        return;
+    };
+    let kc = &plane.admin_kubeconfig;
+    let client = admin(plane).await;
+    let strings =
+        json!({"a": {"type": "string"}, "b": {"type": "string"}, "c": {"type": "string"}});
+    install(&client, &crd("memorybombs", &[("v1", true, true)], strings)).await;
+    let limit = chart_memory_limit();
+    let cgroup = support::memory::Limit::new("crd-safety-serve", limit);
+    if let Err(why) = &cgroup {
+        eprintln!(
+            "notice: serve runs without a memory limit ({why}); its peak RSS is held to {limit} bytes instead"
+        );
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let files = dir.path();
+    let ca = TestCa::new();
+    ca.issue(files);
+    write_config(files, "webhook:\n  mode: enforce\n  failMode: closed\n");
+    let procs = cgroup.as_ref().ok().map(support::memory::Limit::procs);
+    // The chart's budgets are serve's defaults (a unit test holds them so).
+    let served = Served::start_joining(files, kc, &[], procs.as_deref());
+    let live = stored(kc, "memorybombs.example.com");
+    let seven = 7 << 20;
+    let groups: Vec<String> = (0..seven / 9).map(|i| format!("g{i:06}")).collect();
+    let many = |n: usize| -> serde_json::Map<String, Value> {
+        (0..n).map(|i| (format!("k{i}"), json!(""))).collect()
+    };
+    let with_meta = |field: &str, entries: serde_json::Map<String, Value>| {
+        let mut crd = live.clone();
+        crd["metadata"][field] = Value::Object(entries);
+        crd
+    };
+    let mut patterns = live.clone();
+    for field in ["a", "b", "c"] {
+        patterns["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+            [field]["pattern"] = json!(format!("^\\pL{{1000}}{field}$"));
+    }
+    let mut large = live.clone();
+    large["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["description"] =
+        json!("a memory bomb. ".repeat(seven / 15));
+    let requirement = json!({
+        "apiVersion": "crd-safety.io/v1alpha1", "kind": "CRDRequirement",
+        "metadata": {"name": "bomb", "namespace": "default"},
+        "spec": {"crd": "memorybombs.example.com", "note": "x".repeat(seven)}
+    });
+    let mallory = json!({"username": "mallory"});
+    let requirement_review = serde_json::to_vec(&json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "bomb-requirement", "name": "bomb", "operation": "CREATE",
+                    "userInfo": mallory, "object": requirement}
+    }))
+    .expect("JSON");
+    let to_requirements = |body: Vec<u8>| {
+        let mut r = String::from_utf8(post(&body)).expect("UTF-8");
+        r = r.replacen("POST /validate ", "POST /requirements ", 1);
+        r.into_bytes()
+    };
+    let bombs: Vec<(&str, Vec<u8>)> = vec![
+        (
+            "a DELETE with 7 MiB of groups",
+            post(&bomb_review(
+                "DELETE",
+                json!({"username": "mallory", "groups": groups}),
+                Some(&live),
+                None,
+            )),
+        ),
+        (
+            "a DELETE with 7 MiB of annotations",
+            post(&bomb_review(
+                "DELETE",
+                mallory.clone(),
+                Some(&with_meta("annotations", many(seven / 14))),
+                None,
+            )),
+        ),
+        (
+            "a DELETE with annotations up to the API server's limit",
+            post(&bomb_review(
+                "DELETE",
+                mallory.clone(),
+                Some(&with_meta("annotations", many(40_000))),
+                None,
+            )),
+        ),
+        (
+            "a DELETE with 7 MiB of labels",
+            post(&bomb_review(
+                "DELETE",
+                mallory.clone(),
+                Some(&with_meta("labels", many(seven / 14))),
+                None,
+            )),
+        ),
+        (
+            "a 7 MiB CRDRequirement",
+            to_requirements(requirement_review),
+        ),
+        (
+            "three costly patterns",
+            post(&bomb_review(
+                "UPDATE",
+                mallory.clone(),
+                Some(&live),
+                Some(&patterns),
+            )),
+        ),
+        (
+            "a 7 MiB CRD",
+            post(&bomb_review(
+                "UPDATE",
+                mallory.clone(),
+                Some(&live),
+                Some(&large),
+            )),
+        ),
+    ];
+    for (what, body) in &bombs {
+        let started = std::time::Instant::now();
+        let answers = futures::future::join_all(
+            (0..4).map(|_| support::webhook::https_with(served.addr, &ca, None, body)),
+        )
+        .await;
+        for answer in answers {
+            let (code, text) = answer.unwrap_or_else(|e| panic!("{what}: no answer: {e}"));
+            assert!(
+                [200, 400, 413].contains(&code),
+                "{what}: {code} {}",
+                &text[..text.len().min(300)]
+            );
+            // What could not be judged within the limits is denied
+            // (failMode: closed, undecided patterns); a DELETE of a CRD
+            // without objects may pass.
+            if code == 200 && !what.contains("DELETE") {
+                let response = support::webhook::answer(code, &text);
+                assert_eq!(response["allowed"], false, "{what}: {response:#}");
+            }
+        }
+        eprintln!("{what}: four answered in {:?}", started.elapsed());
+    }
+    let (code, _) = support::webhook::https(served.addr, &ca, &get("/healthz")).await;
+    assert_eq!(code, 200, "serve is down");
+    let rss = support::memory::peak_rss(served.pid()).expect("serve's VmHWM");
+    match &cgroup {
+        Ok(cgroup) => {
+            assert_eq!(cgroup.oom_kills(), 0, "the kernel killed serve for memory");
+            eprintln!(
+                "peak held to {limit}: cgroup {} bytes, serve's RSS {rss} bytes",
+                cgroup.peak()
+            );
+        }
+        Err(_) => eprintln!("peak RSS {rss} of {limit} bytes"),
+    }
+    assert!(
+        rss < limit,
+        "serve's peak RSS {rss} passed the chart's limit {limit}"
+    );
+    drop(served);
+}

@@ -10,6 +10,7 @@ pub mod fixtures;
 pub mod helm;
 pub mod kubectl_yaml;
 pub mod live;
+pub mod memory;
 pub mod run;
 pub mod runs;
 pub mod soundness_gen;

@@ -113,11 +113,35 @@ impl Served {
     /// `CRD_SAFETY_SERVE_BINARY` runs another build instead (the bench
     /// measures the image's static binary, or an earlier build, with it).
     pub fn start(dir: &Path, kubeconfig: &Path, extra: &[&str]) -> Served {
-        let binary = std::env::var_os("CRD_SAFETY_SERVE_BINARY").map_or_else(
+        Served::start_joining(dir, kubeconfig, extra, None)
+    }
+
+    /// [`Served::start`], the process joining the cgroup whose
+    /// `cgroup.procs` is `procs` before it starts (so everything it takes
+    /// is held to that cgroup's limit).
+    pub fn start_joining(
+        dir: &Path,
+        kubeconfig: &Path,
+        extra: &[&str],
+        procs: Option<&Path>,
+    ) -> Served {
+        let binary: PathBuf = std::env::var_os("CRD_SAFETY_SERVE_BINARY").map_or_else(
             || env!("CARGO_BIN_EXE_kubectl-crd_safety").into(),
             PathBuf::from,
         );
-        let mut child = Command::new(binary)
+        let mut command = match procs {
+            None => Command::new(binary),
+            Some(procs) => {
+                let mut c = Command::new("sh");
+                c.arg("-c")
+                    .arg("echo $$ > \"$1\" && shift && exec \"$@\"")
+                    .arg("sh")
+                    .arg(procs)
+                    .arg(binary);
+                c
+            }
+        };
+        let mut child = command
             .args(["serve", "--listen", "127.0.0.1:0", "--tls-cert-file"])
             .arg(dir.join("tls.crt"))
             .arg("--tls-private-key-file")
