@@ -6,6 +6,7 @@
 //! 401, 403, timeout), each one line that names the server or the denied
 //! request, and never a credential.
 
+pub mod access;
 mod client;
 pub mod conversion;
 pub mod kubeconfig;

@@ -480,6 +480,7 @@ impl Requirements {
             operation,
             crd: format!("CRDRequirement {}", request.name),
             user: request.user_info.username.clone(),
+            identity: super::review::CLAIMED,
             groups: request.user_info.groups.kept.clone(),
             groups_left_out: super::review::left_out(request),
             dry_run: request.dry_run,

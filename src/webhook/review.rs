@@ -19,8 +19,8 @@
 //! slices of the request's body (no copy), so reviews waiting for room
 //! hold their bodies and nothing more.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use hyper::body::Bytes;
@@ -38,6 +38,7 @@ use super::decision::{
 };
 use super::request::{self, Outline, Request};
 use super::stored_models::StoredModels;
+use crate::cluster::access::Subject;
 use crate::cluster::{Connection, RetryPolicy};
 use crate::compare::{Check, Finding, Severity};
 use crate::config::{Config, Unfinished};
@@ -131,7 +132,21 @@ pub struct Reviewer {
     budget: Budget,
     /// Shared by every scan, so that scans at once split one page size.
     scan_options: ScanOptions,
+    /// Who may see the stored objects of which resource, as the API
+    /// server last answered.
+    access: Mutex<HashMap<AccessKey, (bool, Instant)>>,
 }
+
+/// A requester and a resource: `(user, groups, group, plural)`.
+type AccessKey = (String, Vec<String>, String, String);
+
+/// How long an answer of the API server's authorizer is kept: a role
+/// bound or removed takes effect within this, and a burst of reviews by
+/// one requester asks once.
+const ACCESS_TTL: Duration = Duration::from_secs(10);
+
+/// Answers kept at most; past this the older half goes.
+const ACCESS_KEPT: usize = 1024;
 
 /// Why the CRD the API server stores does not stand behind a request.
 enum Untrusted {
@@ -152,8 +167,12 @@ pub struct Reviewed {
     pub operation: Operation,
     /// The CRD's name.
     pub crd: String,
-    /// Who asked.
+    /// Who asked, as the request says.
     pub user: String,
+    /// Whether that is a claim (`claimed`: anyone who reaches the Service
+    /// can post a review naming any user) or the API server's word
+    /// (`authenticated`: with `--client-ca-file` only it can post).
+    pub identity: &'static str,
     /// Whether it was a dry run (nothing is stored either way).
     pub dry_run: bool,
     /// The requester's groups (`webhook.breakGlassBy` may list some), as
@@ -213,7 +232,63 @@ impl Reviewer {
             judging: Arc::new(Semaphore::new(cores)),
             budget,
             scan_options: ScanOptions::default(),
+            access: Mutex::default(),
         }
+    }
+
+    /// Whether the requester may list `crd`'s objects in every namespace,
+    /// as the API server's authorizer says (a `SubjectAccessReview`, kept
+    /// [`ACCESS_TTL`]): only then does an answer say which stored objects
+    /// exist or fail, and how many. `serve` reads them with its own rights,
+    /// and a requester who may change CRDs but not read their objects
+    /// could otherwise learn them (a schema whose `pattern` only some
+    /// values match names the objects that hold them). An answer that
+    /// cannot be had counts as no.
+    async fn may_see(&self, request: &Request<'_>, crd: &Crd) -> bool {
+        let key: AccessKey = (
+            request.user_info.username.clone(),
+            request.user_info.groups.kept.clone(),
+            crd.spec.group.clone(),
+            crd.spec.names.plural.clone(),
+        );
+        let now = Instant::now();
+        if let Some((allowed, at)) = self.access_kept().get(&key)
+            && now.duration_since(*at) < ACCESS_TTL
+        {
+            return *allowed;
+        }
+        let subject = Subject {
+            user: &key.0,
+            groups: &key.1,
+        };
+        let Ok(allowed) = self.conn.may_list(subject, &key.2, &key.3).await else {
+            return false;
+        };
+        let mut kept = self.access_kept();
+        if kept.len() >= ACCESS_KEPT {
+            let mut ages: Vec<Instant> = kept.values().map(|(_, at)| *at).collect();
+            ages.sort_unstable();
+            let median = ages[ages.len() / 2];
+            kept.retain(|_, (_, at)| *at > median);
+        }
+        kept.insert(key, (allowed, now));
+        allowed
+    }
+
+    /// `objects` as the requester may learn them ([`Reviewer::may_see`]).
+    async fn shown(&self, request: &Request<'_>, crd: &Crd, objects: Objects) -> Objects {
+        match objects {
+            Objects::Counted(_) if !self.may_see(request, crd).await => {
+                Objects::Hidden(not_said("how many", request, crd))
+            }
+            other => other,
+        }
+    }
+
+    fn access_kept(&self) -> std::sync::MutexGuard<'_, HashMap<AccessKey, (bool, Instant)>> {
+        self.access
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Reads the server's version ahead of the first review, so that one
@@ -344,6 +419,7 @@ impl Reviewer {
             operation,
             crd: request.name.clone(),
             user: request.user_info.username.clone(),
+            identity: CLAIMED,
             groups: request.user_info.groups.kept.clone(),
             groups_left_out: left_out(request),
             dry_run: request.dry_run,
@@ -380,7 +456,9 @@ impl Reviewer {
                 let (problem, count) = match self.objects_at_stake(request, &[old_outline]).await? {
                     Ok((_, Objects::Counted(0))) => (None, Some(0)),
                     Ok((stored, objects)) => {
-                        (Some(objects_exist(&stored, objects)), objects.count())
+                        let count = objects.count();
+                        let shown = self.shown(request, &stored, objects).await;
+                        (Some(objects_exist(&stored, shown)), count)
                     }
                     Err(why) => (Some(unfinished(why, settings.fail_mode)), None),
                 };
@@ -429,10 +507,11 @@ impl Reviewer {
                     let claims: [&Outline<'_>; 2] = [old_outline, new_outline];
                     let (problem, count) = match self.objects_at_stake(request, &claims).await? {
                         Ok((_, Objects::Counted(0))) => (None, Some(0)),
-                        Ok((stored, objects)) => (
-                            Some(armed(&stored, objects, intent.generation)),
-                            objects.count(),
-                        ),
+                        Ok((stored, objects)) => {
+                            let count = objects.count();
+                            let shown = self.shown(request, &stored, objects).await;
+                            (Some(armed(&stored, shown, intent.generation)), count)
+                        }
                         Err(why) => (Some(unfinished(why, settings.fail_mode)), None),
                     };
                     intent.problems.extend(problem);
@@ -474,14 +553,21 @@ impl Reviewer {
                     ..intent
                 };
                 if let Some(stored) = stored {
-                    let scanned = match stored {
-                        Ok(stored) => self.scan(&stored, body, config).await,
+                    let scanned = match &stored {
+                        Ok(stored) => self.scan(stored, body, config).await,
                         Err(Untrusted::Unread(why) | Untrusted::Refused(why)) => {
                             Err(format!("the stored objects were not scanned: {why}"))
                         }
                     };
                     match scanned {
-                        Ok((found, count)) => {
+                        Ok((mut found, count)) => {
+                            if let Ok(stored) = &stored
+                                && !found.is_empty()
+                                && !self.may_see(request, stored).await
+                            {
+                                let why = not_said("which and how many", request, stored);
+                                found.iter_mut().for_each(|f| without_objects(f, &why));
+                            }
                             examined.findings.extend(found);
                             examined.objects = Some(count);
                             examined.scan = Some("completed");
@@ -798,6 +884,32 @@ fn without_values(f: &mut Finding) {
     };
 }
 
+/// Why an answer does not say `what` of the stored objects (`which and
+/// how many`).
+fn not_said(what: &str, request: &Request<'_>, crd: &Crd) -> String {
+    format!(
+        "{what} is not said: {:?} may not list {}.{}",
+        request.user_info.username, crd.spec.names.plural, crd.spec.group
+    )
+}
+
+/// A scan finding as a requester who may not list the objects sees it:
+/// that stored objects fail, and the rule, not which or how many.
+fn without_objects(f: &mut Finding, why: &str) {
+    let Some(d) = &f.objects else { return };
+    let at = f.path.as_deref().unwrap_or("the object");
+    f.message = match f.check {
+        Check::NotEvaluated => format!(
+            "rule `{}` at {at} could not be evaluated here for stored objects; they are not counted as valid; {why}",
+            d.rule
+        ),
+        _ => format!(
+            "stored objects fail {} at {at} under the new schema; {why}",
+            d.rule
+        ),
+    };
+}
+
 /// What `apply-check` would report for this change, after the configured
 /// levels and exceptions, but for `invalidCrd`: the API server validates a
 /// CRD before it calls validating webhooks (its registry's validation runs
@@ -831,6 +943,11 @@ pub fn findings_of(old: Option<Arc<Crd>>, new: Crd, config: &Config) -> Vec<Find
     );
     reports.into_iter().flat_map(|r| r.findings).collect()
 }
+
+/// What a review's `userInfo` is worth without client authentication.
+pub const CLAIMED: &str = "claimed";
+/// ... and with it: only the API server can post reviews.
+pub const AUTHENTICATED: &str = "authenticated";
 
 /// The outline of a request's object, refusing anything but a v1 CRD
 /// (the webhook is registered for v1, and the API server converts what
@@ -869,6 +986,7 @@ pub fn refusal(request: &Request<'_>, why: &str, mode: &'static str, started: In
         operation: request.operation(),
         crd: request.name.clone(),
         user: request.user_info.username.clone(),
+        identity: CLAIMED,
         groups: request.user_info.groups.kept.clone(),
         groups_left_out: left_out(request),
         dry_run: request.dry_run,
@@ -894,30 +1012,34 @@ pub(super) fn slice_of(body: &Bytes, raw: &RawValue) -> Bytes {
 }
 
 /// What the deletion guard knows of a CRD's objects.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Objects {
     /// Counted through a served version.
     Counted(u64),
     /// No version is served, so none can be counted; they may exist.
     Unseen,
+    /// Counted, but the requester may not list them, so the count is not
+    /// said: why.
+    Hidden(String),
 }
 
 impl Objects {
-    fn count(self) -> Option<u64> {
+    fn count(&self) -> Option<u64> {
         match self {
-            Objects::Counted(n) => Some(n),
-            Objects::Unseen => None,
+            Objects::Counted(n) => Some(*n),
+            Objects::Unseen | Objects::Hidden(_) => None,
         }
     }
 
     /// `3 Widget objects still exist` (`still` is the word before
     /// `exist`), or why some may.
-    fn exist(self, crd: &Crd, still: &str) -> String {
+    fn exist(&self, crd: &Crd, still: &str) -> String {
         let kind = &crd.spec.names.kind;
         match self {
+            Objects::Hidden(why) => format!("{kind} objects {still}exist ({why})"),
             Objects::Counted(n) => format!(
                 "{n} {kind} {} {still}exist",
-                if n == 1 { "object" } else { "objects" }
+                if *n == 1 { "object" } else { "objects" }
             ),
             Objects::Unseen => format!(
                 "{} serves no version, so its {kind} objects cannot be counted and may exist \
@@ -934,7 +1056,7 @@ impl Objects {
 /// The deletion guard's problem.
 fn objects_exist(crd: &Crd, objects: Objects) -> Problem {
     let first = match objects {
-        Objects::Counted(_) => format!(
+        Objects::Counted(_) | Objects::Hidden(_) => format!(
             "delete them first (kubectl delete {} --all -A)",
             crd.spec.names.plural
         ),

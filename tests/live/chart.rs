@@ -542,17 +542,25 @@ fn the_pods_are_restricted_and_mount_what_serve_reads() {
     // With one replica, no PodDisruptionBudget (it would block drains).
     let single = documents(&render(dir, "guard", &["replicaCount=1"]));
     assert!(!kinds(&single).contains(&"PodDisruptionBudget".to_string()));
-    // The ClusterRole: the CRDs, the requirements, and only `list` on
-    // custom resources.
+    // The ClusterRole: the CRDs, the requirements, only `list` on custom
+    // resources, and asking the authorizer who may list them (a
+    // SubjectAccessReview is a question, stored nowhere).
     let role = one(&docs, "ClusterRole");
     let rules = role["rules"].as_array().expect("rules");
-    assert_eq!(rules.len(), 3, "{rules:?}");
+    assert_eq!(rules.len(), 4, "{rules:?}");
     assert_eq!(
         rules[1]["resources"],
         serde_json::json!(["crdrequirements"])
     );
     assert_eq!(rules[2]["verbs"], serde_json::json!(["list"]));
-    for rule in rules {
+    assert_eq!(
+        (&rules[3]["resources"], &rules[3]["verbs"]),
+        (
+            &serde_json::json!(["subjectaccessreviews"]),
+            &serde_json::json!(["create"])
+        )
+    );
+    for rule in &rules[..3] {
         for verb in rule["verbs"].as_array().expect("verbs") {
             assert!(
                 ["get", "list", "watch"].contains(&verb.as_str().unwrap_or("")),
