@@ -251,6 +251,13 @@ impl Crd {
         self
     }
 
+    /// The same CRD, measured as `len` bytes of JSON: the webhook's
+    /// request says how long the object it sent is.
+    pub fn with_json_len(mut self, len: usize) -> Crd {
+        self.json_len = Some(len);
+        self
+    }
+
     /// The length of the document's compact JSON (what `crdSize` measures).
     pub fn json_len(&self) -> usize {
         self.json_len

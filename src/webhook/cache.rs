@@ -52,7 +52,8 @@ pub struct Key<'a> {
     pub old_stored: &'a str,
     /// The new spec, raw.
     pub new_spec: &'a str,
-    /// The new and old objects' JSON lengths (`crdSize` measures them).
+    /// The new and old objects' JSON lengths as sent (`crdSize` measures
+    /// them: [`super::request::read_crd`] takes these, not its own).
     pub lengths: (usize, usize),
     /// Which configuration was in force (bumped on every reload).
     pub config_generation: u64,

@@ -354,23 +354,76 @@ impl Request<'_> {
 }
 
 /// The parts of a CRD read before deciding whether to judge it: what the
-/// verdict depends on, as raw text, and the annotations.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// verdict depends on, as raw text, and the annotations. Read in one pass
+/// over the object, every top-level value borrowed from the body, so the
+/// object's length (what `crdSize` measures) comes without a second pass.
+#[derive(Debug, Default)]
 pub struct Outline<'a> {
     /// `apiextensions.k8s.io/v1`, or what was sent instead.
-    #[serde(borrow, default)]
     pub api_version: Option<&'a str>,
     /// `CustomResourceDefinition`, or what was sent instead.
-    #[serde(borrow, default)]
     pub kind: Option<&'a str>,
-    #[serde(borrow, default)]
     metadata: OutlineMeta<'a>,
     /// The spec, unparsed.
-    #[serde(borrow, default)]
     pub spec: Option<&'a RawValue>,
-    #[serde(borrow, default)]
     status: Option<OutlineStatus<'a>>,
+    /// The object's JSON length with its values as sent and nothing
+    /// between them: the API server sends compact JSON, so its length.
+    len: usize,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Outline<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Outline<'a>, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Outline<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Outline<'de>, A::Error> {
+                use serde::de::Error;
+                let mut outline = Outline::default();
+                let mut seen: Vec<&'de str> = Vec::new();
+                // `{` and `}`, and a comma between entries.
+                outline.len = 2;
+                while let Some(key) = map.next_key::<&'de str>()? {
+                    if seen.contains(&key) {
+                        return Err(A::Error::custom(format_args!("duplicate field `{key}`")));
+                    }
+                    seen.push(key);
+                    let raw: &'de RawValue = map.next_value()?;
+                    let text = raw.get();
+                    // `"key":value`, and its comma.
+                    outline.len += key.len() + 3 + text.len() + usize::from(seen.len() > 1);
+                    let read = |what| A::Error::custom(format_args!("{what}: {text:.80}"));
+                    match key {
+                        "apiVersion" => {
+                            outline.api_version =
+                                serde_json::from_str(text).map_err(|_| read("apiVersion"))?;
+                        }
+                        "kind" => {
+                            outline.kind = serde_json::from_str(text).map_err(|_| read("kind"))?;
+                        }
+                        "metadata" => {
+                            outline.metadata =
+                                serde_json::from_str(text).map_err(A::Error::custom)?;
+                        }
+                        "spec" => outline.spec = Some(raw),
+                        "status" => {
+                            outline.status =
+                                serde_json::from_str(text).map_err(A::Error::custom)?;
+                        }
+                        _ => {}
+                    }
+                }
+                Ok(outline)
+            }
+        }
+        d.deserialize_map(Visit)
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -495,6 +548,11 @@ impl<'a> Outline<'a> {
         }
     }
 
+    /// The object's compact JSON length, as sent.
+    pub fn json_len(&self) -> usize {
+        self.len
+    }
+
     /// `status.storedVersions`, as raw text (empty when absent).
     pub fn stored_versions(&self) -> &str {
         self.status
@@ -568,13 +626,20 @@ pub fn response(uid: &str) -> AdmissionResponse {
 /// A request's CRD as the webhook keeps it: the models, and the document
 /// without the schemas' JSON, which is never built (the schemas are read
 /// straight into the models; see [`Crd::from_json`]). Of its metadata only
-/// the name and annotations stay, of its status the stored versions: the
+/// the name and annotations stay, of its status the stored versions, and
+/// its JSON length is `json_len` when given (the outline's, as sent): the
 /// verdict cache ([`super::cache::Key`]) keys on those, so a judgment
 /// cannot depend on anything it does not key on.
-pub fn read_crd(raw: Option<&[u8]>) -> Result<Crd, String> {
+pub fn read_crd(raw: Option<&[u8]>, json_len: Option<usize>) -> Result<Crd, String> {
     let raw = raw.ok_or("the request carries no object")?;
     Crd::from_json(raw)
-        .map(|crd| crd.keeping_metadata(&["name", "annotations"]))
+        .map(|crd| {
+            let crd = crd.keeping_metadata(&["name", "annotations"]);
+            match json_len {
+                Some(len) => crd.with_json_len(len),
+                None => crd,
+            }
+        })
         .map_err(|e| match e {
             CrdError::Unreadable(e) => format!("unreadable object: {e}"),
             e => format!("the CRD cannot be read: {e}"),
@@ -732,6 +797,32 @@ mod tests {
                 ),
             }
         }
+    }
+
+    /// `crdSize` measures the object the API server sent: its outline
+    /// says how long it is, in the same pass, so a cache hit needs no
+    /// second pass over the body to key on it.
+    #[test]
+    fn the_outline_measures_its_object_as_sent() {
+        for object in [
+            r#"{"kind":"CustomResourceDefinition","metadata":{"name":"w.example.com"},"spec":{"a":[1,2]},"status":{"storedVersions":["v1"]}}"#,
+            r#"{"spec":{}}"#,
+            r#"{}"#,
+        ] {
+            let body = review_with(&format!(
+                r#"{{"uid":"u","name":"w.example.com","operation":"CREATE","object":{object}}}"#
+            ));
+            let r = parse(body.as_bytes()).unwrap();
+            assert_eq!(
+                r.object.as_ref().unwrap().json_len(),
+                object.len(),
+                "{object}"
+            );
+        }
+        let twice =
+            review_with(r#"{"uid":"u","operation":"CREATE","object":{"spec":{},"spec":{"a":1}}}"#);
+        let why = parse(twice.as_bytes()).map(|_| ()).unwrap_err();
+        assert!(why.contains("duplicate field `spec`"), "{why}");
     }
 
     #[test]

@@ -393,7 +393,7 @@ impl Requirements {
             .map(|r| r.get().to_owned())
             .ok_or("the request carries no object")?;
         let work = self.blocking(judgment_cost(raw.len()), move || {
-            let new = request::read_crd(Some(raw.as_bytes()))?;
+            let new = request::read_crd(Some(raw.as_bytes()), None)?;
             Ok(pinning
                 .iter()
                 .flat_map(|r| requirement::judge(r, Some(&new)))

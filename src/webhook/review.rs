@@ -540,13 +540,16 @@ impl Reviewer {
                     old_spec,
                     old_stored: old_outline.as_ref().map_or("", |o| o.stored_versions()),
                     new_spec,
-                    lengths: object_lengths(body)?,
+                    lengths: (
+                        new_outline.json_len(),
+                        old_outline.as_ref().map_or(0, |o| o.json_len()),
+                    ),
                     config_generation: generation,
                     kube_minor: kube.minor,
                 };
                 let findings = self
                     .cache
-                    .get_or_judge(&key, || self.judge(body, kube, config))
+                    .get_or_judge(&key, || self.judge(body, key.lengths, kube, config))
                     .await?;
                 let mut examined = Examined {
                     findings: findings.as_ref().clone(),
@@ -702,6 +705,7 @@ impl Reviewer {
     async fn judge(
         &self,
         body: &Bytes,
+        (new_len, old_len): (usize, usize),
         kube: KubeVersion,
         config: &Config,
     ) -> Result<Vec<Finding>, String> {
@@ -719,10 +723,10 @@ impl Reviewer {
         judged.kube_version_source = KubeVersionSource::Server;
         let stored = Arc::clone(&self.stored_models);
         self.blocking(reserved, move || {
-            let new = request::read_crd(new_raw.as_deref())?;
+            let new = request::read_crd(new_raw.as_deref(), Some(new_len))?;
             let old = old_raw
                 .as_deref()
-                .map(|r| stored.get_or_read(r, |r| request::read_crd(Some(r))))
+                .map(|r| stored.get_or_read(r, |r| request::read_crd(Some(r), Some(old_len))))
                 .transpose()?;
             // Info findings never reach a verdict, and the cache keeps
             // what this returns: they are most of a large upgrade's.
@@ -793,7 +797,7 @@ impl Reviewer {
             let new_raw = new_raw.map(|r| slice_of(body, r));
             let new = self
                 .blocking(Arc::clone(&reserved), move || {
-                    request::read_crd(new_raw.as_deref())
+                    request::read_crd(new_raw.as_deref(), None)
                 })
                 .await?;
             let minor = self.kube_version(config).await.minor;
@@ -966,14 +970,6 @@ fn crd_outline<'o, 'a>(outline: &'o Outline<'a>) -> Result<&'o Outline<'a>, Stri
 /// How many groups of the requester were left out, when any were.
 pub(super) fn left_out(request: &Request<'_>) -> Option<usize> {
     Some(request.user_info.groups.dropped).filter(|n| *n > 0)
-}
-
-/// The JSON lengths of the request's new and old objects: `crdSize`
-/// measures the whole object, so they belong to what a verdict depends on.
-fn object_lengths(body: &Bytes) -> Result<(usize, usize), String> {
-    let raw = cpu_for(body.len(), || request::raw_objects(body))?;
-    let len = |r: Option<&RawValue>| r.map_or(0, |r| r.get().len());
-    Ok((len(raw.object), len(raw.old_object)))
 }
 
 /// The answer to a request the API server cannot have sent
