@@ -6,7 +6,11 @@
 //! Security Standard), the webhook configuration registers what `serve`
 //! expects, `serve` starts with the pod's arguments and the generated
 //! certificate and configuration, answering TLS for the Service's name, and
-//! an upgrade keeps the generated certificate.
+//! an upgrade keeps the generated certificate. The operations' defaults: the
+//! pods spread over nodes and zones, take a priority class the API server
+//! admits, the `matchConditions` examples of values.yaml are CEL the API
+//! server accepts, and with `clientAuth` the pods refuse every client
+//! without a certificate (the kubelet's probes become TCP checks).
 //!
 //! helm comes from `scripts/helm-bin.sh`; without it (or without the test
 //! API server) the tests return early, except in CI, where they fail.
@@ -591,6 +595,7 @@ fn serve_like_the_pod(args: &[String], dir: &Path, kubeconfig: &Path) -> Serving
         .map(|a| {
             a.replacen("/tls/", &format!("{}/tls/", dir.display()), 1)
                 .replacen("/config/", &format!("{}/config/", dir.display()), 1)
+                .replacen("/client-ca/", &format!("{}/client-ca/", dir.display()), 1)
         })
         .collect();
     let mut child = Command::new(env!("CARGO_BIN_EXE_kubectl-crd_safety"))
@@ -810,4 +815,289 @@ fn an_upgrade_keeps_the_generated_certificate() {
         one(&upgrade, "ValidatingWebhookConfiguration")["webhooks"][0]["clientConfig"]["caBundle"],
         secret["data"]["ca.crt"]
     );
+}
+
+#[test]
+fn the_pods_spread_over_nodes_and_zones_and_may_take_a_critical_priority() {
+    let Some(dir) = helm_dir() else { return };
+    let Some(plane) = control_plane() else { return };
+    let kubeconfig = &plane.admin_kubeconfig;
+    let docs = documents(&render(dir, DRY_RUN_NS, &[]));
+    let spec = &one(&docs, "Deployment")["spec"];
+    let selector = &spec["selector"]["matchLabels"];
+    let pod = &spec["template"]["spec"];
+    assert!(pod.get("priorityClassName").is_none(), "none by default");
+    assert!(pod.get("affinity").is_none());
+    // Nodes required (as a required anti-affinity would), zones preferred;
+    // both count only the release's pods, on nodes they may run on.
+    let spread = pod["topologySpreadConstraints"]
+        .as_array()
+        .expect("topologySpreadConstraints");
+    let by_key = |key: &str| {
+        spread
+            .iter()
+            .find(|c| c["topologyKey"] == key)
+            .unwrap_or_else(|| panic!("no constraint on {key}: {spread:?}"))
+    };
+    let nodes = by_key("kubernetes.io/hostname");
+    assert_eq!(nodes["whenUnsatisfiable"], "DoNotSchedule");
+    let zones = by_key("topology.kubernetes.io/zone");
+    assert_eq!(zones["whenUnsatisfiable"], "ScheduleAnyway");
+    for c in spread {
+        assert_eq!(c["maxSkew"], 1);
+        assert_eq!(c["nodeTaintsPolicy"], "Honor", "{c}");
+        assert_eq!(c["labelSelector"]["matchLabels"], *selector);
+    }
+    // The rollout surges one pod and never goes below replicaCount: with a
+    // required anti-affinity that needs a node more than replicas.
+    assert_eq!(spec["strategy"]["rollingUpdate"]["maxUnavailable"], 0);
+    assert_eq!(one(&docs, "PodDisruptionBudget")["spec"]["minAvailable"], 1);
+    // Overridable: a constraint's own selector stays; `[]` drops them.
+    let own = documents(&render_with(
+        dir,
+        DRY_RUN_NS,
+        &[
+            "--set-json",
+            r#"topologySpreadConstraints=[{"maxSkew":2,"topologyKey":"kubernetes.io/hostname","whenUnsatisfiable":"DoNotSchedule","labelSelector":{"matchLabels":{"tier":"webhooks"}}}]"#,
+        ],
+    ));
+    let pod = &one(&own, "Deployment")["spec"]["template"]["spec"];
+    assert_eq!(
+        pod["topologySpreadConstraints"],
+        serde_json::json!([{
+            "maxSkew": 2,
+            "topologyKey": "kubernetes.io/hostname",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"tier": "webhooks"}}
+        }])
+    );
+    let none = documents(&render_with(
+        dir,
+        DRY_RUN_NS,
+        &["--set-json", "topologySpreadConstraints=[]"],
+    ));
+    let pod = &one(&none, "Deployment")["spec"]["template"]["spec"];
+    assert!(pod.get("topologySpreadConstraints").is_none());
+    // The class the values suggest exists in every cluster and is admitted
+    // outside kube-system. The Priority admission plugin resolves it on
+    // pods, not on Deployments, so the dry run is of the pod the Deployment
+    // makes (with its ServiceAccount, which the ServiceAccount plugin looks
+    // up, made for real in a namespace of this test's own); one that does
+    // not exist is refused, so the check has teeth.
+    namespace(kubeconfig, DRY_RUN_NS);
+    dry_run(
+        kubeconfig,
+        "the default spread",
+        &without_cert_manager(&docs),
+    );
+    let ns = "crd-safety-priority";
+    namespace(kubeconfig, ns);
+    let out = kubectl(
+        kubeconfig,
+        &["-n", ns, "create", "serviceaccount", "crd-safety"],
+    );
+    let err = text(&out.stderr);
+    assert!(
+        out.status.success() || err.contains("AlreadyExists"),
+        "create serviceaccount: {err}"
+    );
+    let pod_of = |class: &str| {
+        let docs = documents(&render(dir, ns, &[&format!("priorityClassName={class}")]));
+        let template = &one(&docs, "Deployment")["spec"]["template"];
+        assert_eq!(template["spec"]["priorityClassName"], class);
+        serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "crd-safety-priority",
+                "namespace": ns,
+                "labels": template["metadata"]["labels"],
+            },
+            "spec": template["spec"],
+        })
+        .to_string()
+    };
+    dry_run(
+        kubeconfig,
+        "priorityClassName",
+        &pod_of("system-cluster-critical"),
+    );
+    let out = dry_run_output(kubeconfig, &pod_of("no-such-class"));
+    assert!(
+        !out.status.success(),
+        "an unknown priority class was admitted"
+    );
+    assert_has(&text(&out.stderr), "no-such-class");
+}
+
+/// The `matchConditions` example of values.yaml: its commented lines from
+/// `# matchConditions:` up to the first comment line not indented under
+/// it, uncommented.
+fn match_conditions_example() -> String {
+    let values = std::fs::read_to_string(chart().join("values.yaml")).expect("values.yaml");
+    let mut lines = values.lines().skip_while(|l| *l != "# matchConditions:");
+    let mut example = String::new();
+    if let Some(first) = lines.next() {
+        example.push_str(&first[2..]);
+        example.push('\n');
+    }
+    for line in lines.take_while(|l| l.starts_with("#   ")) {
+        example.push_str(&line[2..]);
+        example.push('\n');
+    }
+    example
+}
+
+#[test]
+fn the_match_condition_examples_are_cel_the_api_server_accepts() {
+    let Some(dir) = helm_dir() else { return };
+    let Some(plane) = control_plane() else { return };
+    let kubeconfig = &plane.admin_kubeconfig;
+    let example = match_conditions_example();
+    let files = tempfile::tempdir().expect("tempdir");
+    let render_conditions = |yaml: &str| {
+        let file = files.path().join("conditions.yaml");
+        std::fs::write(&file, yaml).expect("write");
+        let docs = documents(&render_with(
+            dir,
+            DRY_RUN_NS,
+            &["-f", file.to_str().expect("UTF-8 path")],
+        ));
+        let (text, config) = docs
+            .into_iter()
+            .find(|(_, v)| v["kind"] == "ValidatingWebhookConfiguration")
+            .expect("the webhook configuration");
+        (format!("---\n{text}"), config)
+    };
+    let (yaml, config) = render_conditions(&example);
+    let conditions = &config["webhooks"][0]["matchConditions"];
+    let names: Vec<&str> = conditions
+        .as_array()
+        .unwrap_or_else(|| panic!("no matchConditions from {example}"))
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["not-break-glass-group", "not-crd-generating-controllers"]
+    );
+    let expressions = conditions.to_string();
+    assert_has(&expressions, "request.userInfo.groups");
+    assert_has(
+        &expressions,
+        "system:serviceaccount:crossplane-system:crossplane",
+    );
+    // The CRDRequirement webhook keeps every request.
+    assert!(config["webhooks"][1].get("matchConditions").is_none());
+    // The API server compiles and type-checks every expression when the
+    // configuration is written: the examples pass a server-side dry run...
+    dry_run(kubeconfig, "the matchConditions examples", &yaml);
+    // ...and one naming a field AdmissionRequest's userInfo lacks, or not
+    // returning a bool, does not.
+    for (bad, said) in [
+        (
+            "!('platform-admins' in request.userInfo.group)",
+            "undefined field",
+        ),
+        ("request.userInfo.username", "bool"),
+    ] {
+        let (yaml, _) = render_conditions(&format!(
+            "matchConditions:\n  - name: bad\n    expression: {bad:?}\n"
+        ));
+        let out = dry_run_output(kubeconfig, &yaml);
+        assert!(!out.status.success(), "{bad} was accepted");
+        assert_has(&text(&out.stderr), said);
+    }
+}
+
+#[tokio::test]
+async fn with_client_auth_the_pods_refuse_clients_without_a_certificate_and_probe_by_tcp() {
+    let Some(dir) = helm_dir() else { return };
+    let Some(plane) = control_plane() else { return };
+    let kubeconfig = &plane.admin_kubeconfig;
+    let docs = documents(&render(
+        dir,
+        DRY_RUN_NS,
+        &["clientAuth.caSecretName=clients"],
+    ));
+    let pod = &one(&docs, "Deployment")["spec"]["template"]["spec"];
+    let c = &pod["containers"][0];
+    let args: Vec<String> = c["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .map(|a| a.as_str().expect("a string").to_string())
+        .collect();
+    let at = args
+        .iter()
+        .position(|a| a == "--client-ca-file")
+        .expect("--client-ca-file");
+    assert_eq!(args[at + 1], "/client-ca/ca.crt");
+    let ca_volume = pod["volumes"]
+        .as_array()
+        .and_then(|vs| vs.iter().find(|v| v["name"] == "client-ca"))
+        .expect("the client-ca volume");
+    assert_eq!(ca_volume["secret"]["secretName"], "clients");
+    let mount = c["volumeMounts"]
+        .as_array()
+        .and_then(|ms| ms.iter().find(|m| m["name"] == "client-ca"))
+        .expect("the client-ca mount");
+    assert_eq!(mount["mountPath"], "/client-ca");
+    assert!(mount.get("subPath").is_none());
+    // The kubelet presents no client certificate: its probes check that the
+    // port accepts, keeping their timing.
+    for (probe, period) in [("livenessProbe", 10), ("readinessProbe", 5)] {
+        assert!(c[probe].get("httpGet").is_none(), "{probe}: {}", c[probe]);
+        assert_eq!(c[probe]["tcpSocket"]["port"], "https", "{probe}");
+        assert_eq!(c[probe]["periodSeconds"], period, "{probe}");
+    }
+    // Without clientAuth, nothing of it.
+    let plain = documents(&render(dir, DRY_RUN_NS, &[]));
+    let plain_c = &one(&plain, "Deployment")["spec"]["template"]["spec"]["containers"][0];
+    assert!(!plain_c["args"].to_string().contains("--client-ca-file"));
+    assert_eq!(plain_c["readinessProbe"]["httpGet"]["path"], "/readyz");
+    namespace(kubeconfig, DRY_RUN_NS);
+    dry_run(kubeconfig, "clientAuth", &without_cert_manager(&docs));
+
+    // serve with those arguments: a serving certificate for 127.0.0.1, the
+    // chart's configuration, and a client CA at the pod's paths.
+    let files = tempfile::tempdir().expect("tempdir");
+    for sub in ["tls", "config", "client-ca"] {
+        std::fs::create_dir_all(files.path().join(sub)).expect("dir");
+    }
+    let serving = support::webhook::TestCa::new();
+    serving.issue(&files.path().join("tls"));
+    let config = one(&docs, "ConfigMap")["data"]["config.yaml"]
+        .as_str()
+        .expect("config.yaml");
+    std::fs::write(files.path().join("config/config.yaml"), config).expect("write");
+    let clients = support::webhook::TestCa::new();
+    std::fs::write(files.path().join("client-ca/ca.crt"), &clients.pem).expect("write");
+    let served = serve_like_the_pod(&args, files.path(), kubeconfig);
+    // What the tcpSocket probe checks.
+    tokio::net::TcpStream::connect(served.addr)
+        .await
+        .expect("the port accepts");
+    // What an httpGet probe, or a Prometheus without a certificate, gets.
+    for path in ["/healthz", "/readyz", "/metrics"] {
+        let got =
+            support::webhook::https_with(served.addr, &serving, None, &support::webhook::get(path))
+                .await;
+        assert!(
+            got.is_err(),
+            "{path} answered without a certificate: {got:?}"
+        );
+    }
+    // A scraper with a certificate of the client CA.
+    let scraper = clients.client("prometheus");
+    let (code, body) = support::webhook::https_with(
+        served.addr,
+        &serving,
+        Some(&scraper),
+        &support::webhook::get("/metrics"),
+    )
+    .await
+    .expect("/metrics with a client certificate");
+    assert_eq!(code, 200);
+    assert_has(&body, "# TYPE crd_safety_reviews_total counter");
 }

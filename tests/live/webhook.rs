@@ -1075,6 +1075,20 @@ async fn with_a_client_ca_only_clients_with_its_certificate_are_answered() {
         !reviews.is_empty() && reviews.iter().all(|r| r["identity"] == "authenticated"),
         "{reviews:#?}"
     );
+    // /metrics too: the handshake is refused before any path is read, so
+    // Prometheus scrapes with a certificate of that CA (docs/webhook.md).
+    let metrics = get("/metrics");
+    let refused = support::webhook::https_with(served.addr, &ca, None, &metrics).await;
+    assert!(
+        refused.is_err(),
+        "/metrics without a certificate: {refused:?}"
+    );
+    let scraper = clients.client("prometheus");
+    let scraped = support::webhook::https_with(served.addr, &ca, Some(&scraper), &metrics)
+        .await
+        .expect("/metrics with a certificate of the client CA");
+    assert_eq!(scraped.0, 200);
+    assert_has(&scraped.1, "crd_safety_reviews_total{");
 }
 
 /// Opens a TLS connection to `addr` and sends `partial`, then waits: a

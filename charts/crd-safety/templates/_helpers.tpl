@@ -120,3 +120,18 @@ instead of every review.
 {{- end }}
 {{- $pem | trim | printf "%s\n" | b64enc }}
 {{- end }}
+
+{{/*
+A probe of values (`list $ .Values.readinessProbe`). With
+clientAuth.caSecretName the TLS handshake needs a client certificate, which
+the kubelet never presents: an httpGet probe becomes a tcpSocket check of
+the same port (the server accepts connections), the rest of it kept.
+*/}}
+{{- define "crd-safety.probe" -}}
+{{- $root := index . 0 }}
+{{- $probe := index . 1 }}
+{{- if and $root.Values.clientAuth.caSecretName $probe.httpGet }}
+{{- $probe = merge (dict "tcpSocket" (dict "port" $probe.httpGet.port)) (omit $probe "httpGet") }}
+{{- end }}
+{{- toYaml $probe }}
+{{- end }}
