@@ -38,11 +38,49 @@ pub struct CheckOptions<'a> {
     /// Validate the stored objects of every CRD that changes (`--objects`).
     pub scan: Option<ScanOptions>,
     /// Send one stored object to each changed CRD's conversion webhook and
-    /// back (`--probe-conversion`).
+    /// back (`--probe-conversion`), when that webhook is the one the live
+    /// CRD already converts through.
     pub probe_conversion: bool,
+    /// Services the probe may also send to although the live CRD does not
+    /// convert through them (`--probe-conversion-service`): a destination
+    /// the manifest chose gets the cluster's objects only when the user
+    /// named it.
+    pub probe_services: Vec<ProbeService>,
     /// Told as the check moves on, for a progress line; called from the
     /// requests in flight, in the order they finish.
     pub progress: &'a (dyn Fn(Step<'_>) + Sync),
+}
+
+/// A Service named by `--probe-conversion-service NAMESPACE/NAME`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeService {
+    /// The Service's namespace.
+    pub namespace: String,
+    /// The Service's name.
+    pub name: String,
+}
+
+impl std::fmt::Display for ProbeService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// `NAMESPACE/NAME`, as `--probe-conversion-service` takes it.
+pub fn parse_probe_service(text: &str) -> Result<ProbeService, String> {
+    match text.trim().split_once('/') {
+        Some((namespace, name))
+            if !namespace.is_empty() && !name.is_empty() && !name.contains('/') =>
+        {
+            Ok(ProbeService {
+                namespace: namespace.to_string(),
+                name: name.to_string(),
+            })
+        }
+        _ => Err(format!(
+            "expected NAMESPACE/NAME of a Service (e.g. webhook-system/widget-webhook), got {text:?}"
+        )),
+    }
 }
 
 /// Where `apply_check` is.
@@ -160,7 +198,9 @@ pub async fn apply_check(
                             &n.crd,
                             stored,
                             *live_crd,
-                            options.probe_conversion,
+                            options
+                                .probe_conversion
+                                .then_some(options.probe_services.as_slice()),
                         )
                         .await?
                     }
@@ -324,4 +364,23 @@ fn same_content(would_be: &Value, live: &Value) -> bool {
         && ["labels", "annotations"]
             .iter()
             .all(|k| would_be["metadata"].get(k) == live["metadata"].get(k))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_probe_service_is_a_namespace_and_a_name() {
+        assert_eq!(
+            parse_probe_service("system/hook"),
+            Ok(ProbeService {
+                namespace: "system".into(),
+                name: "hook".into()
+            })
+        );
+        for wrong in ["hook", "/hook", "system/", "a/b/c", ""] {
+            assert!(parse_probe_service(wrong).is_err(), "{wrong}");
+        }
+    }
 }

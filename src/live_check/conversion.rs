@@ -11,6 +11,14 @@
 //! keeps in the live CRD counts. `--probe-conversion` also sends one stored
 //! object to the webhook, through the API server's service proxy, to every
 //! served version and back.
+//!
+//! The manifest is untrusted input (a pull request, a chart), so it chooses
+//! neither where a stored object goes nor which Secret is read: the probe
+//! sends only to the webhook the live CRD already converts through (the API
+//! server sends it these objects already) or to a Service the user named
+//! (`--probe-conversion-service`), and the serving certificate is read only
+//! from the Secret the live CRD's own cert-manager annotation leads to.
+//! Messages name the object and the field paths, never a stored value.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -18,6 +26,7 @@ use base64::Engine as _;
 use rustls::pki_types::UnixTime;
 use serde_json::{Value, json};
 
+use super::ProbeService;
 use crate::cluster::conversion::{Read, Review};
 use crate::cluster::{ClusterError, Connection, tls};
 use crate::compare::{Check, Finding, Severity};
@@ -63,6 +72,23 @@ impl Service {
     fn label(&self) -> String {
         format!("svc {}/{}:{}", self.namespace, self.name, self.port)
     }
+
+    /// The label with the path, where two webhooks may differ in it alone.
+    fn label_at(&self) -> String {
+        match self.path.as_str() {
+            "" => self.label(),
+            path => format!("{} at {path}", self.label()),
+        }
+    }
+
+    /// Whether a review sent to `other` goes where one sent to `self` goes:
+    /// the proxy path drops the leading `/` (`conversion_review`).
+    fn same_destination(&self, other: &Service) -> bool {
+        self.namespace == other.namespace
+            && self.name == other.name
+            && self.port == other.port
+            && self.path.trim_start_matches('/') == other.path.trim_start_matches('/')
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -79,6 +105,13 @@ impl Injection {
         match self {
             Injection::Certificate(ns, name) => format!("Certificate {ns}/{name}"),
             Injection::Secret(ns, name) => format!("Secret {ns}/{name}"),
+        }
+    }
+
+    fn annotation(&self) -> &'static str {
+        match self {
+            Injection::Certificate(..) => INJECT_FROM,
+            Injection::Secret(..) => INJECT_FROM_SECRET,
         }
     }
 }
@@ -104,15 +137,22 @@ fn namespaced(text: &str) -> Option<(String, String)> {
 /// strategy is `Webhook` and there are at least two versions to convert
 /// between.
 pub(crate) fn webhook_of(crd: &Value) -> Option<Webhook> {
-    let conversion = crd.pointer("/spec/conversion")?;
-    if conversion["strategy"] != "Webhook" {
-        return None;
-    }
     if crd
         .pointer("/spec/versions")
         .and_then(Value::as_array)
         .is_none_or(|v| v.len() < 2)
     {
+        return None;
+    }
+    configured(crd)
+}
+
+/// The conversion webhook `crd` names, whatever its versions: the live
+/// CRD's is where the API server sends its objects, even while it has only
+/// one version to convert.
+fn configured(crd: &Value) -> Option<Webhook> {
+    let conversion = crd.pointer("/spec/conversion")?;
+    if conversion["strategy"] != "Webhook" {
         return None;
     }
     let config = &conversion["webhook"]["clientConfig"];
@@ -131,22 +171,11 @@ pub(crate) fn webhook_of(crd: &Value) -> Option<Webhook> {
             .unwrap_or(443),
         path: s.get("path").and_then(text).unwrap_or_default(),
     });
-    let annotations = &crd["metadata"]["annotations"];
-    let injection = annotations[INJECT_FROM]
-        .as_str()
-        .and_then(namespaced)
-        .map(|(ns, n)| Injection::Certificate(ns, n))
-        .or_else(|| {
-            annotations[INJECT_FROM_SECRET]
-                .as_str()
-                .and_then(namespaced)
-                .map(|(ns, n)| Injection::Secret(ns, n))
-        });
     Some(Webhook {
         service,
         url: text(&config["url"]),
         ca_bundle: text(&config["caBundle"]),
-        injection,
+        injection: injection_of(crd),
         review_versions: conversion["webhook"]["conversionReviewVersions"]
             .as_array()
             .into_iter()
@@ -155,6 +184,21 @@ pub(crate) fn webhook_of(crd: &Value) -> Option<Webhook> {
             .map(String::from)
             .collect(),
     })
+}
+
+/// Where cert-manager's annotations on `crd` say its caBundle comes from.
+fn injection_of(crd: &Value) -> Option<Injection> {
+    let annotations = &crd["metadata"]["annotations"];
+    annotations[INJECT_FROM]
+        .as_str()
+        .and_then(namespaced)
+        .map(|(ns, n)| Injection::Certificate(ns, n))
+        .or_else(|| {
+            annotations[INJECT_FROM_SECRET]
+                .as_str()
+                .and_then(namespaced)
+                .map(|(ns, n)| Injection::Secret(ns, n))
+        })
 }
 
 /// What a webhook that does not answer breaks, for `crd`: "objects stored
@@ -187,12 +231,14 @@ fn what_breaks(crd: &Crd, live: Option<&Crd>) -> String {
 
 /// The findings on the conversion webhook of `crd`, judged as `stored` (the
 /// CRD the dry run would store); nothing when it has none that matters.
+/// `probe` is `--probe-conversion`, with the Services the user allowed
+/// besides the live CRD's own webhook.
 pub(crate) async fn findings(
     conn: &Connection,
     crd: &Crd,
     stored: &Value,
     live: Option<&Crd>,
-    probe: bool,
+    probe: Option<&[ProbeService]>,
 ) -> Result<Vec<Finding>, ClusterError> {
     let Some(webhook) = webhook_of(stored) else {
         return Ok(Vec::new());
@@ -219,17 +265,29 @@ pub(crate) async fn findings(
         Ok(None) => {}
         Ok(Some(anchors)) => {
             let target = webhook.target();
-            if let (Some(injection), Some(name)) = (&webhook.injection, &server_name)
-                && let Some(f) =
-                    serving(conn, &target, injection, &anchors, name, now, &breaks).await?
-            {
-                out.push(f);
+            if let (Some(injection), Some(name)) = (&webhook.injection, &server_name) {
+                // The manifest's annotation would choose which Secret is
+                // read; the live CRD's is the cluster's own configuration.
+                let live_injection = live.and_then(|l| injection_of(&l.manifest));
+                if live_injection.as_ref() == Some(injection) {
+                    if let Some(f) =
+                        serving(conn, &target, injection, &anchors, name, now, &breaks).await?
+                    {
+                        out.push(f);
+                    }
+                } else {
+                    out.push(not_read(&target, injection, live, live_injection.as_ref()));
+                }
             }
         }
     }
-    if probe && reachable {
+    if let Some(allowed) = probe
+        && reachable
+    {
         match &webhook.service {
-            Some(service) => out.extend(probe_webhook(conn, service, &webhook, crd, live).await?),
+            Some(service) => {
+                out.extend(probe_webhook(conn, service, &webhook, crd, live, allowed).await?);
+            }
             None => out.push(Finding::new(
                 Check::ConversionWebhookNotReady,
                 Severity::Info,
@@ -495,6 +553,38 @@ fn host_of(url: &str) -> Option<String> {
     (!host.is_empty()).then(|| host.to_string())
 }
 
+/// The serving certificate was not read, as the manifest names another
+/// source than the live CRD: a manifest does not choose which Secret
+/// crd-safety reads.
+fn not_read(
+    target: &str,
+    injection: &Injection,
+    live: Option<&Crd>,
+    live_injection: Option<&Injection>,
+) -> Finding {
+    let live_has = match (live, live_injection) {
+        (None, _) => "the cluster has no such CRD yet".to_string(),
+        (Some(_), None) => "the live CRD has no cert-manager annotation".to_string(),
+        (Some(_), Some(other)) => format!(
+            "the live CRD takes it from {} ({})",
+            other.describe(),
+            other.annotation()
+        ),
+    };
+    Finding::new(
+        Check::ConversionWebhookNotReady,
+        Severity::Info,
+        format!(
+            "the serving certificate of conversion webhook {target} was not checked against the \
+             caBundle: the manifest takes it from {} ({}) and {live_has}, and crd-safety reads \
+             only the Secret the live CRD's own annotation leads to. Run apply-check again once \
+             the CRD is applied",
+            injection.describe(),
+            injection.annotation()
+        ),
+    )
+}
+
 /// The serving certificate cert-manager keeps for the webhook, checked
 /// against `anchors` and `server_name`; a warning when it cannot be read.
 async fn serving(
@@ -612,29 +702,124 @@ fn review(review_version: &str, uid: &str, desired: &str, object: &Value) -> Val
     })
 }
 
+/// At most this many characters of a webhook's (or the proxy's) own words
+/// are quoted: enough to say what failed, while a webhook that echoes what
+/// it was sent cannot pour the object into a CI log.
+const QUOTED_CHARS: usize = 200;
+
+/// A message is read this far at most before the stored values are taken
+/// out of it, which bounds the work on a webhook that answers megabytes.
+const READ_BYTES: usize = 64 << 10;
+
+/// What stands in for a stored value in a quoted message.
+const REDACTED: &str = "<redacted>";
+
+/// The strings a webhook's words must not carry into the report: those of
+/// the objects the probe sent and got back, 4 characters or more (shorter
+/// ones would blank out ordinary words), apart from the apiVersion, kind,
+/// name and namespace the messages name anyway; longest first, so that no
+/// part of one is left behind by a shorter one.
+struct Hidden(Vec<String>);
+
+impl Hidden {
+    fn of(objects: &[&Value]) -> Hidden {
+        fn walk(value: &Value, out: &mut std::collections::BTreeSet<String>) {
+            match value {
+                Value::String(s) if s.chars().count() >= 4 => {
+                    out.insert(s.clone());
+                }
+                Value::Array(items) => items.iter().for_each(|v| walk(v, out)),
+                Value::Object(map) => map.values().for_each(|v| walk(v, out)),
+                _ => {}
+            }
+        }
+        let mut found = std::collections::BTreeSet::new();
+        for object in objects {
+            walk(object, &mut found);
+        }
+        for object in objects {
+            for named in [
+                &object["apiVersion"],
+                &object["kind"],
+                &object["metadata"]["name"],
+                &object["metadata"]["namespace"],
+            ] {
+                if let Some(s) = named.as_str() {
+                    found.remove(s);
+                }
+            }
+        }
+        let mut strings: Vec<String> = found.into_iter().collect();
+        strings.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        Hidden(strings)
+    }
+
+    /// `message` fit to quote: every hidden string replaced (ASCII case
+    /// ignored, as a webhook may change it), on one line, cut short.
+    fn quote(&self, message: &str) -> String {
+        let mut end = message.len().min(READ_BYTES);
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        let mut text = message[..end].to_string();
+        for value in &self.0 {
+            text = redact(&text, value);
+        }
+        let flat: Vec<char> = text
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
+        let mut out: String = flat.iter().take(QUOTED_CHARS).collect();
+        if flat.len() > QUOTED_CHARS || end < message.len() {
+            out.push_str("...");
+        }
+        out
+    }
+}
+
+/// `text` with every occurrence of `value` (ASCII case ignored) replaced.
+/// ASCII lowercasing keeps every byte where it was, so the offsets found in
+/// the lowered text hold in `text`.
+fn redact(text: &str, value: &str) -> String {
+    let (lower, needle) = (text.to_ascii_lowercase(), value.to_ascii_lowercase());
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    while let Some(i) = lower[at..].find(&needle) {
+        out.push_str(&text[at..at + i]);
+        out.push_str(REDACTED);
+        at += i + needle.len();
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
 /// The one converted object of a webhook's `answer`, checked as the API
-/// server checks it, or what is wrong with the answer.
-fn converted(answer: &Value, uid: &str, desired: &str, original: &Value) -> Result<Value, String> {
+/// server checks it, or what is wrong with the answer: the field that is
+/// wrong, never its value (the converted object is the stored one).
+fn converted(
+    answer: &Value,
+    uid: &str,
+    desired: &str,
+    original: &Value,
+    hidden: &Hidden,
+) -> Result<Value, String> {
     let response = answer
         .get("response")
         .filter(|r| r.is_object())
         .ok_or("the answer has no response")?;
     if response["uid"] != uid {
-        return Err(format!(
-            "expected response.uid={uid:?}, got {}",
-            response["uid"]
-        ));
+        return Err(format!("response.uid is not the request's uid ({uid:?})"));
     }
     let result = &response["result"];
     if result["status"] != "Success" {
         let message = result["message"].as_str().unwrap_or_default();
         return Err(format!(
             "response.result.status is {}, not \"Success\"{}",
-            result["status"],
+            hidden.quote(&result["status"].to_string()),
             if message.is_empty() {
                 String::new()
             } else {
-                format!(": {message}")
+                format!(": {}", hidden.quote(message))
             }
         ));
     }
@@ -649,21 +834,19 @@ fn converted(answer: &Value, uid: &str, desired: &str, original: &Value) -> Resu
     };
     if object["apiVersion"] != desired {
         return Err(format!(
-            "the converted object has apiVersion {}, not {desired:?}",
-            object["apiVersion"]
+            "the converted object's apiVersion is not {desired:?}"
         ));
     }
     if object["kind"] != original["kind"] {
         return Err(format!(
-            "the converted object has kind {}, not {}",
-            object["kind"], original["kind"]
+            "the converted object's kind is not {}",
+            original["kind"]
         ));
     }
     for field in ["name", "namespace", "uid"] {
         if object["metadata"][field] != original["metadata"][field] {
             return Err(format!(
-                "the converted object's metadata.{field} is {}, not {}",
-                object["metadata"][field], original["metadata"][field]
+                "the converted object's metadata.{field} is not the original's"
             ));
         }
     }
@@ -687,8 +870,8 @@ fn content(object: &Value) -> Value {
     out
 }
 
-/// The first place where `a` and `b` differ, as a JSON path with both
-/// values.
+/// The first place where `a` and `b` differ, as a JSON path and how, but
+/// not the values: they are the stored object's.
 fn difference(a: &Value, b: &Value, path: &str) -> Option<String> {
     match (a, b) {
         (Value::Object(x), Value::Object(y)) => {
@@ -700,20 +883,25 @@ fn difference(a: &Value, b: &Value, path: &str) -> Option<String> {
                             return Some(d);
                         }
                     }
-                    None => return Some(format!("{here} ({v}) is lost")),
+                    None => return Some(format!("{here} is lost")),
                 }
             }
-            y.iter()
-                .find(|(k, _)| !x.contains_key(*k))
-                .map(|(k, w)| format!("{path}.{k} ({w}) appears"))
+            y.keys()
+                .find(|k| !x.contains_key(*k))
+                .map(|k| format!("{path}.{k} appears"))
         }
         (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
             .iter()
             .zip(y)
             .enumerate()
             .find_map(|(i, (v, w))| difference(v, w, &format!("{path}[{i}]"))),
+        (Value::Array(x), Value::Array(y)) => Some(format!(
+            "{path} has {} items and comes back with {}",
+            x.len(),
+            y.len()
+        )),
         _ if a == b => None,
-        _ => Some(format!("{path} was {a}, came back as {b}")),
+        _ => Some(format!("{path} comes back changed")),
     }
 }
 
@@ -725,14 +913,90 @@ enum ProbeFailure {
     Forbidden(String),
 }
 
+/// The finding that the probe was skipped, when `service` (the manifest's)
+/// is neither the webhook the live CRD converts through (where the API
+/// server sends these objects already) nor a Service the user named: a
+/// manifest must not choose where a stored object goes. `None` when the
+/// probe may send.
+fn refused(service: &Service, live: &Crd, allowed: &[ProbeService]) -> Option<Finding> {
+    let uses = match configured(&live.manifest) {
+        Some(Webhook {
+            service: Some(own), ..
+        }) => {
+            if own.same_destination(service) {
+                return None;
+            }
+            format!("converts through {}", own.label_at())
+        }
+        Some(Webhook { url: Some(url), .. }) => format!("converts through {url}"),
+        _ => "converts without a webhook".to_string(),
+    };
+    if allowed
+        .iter()
+        .any(|a| a.namespace == service.namespace && a.name == service.name)
+    {
+        return None;
+    }
+    Some(Finding::new(
+        Check::ConversionWebhookNotReady,
+        Severity::Warning,
+        format!(
+            "conversion webhook {} was not probed: the live CRD {uses}, and --probe-conversion \
+             sends a stored object only to the webhook the live CRD already uses, so that a \
+             manifest cannot send the cluster's objects to a Service of its choosing. Apply the \
+             CRD and probe again, probe on a cluster whose CRD already converts through {}, or \
+             allow the Service by name: --probe-conversion-service {}/{}",
+            service.label_at(),
+            service.label_at(),
+            service.namespace,
+            service.name
+        ),
+    ))
+}
+
+/// One review of `object` to `desired` (`group/version`) through the
+/// service proxy, and the converted object or why there is none.
+async fn exchange(
+    conn: &Connection,
+    service: &Service,
+    review_version: &str,
+    object: &Value,
+    desired: &str,
+    hidden: &Hidden,
+) -> Result<Result<Value, ProbeFailure>, ClusterError> {
+    let uid = review_uid();
+    let request = review(review_version, &uid, desired, object);
+    let answer = conn
+        .conversion_review(
+            &service.namespace,
+            &service.name,
+            service.port,
+            &service.path,
+            &request,
+        )
+        .await?;
+    Ok(match answer {
+        Review::Answer(answer) => {
+            converted(&answer, &uid, desired, object, hidden).map_err(ProbeFailure::Refused)
+        }
+        Review::Failed(message) => Err(ProbeFailure::Refused(format!(
+            "the request failed ({})",
+            hidden.quote(&message)
+        ))),
+        Review::Forbidden(message) => Err(ProbeFailure::Forbidden(message)),
+    })
+}
+
 /// `--probe-conversion`: the first stored object, sent to every other
-/// served version of `crd` and back, through the service proxy.
+/// served version of `crd` and back, through the service proxy, when
+/// [`refused`] lets it.
 async fn probe_webhook(
     conn: &Connection,
     service: &Service,
     webhook: &Webhook,
     crd: &Crd,
     live: Option<&Crd>,
+    allowed: &[ProbeService],
 ) -> Result<Vec<Finding>, ClusterError> {
     let label = service.label();
     let kind = &crd.spec.names.kind;
@@ -748,6 +1012,9 @@ async fn probe_webhook(
             "conversion webhook {label} was not probed: the cluster has no {kind} stored yet"
         )));
     };
+    if let Some(skipped) = refused(service, live, allowed) {
+        return Ok(vec![skipped]);
+    }
     let storage = live.storage_version();
     let read_as = if storage.spec.served {
         storage.name()
@@ -809,29 +1076,8 @@ async fn probe_webhook(
                 .to_string(),
         }
     );
+    let hidden = Hidden::of(&[&object]);
     let mut out = Vec::new();
-    let send = |object: Value, desired: String| async move {
-        let uid = review_uid();
-        let request = review(review_version, &uid, &desired, &object);
-        let answer = conn
-            .conversion_review(
-                &service.namespace,
-                &service.name,
-                service.port,
-                &service.path,
-                &request,
-            )
-            .await?;
-        Ok::<_, ClusterError>(match answer {
-            Review::Answer(answer) => {
-                converted(&answer, &uid, &desired, &object).map_err(ProbeFailure::Refused)
-            }
-            Review::Failed(message) => Err(ProbeFailure::Refused(format!(
-                "the request failed ({message})"
-            ))),
-            Review::Forbidden(message) => Err(ProbeFailure::Forbidden(message)),
-        })
-    };
     let forbidden = |message: String| {
         Finding::new(
             Check::ConversionWebhookNotReady,
@@ -861,22 +1107,26 @@ async fn probe_webhook(
             continue;
         }
         let desired = format!("{}/{version}", crd.spec.group);
-        let there = match send(object.clone(), desired).await? {
-            Ok(o) => o,
-            Err(ProbeFailure::Refused(why)) => {
-                out.push(failed(version, why));
-                continue;
-            }
-            Err(ProbeFailure::Forbidden(message)) => return Ok(vec![forbidden(message)]),
-        };
-        let back = match send(there, from.clone()).await? {
-            Ok(o) => o,
-            Err(ProbeFailure::Refused(why)) => {
-                out.push(failed(&format!("{version} and back"), why));
-                continue;
-            }
-            Err(ProbeFailure::Forbidden(message)) => return Ok(vec![forbidden(message)]),
-        };
+        let there =
+            match exchange(conn, service, review_version, &object, &desired, &hidden).await? {
+                Ok(o) => o,
+                Err(ProbeFailure::Refused(why)) => {
+                    out.push(failed(version, why));
+                    continue;
+                }
+                Err(ProbeFailure::Forbidden(message)) => return Ok(vec![forbidden(message)]),
+            };
+        // The way back may echo what the webhook made of the values too.
+        let hidden_back = Hidden::of(&[&object, &there]);
+        let back =
+            match exchange(conn, service, review_version, &there, &from, &hidden_back).await? {
+                Ok(o) => o,
+                Err(ProbeFailure::Refused(why)) => {
+                    out.push(failed(&format!("{version} and back"), why));
+                    continue;
+                }
+                Err(ProbeFailure::Forbidden(message)) => return Ok(vec![forbidden(message)]),
+            };
         if let Some(lost) = difference(&content(&object), &content(&back), "") {
             out.push(
                 Finding::new(

@@ -9,7 +9,11 @@
 //! service proxy to a conversion webhook this test runs. The proxy refuses
 //! loopback endpoints and only proxies to pod IPs, so the webhook listens on
 //! a non-loopback address of this machine, named by a hand-made Pod's
-//! status. Plurals `conv*s` are this module's, and so is the namespace
+//! status. The probe sends only to the webhook the live CRD already converts
+//! through (or a Service named by `--probe-conversion-service`), so the
+//! probe tests install the live CRD with its webhook first; each webhook
+//! counts the connections it gets, which shows what was not sent. Plurals
+//! `conv*s` are this module's, and so is the namespace
 //! `conversion-readiness`; the minimal `certificates.cert-manager.io` CRD
 //! (for the Certificate that `inject-ca-from` names) goes to a dedicated
 //! control plane, as the shared one gets cert-manager's real one from
@@ -17,6 +21,7 @@
 
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use base64::Engine as _;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
@@ -25,7 +30,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::support;
-use support::envtest::{ControlPlane, control_plane, dedicated};
+use support::envtest::{control_plane, dedicated};
 use support::fixtures;
 use support::live::{admin, create_objects, ensure_namespace, install, write_manifest};
 use support::run::{Run, run};
@@ -37,7 +42,8 @@ const NS: &str = "conversion-readiness";
 /// through Service `NS/<service>` on `port` with `ca_bundle`.
 fn webhook_crd(plural: &str, service: &str, port: i32, path: &str, ca_bundle: &str) -> Value {
     let root = json!({"type": "object", "properties": {"spec": {"type": "object",
-        "properties": {"size": {"type": "integer"}, "mode": {"type": "string"}}}}});
+        "properties": {"size": {"type": "integer"}, "mode": {"type": "string"},
+                       "password": {"type": "string"}}}}});
     let mut crd = fixtures::crd(
         plural,
         vec![
@@ -361,6 +367,8 @@ async fn a_serving_certificate_the_ca_bundle_did_not_sign_is_an_error() {
     );
     crd["metadata"]["annotations"] =
         json!({"cert-manager.io/inject-ca-from": format!("{NS}/convsigned-cert")});
+    // The Secret is read only where the live CRD's own annotation leads.
+    install(&client, &crd).await;
     let (_, found) = check(&plane.admin_kubeconfig, &crd, &[]);
     one_error(
         &found,
@@ -401,6 +409,7 @@ async fn everything_in_place_with_cert_managers_secret_reports_nothing() {
     let mut crd = webhook_crd("convgoods", "convgood-hook", 443, "/convert", &ca.bundle());
     crd["metadata"]["annotations"] =
         json!({"cert-manager.io/inject-ca-from-secret": format!("{NS}/convgood-tls")});
+    install(&client, &crd).await;
     let (out, found) = check(&plane.admin_kubeconfig, &crd, &[]);
     assert_eq!(found, Vec::<String>::new());
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
@@ -473,20 +482,42 @@ fn machine_address() -> Option<IpAddr> {
     })
 }
 
+/// A running test webhook: its port, and the connections it has accepted.
+struct Hook {
+    port: u16,
+    connections: Arc<AtomicUsize>,
+}
+
+impl Hook {
+    fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+}
+
+/// The secret-looking value the leak test stores.
+const SECRET: &str = "hunter2-probe";
+
 /// A conversion webhook over HTTPS: `/convert` only rewrites the
 /// apiVersion (lossless between the test's two identical versions);
-/// `/lossy` drops `spec.size` on the way to v2. It runs on a thread of its
-/// own, as the test blocks its runtime while the plugin runs.
-fn conversion_webhook(addr: IpAddr, cert_pem: String, key_pem: String) -> u16 {
+/// `/lossy` drops `spec.size` on the way to v2; `/mangle` upper-cases
+/// `spec.password` on the way to v2; `/fail` refuses, quoting
+/// `spec.password` in a long message. It runs on a thread of its own, as
+/// the test blocks its runtime while the plugin runs.
+fn conversion_webhook(addr: IpAddr, cert_pem: String, key_pem: String) -> Hook {
     let (tx, rx) = std::sync::mpsc::channel();
+    let connections = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&connections);
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .expect("runtime");
-        runtime.block_on(serve_conversions(addr, cert_pem, key_pem, tx));
+        runtime.block_on(serve_conversions(addr, cert_pem, key_pem, tx, counted));
     });
-    rx.recv().expect("the webhook listens")
+    Hook {
+        port: rx.recv().expect("the webhook listens"),
+        connections,
+    }
 }
 
 async fn serve_conversions(
@@ -494,6 +525,7 @@ async fn serve_conversions(
     cert_pem: String,
     key_pem: String,
     listening: std::sync::mpsc::Sender<u16>,
+    connections: Arc<AtomicUsize>,
 ) {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -519,6 +551,7 @@ async fn serve_conversions(
         let Ok((tcp, _)) = listener.accept().await else {
             return;
         };
+        connections.fetch_add(1, Ordering::SeqCst);
         let acceptor = acceptor.clone();
         tokio::spawn(async move {
             let Ok(mut tls) = acceptor.accept(tcp).await else {
@@ -555,10 +588,11 @@ async fn serve_conversions(
                 buffer.extend_from_slice(&chunk[..n]);
             }
             let head = String::from_utf8_lossy(&buffer[..head_end]).to_string();
-            let lossy = head.starts_with("POST /lossy");
+            let path = head.split(' ').nth(1).unwrap_or_default().to_string();
             let review: Value =
                 serde_json::from_slice(&buffer[head_end..head_end + length]).unwrap_or_default();
             let desired = review["request"]["desiredAPIVersion"].clone();
+            let to_v2 = desired.as_str().is_some_and(|d| d.ends_with("/v2"));
             let objects: Vec<Value> = review["request"]["objects"]
                 .as_array()
                 .into_iter()
@@ -566,17 +600,35 @@ async fn serve_conversions(
                 .map(|o| {
                     let mut o = o.clone();
                     o["apiVersion"] = desired.clone();
-                    if lossy
-                        && desired.as_str().is_some_and(|d| d.ends_with("/v2"))
-                        && let Some(spec) = o["spec"].as_object_mut()
-                    {
-                        spec.remove("size");
+                    if let (true, Some(spec)) = (to_v2, o["spec"].as_object_mut()) {
+                        match path.as_str() {
+                            "/lossy" => {
+                                spec.remove("size");
+                            }
+                            "/mangle" => {
+                                let upper = spec["password"].as_str().map(str::to_uppercase);
+                                spec.insert("password".into(), json!(upper));
+                            }
+                            _ => {}
+                        }
                     }
                     o
                 })
                 .collect();
+            let result = if path == "/fail" {
+                let object = &review["request"]["objects"][0];
+                json!({"status": "Failure", "message": format!(
+                    "cannot convert {}: spec.password {} is not allowed; {}",
+                    object["metadata"]["name"].as_str().unwrap_or_default(),
+                    object["spec"]["password"].as_str().unwrap_or_default(),
+                    "more detail ".repeat(100)
+                )})
+            } else {
+                json!({"status": "Success"})
+            };
+            let objects = if path == "/fail" { Vec::new() } else { objects };
             let body = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
-                    "response": {"uid": review["request"]["uid"], "result": {"status": "Success"},
+                    "response": {"uid": review["request"]["uid"], "result": result,
                                  "convertedObjects": objects}})
             .to_string();
             let answer = format!(
@@ -624,32 +676,40 @@ async fn proxied_service(client: &Client, name: &str, ip: IpAddr, port: u16) {
     endpoint_slice(client, name, &ip.to_string(), port, true, Some(&pod)).await;
 }
 
-#[tokio::test]
-async fn probe_conversion_sends_a_stored_object_there_and_back() {
-    let Some(plane) = control_plane() else { return };
-    probe(plane).await;
-}
-
-async fn probe(plane: &ControlPlane) {
-    let Some(ip) = machine_address().filter(IpAddr::is_ipv4) else {
+/// The address the test webhooks listen on, or `None` (with a notice, and a
+/// failure in CI) when this machine has no non-loopback IPv4 address.
+fn probe_address() -> Option<IpAddr> {
+    let found = machine_address().filter(IpAddr::is_ipv4);
+    if found.is_none() {
         assert!(
             std::env::var_os("CI").is_none(),
             "no non-loopback IPv4 address for the webhook the proxy must reach"
         );
         eprintln!("notice: no non-loopback IPv4 address; the conversion probe is not tested");
-        return;
-    };
+    }
+    found
+}
+
+/// A test webhook behind the proxied Service `name`.
+async fn proxied_hook(client: &Client, name: &str, ca: &TestCa, ip: IpAddr) -> Hook {
+    let (cert, key) = ca.serving(&[&format!("{name}.{NS}.svc")], &[ip]);
+    let hook = conversion_webhook(ip, cert, key);
+    proxied_service(client, name, ip, hook.port).await;
+    hook
+}
+
+#[tokio::test]
+async fn probe_conversion_sends_a_stored_object_there_and_back() {
+    let Some(plane) = control_plane() else { return };
+    let Some(ip) = probe_address() else { return };
     let client = admin(plane).await;
     let name = "convprobe-hook";
     let ca = TestCa::new();
-    let dns = format!("{name}.{NS}.svc");
-    let (cert, key) = ca.serving(&[&dns], &[ip]);
-    let port = conversion_webhook(ip, cert, key);
-    proxied_service(&client, name, ip, port).await;
-    // The cluster's CRD converts nothing yet, and stores one object.
-    let mut live = webhook_crd("convprobes", name, 443, "/convert", &ca.bundle());
-    live["spec"]["conversion"] = json!({"strategy": "None"});
-    install(&client, &live).await;
+    let hook = proxied_hook(&client, name, &ca, ip).await;
+    // The cluster's CRD already converts through the webhook, and stores
+    // one object.
+    let good = webhook_crd("convprobes", name, 443, "/convert", &ca.bundle());
+    install(&client, &good).await;
     create_objects(
         &client,
         "convprobes",
@@ -662,23 +722,327 @@ async fn probe(plane: &ControlPlane) {
     )
     .await;
 
-    let good = webhook_crd("convprobes", name, 443, "/convert", &ca.bundle());
     let (out, found) = check(&plane.admin_kubeconfig, &good, &["--probe-conversion"]);
     assert_eq!(found, Vec::<String>::new(), "{}", out.stderr);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    // v1 -> v2, then back.
+    assert_eq!(hook.connections(), 2);
 
     let lossy = webhook_crd("convprobes", name, 443, "/lossy", &ca.bundle());
+    install(&client, &lossy).await;
     let (out, found) = check(&plane.admin_kubeconfig, &lossy, &["--probe-conversion"]);
     one_error(
         &found,
         &[
             "conversion webhook svc conversion-readiness/convprobe-hook:443 does not round-trip \
-         Convprobe conversion-readiness/first (v1 -> v2 -> v1): .spec.size (3) is lost",
+         Convprobe conversion-readiness/first (v1 -> v2 -> v1): .spec.size is lost: a client",
         ],
     );
     assert_eq!(out.code, 1, "{}", out.stderr);
 
     // Without the flag, nothing is sent.
+    let sent = hook.connections();
     let (_, found) = check(&plane.admin_kubeconfig, &lossy, &[]);
     assert_eq!(found, Vec::<String>::new());
+    assert_eq!(hook.connections(), sent);
+}
+
+#[tokio::test]
+async fn a_manifest_naming_another_webhook_is_not_probed() {
+    let Some(plane) = control_plane() else { return };
+    let Some(ip) = probe_address() else { return };
+    let client = admin(plane).await;
+    let ca = TestCa::new();
+    let own = proxied_hook(&client, "convredirect-hook", &ca, ip).await;
+    let other = proxied_hook(&client, "convredirect-other", &ca, ip).await;
+    let live = webhook_crd(
+        "convredirects",
+        "convredirect-hook",
+        443,
+        "/convert",
+        &ca.bundle(),
+    );
+    install(&client, &live).await;
+    create_objects(
+        &client,
+        "convredirects",
+        "v1",
+        vec![(
+            NS.to_string(),
+            "first".to_string(),
+            json!({"size": 3, "password": SECRET}),
+        )],
+    )
+    .await;
+    let skipped = |found: &[String], target: &str, service: &str| {
+        assert_eq!(found.len(), 1, "{found:#?}");
+        for part in [
+            &format!(
+                "warning: conversion webhook {target} was not probed: the live CRD converts \
+                 through svc conversion-readiness/convredirect-hook:443 at /convert, and \
+                 --probe-conversion sends a stored object only to the webhook the live CRD \
+                 already uses"
+            ),
+            &format!("--probe-conversion-service {service}"),
+        ] {
+            assert!(
+                found[0].contains(part.as_str()),
+                "{part:?} not in {}",
+                found[0]
+            );
+        }
+    };
+
+    // Another Service: nothing is sent to it (nor to the live one).
+    let elsewhere = webhook_crd(
+        "convredirects",
+        "convredirect-other",
+        443,
+        "/convert",
+        &ca.bundle(),
+    );
+    let (out, found) = check(&plane.admin_kubeconfig, &elsewhere, &["--probe-conversion"]);
+    assert_eq!((own.connections(), other.connections()), (0, 0));
+    skipped(
+        &found,
+        "svc conversion-readiness/convredirect-other:443 at /convert",
+        "conversion-readiness/convredirect-other",
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+
+    // The live CRD's Service at another path is another webhook too.
+    let other_path = webhook_crd(
+        "convredirects",
+        "convredirect-hook",
+        443,
+        "/lossy",
+        &ca.bundle(),
+    );
+    let (_, found) = check(
+        &plane.admin_kubeconfig,
+        &other_path,
+        &["--probe-conversion"],
+    );
+    skipped(
+        &found,
+        "svc conversion-readiness/convredirect-hook:443 at /lossy",
+        "conversion-readiness/convredirect-hook",
+    );
+    assert_eq!(own.connections(), 0);
+
+    // Allowing another Service by name does not allow this one.
+    let (_, found) = check(
+        &plane.admin_kubeconfig,
+        &elsewhere,
+        &[
+            "--probe-conversion",
+            "--probe-conversion-service",
+            "conversion-readiness/convredirect-hook",
+        ],
+    );
+    skipped(
+        &found,
+        "svc conversion-readiness/convredirect-other:443 at /convert",
+        "conversion-readiness/convredirect-other",
+    );
+    assert_eq!(other.connections(), 0);
+
+    // Named by the user, it is probed.
+    let (out, found) = check(
+        &plane.admin_kubeconfig,
+        &elsewhere,
+        &[
+            "--probe-conversion",
+            "--probe-conversion-service",
+            "conversion-readiness/convredirect-other",
+        ],
+    );
+    assert_eq!(found, Vec::<String>::new(), "{}", out.stderr);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_eq!((own.connections(), other.connections()), (0, 2));
+
+    // The flag means nothing without --probe-conversion.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write_manifest(dir.path(), "crd.json", &elsewhere);
+    let kubeconfig = plane.admin_kubeconfig.display().to_string();
+    let out = run(
+        &[
+            "apply-check",
+            "-f",
+            &path,
+            "--kubeconfig",
+            &kubeconfig,
+            "--probe-conversion-service",
+            "conversion-readiness/convredirect-other",
+        ],
+        None,
+    );
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("--probe-conversion"), "{}", out.stderr);
+    assert_eq!(other.connections(), 2);
+}
+
+/// Whether `text` holds the stored secret, in any case.
+fn leaks(text: &str) -> bool {
+    text.to_ascii_lowercase().contains(SECRET)
+}
+
+#[tokio::test]
+async fn a_probe_that_fails_or_differs_prints_no_stored_value() {
+    let Some(plane) = control_plane() else { return };
+    let Some(ip) = probe_address() else { return };
+    let client = admin(plane).await;
+    let name = "convleak-hook";
+    let ca = TestCa::new();
+    let hook = proxied_hook(&client, name, &ca, ip).await;
+    let cases = [
+        (
+            "/mangle",
+            "does not round-trip Convleak conversion-readiness/first (v1 -> v2 -> v1): \
+             .spec.password comes back changed: a client",
+        ),
+        (
+            "/fail",
+            "fails to convert Convleak conversion-readiness/first from v1 to v2: \
+             response.result.status is \"Failure\", not \"Success\": cannot convert first: \
+             spec.password <redacted> is not allowed; more detail",
+        ),
+    ];
+    for (i, (path, expected)) in cases.into_iter().enumerate() {
+        let crd = webhook_crd("convleaks", name, 443, path, &ca.bundle());
+        install(&client, &crd).await;
+        if i == 0 {
+            create_objects(
+                &client,
+                "convleaks",
+                "v1",
+                vec![(
+                    NS.to_string(),
+                    "first".to_string(),
+                    json!({"size": 3, "password": SECRET}),
+                )],
+            )
+            .await;
+        }
+        let sent = hook.connections();
+        let (out, found) = check(&plane.admin_kubeconfig, &crd, &["--probe-conversion"]);
+        assert!(hook.connections() > sent, "{path}: nothing was sent");
+        assert!(!leaks(&out.stdout), "{path}: {}", out.stdout);
+        assert!(!leaks(&out.stderr), "{path}: {}", out.stderr);
+        one_error(&found, &[expected]);
+        // The webhook's words are cut short.
+        assert!(found[0].len() < 700, "{path}: {}", found[0]);
+        assert_eq!(out.code, 1, "{}", out.stderr);
+
+        // The terminal's table too.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let manifest = write_manifest(dir.path(), "crd.json", &crd);
+        let kubeconfig = plane.admin_kubeconfig.display().to_string();
+        let out = run(
+            &[
+                "apply-check",
+                "-f",
+                &manifest,
+                "--kubeconfig",
+                &kubeconfig,
+                "--probe-conversion",
+            ],
+            None,
+        );
+        assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+        assert!(
+            out.stdout.contains("conversionWebhookNotReady"),
+            "{}",
+            out.stdout
+        );
+        assert!(!leaks(&out.stdout), "{path}: {}", out.stdout);
+        assert!(!leaks(&out.stderr), "{path}: {}", out.stderr);
+    }
+}
+
+#[tokio::test]
+async fn a_secret_the_live_crd_does_not_name_is_not_read() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    let name = "convinject-hook";
+    service(&client, name, 9443).await;
+    endpoint_slice(&client, name, "10.0.1.9", 9443, true, None).await;
+    let (ca, stranger) = (TestCa::new(), TestCa::new());
+    let dns = format!("{name}.{NS}.svc");
+    tls_secret(&client, "convinject-tls", &ca.serving(&[&dns], &[]).0).await;
+    // A certificate the caBundle refuses: reading it would be an error.
+    tls_secret(
+        &client,
+        "convinject-other",
+        &stranger.serving(&[&dns], &[]).0,
+    )
+    .await;
+    let annotated = |secret: &str| {
+        let mut crd = webhook_crd("convinjects", name, 443, "/convert", &ca.bundle());
+        crd["metadata"]["annotations"] =
+            json!({"cert-manager.io/inject-ca-from-secret": format!("{NS}/{secret}")});
+        crd
+    };
+    let live = annotated("convinject-tls");
+
+    // Before the CRD exists, no Secret is read.
+    let (out, found) = check(&plane.admin_kubeconfig, &live, &["-v", "6"]);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(
+        found[0].starts_with(
+            "info: the serving certificate of conversion webhook \
+             svc conversion-readiness/convinject-hook:443 was not checked against the caBundle: \
+             the manifest takes it from Secret conversion-readiness/convinject-tls \
+             (cert-manager.io/inject-ca-from-secret) and the cluster has no such CRD yet"
+        ),
+        "{}",
+        found[0]
+    );
+    assert!(!out.stderr.contains("/secrets/"), "{}", out.stderr);
+
+    install(&client, &live).await;
+    let (out, found) = check(
+        &plane.admin_kubeconfig,
+        &annotated("convinject-other"),
+        &["-v", "6"],
+    );
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(
+        found[0].starts_with(
+            "info: the serving certificate of conversion webhook \
+             svc conversion-readiness/convinject-hook:443 was not checked against the caBundle: \
+             the manifest takes it from Secret conversion-readiness/convinject-other \
+             (cert-manager.io/inject-ca-from-secret) and the live CRD takes it from Secret \
+             conversion-readiness/convinject-tls (cert-manager.io/inject-ca-from-secret)"
+        ),
+        "{}",
+        found[0]
+    );
+    assert!(!out.stderr.contains("/secrets/"), "{}", out.stderr);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+
+    // The live CRD's own Secret is read, and checked.
+    let (out, found) = check(&plane.admin_kubeconfig, &live, &["-v", "6"]);
+    assert_eq!(found, Vec::<String>::new());
+    assert!(
+        out.stderr
+            .contains("/api/v1/namespaces/conversion-readiness/secrets/convinject-tls"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !out.stderr.contains("secrets/convinject-other"),
+        "{}",
+        out.stderr
+    );
+    tls_secret(&client, "convinject-tls", &stranger.serving(&[&dns], &[]).0).await;
+    let (_, found) = check(&plane.admin_kubeconfig, &live, &[]);
+    one_error(
+        &found,
+        &[
+            "serves a certificate its caBundle refuses (tls.crt of Secret \
+             conversion-readiness/convinject-tls",
+            BREAKS,
+        ],
+    );
 }

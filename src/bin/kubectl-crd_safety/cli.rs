@@ -522,9 +522,16 @@ pub struct ApplyCheckArgs {
     /// Also send one stored object of every CRD with a conversion webhook to the webhook,
     /// through the API server's service proxy, to each served version and back, and check that
     /// it converts and comes back unchanged (needs list on the custom resources and create on
-    /// services/proxy).
+    /// services/proxy). Only to the webhook the live CRD already converts through: a manifest
+    /// that names another is not probed (see --probe-conversion-service).
     #[arg(long)]
     pub probe_conversion: bool,
+    /// With --probe-conversion, also probe a conversion webhook behind this Service although the
+    /// live CRD does not convert through it yet: you allow the cluster's stored objects to be
+    /// sent there (repeatable).
+    #[arg(long, value_name = "NAMESPACE/NAME", requires = "probe_conversion",
+          value_parser = crd_safety::live_check::parse_probe_service)]
+    pub probe_conversion_service: Vec<crd_safety::live_check::ProbeService>,
     /// Narrow --objects to the objects of this namespace, as kubectl's -n does (cluster-scoped
     /// CRDs are scanned whole) [default: every namespace].
     #[arg(short = 'n', long, value_name = "NAMESPACE")]

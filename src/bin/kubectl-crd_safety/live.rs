@@ -79,6 +79,7 @@ async fn check(
         concurrency: usize::from(args.concurrency),
         scan: args.scan(),
         probe_conversion: args.probe_conversion,
+        probe_services: args.probe_conversion_service.clone(),
         progress: &progress,
     };
     let result = apply_check::run(conn, request, new, &options).await;

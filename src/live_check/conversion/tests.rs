@@ -211,19 +211,21 @@ fn answer(uid: &str, status: &str, objects: Vec<Value>) -> Value {
 fn a_review_answer_is_checked_as_the_api_server_checks_it() {
     let original = object("v1", json!({"size": 1}));
     let good = object("v2", json!({"size": 1}));
+    let hidden = Hidden::of(&[&original]);
     assert_eq!(
         converted(
             &answer("x", "Success", vec![good.clone()]),
             "x",
             "example.com/v2",
-            &original
+            &original,
+            &hidden
         ),
         Ok(good.clone())
     );
-    let wrong = |a: Value| converted(&a, "x", "example.com/v2", &original).unwrap_err();
+    let wrong = |a: Value| converted(&a, "x", "example.com/v2", &original, &hidden).unwrap_err();
     assert_eq!(
         wrong(answer("y", "Success", vec![good.clone()])),
-        "expected response.uid=\"x\", got \"y\""
+        "response.uid is not the request's uid (\"x\")"
     );
     assert_eq!(
         wrong(answer("x", "Failure", vec![])),
@@ -235,7 +237,13 @@ fn a_review_answer_is_checked_as_the_api_server_checks_it() {
     );
     assert_eq!(
         wrong(answer("x", "Success", vec![original.clone()])),
-        "the converted object has apiVersion \"example.com/v1\", not \"example.com/v2\""
+        "the converted object's apiVersion is not \"example.com/v2\""
+    );
+    let mut renamed = good.clone();
+    renamed["metadata"]["name"] = json!("hunter2-renamed");
+    assert_eq!(
+        wrong(answer("x", "Success", vec![renamed])),
+        "the converted object's metadata.name is not the original's"
     );
 }
 
@@ -248,8 +256,169 @@ fn a_round_trip_is_compared_without_the_metadata_the_server_restores() {
     back["spec"] = json!({"size": 1});
     assert_eq!(
         difference(&content(&original), &content(&back), ""),
-        Some(".spec.mode (\"fast\") is lost".to_string())
+        Some(".spec.mode is lost".to_string())
     );
+}
+
+#[test]
+fn a_difference_names_the_path_never_the_values() {
+    let was = json!({"spec": {"password": "hunter2", "tags": ["a", "b"], "n": 1}});
+    let came = |spec: Value| difference(&was, &json!({ "spec": spec }), "");
+    assert_eq!(
+        came(json!({"password": "HUNTER2", "tags": ["a", "b"], "n": 1})).as_deref(),
+        Some(".spec.password comes back changed")
+    );
+    assert_eq!(
+        came(json!({"password": "hunter2", "tags": ["a"], "n": 1})).as_deref(),
+        Some(".spec.tags has 2 items and comes back with 1")
+    );
+    assert_eq!(
+        came(json!({"password": "hunter2", "tags": ["a", "c"], "n": 1})).as_deref(),
+        Some(".spec.tags[1] comes back changed")
+    );
+    assert_eq!(
+        came(json!({"password": "hunter2", "tags": ["a", "b"], "n": 1, "token": "s3cr3t"}))
+            .as_deref(),
+        Some(".spec.token appears")
+    );
+}
+
+#[test]
+fn a_webhooks_words_are_quoted_without_the_objects_strings_and_cut_short() {
+    let stored = object(
+        "v1",
+        json!({"password": "hunter2-probe", "mode": "fast", "nested": [{"token": "Tok3n-xyz"}]}),
+    );
+    let hidden = Hidden::of(&[&stored]);
+    assert_eq!(
+        hidden.quote("cannot convert a/ns: password HUNTER2-probe,\ntoken tok3n-XYZ in mode fast"),
+        "cannot convert a/ns: password <redacted>, token <redacted> in mode <redacted>"
+    );
+    // The name and namespace the message names anyway stay.
+    assert_eq!(hidden.quote("object ns/a"), "object ns/a");
+    let long = format!("{} hunter2-probe", "x".repeat(300));
+    let quoted = hidden.quote(&long);
+    assert_eq!(quoted.chars().count(), QUOTED_CHARS + 3);
+    assert!(quoted.ends_with("..."), "{quoted}");
+    // A value the cut would split is taken out before the cut.
+    let straddling = format!("{}hunter2-probe", "y".repeat(QUOTED_CHARS - 5));
+    assert!(!hidden.quote(&straddling).contains("hunte"));
+    // Multi-byte text keeps its characters.
+    assert_eq!(hidden.quote("ÄÖÜ hunter2-probe"), "ÄÖÜ <redacted>");
+}
+
+fn service(namespace: &str, name: &str, port: i32, path: &str) -> Service {
+    Service {
+        namespace: namespace.into(),
+        name: name.into(),
+        port,
+        path: path.into(),
+    }
+}
+
+fn live_crd(conversion: Value) -> Crd {
+    let mut manifest = crd(conversion, 2, json!({}));
+    manifest["apiVersion"] = json!("apiextensions.k8s.io/v1");
+    manifest["kind"] = json!("CustomResourceDefinition");
+    manifest["spec"]["group"] = json!("example.com");
+    manifest["spec"]["scope"] = json!("Namespaced");
+    manifest["spec"]["names"] = json!({"kind": "Hook", "plural": "hooks"});
+    for version in manifest["spec"]["versions"]
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+    {
+        version["schema"] = json!({"openAPIV3Schema": {"type": "object"}});
+    }
+    Crd::from_manifest(manifest).expect("a CRD")
+}
+
+#[test]
+fn the_probe_sends_only_to_the_live_crds_webhook_or_a_service_the_user_named() {
+    let live = live_crd(json!({"strategy": "Webhook", "webhook": {
+        "conversionReviewVersions": ["v1"],
+        "clientConfig": {"service": {"namespace": "system", "name": "hook", "path": "/convert"}}
+    }}));
+    // The live CRD's own webhook: the port defaults as the API server's does.
+    assert_eq!(
+        refused(&service("system", "hook", 443, "convert"), &live, &[]),
+        None
+    );
+    for other in [
+        service("system", "evil", 443, "/convert"),
+        service("attacker", "hook", 443, "/convert"),
+        service("system", "hook", 8443, "/convert"),
+        service("system", "hook", 443, "/other"),
+    ] {
+        let skipped = refused(&other, &live, &[]).expect("skipped");
+        assert_eq!(skipped.severity, Severity::Warning);
+        assert!(
+            skipped.message.starts_with(&format!(
+                "conversion webhook {} was not probed: the live CRD converts through svc \
+                 system/hook:443 at /convert",
+                other.label_at()
+            )),
+            "{}",
+            skipped.message
+        );
+        assert!(
+            skipped.message.ends_with(&format!(
+                "--probe-conversion-service {}/{}",
+                other.namespace, other.name
+            )),
+            "{}",
+            skipped.message
+        );
+    }
+    let named = |namespace: &str, name: &str| ProbeService {
+        namespace: namespace.into(),
+        name: name.into(),
+    };
+    let evil = service("system", "evil", 443, "/convert");
+    assert_eq!(refused(&evil, &live, &[named("system", "evil")]), None);
+    assert!(refused(&evil, &live, &[named("system", "hook")]).is_some());
+    assert!(refused(&evil, &live, &[named("other", "evil")]).is_some());
+
+    let unconverted = live_crd(json!({"strategy": "None"}));
+    let skipped = refused(
+        &service("system", "hook", 443, "/convert"),
+        &unconverted,
+        &[],
+    )
+    .expect("skipped");
+    assert!(
+        skipped
+            .message
+            .contains("the live CRD converts without a webhook"),
+        "{}",
+        skipped.message
+    );
+}
+
+#[test]
+fn the_serving_certificate_is_read_only_from_the_live_crds_own_source() {
+    let secret = Injection::Secret("system".into(), "hook-tls".into());
+    let other = Injection::Certificate("system".into(), "hook-cert".into());
+    let live = live_crd(json!({"strategy": "None"}));
+    let found = not_read("svc system/hook:443", &secret, Some(&live), Some(&other));
+    assert_eq!(found.severity, Severity::Info);
+    assert!(
+        found.message.contains(
+            "the manifest takes it from Secret system/hook-tls \
+             (cert-manager.io/inject-ca-from-secret) and the live CRD takes it from Certificate \
+             system/hook-cert (cert-manager.io/inject-ca-from)"
+        ),
+        "{}",
+        found.message
+    );
+    let mut annotated = crd(
+        json!({"strategy": "None"}),
+        2,
+        json!({"cert-manager.io/inject-ca-from-secret": "system/hook-tls"}),
+    );
+    assert_eq!(injection_of(&annotated), Some(secret));
+    annotated["metadata"]["annotations"] = json!({});
+    assert_eq!(injection_of(&annotated), None);
 }
 
 #[test]
