@@ -74,8 +74,8 @@ impl SourceArgs {
         }
     }
 
-    /// How git revisions, charts and kustomizations are read, positions
-    /// as the library's default.
+    /// How git revisions, charts and kustomizations are read and how much
+    /// each source may hold, positions as the library's default.
     pub fn reading(&self) -> SourceOptions {
         SourceOptions {
             repo: self.repo.clone(),
@@ -85,7 +85,7 @@ impl SourceArgs {
                 require: self.require_helm,
             },
             positions: Positions::default(),
-            limits: InputLimits::default(),
+            limits: InputLimits::new(self.max_input_bytes),
         }
     }
 }
