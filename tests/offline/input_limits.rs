@@ -514,6 +514,69 @@ fn a_git_tree_holds_a_bounded_number_of_files() {
     assert_eq!(sources(&report), ["git:HEAD:crds/widgets.yaml:1"]);
 }
 
+/// `git` in `dir` with `input` on its stdin; its output, trimmed.
+fn git_with_input(dir: &Path, args: &[&str], input: &str) -> String {
+    let mut child = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("git runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin is piped")
+        .write_all(input.as_bytes())
+        .expect("git reads its input");
+    let out = child.wait_with_output().expect("git finishes");
+    assert!(out.status.success(), "git {args:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Trees are shared by id: a tree listing one subtree sixteen times, ten
+/// levels deep, is 16^10 paths of trees with nothing a walk keeps (only
+/// `x.txt` at the bottom). Trees count as files, so the walk stops.
+#[test]
+fn a_git_tree_that_repeats_one_subtree_stops_at_the_count() {
+    let repo = repository(&[]);
+    let d = repo.path();
+    let blob = git_with_input(d, &["hash-object", "-w", "--stdin"], "not a manifest\n");
+    let mut tree = git_with_input(d, &["mktree"], &format!("100644 blob {blob}\tx.txt\n"));
+    for _ in 0..10 {
+        let listing: String = (b'a'..=b'p')
+            .map(|c| format!("040000 tree {tree}\t{}\n", c as char))
+            .collect();
+        tree = git_with_input(d, &["mktree"], &listing);
+    }
+    let crds = git(d, &["rev-parse", "HEAD:crds/widgets.yaml"]);
+    let crds = git_with_input(
+        d,
+        &["mktree"],
+        &format!("040000 tree {tree}\td\n100644 blob {crds}\twidgets.yaml\n"),
+    );
+    let root = git_with_input(d, &["mktree"], &format!("040000 tree {crds}\tcrds\n"));
+    let commit = git_with_input(d, &["commit-tree", &root, "-m", "repeated"], "");
+    let source = format!("git:{commit}:crds");
+    let out = run(d, &["lint", &source, "--max-input-bytes", "64Ki"], None);
+    let error = out.error(d);
+    assert!(
+        error.starts_with(&format!("error: {source}: crds/d/a/a/a/")),
+        "{error}"
+    );
+    assert!(
+        error.ends_with(
+            "more than 16 files, the most read of one source (one per 4 KiB of \
+             --max-input-bytes): raise it with --max-input-bytes (now 64Ki)"
+        ),
+        "{error}"
+    );
+}
+
 // ---- renderers -----------------------------------------------------------------
 
 /// What `kubectl kustomize` prints is read like a file, through the cap.
