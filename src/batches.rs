@@ -21,7 +21,7 @@ use std::path::Path;
 use crate::config::Config;
 use crate::engine::{StoredVersionsArg, Verdicts, entries_judged, judging, report};
 use crate::locate::locate_crds;
-use crate::manifest::{self, DocRef, Outline, Positions, Source};
+use crate::manifest::{self, DocRef, Outline, Positions, Source, SourceOptions};
 use crate::report::{CrdReport, Report, SkippedDocument};
 
 /// When batches are worth it, and how large they are.
@@ -64,39 +64,41 @@ pub const LIMITS: Limits = Limits {
 };
 
 /// The report of `diff OLD NEW`, batch by batch; `None` when the sources
-/// must be read whole (see the module's comment).
+/// must be read whole (see the module's comment). Of `sources`, the
+/// positions and the input limits apply (only plain paths are batched).
 pub fn diff(
     old: &[Source],
     new: &[Source],
-    positions: Positions,
+    sources: &SourceOptions,
     stored: &StoredVersionsArg,
     config: &Config,
     limits: Limits,
 ) -> Option<Report> {
-    run(Some(old), new, positions, stored, config, limits)
+    run(Some(old), new, sources, stored, config, limits)
 }
 
 /// The report of `lint NEW...` (the new side alone, as if nothing were
 /// installed), batch by batch; `None` as for [`engine::diff`](crate::engine::diff).
 pub fn lint(
     new: &[Source],
-    positions: Positions,
+    sources: &SourceOptions,
     config: &Config,
     limits: Limits,
 ) -> Option<Report> {
     let stored = StoredVersionsArg::default();
-    run(None, new, positions, &stored, config, limits)
+    run(None, new, sources, &stored, config, limits)
 }
 
 /// `old` is `None` for `lint`, which has no old side (and needs none).
 fn run(
     old: Option<&[Source]>,
     new: &[Source],
-    positions: Positions,
+    sources: &SourceOptions,
     stored: &StoredVersionsArg,
     config: &Config,
     limits: Limits,
 ) -> Option<Report> {
+    let positions = sources.positions;
     let old_paths = plain_paths(old.unwrap_or_default())?;
     let new_paths = plain_paths(new)?;
     // Two files are one pair at most: nothing to schedule (the single
@@ -105,8 +107,8 @@ fn run(
     if !any_dir {
         return None;
     }
-    let old_files = manifest::plain_files(&old_paths)?;
-    let new_files = manifest::plain_files(&new_paths)?;
+    let old_files = manifest::plain_files(&old_paths, sources.limits)?;
+    let new_files = manifest::plain_files(&new_paths, sources.limits)?;
     let mut total = 0;
     for file in old_files.iter().chain(&new_files) {
         total += std::fs::metadata(file).ok()?.len();
@@ -115,8 +117,8 @@ fn run(
         return None;
     }
     let (old_outline, new_outline) = std::thread::scope(|scope| {
-        let old = scope.spawn(|| manifest::outline(old_files));
-        let new = manifest::outline(new_files);
+        let old = scope.spawn(|| manifest::outline(old_files, sources.limits));
+        let new = manifest::outline(new_files, sources.limits);
         let old = old.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
         (old, new)
     });

@@ -61,7 +61,7 @@ pub fn run(request: &Request) -> Result<Diffed, Failure> {
     // Requirements judge NEW's CRDs, which a batched run lets go batch by
     // batch: with requirements, NEW is read whole.
     let batched = if requirements.is_empty() {
-        batches::diff(old, new, sources.positions, stored, config, batches::LIMITS)
+        batches::diff(old, new, sources, stored, config, batches::LIMITS)
     } else {
         None
     };

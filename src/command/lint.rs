@@ -29,7 +29,7 @@ pub fn run(request: &Manifests) -> Result<Linted, Failure> {
     let requirements = requirements_of(config)?;
     // As for `diff`: requirements need NEW whole.
     let batched = if requirements.is_empty() {
-        batches::lint(new, sources.positions, config, batches::LIMITS)
+        batches::lint(new, sources, config, batches::LIMITS)
     } else {
         None
     };

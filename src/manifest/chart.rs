@@ -7,12 +7,15 @@
 //! on `PATH` the result says so, so that a report never looks complete when
 //! it is not.
 
+use std::cell::Cell;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use thiserror::Error;
 
 use super::external::{self, RunError};
+use super::input::{self, Budget, InputError, InputLimits, LimitError, MAX_DEPTH};
 use super::{Origin, Text};
 
 /// How templates are rendered (`--helm-values`, `--helm-set`, `--require-helm`).
@@ -39,6 +42,22 @@ pub enum ChartError {
     /// The package holds no `Chart.yaml`.
     #[error("not a Helm chart: no Chart.yaml in the package")]
     NoChartYaml,
+    /// A file or directory of a chart directory, within bounds.
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// The package, or all it decompresses to, passes a bound.
+    #[error("{0}")]
+    Archive(LimitError),
+    /// An entry of the package passes a bound.
+    #[error("entry {entry}: {source}")]
+    Entry {
+        entry: String,
+        #[source]
+        source: LimitError,
+    },
+    /// `helm template` printed more than a file may hold.
+    #[error("the output of helm template: {0}")]
+    HelmOutput(LimitError),
     /// `helm template` failed.
     #[error("helm template failed: {0}")]
     Helm(String),
@@ -76,61 +95,97 @@ pub(super) struct ChartFile {
 
 /// The manifests of a chart at a git revision (`shown`): its `crds/`, and
 /// when templates make CRDs, what `helm template` renders from a copy of
-/// the chart in a temporary directory.
+/// the chart in a temporary directory. Packaged subcharts count in
+/// `budget`, the git source's.
 pub(super) fn at_revision(
     files: &[ChartFile],
     label_prefix: &str,
     shown: &str,
     opts: &HelmOptions,
+    budget: &mut Budget,
 ) -> Result<ChartManifests, ChartError> {
     let mut out = ChartManifests::default();
     let mut templates = Vec::new();
-    collect(files, label_prefix, shown, &mut out.texts, &mut templates)?;
+    let mut sorting = Sorting {
+        chart: shown,
+        texts: &mut out.texts,
+        templates: &mut templates,
+        budget: &mut *budget,
+    };
+    sorting.collect(files, label_prefix, "", 0)?;
     if !templates.is_empty() {
         let copy = TempChart::write(files)?;
-        render(&copy.0, shown, &templates, opts, &mut out)?;
+        render(&copy.0, shown, &templates, opts, budget.limits(), &mut out)?;
     }
     Ok(out)
 }
 
-/// Reads the chart at `path` (see [`is_chart`]).
-pub fn read(path: &Path, opts: &HelmOptions) -> Result<ChartManifests, ChartError> {
+/// Reads the chart at `path` (see [`is_chart`]); all its files, and what
+/// its packages decompress to, are one source of `limits`.
+pub fn read(
+    path: &Path,
+    opts: &HelmOptions,
+    limits: InputLimits,
+) -> Result<ChartManifests, ChartError> {
     let shown = path.display().to_string();
-    let (files, label_prefix) = if path.is_dir() {
+    let mut budget = Budget::new(limits);
+    // `entries`: what names a file of a package in messages (its path in
+    // the archive, top directory included).
+    let (files, label_prefix, entries) = if path.is_dir() {
         let mut files = Vec::new();
-        read_dir(path, "", 0, &mut files)?;
-        (files, format!("{}/", shown.trim_end_matches('/')))
+        for found in input::walk(path, &|_| true, &mut budget)? {
+            let data = budget.read_file(&found.path)?;
+            files.push(ChartFile {
+                path: found.relative,
+                data,
+            });
+        }
+        (
+            files,
+            format!("{}/", shown.trim_end_matches('/')),
+            String::new(),
+        )
     } else {
-        let bytes = std::fs::read(path).map_err(|source| ChartError::Read {
+        let io = |source| ChartError::Read {
             what: shown.clone(),
             source,
-        })?;
-        let (files, top) = unpack(&bytes, &shown)?;
-        (files, format!("{shown}:{top}"))
+        };
+        // The package itself is read whole, at most a file's worth; what
+        // it decompresses to counts in the budget.
+        let file = std::fs::File::open(path).map_err(io)?;
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let bytes = input::read_capped(file, len, limits.file_bytes())
+            .map_err(io)?
+            .ok_or(ChartError::Archive(LimitError::File {
+                limit: limits.file_bytes(),
+            }))?;
+        let (files, top) = unpack(&bytes, &shown, "", &mut budget)?;
+        (files, format!("{shown}:{top}"), top)
     };
     let mut out = ChartManifests::default();
     let mut templates = Vec::new();
-    collect(
-        &files,
-        &label_prefix,
-        &shown,
-        &mut out.texts,
-        &mut templates,
-    )?;
+    let mut sorting = Sorting {
+        chart: &shown,
+        texts: &mut out.texts,
+        templates: &mut templates,
+        budget: &mut budget,
+    };
+    sorting.collect(&files, &label_prefix, &entries, 0)?;
     if !templates.is_empty() {
-        render(path, &shown, &templates, opts, &mut out)?;
+        render(path, &shown, &templates, opts, limits, &mut out)?;
     }
     Ok(out)
 }
 
 /// Adds the CRDs `helm template` renders from the chart at `path` (shown as
 /// `shown`) to `out`, or, without helm, the notice (an error with
-/// `--require-helm`).
+/// `--require-helm`). Its output is read as a file of `limits`.
 fn render(
     path: &Path,
     shown: &str,
     templates: &[String],
     opts: &HelmOptions,
+    limits: InputLimits,
     out: &mut ChartManifests,
 ) -> Result<(), ChartError> {
     let mut args: Vec<String> = vec!["template".into(), path.display().to_string()];
@@ -142,9 +197,10 @@ fn render(
         args.push("--set".into());
         args.push(s.clone());
     }
-    match external::run("helm", &args) {
+    match external::run("helm", &args, limits.file_bytes()) {
         Ok(rendered) => out.texts.extend(rendered_crds(&rendered, shown)),
         Err(RunError::Failed(why)) => return Err(ChartError::Helm(why)),
+        Err(RunError::TooLarge(limit)) => return Err(ChartError::HelmOutput(limit)),
         Err(RunError::NotFound) if opts.require => {
             return Err(ChartError::HelmMissing {
                 templates: templates.join(", "),
@@ -201,49 +257,74 @@ impl Drop for TempChart {
 
 /// Sorts the chart's files into `crds/` manifests (as texts) and templates
 /// that mention CustomResourceDefinition, the chart's and its subcharts'
-/// (`charts/NAME/...`, packaged ones included).
-fn collect(
-    files: &[ChartFile],
-    label_prefix: &str,
-    chart: &str,
-    texts: &mut Vec<Text>,
-    templates: &mut Vec<String>,
-) -> Result<(), ChartError> {
-    for f in files {
-        let packaged_subchart = f.path.strip_prefix("charts/").is_some_and(|name| {
-            !name.contains('/') && (name.ends_with(".tgz") || name.ends_with(".tar.gz"))
-        });
-        if packaged_subchart {
-            let what = format!("{label_prefix}{}", f.path);
-            let (sub, top) = unpack(&f.data, &what)?;
-            collect(&sub, &format!("{what}:{top}"), chart, texts, templates)?;
-            continue;
-        }
-        let Some(rest) = chart_relative(&f.path) else {
-            continue;
-        };
-        if rest.starts_with("crds/") && super::is_manifest(Path::new(rest)) {
-            let text = String::from_utf8(f.data.clone()).map_err(|_| ChartError::Read {
-                what: format!("{label_prefix}{}", f.path),
-                source: std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"),
-            })?;
-            texts.push(Text {
-                label: format!("{label_prefix}{}", f.path),
-                is_json: rest.ends_with(".json"),
-                text,
-                origin: Origin::ChartCrds {
-                    chart: chart.to_string(),
-                },
+/// (`charts/NAME/...`, packaged ones included, whose decompressed bytes
+/// count in the budget).
+struct Sorting<'a> {
+    chart: &'a str,
+    texts: &'a mut Vec<Text>,
+    templates: &'a mut Vec<String>,
+    budget: &'a mut Budget,
+}
+
+impl Sorting<'_> {
+    /// The files of one (sub)chart; `entries` names the package they come
+    /// from (`""` for the chart itself, `charts/sub.tgz:` below it), and
+    /// `depth` counts the packages around them.
+    fn collect(
+        &mut self,
+        files: &[ChartFile],
+        label_prefix: &str,
+        entries: &str,
+        depth: usize,
+    ) -> Result<(), ChartError> {
+        for f in files {
+            let packaged_subchart = f.path.strip_prefix("charts/").is_some_and(|name| {
+                !name.contains('/') && (name.ends_with(".tgz") || name.ends_with(".tar.gz"))
             });
-        } else if rest.starts_with("templates/")
-            && f.data
-                .windows(b"CustomResourceDefinition".len())
-                .any(|w| w == b"CustomResourceDefinition")
-        {
-            templates.push(f.path.clone());
+            if packaged_subchart {
+                let what = format!("{label_prefix}{}", f.path);
+                let entry = format!("{entries}{}", f.path);
+                if depth >= MAX_DEPTH {
+                    return Err(ChartError::Entry {
+                        entry,
+                        source: LimitError::Depth,
+                    });
+                }
+                let (sub, top) = unpack(&f.data, &what, &format!("{entry}:"), self.budget)?;
+                self.collect(
+                    &sub,
+                    &format!("{what}:{top}"),
+                    &format!("{entry}:{top}"),
+                    depth + 1,
+                )?;
+                continue;
+            }
+            let Some(rest) = chart_relative(&f.path) else {
+                continue;
+            };
+            if rest.starts_with("crds/") && super::is_manifest(Path::new(rest)) {
+                let text = String::from_utf8(f.data.clone()).map_err(|_| ChartError::Read {
+                    what: format!("{label_prefix}{}", f.path),
+                    source: std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"),
+                })?;
+                self.texts.push(Text {
+                    label: format!("{label_prefix}{}", f.path),
+                    is_json: rest.ends_with(".json"),
+                    text,
+                    origin: Origin::ChartCrds {
+                        chart: self.chart.to_string(),
+                    },
+                });
+            } else if rest.starts_with("templates/")
+                && f.data
+                    .windows(b"CustomResourceDefinition".len())
+                    .any(|w| w == b"CustomResourceDefinition")
+            {
+                self.templates.push(f.path.clone());
+            }
         }
+        Ok(())
     }
-    Ok(())
 }
 
 /// The part of a chart path below its (sub)chart root: `crds/a.yaml` for
@@ -304,74 +385,80 @@ fn rendered_crds(rendered: &str, chart: &str) -> Vec<Text> {
     texts
 }
 
-/// Every file below `dir` (hidden entries skipped), paths `/`-separated.
-fn read_dir(
-    dir: &Path,
-    prefix: &str,
-    depth: usize,
-    out: &mut Vec<ChartFile>,
-) -> Result<(), ChartError> {
-    if depth > 32 {
-        return Ok(());
-    }
-    let io = |source| ChartError::Read {
-        what: dir.display().to_string(),
-        source,
-    };
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .map_err(io)?
-        .collect::<Result<_, _>>()
-        .map_err(io)?;
-    entries.sort_by_key(std::fs::DirEntry::file_name);
-    for entry in entries {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with('.') {
-            continue;
-        }
-        let path = entry.path();
-        let rel = format!("{prefix}{name}");
-        if path.is_dir() {
-            read_dir(&path, &format!("{rel}/"), depth + 1, out)?;
-        } else {
-            let data = std::fs::read(&path).map_err(|source| ChartError::Read {
-                what: path.display().to_string(),
-                source,
-            })?;
-            out.push(ChartFile { path: rel, data });
-        }
-    }
-    Ok(())
-}
-
 /// The files of a packaged chart, relative to its top directory (which is
-/// returned with a trailing `/`, e.g. `mychart/`).
-fn unpack(bytes: &[u8], what: &str) -> Result<(Vec<ChartFile>, String), ChartError> {
-    let io = |source| ChartError::Read {
-        what: what.to_string(),
-        source,
+/// returned with a trailing `/`, e.g. `mychart/`). `entries` is put before
+/// an entry's path in messages (the package around this one, if any).
+///
+/// Decompression is streamed and bounded: every entry counts as one file
+/// of the budget and the whole decompressed stream (headers included) in
+/// its total, an entry larger than a file may be is refused from its
+/// header, before its bytes are inflated, and the stream stops at what the
+/// total has left. So a package of a few MB that inflates to gigabytes
+/// costs at most the total, and usually nothing.
+fn unpack(
+    bytes: &[u8],
+    what: &str,
+    entries: &str,
+    budget: &mut Budget,
+) -> Result<(Vec<ChartFile>, String), ChartError> {
+    let limits = budget.limits();
+    let inflated = Rc::new(Cell::new(0u64));
+    let left = budget.left();
+    let stream = Inflated {
+        inner: flate2::read::GzDecoder::new(bytes),
+        left,
+        read: Rc::clone(&inflated),
     };
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(bytes));
+    // Past the total, the stream fails, whatever error tar makes of that.
+    let total = LimitError::Total { limits };
+    let io = |source| {
+        if inflated.get() > left {
+            ChartError::Archive(total)
+        } else {
+            ChartError::Read {
+                what: what.to_string(),
+                source,
+            }
+        }
+    };
+    let mut archive = tar::Archive::new(stream);
     let mut files = Vec::new();
     let mut top: Option<String> = None;
     for entry in archive.entries().map_err(io)? {
         let mut entry = entry.map_err(io)?;
+        budget.file().map_err(ChartError::Archive)?;
         if !entry.header().entry_type().is_file() {
             continue;
         }
         let path = entry.path().map_err(io)?.to_string_lossy().into_owned();
+        let size = entry.size();
+        if size > limits.file_bytes() {
+            return Err(ChartError::Entry {
+                entry: format!("{entries}{path}"),
+                source: LimitError::File {
+                    limit: limits.file_bytes(),
+                },
+            });
+        }
+        if inflated.get().saturating_add(size) > left {
+            return Err(ChartError::Archive(total));
+        }
         let Some((first, rest)) = path.split_once('/') else {
             continue;
         };
         if top.is_none() && rest == "Chart.yaml" {
             top = Some(format!("{first}/"));
         }
-        let mut data = Vec::new();
-        entry.read_to_end(&mut data).map_err(io)?;
+        // The entry reads exactly `size` bytes, which fit.
+        let data = input::read_capped(&mut entry, size, size)
+            .map_err(io)?
+            .ok_or(ChartError::Archive(total))?;
         files.push(ChartFile {
             path: path.clone(),
             data,
         });
     }
+    budget.total(inflated.get()).map_err(ChartError::Archive)?;
     let top = top.ok_or(ChartError::NoChartYaml)?;
     let files = files
         .into_iter()
@@ -383,6 +470,36 @@ fn unpack(bytes: &[u8], what: &str) -> Result<(Vec<ChartFile>, String), ChartErr
         })
         .collect();
     Ok((files, top))
+}
+
+/// A decompressed stream that fails once it has given `left` bytes,
+/// counting what it gave in `read`.
+struct Inflated<R> {
+    inner: R,
+    left: u64,
+    read: Rc<Cell<u64>>,
+}
+
+impl<R: Read> Read for Inflated<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let room = self.left.saturating_sub(self.read.get());
+        if room == 0 && !buf.is_empty() {
+            // At the limit: the end of the stream is fine, one byte more
+            // is not.
+            let mut one = [0u8; 1];
+            if self.inner.read(&mut one)? == 0 {
+                return Ok(0);
+            }
+            self.read.set(self.read.get() + 1);
+            return Err(std::io::Error::other(
+                "decompressed past the limit of the source",
+            ));
+        }
+        let n = usize::try_from(room).unwrap_or(usize::MAX).min(buf.len());
+        let got = self.inner.read(&mut buf[..n])?;
+        self.read.set(self.read.get() + got as u64);
+        Ok(got)
+    }
 }
 
 #[cfg(test)]

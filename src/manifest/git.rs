@@ -13,6 +13,7 @@ use thiserror::Error;
 use super::Origin;
 use super::Text;
 use super::chart::{self, ChartError, ChartFile, HelmOptions};
+use super::input::{Budget, InputLimits, LimitError, MAX_DEPTH};
 
 /// `git:REF:PATH` as the user typed it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,6 +79,14 @@ pub enum GitError {
     /// A manifest that is not UTF-8 text.
     #[error("{path} at {rev} is not UTF-8 text")]
     NotText { path: String, rev: String },
+    /// A blob or tree passes a bound: it alone, or the source with it.
+    #[error("{path} at {rev}: {source}")]
+    Limit {
+        path: String,
+        rev: String,
+        #[source]
+        source: LimitError,
+    },
 }
 
 fn shallow_hint(shallow: bool) -> &'static str {
@@ -93,11 +102,13 @@ fn shallow_hint(shallow: bool) -> &'static str {
 /// `repo_dir` (the working directory when `None`), in path order. A
 /// directory with a `Chart.yaml` is read as a Helm chart (its `crds/`, and
 /// templates that make CRDs through helm); what it cannot read is added to
-/// `notices`.
+/// `notices`. The blobs read are one source of `limits`, each sized from
+/// its header before it is inflated.
 pub fn read(
     spec: &GitSpec,
     repo_dir: Option<&Path>,
     helm: &HelmOptions,
+    limits: InputLimits,
     notices: &mut Vec<String>,
 ) -> Result<Vec<Text>, GitError> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
@@ -144,6 +155,11 @@ pub fn read(
             repo: repo_name.clone(),
         })?;
     let label = |path: &str| format!("git:{}:{path}", spec.rev);
+    let mut walk = TreeWalk {
+        budget: Budget::new(limits),
+        rev: &spec.rev,
+        object_error: &object_error,
+    };
     let mut out = Vec::new();
     let dir = if rel.is_empty() {
         tree
@@ -156,6 +172,9 @@ pub fn read(
                 rev: spec.rev.clone(),
                 commit: commit.clone(),
             })?;
+        if !entry.mode().is_tree() {
+            walk.count(&entry.id(), &rel)?;
+        }
         let mut obj = entry.object().map_err(|e| object_error(&rel, &e))?;
         if !entry.mode().is_tree() {
             // A file named explicitly is read whatever its extension, as on disk.
@@ -170,21 +189,21 @@ pub fn read(
     };
     if dir.find_entry("Chart.yaml").is_some() {
         let mut all = Vec::new();
-        files(&dir, "", &|_| true, &mut all, &object_error)?;
+        walk.files(&dir, "", &|_| true, &mut all, 0)?;
         let prefix = if rel.is_empty() {
             label("")
         } else {
             format!("{}/", label(&rel))
         };
         let shown = format!("git:{}:{}", spec.rev, spec.path);
-        let chart = chart::at_revision(&all, &prefix, &shown, helm)?;
+        let chart = chart::at_revision(&all, &prefix, &shown, helm, &mut walk.budget)?;
         notices.extend(chart.notice);
         return Ok(chart.texts);
     }
     // The filter a directory on disk gets: `*.yaml`, `*.yml`, `*.json`.
     let mut manifests = Vec::new();
     let is_manifest = |name: &str| super::is_manifest(Path::new(name));
-    files(&dir, &rel, &is_manifest, &mut manifests, &object_error)?;
+    walk.files(&dir, &rel, &is_manifest, &mut manifests, 0)?;
     for f in manifests {
         out.push(text(&f.path, f.data, spec, &label)?);
     }
@@ -210,37 +229,74 @@ fn text(
     })
 }
 
-/// Every file below `tree` whose name `keep` accepts, as `ChartFile`s whose
-/// paths start with `prefix` (`""` for the tree's own root). Hidden entries
-/// are skipped and symlinks and submodules not followed, as on disk.
-fn files(
-    tree: &gix::Tree<'_>,
-    prefix: &str,
-    keep: &dyn Fn(&str) -> bool,
-    out: &mut Vec<ChartFile>,
-    object_error: &dyn Fn(&str, &dyn std::fmt::Display) -> GitError,
-) -> Result<(), GitError> {
-    for entry in tree.iter() {
-        let entry = entry.map_err(|e| object_error(prefix, &e))?;
-        let name = entry.filename().to_string();
-        let mode = entry.mode();
-        if name.starts_with('.') || !(mode.is_tree() || (mode.is_blob() && keep(&name))) {
-            continue;
-        }
-        let path = if prefix.is_empty() {
-            name
-        } else {
-            format!("{prefix}/{name}")
-        };
-        let mut obj = entry.object().map_err(|e| object_error(&path, &e))?;
-        if mode.is_tree() {
-            files(&obj.into_tree(), &path, keep, out, object_error)?;
-        } else {
-            let data = std::mem::take(&mut obj.data);
-            out.push(ChartFile { path, data });
+/// The blobs of a revision read so far, and how to name what goes wrong.
+struct TreeWalk<'a> {
+    budget: Budget,
+    rev: &'a str,
+    object_error: &'a dyn Fn(&str, &dyn std::fmt::Display) -> GitError,
+}
+
+impl TreeWalk<'_> {
+    fn limit(&self, path: &str, source: LimitError) -> GitError {
+        GitError::Limit {
+            path: path.to_string(),
+            rev: self.rev.to_string(),
+            source,
         }
     }
-    Ok(())
+
+    /// Counts the blob (or tree) `id` at `path`: one file, its size from
+    /// the object's header, before anything inflates it.
+    fn count(&mut self, id: &gix::Id<'_>, path: &str) -> Result<(), GitError> {
+        let header = id.header().map_err(|e| (self.object_error)(path, &e))?;
+        self.budget
+            .file()
+            .and_then(|()| self.budget.bytes(header.size()))
+            .map_err(|e| self.limit(path, e))
+    }
+
+    /// Every file below `tree` whose name `keep` accepts, as `ChartFile`s
+    /// whose paths start with `prefix` (`""` for the tree's own root),
+    /// `depth` trees below the source's. Hidden entries are skipped and
+    /// symlinks and submodules not followed, as on disk; trees entered are
+    /// counted and sized like blobs.
+    fn files(
+        &mut self,
+        tree: &gix::Tree<'_>,
+        prefix: &str,
+        keep: &dyn Fn(&str) -> bool,
+        out: &mut Vec<ChartFile>,
+        depth: usize,
+    ) -> Result<(), GitError> {
+        for entry in tree.iter() {
+            let entry = entry.map_err(|e| (self.object_error)(prefix, &e))?;
+            let name = entry.filename().to_string();
+            let mode = entry.mode();
+            if name.starts_with('.') || !(mode.is_tree() || (mode.is_blob() && keep(&name))) {
+                continue;
+            }
+            let path = if prefix.is_empty() {
+                name
+            } else {
+                format!("{prefix}/{name}")
+            };
+            if mode.is_tree() && depth >= MAX_DEPTH {
+                return Err(self.limit(&path, LimitError::Depth));
+            }
+            // A tree counts as a file too: trees are shared by id, so one
+            // listing the same subtree many times, nested, would make the
+            // walk branch like links in a loop on disk.
+            self.count(&entry.id(), &path)?;
+            let mut obj = entry.object().map_err(|e| (self.object_error)(&path, &e))?;
+            if mode.is_tree() {
+                self.files(&obj.into_tree(), &path, keep, out, depth + 1)?;
+            } else {
+                let data = std::mem::take(&mut obj.data);
+                out.push(ChartFile { path, data });
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The path inside the repository's tree, `/`-separated, without a leading

@@ -6,6 +6,10 @@
 //! parsing, so a location reads the same way whatever the source
 //! (`crds/a.yaml:3`, `git:v1.4.0:crds/a.yaml:3`, `kustomize:overlays/prod:40`).
 //!
+//! Every source is read within bounds ([`InputLimits`], `input.rs`): walks
+//! enter each directory once, and files, streams, archives and git trees
+//! stop at a cap, so whatever a pull request commits, a run ends.
+//!
 //! Every document keeps the file and line it started on, so that any error
 //! later can point at it. Documents that are Kubernetes objects of another
 //! kind are skipped and counted; anything that is not a Kubernetes object at
@@ -16,6 +20,7 @@ mod chart;
 mod external;
 mod fast_yaml;
 mod git;
+mod input;
 mod kustomize;
 mod normalize;
 mod outline;
@@ -25,7 +30,6 @@ mod split;
 mod yaml11;
 
 use std::fmt;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -36,6 +40,7 @@ use crate::crd::{Crd, CrdError};
 
 pub use chart::{ChartError, HelmOptions};
 pub use git::{GitError, GitSpec};
+pub use input::{InputError, InputLimits, LimitError, MAX_DEPTH};
 pub use kustomize::KustomizeError;
 pub use normalize::normalize_to_v1;
 pub use outline::{DocRef, Head, Outline, load_documents, outline, plain_files};
@@ -128,6 +133,8 @@ pub struct SourceOptions {
     pub helm: HelmOptions,
     /// What the parsed documents keep for placing findings on lines.
     pub positions: Positions,
+    /// How much each source may hold (`--max-input-bytes`).
+    pub limits: InputLimits,
 }
 
 /// Whether and how loaded documents can answer where a node is (for the
@@ -192,6 +199,9 @@ pub enum ManifestError {
         #[source]
         source: std::io::Error,
     },
+    /// A file, directory or stream could not be read within bounds.
+    #[error(transparent)]
+    Input(#[from] InputError),
     /// YAML that does not parse.
     #[error("{location}: invalid YAML: {message}")]
     Yaml { location: Location, message: String },
@@ -419,13 +429,19 @@ pub fn read_texts(
 ) -> Result<Vec<Text>, ManifestError> {
     match source {
         Source::Stdin => {
-            let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .map_err(|source| ManifestError::Read {
-                    path: "<stdin>".into(),
+            let label = "<stdin>";
+            let read = |source| ManifestError::Read {
+                path: label.into(),
+                source,
+            };
+            let data = input::Budget::new(opts.limits)
+                .read(std::io::stdin().lock(), 0)
+                .map_err(read)?
+                .map_err(|source| InputError::Limit {
+                    path: label.into(),
                     source,
                 })?;
+            let text = input::utf8(data).map_err(read)?;
             Ok(vec![Text {
                 label: "<stdin>".into(),
                 is_json: false,
@@ -434,45 +450,47 @@ pub fn read_texts(
             }])
         }
         Source::Git(spec) => {
-            git::read(spec, opts.repo.as_deref(), &opts.helm, notices).map_err(|e| {
+            git::read(spec, opts.repo.as_deref(), &opts.helm, opts.limits, notices).map_err(|e| {
                 ManifestError::Git {
                     input: source.to_string(),
                     source: e,
                 }
             })
         }
-        Source::Kustomize(dir) => {
-            kustomize::render(dir)
-                .map(|t| vec![t])
-                .map_err(|e| ManifestError::Kustomize {
-                    input: source.to_string(),
-                    source: e,
-                })
-        }
-        Source::Path(path) if chart::is_chart(path) => {
-            let chart = chart::read(path, &opts.helm).map_err(|e| ManifestError::Chart {
-                input: path.display().to_string(),
+        Source::Kustomize(dir) => kustomize::render(dir, opts.limits)
+            .map(|t| vec![t])
+            .map_err(|e| ManifestError::Kustomize {
+                input: source.to_string(),
                 source: e,
-            })?;
+            }),
+        Source::Path(path) if chart::is_chart(path) => {
+            let chart =
+                chart::read(path, &opts.helm, opts.limits).map_err(|e| ManifestError::Chart {
+                    input: path.display().to_string(),
+                    source: e,
+                })?;
             notices.extend(chart.notice);
             Ok(chart.texts)
         }
-        Source::Path(path) => collect_files(path)?
-            .into_iter()
-            .map(|file| {
-                let text =
-                    std::fs::read_to_string(&file).map_err(|source| ManifestError::Read {
+        Source::Path(path) => {
+            let mut budget = input::Budget::new(opts.limits);
+            collect_files(path, &mut budget)?
+                .into_iter()
+                .map(|file| {
+                    let data = budget.read_file(&file)?;
+                    let text = input::utf8(data).map_err(|source| ManifestError::Read {
                         path: file.display().to_string(),
                         source,
                     })?;
-                Ok(Text {
-                    label: file.display().to_string(),
-                    is_json: file.extension().is_some_and(|e| e == "json"),
-                    text,
-                    origin: Origin::Files,
+                    Ok(Text {
+                        label: file.display().to_string(),
+                        is_json: file.extension().is_some_and(|e| e == "json"),
+                        text,
+                        origin: Origin::Files,
+                    })
                 })
-            })
-            .collect(),
+                .collect()
+        }
     }
 }
 
@@ -834,8 +852,10 @@ fn is_manifest(path: &Path) -> bool {
 }
 
 /// The manifest files under `path`, sorted, so the order of output never
-/// depends on the file system.
-fn collect_files(path: &Path) -> Result<Vec<PathBuf>, ManifestError> {
+/// depends on the file system; a path that is not a directory is itself
+/// the one file (whatever it is: `-f /dev/stdin` reads a pipe). A walk
+/// counts each file in `budget` (see [`input::walk`] for what it follows).
+fn collect_files(path: &Path, budget: &mut input::Budget) -> Result<Vec<PathBuf>, ManifestError> {
     let meta = std::fs::metadata(path).map_err(|source| ManifestError::Read {
         path: path.display().to_string(),
         source,
@@ -843,44 +863,12 @@ fn collect_files(path: &Path) -> Result<Vec<PathBuf>, ManifestError> {
     if !meta.is_dir() {
         return Ok(vec![path.to_path_buf()]);
     }
-    let mut out = Vec::new();
-    walk(path, 0, &mut out)?;
+    let mut out: Vec<PathBuf> = input::walk(path, &is_manifest, budget)?
+        .into_iter()
+        .map(|f| f.path)
+        .collect();
     out.sort();
     Ok(out)
-}
-
-fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<(), ManifestError> {
-    // Symlinked directories are followed; the depth bound stops loops.
-    if depth > 32 {
-        return Ok(());
-    }
-    let entries = std::fs::read_dir(dir).map_err(|source| ManifestError::Read {
-        path: dir.display().to_string(),
-        source,
-    })?;
-    for entry in entries {
-        let entry = entry.map_err(|source| ManifestError::Read {
-            path: dir.display().to_string(),
-            source,
-        })?;
-        let path = entry.path();
-        let hidden = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with('.'));
-        if hidden {
-            continue;
-        }
-        let is_dir = std::fs::metadata(&path)
-            .map(|m| m.is_dir())
-            .unwrap_or(false);
-        if is_dir {
-            walk(&path, depth + 1, out)?;
-        } else if is_manifest(&path) {
-            out.push(path);
-        }
-    }
-    Ok(())
 }
 
 /// The shared corpus of real CRDs for unit tests: the integration tests'

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::SharedText;
+use super::input::{self, Budget, InputLimits};
 use super::split::{self, Piece};
 use super::{Inspect, Inspected, Positions, collect_files, is_manifest};
 use crate::manifest::{Job, chart};
@@ -70,31 +71,45 @@ impl Outline {
 }
 
 /// The manifest files under `paths`, in reading order, or `None` when one
-/// is not a plain file or directory of YAML files (a chart, a JSON file):
-/// listed once, for both the size check and the outline.
-pub fn plain_files(paths: &[&Path]) -> Option<Vec<PathBuf>> {
+/// is not a plain file or directory of YAML files (a chart, a JSON file, a
+/// pipe, which reads once) or a path passes one of `limits` (the ordinary
+/// read then says which): listed once, for both the size check and the
+/// outline.
+pub fn plain_files(paths: &[&Path], limits: InputLimits) -> Option<Vec<PathBuf>> {
     let mut files = Vec::new();
     for path in paths {
         if chart::is_chart(path) {
             return None;
         }
-        for file in collect_files(path).ok()? {
-            if !is_manifest(&file) || file.extension().is_some_and(|e| e == "json") {
+        let mut budget = Budget::new(limits);
+        for file in collect_files(path, &mut budget).ok()? {
+            if !is_manifest(&file)
+                || file.extension().is_some_and(|e| e == "json")
+                || !input::is_regular(&file)
+            {
                 return None;
             }
+            budget.bytes(std::fs::metadata(&file).ok()?.len()).ok()?;
             files.push(file);
         }
     }
     Some(files)
 }
 
-/// Outlines `files` (as [`plain_files`] lists them), one file in memory at
-/// a time. `None` when a file cannot be read or a document cannot be
-/// outlined.
-pub fn outline(files: Vec<PathBuf>) -> Option<Outline> {
+/// The text of `path` when it holds at most `cap` bytes of UTF-8.
+fn read_text(path: &Path, cap: u64) -> Option<Arc<String>> {
+    let file = std::fs::File::open(path).ok()?;
+    let data = input::read_capped(file, cap, cap).ok()??;
+    input::utf8(data).ok().map(Arc::new)
+}
+
+/// Outlines `files` (as [`plain_files`] lists them under `limits`), one
+/// file in memory at a time. `None` when a file cannot be read (or grew
+/// past the limit since) or a document cannot be outlined.
+pub fn outline(files: Vec<PathBuf>, limits: InputLimits) -> Option<Outline> {
     let mut out = Outline::default();
     for file in files {
-        let text = Arc::new(std::fs::read_to_string(&file).ok()?);
+        let text = read_text(&file, limits.file_bytes())?;
         let docs = split::pieces(&text)
             .iter()
             .map(|p| head(&p.text))
@@ -130,7 +145,8 @@ pub fn load_documents<T: Send>(
         for r in by_file {
             if current.as_ref().is_none_or(|(f, _)| *f != r.file) {
                 let file = outline.files.get(r.file)?;
-                let text = Arc::new(std::fs::read_to_string(&file.path).ok()?);
+                // No more than it held when outlined.
+                let text = read_text(&file.path, file.len as u64)?;
                 let split = split::pieces(&text);
                 if text.len() != file.len || split.len() != file.docs.len() {
                     return None;

@@ -40,7 +40,10 @@ fn run(old: Source, new: Source, limits: Limits) -> Option<crd_safety::report::R
     batches::diff(
         &[old],
         &[new],
-        Positions::Recorded,
+        &SourceOptions {
+            positions: Positions::Recorded,
+            ..SourceOptions::default()
+        },
         &StoredVersionsArg::default(),
         &Config::default(),
         limits,
@@ -341,17 +344,17 @@ fn lint_of_large_directories_gets_the_report_of_the_whole_read() {
         "eck-full-bases/v3.5.0",
     ] {
         let dir = corpus.join(dir);
-        let batched = batches::lint(
-            &[Source::Path(dir.clone())],
-            Positions::Recorded,
-            &Config::default(),
-            batches::LIMITS,
-        )
-        .expect("a large directory of plain YAML is batched");
         let opts = SourceOptions {
             positions: Positions::Recorded,
             ..SourceOptions::default()
         };
+        let batched = batches::lint(
+            &[Source::Path(dir.clone())],
+            &opts,
+            &Config::default(),
+            batches::LIMITS,
+        )
+        .expect("a large directory of plain YAML is batched");
         let new = manifest::load_with(&[Source::Path(dir.clone())], &opts).expect("reads");
         let none = manifest::ManifestSet::default();
         let mut whole = diff(

@@ -12,6 +12,7 @@ mod ci_output;
 mod cli;
 mod corpus;
 mod helm_delivery;
+mod input_limits;
 mod layers;
 mod migrate_faults;
 mod properties;

@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crd_safety::change::migrate::Engine;
 use crd_safety::config::{FailMode, Mode};
 use crd_safety::crd_validation::KubeVersion;
+use crd_safety::manifest::InputLimits;
 pub use crd_safety::report::OutputFormat;
 
 /// The exit codes of the report commands, as a literal so each command's
@@ -402,6 +403,21 @@ pub struct SourceArgs {
     /// notice.
     #[arg(long)]
     pub require_helm: bool,
+    /// The most read of one file, stdin, chart archive entry, git blob or rendered output (bytes,
+    /// or Ki/Mi/Gi; at least 4Ki). Each source (an argument) may hold 4 times that in all
+    /// (decompressed), and one file per 4 KiB of it (16,384 by default).
+    #[arg(long, value_name = "SIZE", default_value = "64Mi", value_parser = parse_input_size)]
+    pub max_input_bytes: u64,
+}
+
+/// `--max-input-bytes`: a size as the other size flags take it, and at
+/// least one file's worth per source.
+fn parse_input_size(text: &str) -> Result<u64, String> {
+    let size = crd_safety::webhook::parse_size(text)?;
+    if size < InputLimits::MIN_FILE_BYTES {
+        return Err(format!("{text:?} is too small: at least 4Ki"));
+    }
+    Ok(size)
 }
 
 #[derive(Debug, Args)]

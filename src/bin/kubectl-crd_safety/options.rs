@@ -9,7 +9,7 @@ use crd_safety::cluster::KubeFlags;
 use crd_safety::command::{self, Baselines, Failure};
 use crd_safety::config::Config;
 use crd_safety::crd_validation::{KubeVersion, KubeVersionSource};
-use crd_safety::manifest::{HelmOptions, Positions, Source, SourceOptions};
+use crd_safety::manifest::{HelmOptions, InputLimits, Positions, Source, SourceOptions};
 use crd_safety::report::{OutputFormat, RenderOptions};
 use crd_safety::scan::ScanOptions;
 use crd_safety::webhook::ServeOptions;
@@ -74,8 +74,8 @@ impl SourceArgs {
         }
     }
 
-    /// How git revisions, charts and kustomizations are read, positions
-    /// as the library's default.
+    /// How git revisions, charts and kustomizations are read and how much
+    /// each source may hold, positions as the library's default.
     pub fn reading(&self) -> SourceOptions {
         SourceOptions {
             repo: self.repo.clone(),
@@ -85,6 +85,7 @@ impl SourceArgs {
                 require: self.require_helm,
             },
             positions: Positions::default(),
+            limits: InputLimits::new(self.max_input_bytes),
         }
     }
 }
