@@ -159,6 +159,12 @@ async fn a_safe_upgrade_is_applied_with_yes_and_is_visible_in_the_cluster() {
         managers.contains(&(OURS.into(), "Apply".into())),
         "{managers:?}"
     );
+    // The CRD created is ours as an apply's would be: one Apply entry, so
+    // the next release applies without a conflict with our own create.
+    assert_eq!(
+        self::managers(&client, "newcomers.example.com").await,
+        [(OURS.to_string(), "Apply".to_string())]
+    );
     let newcomer = live(&client, "newcomers.example.com").await.expect("crd");
     let established = newcomer["status"]["conditions"]
         .as_array()
@@ -312,7 +318,7 @@ async fn a_field_manager_conflict_is_reported_and_refused_until_forced() {
 }
 
 #[tokio::test]
-async fn a_failure_stops_the_run_and_the_outcome_says_what_was_applied() {
+async fn a_crd_never_established_stops_the_run_and_what_was_created_is_deleted_again() {
     let Some(plane) = control_plane() else { return };
     let client = admin(plane).await;
     // `clashes` asks for a short name another CRD of the group already has:
@@ -333,23 +339,28 @@ async fn a_failure_stops_the_run_and_the_outcome_says_what_was_applied() {
     assert_eq!(
         results(&report),
         [
-            triple("firsts.example.com", "create", "created"),
-            triple("clashes.example.com", "create", "notEstablished"),
+            triple("firsts.example.com", "create", "restored"),
+            triple("clashes.example.com", "create", "restored"),
             triple("lasts.example.com", "create", "notApplied"),
         ]
+    );
+    assert_eq!(
+        report["apply"]["results"][0]["message"],
+        "created, then deleted again (it had no objects)"
     );
     let message = report["apply"]["results"][1]["message"]
         .as_str()
         .expect("the failure says why");
     assert!(
-        message.contains("refused its names") && message.contains("\"tk\""),
+        message.starts_with("created, but the API server refused its names: ")
+            && message.contains("\"tk\"")
+            && message.ends_with(", then deleted again (it had no objects)"),
         "{message}"
     );
-    assert!(live(&client, "firsts.example.com").await.is_some());
-    assert!(
-        live(&client, "lasts.example.com").await.is_none(),
-        "nothing after the failure was applied"
-    );
+    for plural in ["firsts", "clashes", "lasts"] {
+        let name = format!("{plural}.example.com");
+        assert!(live(&client, &name).await.is_none(), "{name} is left");
+    }
 
     // The table says the same to a person.
     let r = apply_failing_run(
@@ -369,41 +380,46 @@ async fn a_failure_stops_the_run_and_the_outcome_says_what_was_applied() {
             .collect::<Vec<_>>(),
         [
             " envtest-admin:",
-            "  seconds.example.com   created",
-            "  finals.example.com    not applied",
-            "1 applied (seconds.example.com), 2 not applied or not established.",
-            "To finish: fix the cause above and run the same apply again; the CRDs already applied \
-are unchanged and are skipped.",
+            "  seconds.example.com   restored: created, then deleted again (it had no objects)",
+            "  finals.example.com    not attempted",
+            "Nothing of the bundle is left applied (clashers.example.com failed): the 2 CRDs \
+already written were restored.",
+            "Next: fix the cause above, then run the same apply again.",
         ],
         "{}",
         r.stdout
     );
     assert_has(
         outcome,
-        "  clashers.example.com  NOT ESTABLISHED: the API server refused its names:",
+        "  clashers.example.com  restored: created, but the API server refused its names:",
     );
 
-    // Applies in flight together (the default, 8) each finish and say how
-    // they ended: the failure stops only those not yet started.
+    // Applies in flight together (the default, 16) each finish their
+    // request; the failure stops the others' waits, and every CRD written
+    // is deleted again.
     let r = apply_failing_run(
         plane,
         ["thirds", "clashings", "afters"],
         &["--yes", "-o", "json"],
     );
+    let report = r.json();
     assert_eq!(
-        results(&r.json()),
-        [
-            triple("thirds.example.com", "create", "created"),
-            triple("clashings.example.com", "create", "notEstablished"),
-            triple("afters.example.com", "create", "created"),
-        ]
+        results(&report)
+            .into_iter()
+            .map(|(_, _, result)| result)
+            .collect::<Vec<_>>(),
+        ["restored", "restored", "restored"],
+        "{report}"
     );
-    assert!(live(&client, "afters.example.com").await.is_some());
+    for plural in ["thirds", "clashings", "afters"] {
+        let name = format!("{plural}.example.com");
+        assert!(live(&client, &name).await.is_none(), "{name} is left");
+    }
 }
 
 /// Runs `apply extra...` of manifests for three new CRDs, the second of
 /// which asks for the short name `tk` that `takens` already has: the run
-/// fails (exit 3).
+/// fails with every CRD as it was (exit 3).
 fn apply_failing_run(plane: &ControlPlane, plurals: [&str; 3], extra: &[&str]) -> Run {
     let dir = tempfile::tempdir().expect("tempdir");
     for (i, plural) in plurals.iter().enumerate() {
@@ -424,6 +440,8 @@ fn apply_help_documents_its_exit_codes() {
     assert_eq!(r.code, 0);
     for line in [
         "4  not applied: the answer to the confirmation was no",
+        "5  left half applied: a CRD written could not be restored",
+        "130  interrupted (Ctrl-C, SIGTERM) during the writes",
         "--force-conflicts",
         "--wait-timeout",
     ] {
