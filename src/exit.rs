@@ -12,6 +12,10 @@ pub const INPUT: u8 = 2;
 pub const CLUSTER: u8 = 3;
 /// The user declined at the question.
 pub const DECLINED: u8 = 4;
+/// `apply` left part of the bundle applied: a CRD written could not be
+/// restored (or restoring it was not safe). Unlike [`CLUSTER`], where every
+/// CRD is as it was checked, someone has to look.
+pub const PARTIAL: u8 = 5;
 /// Stopped by Ctrl-C: 128 + SIGINT, what shells report for a program the
 /// signal killed, so scripts see the usual value.
 pub const INTERRUPTED: u8 = 130;

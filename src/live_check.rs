@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
 
-use crate::cluster::{ClusterError, Connection, DryRun, ownership};
+use crate::cluster::{ClusterError, Connection, DryRun, ownership, same_content};
 use crate::compare::{Check, Finding, Severity};
 use crate::config::Config;
 use crate::crd::Crd;
@@ -249,8 +249,15 @@ pub async fn apply_check(
     }
     let policy = config.policy();
     let mut plan = Vec::with_capacity(new.crds.len());
-    for (((entry, n), live_crd), verdict) in
-        crds.iter_mut().zip(&new.crds).zip(&live_crds).zip(verdicts)
+    let checked = live_index
+        .iter()
+        .map(|i| i.map(|i| std::sync::Arc::clone(&live.crds[i].crd)));
+    for ((((entry, n), live_crd), verdict), checked) in crds
+        .iter_mut()
+        .zip(&new.crds)
+        .zip(&live_crds)
+        .zip(verdicts)
+        .zip(checked)
     {
         let action = match live_crd {
             None => Action::Create,
@@ -311,6 +318,7 @@ pub async fn apply_check(
             take_over,
             rejected: verdict.rejected.clone(),
             owners,
+            checked,
         });
         if let Some(message) = verdict.rejected {
             let finding = Finding::new(
@@ -355,17 +363,6 @@ pub async fn apply_check(
     }
     Ok(LiveCheck { report, plan })
 }
-
-/// Whether the object the dry run would store equals the live one in what
-/// users set: the spec (with the server's defaults on both sides), labels
-/// and annotations. Field ownership and status are not content.
-fn same_content(would_be: &Value, live: &Value) -> bool {
-    would_be.get("spec") == live.get("spec")
-        && ["labels", "annotations"]
-            .iter()
-            .all(|k| would_be["metadata"].get(k) == live["metadata"].get(k))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -33,6 +33,9 @@ pub enum Decision {
     Failed,
     /// Stopped by Ctrl-C; the outcome says what was done.
     Interrupted,
+    /// `apply`: part of the bundle is left applied (a restore failed or
+    /// was not safe); the outcome says which.
+    Partial,
 }
 
 impl Decision {
@@ -40,7 +43,7 @@ impl Decision {
     pub fn went_ahead(self) -> bool {
         matches!(
             self,
-            Decision::Done | Decision::Failed | Decision::Interrupted
+            Decision::Done | Decision::Failed | Decision::Interrupted | Decision::Partial
         )
     }
 
@@ -55,11 +58,12 @@ impl Decision {
             Decision::Done => done,
             Decision::Failed => "failed",
             Decision::Interrupted => "interrupted",
+            Decision::Partial => "partial",
         }
     }
 
     /// 0 done or nothing to do, 1 refused, 3 failed (a cluster error), 4
-    /// declined at the question, 130 interrupted.
+    /// declined at the question, 5 left partly applied, 130 interrupted.
     pub fn exit_code(self) -> u8 {
         match self {
             Decision::NothingToDo | Decision::DryRun | Decision::Done => exit::SAFE,
@@ -67,6 +71,7 @@ impl Decision {
             Decision::Failed => exit::CLUSTER,
             Decision::Declined => exit::DECLINED,
             Decision::Interrupted => exit::INTERRUPTED,
+            Decision::Partial => exit::PARTIAL,
         }
     }
 }

@@ -26,7 +26,10 @@ pub use live_crds::LIST_FROM;
 pub(crate) use request::{Attempt, GaveUp};
 pub use retry::{RequestTrace, RetryNotice, RetryPolicy};
 pub use storage_migration::{MigrationApi, MigrationCreate, MigrationState};
-pub use write::{Rewrite, RewriteError, StoredVersionsUpdate};
+pub use write::{
+    Deleted, RestoreError, Rewrite, RewriteError, StoredVersionsUpdate, created_by_us,
+    only_status_moved, resource_version, same_content, same_managers,
+};
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -658,14 +661,26 @@ impl Connection {
     /// A server-side apply of `manifest` to CRD `name`. Retrying one is
     /// safe: applying the same configuration again as the same field
     /// manager changes nothing if the first one was stored.
+    ///
+    /// With `resource_version`, the applied configuration names it
+    /// (`metadata.resourceVersion`), which the API server takes as a
+    /// precondition: 409 if the CRD has moved on since.
     async fn patch_crd(
         &self,
         what: &str,
         name: &str,
         params: &PatchParams,
         manifest: &Value,
+        resource_version: Option<&str>,
     ) -> Result<Value, request::Failed> {
-        let body = Patch::Apply(apply_body(manifest));
+        let mut body = apply_body(manifest);
+        if let (Some(rv), Some(meta)) = (
+            resource_version,
+            body.get_mut("metadata").and_then(Value::as_object_mut),
+        ) {
+            meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
+        }
+        let body = Patch::Apply(body);
         let request = self
             .crds()
             .patch(name, params, &body)
@@ -687,7 +702,10 @@ impl Connection {
         manifest: &Value,
     ) -> Result<DryRun, ClusterError> {
         let plain = PatchParams::apply(FIELD_MANAGER).dry_run();
-        let conflict = match self.patch_crd("dry-run", name, &plain, manifest).await {
+        let conflict = match self
+            .patch_crd("dry-run", name, &plain, manifest, None)
+            .await
+        {
             Ok(obj) => return Ok(DryRun::Accepted(obj)),
             Err(f) if f.code() == Some(409) => Some(f.message()),
             Err(f) if f.refused() => return Ok(DryRun::Rejected(f.message())),
@@ -695,7 +713,10 @@ impl Connection {
         };
         // Forced, to learn whether the CRD itself is valid.
         let forced = PatchParams::apply(FIELD_MANAGER).force().dry_run();
-        match self.patch_crd("dry-run", name, &forced, manifest).await {
+        match self
+            .patch_crd("dry-run", name, &forced, manifest, None)
+            .await
+        {
             Ok(obj) => Ok(DryRun::Conflict {
                 would_store: obj,
                 message: conflict.unwrap_or_default(),
@@ -703,72 +724,6 @@ impl Connection {
             Err(f) if f.code() == Some(409) || f.refused() => Ok(DryRun::Rejected(f.message())),
             Err(f) => Err(self.classify_failed(f)),
         }
-    }
-
-    /// Server-side-applies `manifest` for real, as field manager
-    /// [`FIELD_MANAGER`]. Without `force_conflicts`, fields owned by another
-    /// manager make this fail with [`ApplyError::Conflict`], like kubectl.
-    pub async fn apply(
-        &self,
-        name: &str,
-        manifest: &Value,
-        force_conflicts: bool,
-    ) -> Result<Value, ApplyError> {
-        let mut params = PatchParams::apply(FIELD_MANAGER);
-        if force_conflicts {
-            params = params.force();
-        }
-        match self.patch_crd("apply", name, &params, manifest).await {
-            Ok(obj) => Ok(obj),
-            Err(f) if f.code() == Some(409) => Err(ApplyError::Conflict(f.message())),
-            Err(f) if f.refused() => Err(ApplyError::Rejected(f.message())),
-            Err(f) => Err(ApplyError::Cluster(self.classify_failed(f))),
-        }
-    }
-
-    /// Moves the fields that the `Update` managers `from` own on CRD `name`
-    /// to our `Apply` manager, as `kubectl apply --server-side` does with
-    /// what a client-side `kubectl apply` left (see [`ownership`]). The
-    /// write is conditional on the resourceVersion read. `false` when there
-    /// was nothing to move.
-    ///
-    /// If the write was retried and then refused for a changed
-    /// resourceVersion, the first try may have landed: the CRD is read and
-    /// judged again once, and finding nothing left to move means it did.
-    pub async fn take_over_fields(&self, name: &str, from: &[&str]) -> Result<bool, ClusterError> {
-        let mut moved = false;
-        for _ in 0..2 {
-            let Some(live) = self.get_crd(name).await? else {
-                return Ok(moved);
-            };
-            let managed = live["metadata"]["managedFields"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
-            let Some(fields) = ownership::take_over(&managed, from, FIELD_MANAGER) else {
-                return Ok(moved);
-            };
-            let patch = serde_json::json!({"metadata": {
-                "resourceVersion": live["metadata"]["resourceVersion"],
-                "managedFields": fields,
-            }});
-            let request = self
-                .crds()
-                .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-                .map_err(|e| self.unbuildable(e))?;
-            match self
-                .call::<Value>(&format!("take over fields of crd {name}"), request)
-                .await
-            {
-                Ok(_) => return Ok(true),
-                Err(f) if f.code() == Some(409) && f.tries > 1 => moved = true,
-                Err(f) => return Err(self.classify_failed(f)),
-            }
-        }
-        Err(ClusterError::Api {
-            code: 409,
-            message: format!("crd {name} keeps changing while its fields are taken over"),
-        })
     }
 
     /// Polls the CRD until it is `Established`, its names are refused, or
@@ -833,18 +788,31 @@ pub enum DryRun {
     Rejected(String),
 }
 
-/// Why a real apply did not happen.
+/// Why a real write of `apply` did not happen.
 #[derive(Debug, Error)]
 pub enum ApplyError {
     /// Another field manager owns fields this manifest sets (409).
     #[error("{0} (use --force-conflicts to take the fields over)")]
     Conflict(String),
+    /// The CRD is no longer as it was checked: another client changed,
+    /// created or deleted it in between (409 on the `resourceVersion`
+    /// precondition, or on a create). Nothing was written, so their change
+    /// stays.
+    #[error(
+        "changed by another client since it was checked, so it was not written (their change \
+         stays): {0}"
+    )]
+    Changed(String),
     /// The server refuses the object (400/422, or an admission denial).
     #[error("the API server refused it: {0}")]
     Rejected(String),
-    /// The request itself failed.
+    /// The request failed before the server's verdict: nothing was written.
     #[error(transparent)]
     Cluster(#[from] ClusterError),
+    /// The request failed after it may have reached the server (a lost
+    /// answer, a timeout, retries that ran out): the write may have landed.
+    #[error("{0} (whether the write landed is not known)")]
+    Unsure(ClusterError),
 }
 
 /// Whether an applied CRD became usable.

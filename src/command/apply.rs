@@ -1,11 +1,12 @@
-//! `apply`: the live check, the question, then every CRD or none.
+//! `apply`: the live check, the question, then every CRD, or none and
+//! the ones already written restored.
 
 use std::time::Duration;
 
 use serde::Serialize;
 
 use super::Failure;
-use crate::change::apply::{self, ApplyOptions};
+use crate::change::apply::{self, ApplyOptions, RESTORE_WITHIN, Stop};
 use crate::change::{Confirm, Decided, Decision, decide};
 use crate::cluster::Connection;
 use crate::live_check::LiveCheck;
@@ -30,6 +31,17 @@ pub struct Request {
     pub concurrency: usize,
 }
 
+/// What the binary hooks into the write phase.
+pub struct Hooks<'a> {
+    /// Called once, right before the first write (after the answer): the
+    /// moment from which Ctrl-C should stop the run and restore, rather
+    /// than kill it.
+    pub started: &'a mut dyn FnMut(),
+    /// Set to stop (Ctrl-C, SIGTERM): no new write starts, and what was
+    /// written is restored.
+    pub stop: &'a Stop,
+}
+
 /// How an `apply` ended.
 #[derive(Debug)]
 pub struct ApplyRun {
@@ -41,16 +53,21 @@ pub struct ApplyRun {
     pub results: Vec<Applied>,
     /// Requests retried while applying.
     pub retries: u64,
+    /// Ctrl-C or SIGTERM stopped the writes, and what was written was
+    /// restored.
+    pub interrupted: bool,
 }
 
 /// Decides (refused, nothing to do, `--yes` or the question through
 /// `confirm`) and, when the answer is yes, applies the plan of `checked`.
-/// A failure of any CRD makes the decision [`Decision::Failed`].
+/// A failure of any CRD makes the decision [`Decision::Failed`] (every CRD
+/// as checked) or [`Decision::Partial`] (some left applied).
 pub async fn run(
     conn: &Connection,
     checked: &LiveCheck,
     request: Request,
     confirm: &mut dyn Confirm,
+    hooks: Hooks<'_>,
 ) -> Result<ApplyRun, Failure> {
     let proposal = apply::proposal(
         conn,
@@ -63,21 +80,25 @@ pub async fn run(
     let mut decided = decide(&proposal, request.yes, confirm)?;
     let retries_before = conn.retries();
     let mut results = Vec::new();
+    let mut interrupted = false;
     if decided.decision == Decision::Done {
         let opts = ApplyOptions {
             force_conflicts: request.force_conflicts,
             wait: request.wait,
             concurrency: request.concurrency,
+            restore_within: RESTORE_WITHIN,
         };
-        results = apply::apply(conn, &checked.plan, opts).await;
-        if results.iter().any(|r| r.outcome.is_failure()) {
-            decided.decision = Decision::Failed;
-        }
+        (hooks.started)();
+        let end = apply::apply(conn, &checked.plan, opts, hooks.stop).await;
+        decided.decision = apply::decision(&end);
+        interrupted = end.interrupted;
+        results = end.results;
     }
     Ok(ApplyRun {
         decided,
         results,
         retries: conn.retries() - retries_before,
+        interrupted,
     })
 }
 

@@ -13,10 +13,10 @@ use std::process::Command;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::{Api, Client};
 use serde_json::{Value, json};
-use support::envtest::{ControlPlane, control_plane};
+use support::envtest::{ControlPlane, control_plane, dedicated};
 use support::live::{admin, apply_check, crd, findings, install, install_as, write_manifest};
 use support::run::{Run, run};
-use support::runs::{answer_in_terminal, assert_has, grant};
+use support::runs::{answer_in_terminal, answer_in_terminal_after, assert_has, grant};
 use tempfile::TempDir;
 
 /// The field manager of an earlier run of the plugin: upgrades of what it
@@ -158,6 +158,12 @@ async fn a_safe_upgrade_is_applied_with_yes_and_is_visible_in_the_cluster() {
     assert!(
         managers.contains(&(OURS.into(), "Apply".into())),
         "{managers:?}"
+    );
+    // The CRD created is ours as an apply's would be: one Apply entry, so
+    // the next release applies without a conflict with our own create.
+    assert_eq!(
+        self::managers(&client, "newcomers.example.com").await,
+        [(OURS.to_string(), "Apply".to_string())]
     );
     let newcomer = live(&client, "newcomers.example.com").await.expect("crd");
     let established = newcomer["status"]["conditions"]
@@ -312,7 +318,7 @@ async fn a_field_manager_conflict_is_reported_and_refused_until_forced() {
 }
 
 #[tokio::test]
-async fn a_failure_stops_the_run_and_the_outcome_says_what_was_applied() {
+async fn a_crd_never_established_stops_the_run_and_what_was_created_is_deleted_again() {
     let Some(plane) = control_plane() else { return };
     let client = admin(plane).await;
     // `clashes` asks for a short name another CRD of the group already has:
@@ -333,23 +339,28 @@ async fn a_failure_stops_the_run_and_the_outcome_says_what_was_applied() {
     assert_eq!(
         results(&report),
         [
-            triple("firsts.example.com", "create", "created"),
-            triple("clashes.example.com", "create", "notEstablished"),
+            triple("firsts.example.com", "create", "restored"),
+            triple("clashes.example.com", "create", "restored"),
             triple("lasts.example.com", "create", "notApplied"),
         ]
+    );
+    assert_eq!(
+        report["apply"]["results"][0]["message"],
+        "created, then deleted again (it had no objects)"
     );
     let message = report["apply"]["results"][1]["message"]
         .as_str()
         .expect("the failure says why");
     assert!(
-        message.contains("refused its names") && message.contains("\"tk\""),
+        message.starts_with("created, but the API server refused its names: ")
+            && message.contains("\"tk\"")
+            && message.ends_with(", then deleted again (it had no objects)"),
         "{message}"
     );
-    assert!(live(&client, "firsts.example.com").await.is_some());
-    assert!(
-        live(&client, "lasts.example.com").await.is_none(),
-        "nothing after the failure was applied"
-    );
+    for plural in ["firsts", "clashes", "lasts"] {
+        let name = format!("{plural}.example.com");
+        assert!(live(&client, &name).await.is_none(), "{name} is left");
+    }
 
     // The table says the same to a person.
     let r = apply_failing_run(
@@ -369,41 +380,46 @@ async fn a_failure_stops_the_run_and_the_outcome_says_what_was_applied() {
             .collect::<Vec<_>>(),
         [
             " envtest-admin:",
-            "  seconds.example.com   created",
-            "  finals.example.com    not applied",
-            "1 applied (seconds.example.com), 2 not applied or not established.",
-            "To finish: fix the cause above and run the same apply again; the CRDs already applied \
-are unchanged and are skipped.",
+            "  seconds.example.com   restored: created, then deleted again (it had no objects)",
+            "  finals.example.com    not attempted",
+            "Nothing of the bundle is left applied (clashers.example.com failed): the 2 CRDs \
+already written were restored.",
+            "Next: fix the cause above, then run the same apply again.",
         ],
         "{}",
         r.stdout
     );
     assert_has(
         outcome,
-        "  clashers.example.com  NOT ESTABLISHED: the API server refused its names:",
+        "  clashers.example.com  restored: created, but the API server refused its names:",
     );
 
-    // Applies in flight together (the default, 8) each finish and say how
-    // they ended: the failure stops only those not yet started.
+    // Applies in flight together (the default, 16) each finish their
+    // request; the failure stops the others' waits, and every CRD written
+    // is deleted again.
     let r = apply_failing_run(
         plane,
         ["thirds", "clashings", "afters"],
         &["--yes", "-o", "json"],
     );
+    let report = r.json();
     assert_eq!(
-        results(&r.json()),
-        [
-            triple("thirds.example.com", "create", "created"),
-            triple("clashings.example.com", "create", "notEstablished"),
-            triple("afters.example.com", "create", "created"),
-        ]
+        results(&report)
+            .into_iter()
+            .map(|(_, _, result)| result)
+            .collect::<Vec<_>>(),
+        ["restored", "restored", "restored"],
+        "{report}"
     );
-    assert!(live(&client, "afters.example.com").await.is_some());
+    for plural in ["thirds", "clashings", "afters"] {
+        let name = format!("{plural}.example.com");
+        assert!(live(&client, &name).await.is_none(), "{name} is left");
+    }
 }
 
 /// Runs `apply extra...` of manifests for three new CRDs, the second of
 /// which asks for the short name `tk` that `takens` already has: the run
-/// fails (exit 3).
+/// fails with every CRD as it was (exit 3).
 fn apply_failing_run(plane: &ControlPlane, plurals: [&str; 3], extra: &[&str]) -> Run {
     let dir = tempfile::tempdir().expect("tempdir");
     for (i, plural) in plurals.iter().enumerate() {
@@ -424,6 +440,8 @@ fn apply_help_documents_its_exit_codes() {
     assert_eq!(r.code, 0);
     for line in [
         "4  not applied: the answer to the confirmation was no",
+        "5  left half applied: a CRD written could not be restored",
+        "130  interrupted (Ctrl-C, SIGTERM) during the writes",
         "--force-conflicts",
         "--wait-timeout",
     ] {
@@ -873,4 +891,371 @@ async fn a_user_who_may_only_get_crds_still_checks_a_big_bundle() {
         verdicts_of(&admin_report.json()),
         verdicts_of(&getter.json())
     );
+}
+
+/// What the restore tests compare: a live CRD's spec, labels, annotations
+/// and field owners (manager and operation of each top-level entry, with
+/// the fields it owns), which a restore must put back as they were.
+async fn restorable(client: &Client, name: &str) -> Value {
+    let crd = live(client, name).await.expect("the CRD exists");
+    let owners: Vec<Value> = crd["metadata"]["managedFields"]
+        .as_array()
+        .expect("managedFields")
+        .iter()
+        .filter(|e| e.get("subresource").is_none())
+        .map(|e| json!([e["manager"], e["operation"], e["fieldsV1"]]))
+        .collect();
+    json!({
+        "spec": crd["spec"],
+        "labels": crd["metadata"]["labels"],
+        "annotations": crd["metadata"]["annotations"],
+        "owners": owners,
+    })
+}
+
+/// Registers an admission webhook of the test's own on `plane` (a
+/// dedicated one: the webhook sees every CRD write), answering with
+/// `decide`, and waits until the API server calls it: `decide` must deny
+/// the create of `probes.example.com`. The webhook, and a directory for
+/// the test's files.
+async fn with_webhook<F>(
+    plane: &ControlPlane,
+    client: &Client,
+    decide: F,
+) -> (support::webhook::Admission, TempDir)
+where
+    F: Fn(&Value) -> support::webhook::Verdict + Send + Sync + 'static,
+{
+    let ca = support::webhook::TestCa::new();
+    let webhook = support::webhook::Admission::start(&ca, decide).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let probe = write_manifest(dir.path(), "probe.json", &v1_crd("probes", json!({})));
+    webhook
+        .register(client, &ca, "apply-test", &plane.admin_kubeconfig, &probe)
+        .await;
+    (webhook, dir)
+}
+
+/// `decide` of a webhook that denies the probe, and the real (not dry-run)
+/// creates and updates of `denied`, in the words of a policy.
+fn deny_real_writes_of(denied: &'static str) -> impl Fn(&Value) -> support::webhook::Verdict {
+    move |request: &Value| {
+        let name = request["name"].as_str().unwrap_or_default().to_string();
+        let dry = request["dryRun"].as_bool().unwrap_or(false);
+        Box::pin(async move {
+            (name == "probes.example.com" || (name == denied && !dry))
+                .then(|| format!("{name} is frozen by the test's policy"))
+        })
+    }
+}
+
+/// Bundle of three from the same release: `vetoeds`, which the webhook
+/// denies at the real write (its dry run passes), between an update and a
+/// create: the API server's verdict at write time, which the dry-run gate
+/// could not foresee. Every CRD ends as it was checked, and both the JSON
+/// and the table say so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_the_api_server_refuses_restores_the_crds_already_written() {
+    let Some(plane) = dedicated() else { return };
+    let client = admin(&plane).await;
+    // `rollbacks` was installed by kubectl by hand: our write takes its
+    // fields over first, so the restore has field owners to put back too.
+    let home = tempfile::tempdir().expect("tempdir");
+    let old_rollbacks = write_manifest(
+        home.path(),
+        "old-rollbacks.json",
+        &v1_crd("rollbacks", json!({})),
+    );
+    kubectl_installs(&plane, "apply", &old_rollbacks, home.path());
+    install_as(&client, &v1_crd("vetoeds", json!({})), OURS).await;
+    let (webhook, dir) =
+        with_webhook(&plane, &client, deny_real_writes_of("vetoeds.example.com")).await;
+    let before = (
+        restorable(&client, "rollbacks.example.com").await,
+        restorable(&client, "vetoeds.example.com").await,
+    );
+    let bundle = dir.path().join("bundle");
+    std::fs::create_dir(&bundle).expect("bundle dir");
+    let color = json!({"color": {"type": "string"}});
+    write_manifest(
+        &bundle,
+        "0-rollbacks.json",
+        &v1_crd("rollbacks", color.clone()),
+    );
+    write_manifest(&bundle, "1-vetoeds.json", &v1_crd("vetoeds", color.clone()));
+    write_manifest(&bundle, "2-freshes.json", &v1_crd("freshes", color));
+    let bundle = bundle.display().to_string();
+
+    for extra in [&["-o", "json"][..], &[][..]] {
+        let (plane_ref, bundle_ref) = (&plane, bundle.as_str());
+        let mut args = vec!["--yes"];
+        args.extend_from_slice(extra);
+        let r = tokio::task::block_in_place(|| apply(plane_ref, &[bundle_ref], &args));
+        assert_eq!(
+            r.code, 3,
+            "every CRD as checked: exit 3\n{}{}",
+            r.stdout, r.stderr
+        );
+        if extra.is_empty() {
+            let outcome = r
+                .stdout
+                .split("Apply to context")
+                .nth(1)
+                .unwrap_or_default();
+            assert_has(
+                outcome,
+                "  vetoeds.example.com    FAILED: the API server refused it: admission webhook \
+                 \"apply-test.example.com\" denied the request: vetoeds.example.com is frozen",
+            );
+            assert_has(
+                outcome,
+                "Nothing of the bundle is left applied (vetoeds.example.com failed): ",
+            );
+            assert_has(
+                outcome,
+                "Next: fix the cause above, then run the same apply again.",
+            );
+            // All three were in flight at once (the default concurrency).
+            assert_has(
+                outcome,
+                "  rollbacks.example.com  restored: configured, then written back as it was checked",
+            );
+            assert_has(
+                outcome,
+                "  freshes.example.com    restored: created, then deleted again (it had no objects)",
+            );
+        } else {
+            let report = r.json();
+            assert_eq!(report["apply"]["decision"], "failed");
+            let got = results(&report);
+            assert_eq!(got[1], triple("vetoeds.example.com", "update", "failed"));
+            for (name, _, result) in [&got[0], &got[2]] {
+                assert!(
+                    result == "restored" || result == "notApplied",
+                    "{name}: {result}\n{report}"
+                );
+            }
+        }
+        // Each CRD as it was checked: specs, labels, annotations, and the
+        // field owners (kubectl's client-side entry back in place).
+        assert_eq!(
+            restorable(&client, "rollbacks.example.com").await,
+            before.0,
+            "rollbacks restored"
+        );
+        assert_eq!(restorable(&client, "vetoeds.example.com").await, before.1);
+        assert!(live(&client, "freshes.example.com").await.is_none());
+    }
+    // The restore went through admission like any write: a real update.
+    assert!(
+        webhook
+            .of("rollbacks.example.com")
+            .iter()
+            .filter(|(op, dry)| op == "UPDATE" && !dry)
+            .count()
+            >= 2,
+        "{:?}",
+        webhook.of("rollbacks.example.com")
+    );
+    // The next apply, once the policy is lifted, sees no conflict with the
+    // restore's own write: the owners are as they were.
+    drop(webhook);
+    let r = tokio::task::block_in_place(|| {
+        apply_check(
+            &dir.path()
+                .join("bundle/0-rollbacks.json")
+                .display()
+                .to_string(),
+            &plane.admin_kubeconfig.display().to_string(),
+            &["-o", "json"],
+        )
+    });
+    let report = r.json();
+    let conflicts: Vec<_> = findings(&report)
+        .into_iter()
+        .filter(|(check, severity, _)| check == "fieldManagerConflict" && severity != "info")
+        .collect();
+    assert!(conflicts.is_empty(), "{report}");
+}
+
+/// Another client changes one CRD of two after the check, while the
+/// question is on the screen: the write, conditional on the checked
+/// resourceVersion, is refused with 409 and reported as a conflict; their
+/// change stays; the other CRD is restored (or never written); exit 3.
+#[tokio::test]
+async fn a_change_made_between_the_check_and_the_write_is_a_conflict_and_is_kept() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    install_as(&client, &v1_crd("editeds", json!({})), OURS).await;
+    install_as(&client, &v1_crd("bystanders", json!({})), OURS).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let extra = json!({"extra": {"type": "string"}});
+    write_manifest(
+        dir.path(),
+        "0-editeds.json",
+        &v1_crd("editeds", extra.clone()),
+    );
+    write_manifest(
+        dir.path(),
+        "1-bystanders.json",
+        &v1_crd("bystanders", extra),
+    );
+    let path = dir.path().display().to_string();
+    let kubeconfig = plane.admin_kubeconfig.clone();
+    let (code, screen) = tokio::task::spawn_blocking(move || {
+        answer_in_terminal_after(
+            &["apply", "-f", &path],
+            &kubeconfig,
+            200,
+            "to context envtest-admin? [y/N]",
+            "y",
+            || {
+                let out = support::webhook::kubectl(
+                    &kubeconfig,
+                    &[
+                        "annotate",
+                        "crd",
+                        "editeds.example.com",
+                        "example.com/edited-by=someone-else",
+                    ],
+                );
+                assert!(
+                    out.status.success(),
+                    "{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            },
+        )
+    })
+    .await
+    .expect("pty thread");
+    assert_eq!(code, 3, "{screen}");
+    let outcome = screen.split("Apply to context").nth(1).unwrap_or_default();
+    assert_has(
+        outcome,
+        "  editeds.example.com     CONFLICT: changed by another client since it was checked, so \
+         it was not written (their change stays): ",
+    );
+    assert_has(outcome, "the object has been modified");
+    assert_has(
+        outcome,
+        "Next: run the same apply again: it checks the CRDs as they are now, another client's \
+         change included, before it writes.",
+    );
+    let edited = live(&client, "editeds.example.com").await.expect("kept");
+    assert_eq!(
+        edited["metadata"]["annotations"]["example.com/edited-by"],
+        "someone-else"
+    );
+    assert_eq!(
+        spec_field(&client, "editeds.example.com", "extra").await,
+        None
+    );
+    assert_eq!(
+        spec_field(&client, "bystanders.example.com", "extra").await,
+        None,
+        "the other CRD is as it was: {outcome}"
+    );
+}
+
+/// `decide` of a webhook that denies the probe and holds every real write
+/// of `slow` that adds the field `extra` (our apply's, not the restore's)
+/// for `hold`, telling `held` when one arrives.
+fn hold_real_writes_of(
+    slow: &'static str,
+    hold: std::time::Duration,
+    held: tokio::sync::mpsc::UnboundedSender<()>,
+) -> impl Fn(&Value) -> support::webhook::Verdict {
+    move |request: &Value| {
+        let name = request["name"].as_str().unwrap_or_default().to_string();
+        let dry = request["dryRun"].as_bool().unwrap_or(false);
+        let adds = request
+            .pointer(
+                "/object/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/extra",
+            )
+            .is_some();
+        let held = held.clone();
+        Box::pin(async move {
+            if name == "probes.example.com" {
+                return Some("probe".to_string());
+            }
+            if name == slow && !dry && adds {
+                let _ = held.send(());
+                tokio::time::sleep(hold).await;
+            }
+            None
+        })
+    }
+}
+
+/// Ctrl-C (and SIGTERM) while a write is in flight: no more writes start,
+/// the one in flight finishes, and every CRD written is restored; the
+/// table says so and the exit code is 130.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_during_the_writes_restores_what_was_written() {
+    let (held_tx, mut held) = tokio::sync::mpsc::unbounded_channel();
+    let hold = std::time::Duration::from_secs(3);
+    let Some(plane) = dedicated() else { return };
+    let client = admin(&plane).await;
+    install_as(&client, &v1_crd("quicks", json!({})), OURS).await;
+    install_as(&client, &v1_crd("slows", json!({})), OURS).await;
+    let (_webhook, dir) = with_webhook(
+        &plane,
+        &client,
+        hold_real_writes_of("slows.example.com", hold, held_tx),
+    )
+    .await;
+    let before = (
+        restorable(&client, "quicks.example.com").await,
+        restorable(&client, "slows.example.com").await,
+    );
+    let bundle = dir.path().join("bundle");
+    std::fs::create_dir(&bundle).expect("bundle dir");
+    let extra = json!({"extra": {"type": "string"}});
+    write_manifest(&bundle, "0-quicks.json", &v1_crd("quicks", extra.clone()));
+    write_manifest(&bundle, "1-slows.json", &v1_crd("slows", extra.clone()));
+    write_manifest(&bundle, "2-laters.json", &v1_crd("laters", extra));
+    let bundle = bundle.display().to_string();
+    for signal in [
+        nix::sys::signal::Signal::SIGINT,
+        nix::sys::signal::Signal::SIGTERM,
+    ] {
+        // One at a time: `quicks` is written, `slows` is held in admission,
+        // `laters` waits its turn when the signal comes.
+        let child = support::runs::start(
+            &["apply", "-f", &bundle, "--yes", "--concurrency", "1"],
+            &plane.admin_kubeconfig,
+        );
+        tokio::time::timeout(std::time::Duration::from_secs(60), held.recv())
+            .await
+            .expect("the write of slows reaches the webhook")
+            .expect("webhook running");
+        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        nix::sys::signal::kill(pid, signal).expect("signal sent");
+        let r = support::runs::finished(child).await;
+        assert_eq!(r.code, 130, "{signal}: {}{}", r.stdout, r.stderr);
+        assert_has(&r.stderr, "interrupted: no more writes start");
+        let outcome = r
+            .stdout
+            .split("Apply to context")
+            .nth(1)
+            .unwrap_or_default();
+        assert_eq!(
+            outcome.lines().collect::<Vec<_>>(),
+            [
+                " envtest-admin:",
+                "  quicks.example.com  restored: configured, then written back as it was checked",
+                "  slows.example.com   restored: configured, then written back as it was checked",
+                "  laters.example.com  not attempted",
+                "Nothing of the bundle is left applied (interrupted): the 2 CRDs already written \
+                 were restored.",
+                "Next: run the same apply again to apply the bundle.",
+            ],
+            "{signal}: {}",
+            r.stdout
+        );
+        assert_eq!(restorable(&client, "quicks.example.com").await, before.0);
+        assert_eq!(restorable(&client, "slows.example.com").await, before.1);
+        assert!(live(&client, "laters.example.com").await.is_none());
+    }
 }

@@ -322,9 +322,11 @@ async fn an_apply_whose_answer_is_lost_is_retried_and_applied_once() {
     let dir = tempfile::tempdir().expect("tempdir");
     let client = admin(plane).await;
     let manifest = setup(plane, "faultapplies", 0, dir.path()).await;
-    // The real apply reaches the server but its answer is cut; the
-    // retried apply's answer says the CRD is established, so no GET waits
-    // for it (a 503 scripted for one would go unused).
+    // The real apply reaches the server but its answer is cut. The retry,
+    // conditional on the checked resourceVersion like the first, meets the
+    // first one's write (409): the CRD is read again (that GET answered 503
+    // once, and retried) and a dry run of the apply changes nothing, so
+    // the 409 is our own write landed, counted once, not a conflict.
     let proxy = FaultProxy::start(plane, |r: &Incoming<'_>| {
         let crd = r
             .target
@@ -359,13 +361,22 @@ async fn an_apply_whose_answer_is_lost_is_retried_and_applied_once() {
         report["apply"]
     );
     assert_eq!(report["apply"]["results"][0]["result"], "configured");
-    assert_eq!(report["apply"]["retries"], 1, "{}", report["apply"]);
+    assert_eq!(report["apply"]["retries"], 2, "{}", report["apply"]);
     let applies = proxy
         .seen()
         .iter()
         .filter(|s| s.method == "PATCH" && !s.target.contains("dryRun"))
         .count();
     assert_eq!(applies, 2, "the lost answer's apply was sent again");
+    let dry_runs_after = proxy
+        .seen()
+        .iter()
+        .filter(|s| s.method == "PATCH" && s.target.contains("dryRun"))
+        .count();
+    assert_eq!(
+        dry_runs_after, 3,
+        "the check's two (plain, then forced for the conflict) and the one that judged the 409"
+    );
     let live: Value = client
         .request(
             http::Request::get(

@@ -62,6 +62,21 @@ pub fn answer_in_terminal(
     question: &str,
     key: &str,
 ) -> (i32, String) {
+    answer_in_terminal_after(args, kubeconfig, columns, question, key, || {})
+}
+
+/// [`answer_in_terminal`], calling `meanwhile` once the question is on the
+/// screen and before the key is typed: what a test does to the cluster
+/// between the check the question follows and the write the answer starts.
+#[cfg(unix)]
+pub fn answer_in_terminal_after(
+    args: &[&str],
+    kubeconfig: &Path,
+    columns: u16,
+    question: &str,
+    key: &str,
+    meanwhile: impl FnOnce(),
+) -> (i32, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_kubectl-crd_safety"));
     cmd.args(args)
         .arg("--kubeconfig")
@@ -72,6 +87,7 @@ pub fn answer_in_terminal(
         .env_remove("KUBECONFIG");
     let mut session = rexpect::session::spawn_command(cmd, Some(30_000)).expect("a pty session");
     let before = session.exp_string(question).expect("the question is asked");
+    meanwhile();
     session.send(key).expect("the key is typed");
     session.flush().expect("flushed");
     let after = session.exp_eof().expect("the command finishes");

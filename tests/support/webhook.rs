@@ -536,3 +536,180 @@ pub fn answer(code: u16, body: &str) -> Value {
     let v: Value = serde_json::from_str(body).expect("an AdmissionReview answer");
     v["response"].clone()
 }
+
+/// What a test's own admission webhook ([`Admission`]) answers to one
+/// review: `None` allows, `Some(message)` denies with it.
+pub type Verdict = std::pin::Pin<Box<dyn std::future::Future<Output = Option<String>> + Send>>;
+
+/// A validating admission webhook of the test's own on loopback HTTPS (a
+/// certificate for 127.0.0.1 from the test's CA), answering each review
+/// with the test's `decide`: for tests that need the API server to refuse
+/// or hold one real write among others, which `serve` never does. Every
+/// review's `request` is kept, in order.
+pub struct Admission {
+    /// `https://127.0.0.1:PORT/`.
+    pub url: String,
+    /// The `request` of every review so far.
+    pub reviews: Arc<Mutex<Vec<Value>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Admission {
+    /// Starts the webhook on the current runtime (which must keep running
+    /// while the API server calls it: a multi-threaded one when the test
+    /// blocks on a child process).
+    pub async fn start<F>(ca: &TestCa, decide: F) -> Admission
+    where
+        F: Fn(&Value) -> Verdict + Send + Sync + 'static,
+    {
+        use http_body_util::BodyExt;
+        use rustls::pki_types::pem::PemObject;
+        let (cert, key) = ca.serving(&["localhost"], &[std::net::IpAddr::from([127, 0, 0, 1])]);
+        let certs = rustls::pki_types::CertificateDer::pem_slice_iter(cert.as_bytes())
+            .map(|c| c.expect("certificate PEM"))
+            .collect();
+        let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(key.as_bytes()).expect("key");
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .expect("serving certificate");
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a loopback port");
+        let url = format!("https://{}/", listener.local_addr().expect("address"));
+        let reviews = Arc::new(Mutex::new(Vec::new()));
+        let decide = Arc::new(decide);
+        let kept = Arc::clone(&reviews);
+        let task = tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let (acceptor, decide, kept) =
+                    (acceptor.clone(), Arc::clone(&decide), Arc::clone(&kept));
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let service = hyper::service::service_fn(
+                        move |req: http::Request<hyper::body::Incoming>| {
+                            let (decide, kept) = (Arc::clone(&decide), Arc::clone(&kept));
+                            async move {
+                                let body = req.into_body().collect().await?.to_bytes();
+                                let review: Value =
+                                    serde_json::from_slice(&body).unwrap_or_default();
+                                let request = review["request"].clone();
+                                kept.lock().expect("reviews").push(request.clone());
+                                let denied = decide(&request).await;
+                                let mut response = json!({
+                                    "uid": request["uid"],
+                                    "allowed": denied.is_none(),
+                                });
+                                if let Some(message) = denied {
+                                    response["status"] = json!({"code": 403, "message": message});
+                                }
+                                let answer = json!({
+                                    "apiVersion": "admission.k8s.io/v1",
+                                    "kind": "AdmissionReview",
+                                    "response": response,
+                                });
+                                let bytes = serde_json::to_vec(&answer).expect("JSON");
+                                Ok::<_, hyper::Error>(
+                                    http::Response::builder()
+                                        .header("content-type", "application/json")
+                                        .body(http_body_util::Full::new(hyper::body::Bytes::from(
+                                            bytes,
+                                        )))
+                                        .expect("response"),
+                                )
+                            }
+                        },
+                    );
+                    let io = hyper_util::rt::TokioIo::new(tls);
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(io, service)
+                        .await;
+                });
+            }
+        });
+        Admission { url, reviews, task }
+    }
+
+    /// Registers it as the `ValidatingWebhookConfiguration` `name` for every
+    /// create and update of a CRD (failure policy `Fail`), then waits until
+    /// the API server calls it: a server-side dry run of a create of
+    /// `probe` (a CRD manifest file the test's `decide` denies) is denied.
+    pub async fn register(
+        &self,
+        client: &Client,
+        ca: &TestCa,
+        name: &str,
+        kubeconfig: &Path,
+        probe: &str,
+    ) {
+        let config: ValidatingWebhookConfiguration = serde_json::from_value(json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": name},
+            "webhooks": [{
+                "name": format!("{name}.example.com"),
+                "clientConfig": {"url": self.url, "caBundle": ca.bundle()},
+                "rules": [{
+                    "apiGroups": ["apiextensions.k8s.io"],
+                    "apiVersions": ["v1"],
+                    "operations": ["CREATE", "UPDATE"],
+                    "resources": ["customresourcedefinitions"],
+                    "scope": "Cluster"
+                }],
+                "failurePolicy": "Fail",
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+                "timeoutSeconds": 10
+            }]
+        }))
+        .expect("webhook configuration");
+        Api::<ValidatingWebhookConfiguration>::all(client.clone())
+            .patch(
+                name,
+                &PatchParams::apply("crd-safety-test").force(),
+                &Patch::Apply(&config),
+            )
+            .await
+            .expect("the webhook configuration is applied");
+        let kubeconfig = kubeconfig.to_path_buf();
+        let probe = probe.to_string();
+        tokio::task::spawn_blocking(move || {
+            until_kubectl_says(
+                &kubeconfig,
+                &["create", "--dry-run=server", "-f", &probe],
+                "denied the request",
+            )
+        })
+        .await
+        .expect("probe");
+    }
+
+    /// The reviews so far of CRD `name`: `(operation, dryRun)` each.
+    pub fn of(&self, name: &str) -> Vec<(String, bool)> {
+        self.reviews
+            .lock()
+            .expect("reviews")
+            .iter()
+            .filter(|r| r["name"] == name)
+            .map(|r| {
+                (
+                    r["operation"].as_str().unwrap_or_default().to_string(),
+                    r["dryRun"].as_bool().unwrap_or(false),
+                )
+            })
+            .collect()
+    }
+}
+
+impl Drop for Admission {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}

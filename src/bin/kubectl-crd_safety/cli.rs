@@ -20,7 +20,8 @@ macro_rules! exit_codes {
   2  usage, configuration or input error (bad YAML, not a CRD, unreadable path)
   3  cluster error (unreachable, TLS, 401/403, timeout), live commands only
   4  apply and migrate: the answer to the confirmation was no
-  130  migrate only: interrupted (Ctrl-C), storedVersions untouched"
+  5  apply only: left half applied (a CRD written could not be restored)
+  130  apply and migrate: interrupted (Ctrl-C, SIGTERM); apply restored what it wrote"
     };
 }
 
@@ -45,8 +46,13 @@ macro_rules! apply_exit_codes {
      fields the manifests change (use --force-conflicts to take them over), or --yes without
      --override-owners for a CRD that Helm, Argo CD, Flux or OLM manages
   2  usage, configuration or input error, or no terminal to confirm on and no --yes
-  3  cluster error; if a CRD failed to apply, the outcome table says which were applied
-  4  not applied: the answer to the confirmation was no"
+  3  cluster error, or a write failed or met another client's change (CONFLICT): every CRD is
+     as it was checked, the ones already written restored (the outcome table says each state)
+  4  not applied: the answer to the confirmation was no
+  5  left half applied: a CRD written could not be restored, or restoring it was not safe (a
+     created CRD that has objects now, a change by someone else since); the table names them
+  130  interrupted (Ctrl-C, SIGTERM) during the writes: no more started, and the CRDs already
+     written were restored"
     };
 }
 
@@ -120,7 +126,8 @@ pub enum Command {
     )]
     ApplyCheck(ApplyCheckArgs),
     /// Run apply-check, show the report, ask, then server-side apply the CRDs that change and
-    /// wait for each to be Established. Refuses when there are error findings unless --force.
+    /// wait for each to be Established; at a failure, restore the ones already written. Refuses
+    /// when there are error findings unless --force.
     #[command(
         override_usage = "kubectl crd-safety apply (-f PATH... | -k DIR) [OPTIONS]",
         after_help = concat!("Examples:

@@ -1,6 +1,9 @@
 //! The commands that read the cluster: `apply-check`, and `apply`, which
 //! runs the same check before it asks.
 
+use std::sync::Arc;
+
+use crd_safety::change::apply::{RESTORE_WITHIN, Stop};
 use crd_safety::cluster;
 use crd_safety::command::{self, Failure, apply_check};
 use crd_safety::live_check::{CheckOptions, Step};
@@ -9,9 +12,13 @@ use crd_safety::report::{render_outcomes, render_structured, retries_line};
 
 use crate::cli::{ApplyArgs, ApplyCheckArgs, KubeArgs};
 use crate::terminal::{
-    ProgressLine, SPINNER, TerminalConfirm, emit, retries_so_far, show, show_retries,
+    ProgressLine, SPINNER, TerminalConfirm, emit, retries_so_far, show, show_retries, terminated,
     told_baseline, use_color,
 };
+
+/// What Ctrl-C or SIGTERM during `apply`'s writes prints.
+const INTERRUPTED: &str = "\ninterrupted: no more writes start; the CRDs already written are \
+restored to their checked state (within 30s)";
 
 /// Connects as kubectl would; with `-v 6` or more, each request to the API
 /// server is printed on stderr (never its headers or body, so never a
@@ -92,7 +99,10 @@ async fn check(
     Ok(checked)
 }
 
+/// `apply`: the check, the report, the question, the writes (whole or
+/// restored), the outcome table.
 pub fn apply(args: ApplyArgs) -> Result<u8, Failure> {
+    const _: () = assert!(RESTORE_WITHIN.as_secs() == 30, "INTERRUPTED names 30s");
     let request = args.check.manifests()?;
     let new = apply_check::load(&request)?;
     let output = args.check.report.output;
@@ -103,8 +113,29 @@ pub fn apply(args: ApplyArgs) -> Result<u8, Failure> {
         if !output.is_structured() {
             show(report, &args.check.report)?;
         }
-        let run = command::apply::run(&conn, &checked.check, args.request(), &mut TerminalConfirm)
-            .await?;
+        // Once the answer is yes: Ctrl-C or SIGTERM stops the writes and
+        // restores what was written, instead of killing the run half-way.
+        let stop = Arc::new(Stop::default());
+        let mut started = || {
+            let stop = Arc::clone(&stop);
+            tokio::spawn(async move {
+                terminated().await;
+                eprintln!("{INTERRUPTED}");
+                stop.stop();
+            });
+        };
+        let hooks = command::apply::Hooks {
+            started: &mut started,
+            stop: &stop,
+        };
+        let run = command::apply::run(
+            &conn,
+            &checked.check,
+            args.request(),
+            &mut TerminalConfirm,
+            hooks,
+        )
+        .await?;
         if let Some(message) = &run.decided.message {
             eprintln!("{message}");
         }
@@ -116,7 +147,7 @@ pub fn apply(args: ApplyArgs) -> Result<u8, Failure> {
             )?)?;
         } else if run.decided.decision.went_ahead() {
             let color = use_color(args.check.report.color);
-            let mut outcomes = render_outcomes(&conn.context, &run.results, color);
+            let mut outcomes = render_outcomes(&conn.context, &run.results, run.interrupted, color);
             if run.retries > 0 {
                 outcomes.push_str(&format!("{}\n", retries_line(run.retries)));
             }

@@ -1,8 +1,9 @@
 //! `kubectl-crd_safety`: parse the command line, call the command's entry in
 //! the library ([`crd_safety::command`]), and map what it returns to an exit
 //! code ([`crd_safety::exit`]: 0 safe, 1 error findings or refused, 2 bad
-//! input, 3 cluster error, 4 declined, 130 interrupted). What needs the
-//! terminal lives here: output, the question, progress lines.
+//! input, 3 cluster error, 4 declined, 5 left half applied, 130
+//! interrupted). What needs the terminal lives here: output, the question,
+//! progress lines.
 //!
 //! This file only dispatches. [`cli`] holds the flags and [`options`] turns
 //! them into the library's option types; [`offline`], [`live`],

@@ -4,6 +4,7 @@ use crd_safety::command::Failure;
 
 use crate::cli::ServeArgs;
 use crate::live::connect;
+use crate::terminal::terminated;
 
 /// The webhook on a multi-threaded runtime (reviews of large CRDs run side
 /// by side), until SIGTERM or Ctrl-C. Its blocking threads judge CEL rules
@@ -19,27 +20,4 @@ pub fn serve(args: ServeArgs) -> Result<u8, Failure> {
         crd_safety::webhook::serve(conn, args.options(), terminated()).await?;
         Ok(0)
     })
-}
-
-/// Completes on SIGTERM (the kubelet stopping the pod) or Ctrl-C.
-async fn terminated() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = tokio::signal::ctrl_c() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }

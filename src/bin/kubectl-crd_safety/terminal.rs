@@ -98,6 +98,30 @@ impl Confirm for TerminalConfirm {
     }
 }
 
+/// Completes on SIGTERM (the kubelet stopping a pod, a CI job cancelled)
+/// or Ctrl-C.
+pub async fn terminated() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
 /// The template of a spinner line.
 pub const SPINNER: &str = "{spinner} {msg} [{elapsed}]";
 
