@@ -146,6 +146,11 @@ pub struct Config {
     /// Relative paths in a file are relative to the file's directory, so a
     /// repository's config works from any working directory.
     pub requirements: Vec<std::path::PathBuf>,
+    /// `gradeByObjects: false` (or `--no-grade-by-objects`): keep the
+    /// schema's grade of every finding even where a complete object scan
+    /// decides it, for whoever wants the review prompts an operator's author
+    /// gets in front of one cluster too.
+    pub keep_schema_grades: bool,
 }
 
 /// Top-level keys of the file.
@@ -157,6 +162,7 @@ const TOP_KEYS: &[&str] = &[
     "exceptions",
     "webhook",
     "requirements",
+    "gradeByObjects",
 ];
 
 /// The file a command reads from its working directory without `--config`.
@@ -252,6 +258,14 @@ impl Config {
                 "exceptions" => parse_exceptions(v, &mut config).map_err(bad)?,
                 "webhook" => config.webhook = webhook::parse(v).map_err(bad)?,
                 "requirements" => config.requirements = parse_paths(v).map_err(bad)?,
+                "gradeByObjects" => {
+                    let Some(on) = v.as_bool() else {
+                        return Err(bad(format!(
+                            "gradeByObjects: expected true or false, found {v}"
+                        )));
+                    };
+                    config.keep_schema_grades = !on;
+                }
                 other => {
                     return Err(bad(format!(
                         "unknown key {other:?}; valid keys: {}",
@@ -474,11 +488,25 @@ mod tests {
     }
 
     #[test]
+    fn grade_by_objects_is_on_unless_the_file_turns_it_off() {
+        assert!(!Config::default().keep_schema_grades);
+        let off = Config::parse("gradeByObjects: false\n", "c.yaml").expect("valid");
+        assert!(off.keep_schema_grades);
+        let on = Config::parse("gradeByObjects: true\n", "c.yaml").expect("valid");
+        assert!(!on.keep_schema_grades);
+        let err = Config::parse("gradeByObjects: maybe\n", "c.yaml").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("gradeByObjects: expected true or false")
+        );
+    }
+
+    #[test]
     fn an_unknown_top_level_key_names_the_valid_ones() {
         let err = Config::parse("mdoe: warn\n", "c.yaml").unwrap_err();
         assert_eq!(
             err.to_string(),
-            "c.yaml: unknown key \"mdoe\"; valid keys: mode, failMode, kubeVersion, checks, exceptions, webhook, requirements"
+            "c.yaml: unknown key \"mdoe\"; valid keys: mode, failMode, kubeVersion, checks, exceptions, webhook, requirements, gradeByObjects"
         );
     }
 

@@ -19,7 +19,7 @@ use crate::manifest::{LoadedCrd, Location, ManifestSet, normalize_to_v1};
 use crate::outcome::{Action, Planned};
 use crate::parallel::in_order;
 use crate::report::{ClusterInfo, Report, SkippedDocument};
-use crate::scan::{Progress, ScanError, ScanOptions, scan_crd};
+use crate::scan::{Progress, ScanError, ScanOptions, grade_by_objects, scan_crd};
 
 /// The report of `apply-check`, and the plan `apply` follows.
 #[derive(Debug, Clone)]
@@ -337,13 +337,30 @@ pub async fn apply_check(
             entry.add(kept, excepted);
         }
     }
+    // Last, once every other finding is in: the stored objects grade what
+    // they decide, and what the scan found that no finding took in is
+    // reported on its own.
     for ((entry, planned), scan) in crds.iter_mut().zip(&plan).zip(scans) {
         if let Some(result) = scan {
-            let (kept, excepted) = policy.apply(&planned.name, result.findings);
+            let scan_findings = if !config.keep_schema_grades {
+                let graded = grade_by_objects(
+                    std::mem::take(&mut entry.findings),
+                    &result.summary,
+                    result.findings,
+                );
+                entry.add(graded.findings, Vec::new());
+                entry.grading = Some(graded.grading);
+                graded.scan_findings
+            } else {
+                result.findings
+            };
+            let (kept, excepted) = policy.apply(&planned.name, scan_findings);
             entry.add(kept, excepted);
             entry.scan = Some(result.summary);
         }
     }
+    // The objects that come with the manifests, judged against the live CRD.
+    crate::scan::judge_resources(&live, new, config, &mut crds);
     let skipped: Vec<SkippedDocument> = new.skipped.iter().map(SkippedDocument::from).collect();
     let mut report = Report::new(crds, skipped, config.mode, config.fail_mode);
     report.notices = new.notices.clone();

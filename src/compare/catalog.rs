@@ -50,8 +50,101 @@ impl Serialize for Severity {
     }
 }
 
+/// What decides whether a check's finding harms a cluster once the object
+/// scan (`--objects`) has read every stored object of its version. Declared
+/// in the check's catalog row, so the grading, the docs and the tests read
+/// one answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecidedBy {
+    /// Not the stored objects: the harm is to clients, requests or the CRD
+    /// itself (a version no longer served, storedVersions, a type clients
+    /// decode, conversion, the CRD refused), so no scan changes the grade.
+    Schema,
+    /// Stored objects that fail one of these validation rules (the
+    /// validator's rule ids) at the finding's node or below it: a new
+    /// constraint hurts no stored object that meets it.
+    Failing(&'static [&'static str]),
+    /// Stored objects that lack the field the finding names (its `new`
+    /// value) under its node: a new `required` field.
+    Lacking,
+    /// Stored objects that hold data at the finding's node (or below) which
+    /// the new schema drops: a removed field loses only what is there.
+    Holding,
+    /// Stored objects whose parent exists without the field: a new default
+    /// changes only what they read.
+    Defaulting,
+}
+
+/// Every rule the object validator reports a stored object failing
+/// (`crate::validate::Rule::id`): a change that can bring any of them.
+pub const VALUE_RULES: &[&str] = &[
+    "type",
+    "nullable",
+    "enum",
+    "minimum",
+    "maximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+    "minItems",
+    "maxItems",
+    "x-kubernetes-list-type=set",
+    "x-kubernetes-list-type=map",
+    "minProperties",
+    "maxProperties",
+    "required",
+    "x-kubernetes-embedded-resource",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "x-kubernetes-validations",
+];
+
+/// [`VALUE_RULES`] and the scan's data losses: a change that can refuse
+/// stored values or drop them.
+pub const VALUE_RULES_AND_PRUNING: &[&str] = &[
+    "type",
+    "nullable",
+    "enum",
+    "minimum",
+    "maximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+    "minItems",
+    "maxItems",
+    "x-kubernetes-list-type=set",
+    "x-kubernetes-list-type=map",
+    "minProperties",
+    "maxProperties",
+    "required",
+    "x-kubernetes-embedded-resource",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "x-kubernetes-validations",
+    "pruned",
+    "nullDropped",
+];
+
+/// A catalog row's `by`, or [`DecidedBy::Schema`] when it has none.
+macro_rules! decided_by {
+    () => {
+        DecidedBy::Schema
+    };
+    ($by:expr) => {
+        $by
+    };
+}
+
 macro_rules! catalog {
-    ($( $variant:ident => $id:literal, $sev:ident, $summary:literal; )*) => {
+    ($( $variant:ident => $id:literal, $sev:ident, $( by $by:expr, )? $summary:literal; )*) => {
         /// A check of the catalog.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub enum Check { $( #[doc = $summary] $variant, )* }
@@ -74,6 +167,11 @@ macro_rules! catalog {
             pub fn summary(self) -> &'static str {
                 match self { $( Check::$variant => $summary, )* }
             }
+
+            /// What decides whether its findings harm a cluster (see [`DecidedBy`]).
+            pub fn decided_by(self) -> DecidedBy {
+                match self { $( Check::$variant => decided_by!($($by)?), )* }
+            }
         }
     };
 }
@@ -88,43 +186,43 @@ catalog! {
     Subresources => "subresources", Error, "status or scale subresource removed (error); status added changes what writes persist (warning).";
     PrinterColumns => "printerColumns", Info, "additionalPrinterColumns added, removed or changed: kubectl get output changes.";
     Conversion => "conversion", Error, "conversion Webhook -> None, webhook CA dropped, or None with differing served schemas.";
-    PreserveUnknownFields => "preserveUnknownFields", Error, "preserve-unknown-fields removed (CRD-level legacy flag or x-kubernetes-preserve-unknown-fields): pruning starts and drops stored data.";
+    PreserveUnknownFields => "preserveUnknownFields", Error, by DecidedBy::Holding, "preserve-unknown-fields removed (CRD-level legacy flag or x-kubernetes-preserve-unknown-fields): pruning starts and drops stored data.";
     Deprecation => "deprecation", Info, "a version becomes deprecated or its deprecationWarning changes.";
     SelectableFields => "selectableFields", Warning, "a selectable field is removed: field selectors on it fail.";
     NewCrd => "newCrd", Info, "the CRD exists only in the new manifests.";
     AbsentCrd => "absentCrd", Info, "the CRD exists only in the old manifests (applying the new ones does not delete it).";
     // Field level (same version name in old and new).
-    ExistingFieldRemoval => "existingFieldRemoval", Error, "a field is removed from a version's schema: stored data is pruned on the next write.";
-    FieldAddition => "fieldAddition", Info, "a field is added (info, so a release with only new fields still lists them); an error where the old schema kept unknown fields, since stored objects may hold anything there that the new field's schema now validates.";
-    Required => "required", Error, "a field becomes required on an existing object: creates and updates without it are rejected (never ratcheted).";
+    ExistingFieldRemoval => "existingFieldRemoval", Error, by DecidedBy::Holding, "a field is removed from a version's schema: stored data is pruned on the next write.";
+    FieldAddition => "fieldAddition", Info, by DecidedBy::Failing(VALUE_RULES), "a field is added (info, so a release with only new fields still lists them); an error where the old schema kept unknown fields, since stored objects may hold anything there that the new field's schema now validates.";
+    Required => "required", Error, by DecidedBy::Lacking, "a field becomes required on an existing object: creates and updates without it are rejected (never ratcheted).";
     Type => "type", Error, "a field's type changes: existing values are rejected and clients fail to decode.";
-    Enum => "enum", Error, "enum restriction added or values removed (values added: info, configurable).";
-    Default => "default", Error, "default added, changed or removed on an existing field: changes what clients read for existing objects.";
-    Minimum => "minimum", Error, "minimum added or raised.";
-    Maximum => "maximum", Error, "maximum added or lowered.";
-    MinLength => "minLength", Error, "minLength added or raised.";
-    MaxLength => "maxLength", Error, "maxLength added or lowered.";
-    MinItems => "minItems", Error, "minItems added or raised.";
-    MaxItems => "maxItems", Error, "maxItems added or lowered.";
-    MinProperties => "minProperties", Error, "minProperties added or raised.";
-    MaxProperties => "maxProperties", Error, "maxProperties added or lowered.";
-    ExclusiveMinimum => "exclusiveMinimum", Error, "exclusiveMinimum turned on: the minimum itself is no longer allowed.";
-    ExclusiveMaximum => "exclusiveMaximum", Error, "exclusiveMaximum turned on: the maximum itself is no longer allowed.";
-    MultipleOf => "multipleOf", Error, "multipleOf added, or changed to a value the old one is not a multiple of.";
+    Enum => "enum", Error, by DecidedBy::Failing(&["enum"]), "enum restriction added or values removed (values added: info, configurable).";
+    Default => "default", Error, by DecidedBy::Defaulting, "default added, changed or removed on an existing field: changes what clients read for existing objects.";
+    Minimum => "minimum", Error, by DecidedBy::Failing(&["minimum"]), "minimum added or raised.";
+    Maximum => "maximum", Error, by DecidedBy::Failing(&["maximum"]), "maximum added or lowered.";
+    MinLength => "minLength", Error, by DecidedBy::Failing(&["minLength"]), "minLength added or raised.";
+    MaxLength => "maxLength", Error, by DecidedBy::Failing(&["maxLength"]), "maxLength added or lowered.";
+    MinItems => "minItems", Error, by DecidedBy::Failing(&["minItems"]), "minItems added or raised.";
+    MaxItems => "maxItems", Error, by DecidedBy::Failing(&["maxItems"]), "maxItems added or lowered.";
+    MinProperties => "minProperties", Error, by DecidedBy::Failing(&["minProperties"]), "minProperties added or raised.";
+    MaxProperties => "maxProperties", Error, by DecidedBy::Failing(&["maxProperties"]), "maxProperties added or lowered.";
+    ExclusiveMinimum => "exclusiveMinimum", Error, by DecidedBy::Failing(&["minimum"]), "exclusiveMinimum turned on: the minimum itself is no longer allowed.";
+    ExclusiveMaximum => "exclusiveMaximum", Error, by DecidedBy::Failing(&["maximum"]), "exclusiveMaximum turned on: the maximum itself is no longer allowed.";
+    MultipleOf => "multipleOf", Error, by DecidedBy::Failing(&["multipleOf"]), "multipleOf added, or changed to a value the old one is not a multiple of.";
     UniqueItems => "uniqueItems", Error, "uniqueItems turned on (also forbidden in structural schemas).";
-    Pattern => "pattern", Error, "pattern added or changed (info when every value the old schema allows still matches; removal is safe, configurable).";
-    Format => "format", Error, "format added or changed (info when the API server does not validate that format).";
-    Nullable => "nullable", Error, "nullable removed: stored nulls are dropped and null writes rejected (added: info).";
-    XValidations => "xValidations", Error, "CEL rule (x-kubernetes-validations) added or changed; transition rules using oldSelf are never ratcheted. Info when no object valid under the old schema can fail it, and for message-only changes.";
-    ListType => "listType", Error, "x-kubernetes-list-type or list-map-keys changed: uniqueness and server-side-apply merging change (never ratcheted).";
+    Pattern => "pattern", Error, by DecidedBy::Failing(&["pattern"]), "pattern added or changed (info when every value the old schema allows still matches; removal is safe, configurable).";
+    Format => "format", Error, by DecidedBy::Failing(&["format"]), "format added or changed (info when the API server does not validate that format).";
+    Nullable => "nullable", Error, by DecidedBy::Failing(&["nullable", "nullDropped"]), "nullable removed: stored nulls are dropped and null writes rejected (added: info).";
+    XValidations => "xValidations", Error, by DecidedBy::Failing(&["x-kubernetes-validations"]), "CEL rule (x-kubernetes-validations) added or changed; transition rules using oldSelf are never ratcheted. Info when no object valid under the old schema can fail it, and for message-only changes.";
+    ListType => "listType", Error, by DecidedBy::Failing(&["x-kubernetes-list-type=set", "x-kubernetes-list-type=map"]), "x-kubernetes-list-type or list-map-keys changed: uniqueness and server-side-apply merging change (never ratcheted).";
     MapType => "mapType", Warning, "x-kubernetes-map-type changed between granular and atomic: server-side-apply merging changes.";
-    AdditionalProperties => "additionalProperties", Error, "additionalProperties narrowed or removed: map entries are pruned or rejected.";
-    IntOrString => "intOrString", Error, "x-kubernetes-int-or-string removed: one of the two value types is now rejected.";
+    AdditionalProperties => "additionalProperties", Error, by DecidedBy::Failing(VALUE_RULES_AND_PRUNING), "additionalProperties narrowed or removed: map entries are pruned or rejected.";
+    IntOrString => "intOrString", Error, by DecidedBy::Failing(&["type"]), "x-kubernetes-int-or-string removed: one of the two value types is now rejected.";
     EmbeddedResource => "embeddedResource", Error, "x-kubernetes-embedded-resource changed: apiVersion/kind/metadata handling changes.";
-    OneOf => "oneOf", Error, "oneOf added or a branch removed (error); a branch added: error if it overlaps an old one, info if disjoint, warning if undecidable; never ratcheted.";
-    AnyOf => "anyOf", Error, "anyOf added or a branch removed; never ratcheted (branch added: info).";
-    AllOf => "allOf", Error, "allOf added or a branch added; never ratcheted (value constraints moved between allOf and the field: info).";
-    Not => "not", Error, "not added or changed; never ratcheted.";
+    OneOf => "oneOf", Error, by DecidedBy::Failing(&["oneOf"]), "oneOf added or a branch removed (error); a branch added: error if it overlaps an old one, info if disjoint, warning if undecidable; never ratcheted.";
+    AnyOf => "anyOf", Error, by DecidedBy::Failing(&["anyOf"]), "anyOf added or a branch removed; never ratcheted (branch added: info).";
+    AllOf => "allOf", Error, by DecidedBy::Failing(&["allOf"]), "allOf added or a branch added; never ratcheted (value constraints moved between allOf and the field: info).";
+    Not => "not", Error, by DecidedBy::Failing(&["not"]), "not added or changed; never ratcheted.";
     Description => "description", Info, "description, title, example or externalDocs changed, on a field or inside allOf/anyOf/oneOf/not: documentation only (never fails).";
     // Across versions of the new CRD.
     ConversionDataLoss => "conversionDataLoss", Error, "with conversion None, a field only one of two served versions knows is silently dropped when written through the other.";
@@ -139,6 +237,8 @@ catalog! {
     PrunedFields => "prunedFields", Error, "existing objects carry fields (or nulls) the new schema drops: the data is lost on their next write.";
     DefaultedFields => "defaultedFields", Warning, "existing objects lack a field that now has a default: clients see the default on read, and the next write stores it.";
     NotEvaluated => "notEvaluated", Warning, "a validation rule the scan could not evaluate client-side (never counted as passing).";
+    // From the custom resources of the inputs (`-f`, `-k`, charts, `diff --objects PATH`).
+    ManifestObjects => "manifestObjects", Error, "custom resources in the inputs (the objects a repository applies next to its CRDs, or `diff --objects PATH`) that OLD accepts and the new schema refuses or prunes: applying them fails, or drops their data.";
     FieldManagerConflict => "fieldManagerConflict", Warning, "another field manager (helm, kubectl, an operator) owns fields the manifest changes: apply needs --force-conflicts to take them over.";
     ConversionWebhookNotReady => "conversionWebhookNotReady", Error, "the new CRD converts through a webhook the API server cannot reach or trust (no Service, no such port, no ready endpoint, a caBundle that does not parse, has expired or did not sign the serving certificate), or that fails a --probe-conversion review: every read or write through a version other than the stored one fails.";
     // How the manifests are delivered (`src/delivery/`).

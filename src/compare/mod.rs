@@ -59,6 +59,10 @@ pub struct Finding {
     /// cut short, this is all of it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub witness: Option<Value>,
+    /// How the cluster's stored objects graded it (`--objects`), when they
+    /// decide it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grade: Option<Grade>,
 }
 
 /// The consumer a finding concerns: a requirement pinned a CRD, and NEW
@@ -103,6 +107,7 @@ impl Finding {
             location: None,
             requirement: None,
             witness: None,
+            grade: None,
         }
     }
 
@@ -148,6 +153,36 @@ pub struct ObjectsDetail {
     pub ratcheted: Option<bool>,
     /// Up to `--max-examples` objects, `namespace/name`.
     pub examples: Vec<String>,
+}
+
+/// What the stored objects did to one finding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum GradeOutcome {
+    /// Every stored object meets it: lowered to a warning.
+    NoStoredObjectAffected,
+    /// Stored objects fail it (or lose or change data by it): kept.
+    StoredObjectsAffected,
+    /// The objects would decide it, but the scan could not: kept.
+    Undecided,
+}
+
+/// How the stored objects graded a finding, carried on the finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Grade {
+    /// What the objects did.
+    pub outcome: GradeOutcome,
+    /// The severity the schema alone gave it.
+    pub schema_severity: Severity,
+    /// Why the grade is what it is, in one sentence.
+    pub reason: String,
+    /// Stored objects read in the finding's version (none when undecided).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub objects_scanned: Option<u64>,
+    /// Of those, the objects it hurts (none when undecided).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub objects_affected: Option<u64>,
 }
 
 /// Where the list of versions objects may be stored in came from.

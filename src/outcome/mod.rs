@@ -14,4 +14,4 @@ pub use migrate::{
     CrdPlan, EngineName, MigrateSection, Migrated, MigrationOutcome, MigrationPlan, ObjectFailure,
     PlannedEngine,
 };
-pub use scan::{ObjectDataLoss, ObjectReport, ObjectViolation, ScanSummary};
+pub use scan::{Grading, ObjectDataLoss, ObjectReport, ObjectViolation, ScanSummary};

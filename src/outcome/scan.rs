@@ -71,3 +71,30 @@ pub struct ObjectDataLoss {
     /// `pruned`, `nullDropped` or `defaulted`.
     pub kind: &'static str,
 }
+
+/// What grading did to one CRD's findings, for the verdict line and JSON.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Grading {
+    /// Stored objects read (in the version with the most).
+    pub objects_scanned: u64,
+    /// Findings decided by the objects that reach none of them.
+    pub reach_no_object: usize,
+    /// Findings decided by the objects that reach some of them.
+    pub reach_objects: usize,
+    /// Findings the objects would decide but the scan could not.
+    pub undecided: usize,
+    /// Warnings and errors that do not depend on stored objects.
+    pub not_object_dependent: usize,
+}
+
+impl Grading {
+    /// Adds another CRD's grading.
+    pub fn add(&mut self, other: &Grading) {
+        self.objects_scanned += other.objects_scanned;
+        self.reach_no_object += other.reach_no_object;
+        self.reach_objects += other.reach_objects;
+        self.undecided += other.undecided;
+        self.not_object_dependent += other.not_object_dependent;
+    }
+}

@@ -20,7 +20,7 @@ use crate::compare::{Finding, RequirementRef, Severity, StoredVersions};
 use crate::config::{Excepted, FailMode, Mode};
 use crate::delivery::owners::Owner;
 use crate::manifest::Skipped;
-use crate::outcome::{BaselineEntry, ScanSummary};
+use crate::outcome::{BaselineEntry, Grading, ScanSummary};
 
 pub use apply::render_outcomes;
 pub use change::{change_of, detail_of};
@@ -89,6 +89,10 @@ pub struct CrdReport {
     /// What the object scan (`--objects`) read, when it ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scan: Option<ScanSummary>,
+    /// What the stored objects decided of the findings, when a scan graded
+    /// them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grading: Option<Grading>,
     /// The status when nothing is serious (`Safe`, `New` or `Absent`).
     #[serde(skip)]
     base: CrdStatus,
@@ -114,6 +118,7 @@ impl CrdReport {
             excepted: Vec::new(),
             baselined: Vec::new(),
             scan: None,
+            grading: None,
             base,
         };
         report.add(findings, excepted);
@@ -137,6 +142,50 @@ impl CrdReport {
     fn count(&self, s: Severity) -> usize {
         self.findings.iter().filter(|f| f.severity == s).count()
     }
+}
+
+/// What the stored objects decided, in the words of the summary line:
+/// `by the 3 stored objects scanned: 249 findings reach none of them, 13 do
+/// not depend on objects`.
+pub fn graded_words(g: &Grading) -> String {
+    let findings = |n: usize| {
+        if n == 1 {
+            "1 finding".to_string()
+        } else {
+            format!("{n} findings")
+        }
+    };
+    let objects = match g.objects_scanned {
+        1 => "the 1 stored object scanned".to_string(),
+        n => format!("the {n} stored objects scanned"),
+    };
+    let mut parts = vec![format!(
+        "{} reach{} none of them",
+        findings(g.reach_no_object),
+        if g.reach_no_object == 1 { "es" } else { "" }
+    )];
+    if g.reach_objects > 0 {
+        parts.push(format!(
+            "{} reach{} some",
+            findings(g.reach_objects),
+            if g.reach_objects == 1 { "es" } else { "" }
+        ));
+    }
+    if g.undecided > 0 {
+        parts.push(format!("{} undecided (see each)", findings(g.undecided)));
+    }
+    if g.not_object_dependent > 0 {
+        parts.push(format!(
+            "{} do{} not depend on objects",
+            findings(g.not_object_dependent),
+            if g.not_object_dependent == 1 {
+                "es"
+            } else {
+                ""
+            }
+        ));
+    }
+    format!("by {objects}: {}", parts.join(", "))
 }
 
 /// A document that was not a CRD, for the report.
@@ -189,6 +238,10 @@ pub struct Summary {
     pub skipped_documents: usize,
     /// Whether the run fails (errors found and mode is `error`).
     pub failed: bool,
+    /// What the stored objects decided, over every CRD a scan graded;
+    /// present when any was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grading: Option<Grading>,
 }
 
 /// Where a live comparison read its old side (filled by the live commands).
@@ -308,6 +361,9 @@ impl Report {
             s.infos += c.count(Severity::Info);
             s.excepted += c.excepted.len();
             s.baselined += c.baselined.len();
+            if let Some(g) = &c.grading {
+                s.grading.get_or_insert_with(Grading::default).add(g);
+            }
         }
         s.failed = s.errors > 0 && self.mode == Mode::Error;
         self.summary = s;
@@ -362,6 +418,9 @@ impl Report {
                 "; {} of other kinds skipped",
                 plural(s.skipped_documents, "document", "documents")
             ));
+        }
+        if let Some(g) = &s.grading {
+            line.push_str(&format!("; {}", graded_words(g)));
         }
         if self.mode == Mode::Warn && s.errors > 0 {
             line.push_str(" (mode: warn, not failing)");

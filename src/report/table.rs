@@ -9,7 +9,7 @@ use comfy_table::{ContentArrangement, Table, presets};
 use owo_colors::OwoColorize;
 
 use super::{CrdReport, CrdStatus, Report, change_of, detail_of};
-use crate::compare::{Finding, Severity, StoredVersionsSource};
+use crate::compare::{Finding, GradeOutcome, Severity, StoredVersionsSource};
 use crate::text::{longest_piece, wrap, wrap_indented};
 
 /// How to draw the table.
@@ -172,19 +172,29 @@ fn render_crd(crd: &CrdReport, opts: TableOptions, out: &mut String) {
         out.push_str(&wrap_indented("", "  ", &line, opts.width.into()));
         out.push('\n');
     }
-    // Object-scan findings get their own table below.
+    // Object-scan findings get their own table below; findings the stored
+    // objects cleared are counted per check in one line unless `-o wide`.
+    let cleared = |f: &&Finding| {
+        !opts.wide
+            && f.grade
+                .as_ref()
+                .is_some_and(|g| g.outcome == GradeOutcome::NoStoredObjectAffected)
+    };
     let schema_findings: Vec<_> = crd
         .findings
         .iter()
-        .filter(|f| f.objects.is_none())
+        .filter(|f| f.objects.is_none() && !cleared(f))
         .collect();
+    let cleared: Vec<&Finding> = crd.findings.iter().filter(cleared).collect();
     let shown: Vec<_> = schema_findings
         .iter()
         .copied()
         .filter(|f| opts.show_info || f.severity > Severity::Info)
         .collect();
     let hidden = schema_findings.len() - shown.len();
-    if shown.is_empty() {
+    if shown.is_empty() && !cleared.is_empty() {
+        // The line below says what there is.
+    } else if shown.is_empty() {
         let what = if schema_findings.is_empty() {
             "no changes found".to_string()
         } else {
@@ -221,6 +231,12 @@ fn render_crd(crd: &CrdReport, opts: TableOptions, out: &mut String) {
             why_and_how(&shown, opts, out);
         }
     }
+    if !cleared.is_empty() {
+        if !shown.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&note(&cleared_line(&cleared), opts));
+    }
     if hidden > 0 {
         out.push_str(&format!(
             "\n  {} hidden (--show-info to list)",
@@ -255,6 +271,36 @@ fn render_crd(crd: &CrdReport, opts: TableOptions, out: &mut String) {
         ));
     }
     out.push('\n');
+}
+
+/// The findings the stored objects cleared, in one line: how many, what
+/// they rest on, and how many of each check, most first.
+fn cleared_line(cleared: &[&Finding]) -> String {
+    let mut per_check: Vec<(&str, usize)> = Vec::new();
+    for f in cleared {
+        match per_check.iter_mut().find(|(c, _)| *c == f.check.id()) {
+            Some((_, n)) => *n += 1,
+            None => per_check.push((f.check.id(), 1)),
+        }
+    }
+    per_check.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
+    let scanned = cleared
+        .iter()
+        .filter_map(|f| f.grade.as_ref().and_then(|g| g.objects_scanned))
+        .max()
+        .unwrap_or(0);
+    let checks: Vec<String> = per_check.iter().map(|(c, n)| format!("{c} {n}")).collect();
+    let evidence = if scanned == 0 {
+        "no object is stored".to_string()
+    } else {
+        format!("0 of {scanned} scanned fail them")
+    };
+    format!(
+        "{} reach no stored object ({evidence}), so they are warnings here; new objects must \
+         meet them (-o wide lists each): {}",
+        crate::text::plural(cleared.len(), "finding", "findings"),
+        checks.join(", ")
+    )
 }
 
 /// Each check's why and how, once, below the compact table (`-o wide` has
@@ -427,7 +473,14 @@ pub fn retries_line(retries: u64) -> String {
 
 /// The object scan's totals and its findings, one row per rule and path.
 fn render_scan(crd: &CrdReport, opts: TableOptions, out: &mut String) {
-    let Some(scan) = &crd.scan else { return };
+    let Some(scan) = &crd.scan else {
+        // The inputs' own objects, without a scan of the cluster's.
+        if let Some(table) = object_findings_table(&crd.findings, opts) {
+            out.push('\n');
+            out.push_str(&table);
+        }
+        return;
+    };
     let mut line = format!("\nobjects: {} scanned", scan.scanned);
     if !scan.versions.is_empty() {
         line.push_str(&format!(" in {}", scan.versions.join(", ")));

@@ -118,6 +118,34 @@ pub enum Rule {
 }
 
 impl Rule {
+    /// Every rule, so what names rules by id (the catalog's
+    /// `DecidedBy`) can be held to the real ones.
+    pub const ALL: &'static [Rule] = &[
+        Rule::Type,
+        Rule::Nullable,
+        Rule::Enum,
+        Rule::Minimum,
+        Rule::Maximum,
+        Rule::MultipleOf,
+        Rule::MinLength,
+        Rule::MaxLength,
+        Rule::Pattern,
+        Rule::Format,
+        Rule::MinItems,
+        Rule::MaxItems,
+        Rule::ListSet,
+        Rule::ListMap,
+        Rule::MinProperties,
+        Rule::MaxProperties,
+        Rule::Required,
+        Rule::EmbeddedResource,
+        Rule::AllOf,
+        Rule::AnyOf,
+        Rule::OneOf,
+        Rule::Not,
+        Rule::Cel,
+    ];
+
     /// The schema keyword behind the rule, for reports.
     pub fn id(&self) -> &'static str {
         match self {

@@ -274,6 +274,7 @@ fn an_api_server_rejection_honours_levels_and_exceptions_like_any_check() {
         objects: None,
         requirement: None,
         witness: None,
+        grade: None,
     };
     let apply = |config: &str| {
         let config = Config::parse(config, "c.yaml").expect("fixture config");

@@ -14,6 +14,7 @@ use similar::{Algorithm, ChangeTag, capture_diff_slices, group_diff_ops};
 
 use crate::catalog::{LIVE_ONLY, SOURCE_ONLY, flagged, unsafe_example};
 use crate::fixtures::*;
+use crd_safety::compare::catalog::{DecidedBy, VALUE_RULES, VALUE_RULES_AND_PRUNING};
 
 const BEGIN: &str = "<!-- BEGIN GENERATED: cargo test --test checks catalog_doc -->";
 const END: &str = "<!-- END GENERATED -->";
@@ -61,6 +62,17 @@ fn live_source(check: Check) -> &'static str {
 /// chart's layout, which no pair of CRD values shows.
 fn source_only(check: Check) -> Option<&'static str> {
     Some(match check {
+        Check::ManifestObjects => {
+            "Reported from the custom resources that come with NEW: the objects in its files, \
+             overlays and rendered charts, and with `diff OLD NEW --objects PATH` those of PATH \
+             (a kubebuilder project's `config/samples`, a GitOps repository), in `diff`, \
+             `apply-check` and `apply`. Each object of a CRD of NEW is validated against its \
+             version's new schema; one OLD accepts and NEW refuses or prunes is reported at its \
+             file and line. Example: `config/samples/widget.yaml` sets `spec.name: abcdef` and \
+             NEW adds `maxLength: 3`: ``1 of 1 objects in the inputs fail maxLength at \
+             ^.spec.name under the new schema ...: applying them fails``. Samples are not all \
+             the objects a cluster holds, so they grade no other finding."
+        }
         Check::YamlReading => {
             "Reported from the text of the manifests wherever they are read (`diff`'s NEW side, \
              `lint`, `apply-check`, `apply`), at the file and line. Example: a schema that \
@@ -231,6 +243,49 @@ fn findings_table(findings: &[&Finding], out: &mut String) {
     }
 }
 
+/// What the catalog row says decides a check, in words, when the stored
+/// objects do.
+fn decided_by(check: Check) -> Option<String> {
+    let rules = |rules: &[&str]| {
+        rules
+            .iter()
+            .map(|r| format!("`{r}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match check.decided_by() {
+        DecidedBy::Schema => None,
+        DecidedBy::Failing(r) if r == VALUE_RULES => Some(
+            "an error only while a stored object fails a rule of the new schema at the node or \
+             below it, else a warning"
+                .to_string(),
+        ),
+        DecidedBy::Failing(r) if r == VALUE_RULES_AND_PRUNING => Some(
+            "an error only while a stored object fails the new schema or loses data at the node \
+             or below it, else a warning"
+                .to_string(),
+        ),
+        DecidedBy::Failing(r) => Some(format!(
+            "an error only while a stored object fails {} at the node or below it, else a warning",
+            rules(r)
+        )),
+        DecidedBy::Lacking => Some(
+            "an error only while a stored object lacks the new required field, else a warning"
+                .to_string(),
+        ),
+        DecidedBy::Holding => Some(
+            "an error only while a stored object holds data the new schema drops there, else a \
+             warning"
+                .to_string(),
+        ),
+        DecidedBy::Defaulting => Some(
+            "an error only while a stored object lacks the field under an existing parent (it \
+             would read the new default), else a warning"
+                .to_string(),
+        ),
+    }
+}
+
 /// The section of one check.
 fn section(check: Check, out: &mut String) {
     let _ = write!(
@@ -240,6 +295,13 @@ fn section(check: Check, out: &mut String) {
         check.default_severity(),
         check.summary()
     );
+    if let Some(how) = decided_by(check) {
+        let _ = writeln!(
+            out,
+            "With `--objects` against a cluster, the stored objects decide it: {how} \
+             ([how](#graded-by-the-stored-objects)).\n"
+        );
+    }
     if let Some(text) = source_only(check) {
         let _ = writeln!(out, "{text}\n");
         return;

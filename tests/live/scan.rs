@@ -90,8 +90,9 @@ async fn objects_the_new_minimum_rejects_are_listed_and_ratcheted() {
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
     assert_eq!(
         scan_findings(&report),
+        // The schema finding and the objects it hurts are one finding.
         [(
-            "invalidObjects".to_string(),
+            "minimum".to_string(),
             "^.spec.size".to_string(),
             "minimum".to_string(),
             2,
@@ -132,7 +133,7 @@ async fn fields_the_new_schema_drops_are_reported_as_data_loss() {
     assert_eq!(
         scan_findings(&report),
         [(
-            "prunedFields".to_string(),
+            "existingFieldRemoval".to_string(),
             "^.spec.legacyMode".to_string(),
             "pruned".to_string(),
             2,
@@ -163,7 +164,7 @@ async fn rules_under_any_of_are_not_ratcheted() {
     let (check, path, _rule, count, ratcheted, examples) = &found[0];
     assert_eq!(
         (check.as_str(), path.as_str(), *count, *ratcheted),
-        ("invalidObjects", "^.spec.name", 1, Some(false))
+        ("anyOf", "^.spec.name", 1, Some(false))
     );
     assert_eq!(examples, &["default/long".to_string()]);
 }
@@ -180,7 +181,7 @@ async fn cel_rule_violations_carry_the_rules_message() {
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
     let found = scan_findings(&report);
     assert_eq!(found.len(), 1, "{found:?}");
-    assert_eq!(found[0].0, "invalidObjects");
+    assert_eq!(found[0].0, "xValidations");
     assert_eq!(found[0].3, 1);
     assert_eq!(found[0].5, ["default/huge".to_string()]);
     let violation = &report["crds"][0]["scan"]["objects"][0]["violations"][0];

@@ -440,6 +440,11 @@ pub struct DiffArgs {
     /// every CRD, or `NAME=v1alpha1,v1` for one (repeatable).
     #[arg(long, value_name = "[CRD=]VERSIONS")]
     pub stored_versions: Vec<String>,
+    /// Custom resources to check against NEW besides those NEW's files hold (a kubebuilder
+    /// project's config/samples, a GitOps repository's objects): each object OLD accepts and NEW
+    /// refuses or prunes is an error, at its file and line (repeatable; read as OLD and NEW are).
+    #[arg(long, value_name = "PATH")]
+    pub objects: Vec<String>,
     /// Judge NEW by the CRD rules of this Kubernetes version (e.g. 1.33) [default: kubeVersion
     /// from the config file, else the newest supported].
     #[arg(long, value_name = "VERSION")]
@@ -542,6 +547,11 @@ pub struct ApplyCheckArgs {
     /// would reject, prune or default (reads every object; needs list on the custom resources).
     #[arg(long)]
     pub objects: bool,
+    /// With --objects, keep the schema's grade of every finding: by default a finding whose only
+    /// harm is to stored values (a tightened bound, a new pattern, a removed field, ...) is an
+    /// error only when a stored object is hurt, and a warning that says so when none is.
+    #[arg(long, requires = "objects")]
+    pub no_grade_by_objects: bool,
     /// Also send one stored object of every CRD with a conversion webhook to the webhook,
     /// through the API server's service proxy, to each served version and back, and check that
     /// it converts and comes back unchanged (needs list on the custom resources and create on

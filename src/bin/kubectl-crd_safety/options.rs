@@ -149,7 +149,11 @@ impl ApplyCheckArgs {
         Ok(command::Manifests {
             new,
             sources: self.sources.options(self.report.output),
-            config: self.report.config(None)?,
+            config: {
+                let mut config = self.report.config(None)?;
+                config.keep_schema_grades |= self.no_grade_by_objects;
+                config
+            },
             baselines: self.report.baselines(),
         })
     }
