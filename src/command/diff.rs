@@ -22,6 +22,9 @@ pub struct Request {
     pub config: Config,
     /// `--baseline`, `--write-baseline`.
     pub baselines: Baselines,
+    /// `--objects PATH...`: custom resources (samples, a GitOps
+    /// repository's objects) judged against NEW besides NEW's own.
+    pub objects: Vec<Source>,
 }
 
 /// The report, and the manifests it was made from.
@@ -51,6 +54,7 @@ pub fn run(request: &Request) -> Result<Diffed, Failure> {
         stored,
         config,
         baselines,
+        objects,
     } = request;
     if is_stdin(old) && is_stdin(new) {
         return Err(Failure::Usage(
@@ -60,7 +64,8 @@ pub fn run(request: &Request) -> Result<Diffed, Failure> {
     let requirements = requirements_of(config)?;
     // Requirements judge NEW's CRDs, which a batched run lets go batch by
     // batch: with requirements, NEW is read whole.
-    let batched = if requirements.is_empty() {
+    // So do objects to judge against NEW.
+    let batched = if requirements.is_empty() && objects.is_empty() {
         batches::diff(old, new, sources, stored, config, batches::LIMITS)
     } else {
         None
@@ -70,8 +75,14 @@ pub fn run(request: &Request) -> Result<Diffed, Failure> {
         None => {
             let (old, new) = load(old, new, sources, config);
             let old = old?;
-            let (new, verdicts) = new?;
-            let report = diff_judged(&old, &new, &verdicts, stored, config);
+            let (mut new, verdicts) = new?;
+            if !objects.is_empty() {
+                let extra = crate::manifest::load_resources(objects, sources)?;
+                new.resources.extend(extra.resources);
+            }
+            let mut report = diff_judged(&old, &new, &verdicts, stored, config);
+            crate::scan::judge_resources(&old, &new, config, &mut report.crds);
+            report.recount();
             (report, (old, new))
         }
     };

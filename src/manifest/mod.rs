@@ -264,6 +264,11 @@ pub enum ManifestError {
         documents: usize,
         skipped: usize,
     },
+    /// An input of objects (`--objects`) held no custom resource.
+    #[error(
+        "{input}: no custom resource found ({documents} document(s) read; objects name a group with a dot in apiVersion)"
+    )]
+    NoObjects { input: String, documents: usize },
 }
 
 /// A CRD and where it was read.
@@ -293,6 +298,26 @@ pub struct Skipped {
     pub location: Location,
 }
 
+/// A document that may be a custom resource (its `apiVersion` names a
+/// group with a dot, as every CRD's group has): kept so that the objects a
+/// repository applies next to its CRDs can be checked against them.
+#[derive(Debug, Clone)]
+pub struct Resource {
+    /// The document.
+    pub value: Value,
+    /// Where it was.
+    pub location: Location,
+}
+
+impl Resource {
+    /// Whether a document of this `apiVersion` may be a custom resource.
+    fn may_be_custom(api_version: &str) -> bool {
+        api_version
+            .split_once('/')
+            .is_some_and(|(group, _)| group.contains('.') && group != "apiextensions.k8s.io")
+    }
+}
+
 /// Everything read from one side of a comparison.
 #[derive(Debug, Clone, Default)]
 pub struct ManifestSet {
@@ -300,6 +325,8 @@ pub struct ManifestSet {
     pub crds: Vec<LoadedCrd>,
     /// Documents of another kind.
     pub skipped: Vec<Skipped>,
+    /// Of those, the ones that may be custom resources.
+    pub resources: Vec<Resource>,
     /// Files read.
     pub files: usize,
     /// What could not be read but did not stop the run (templated CRDs of a
@@ -403,11 +430,7 @@ pub fn load_with_inspecting<T: Send>(
         set: ManifestSet::default(),
         results: Vec::new(),
     };
-    let mut documents = 0usize;
-    for source in sources {
-        let texts = read_texts(source, opts, &mut out.set.notices)?;
-        documents += load_texts(texts, opts.positions, &mut out, inspect)?;
-    }
+    let documents = load_all(sources, opts, inspect, &mut out)?;
     if out.set.crds.is_empty() {
         let names: Vec<String> = sources.iter().map(ToString::to_string).collect();
         return Err(ManifestError::NoCrds {
@@ -417,6 +440,42 @@ pub fn load_with_inspecting<T: Send>(
         });
     }
     Ok(out)
+}
+
+/// Reads every source into `out`: the documents read.
+fn load_all<T: Send>(
+    sources: &[Source],
+    opts: &SourceOptions,
+    inspect: Inspect<T>,
+    out: &mut Inspected<T>,
+) -> Result<usize, ManifestError> {
+    let mut documents = 0usize;
+    for source in sources {
+        let texts = read_texts(source, opts, &mut out.set.notices)?;
+        documents += load_texts(texts, opts.positions, out, inspect)?;
+    }
+    Ok(documents)
+}
+
+/// Reads sources of objects (`diff --objects PATH`): what they hold may
+/// be CRDs too, but at least one custom resource must be there.
+pub fn load_resources(
+    sources: &[Source],
+    opts: &SourceOptions,
+) -> Result<ManifestSet, ManifestError> {
+    let mut out = Inspected::<()> {
+        set: ManifestSet::default(),
+        results: Vec::new(),
+    };
+    let documents = load_all(sources, opts, None, &mut out)?;
+    if out.set.resources.is_empty() {
+        let names: Vec<String> = sources.iter().map(ToString::to_string).collect();
+        return Err(ManifestError::NoObjects {
+            input: names.join(", "),
+            documents,
+        });
+    }
+    Ok(out.set)
 }
 
 /// The labelled texts one source holds, in reading order, before any
@@ -805,7 +864,14 @@ fn add_object(
         } else {
             format!("{api_version} {kind}").trim().to_string()
         };
-        set.skipped.push(Skipped { kind, location });
+        let custom = Resource::may_be_custom(api_version);
+        set.skipped.push(Skipped {
+            kind,
+            location: location.clone(),
+        });
+        if custom {
+            set.resources.push(Resource { value, location });
+        }
         return Ok(());
     }
     add_crd(

@@ -8,6 +8,8 @@
 //! Versions whose schema is identical on both sides are not scanned: the
 //! update cannot change how their objects validate.
 
+mod documents;
+mod grade;
 mod tally;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -24,6 +26,8 @@ use crate::outcome::ScanSummary;
 use crate::schema::{FieldPath, Lookup, Schema};
 use crate::validate::{PrunedKind, Validator};
 
+pub use documents::{judge_documents, judge_resources};
+pub use grade::{Graded, grade_by_objects};
 use tally::{Group, GroupKey, Kind, Tally};
 
 /// Kubernetes ratchets unchanged invalid fields on update from 1.30 on

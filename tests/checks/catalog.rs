@@ -175,8 +175,10 @@ pub(crate) fn unsafe_example(check: Check) -> (Option<Value>, Option<Value>) {
         | Check::NotEvaluated => (None, None),
         // Read from the manifests' text or a chart's layout, not from a
         // pair of CRD values (tests/offline/yaml_reading.rs,
-        // tests/offline/helm_delivery.rs).
-        Check::YamlReading
+        // tests/offline/helm_delivery.rs), or from the objects that come
+        // with NEW (tests/offline/objects.rs).
+        Check::ManifestObjects
+        | Check::YamlReading
         | Check::CrdSize
         | Check::HelmCrdsNotUpgraded
         | Check::HelmDeletesCrd
@@ -200,6 +202,7 @@ pub(crate) const LIVE_ONLY: &[Check] = &[
 /// the page), which a pair of small CRD values cannot show: each has its
 /// example in docs/delivery.md and its tests.
 pub(crate) const SOURCE_ONLY: &[Check] = &[
+    Check::ManifestObjects,
     Check::YamlReading,
     Check::CrdSize,
     Check::HelmCrdsNotUpgraded,

@@ -15,6 +15,7 @@ mod helm_delivery;
 mod input_limits;
 mod layers;
 mod migrate_faults;
+mod objects;
 mod properties;
 mod requirements;
 mod scan_paging;

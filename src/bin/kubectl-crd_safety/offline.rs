@@ -20,6 +20,7 @@ pub fn diff(args: DiffArgs) -> Result<u8, Failure> {
         stored,
         config: args.report.config(args.kube_version)?,
         baselines: args.report.baselines(),
+        objects: parse_sources(args.objects.iter().map(String::as_str))?,
     };
     let diffed = command::diff::run(&request)?;
     told_baseline(diffed.baseline_written, &args.report);
