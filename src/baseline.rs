@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::compare::{Finding, Severity};
-use crate::manifest::{DocumentText, yaml_error};
+use crate::manifest::{DocumentText, InputError, InputLimits, read_text, yaml_error};
 pub use crate::outcome::{BaselineEntry, fingerprint};
 use crate::report::Report;
 
@@ -39,6 +39,10 @@ pub enum BaselineError {
         #[source]
         source: std::io::Error,
     },
+    /// The file holds more than a file may (`--max-input-bytes`), or is
+    /// not a file at all; the error names the path.
+    #[error(transparent)]
+    Input(InputError),
     /// The file is not a baseline.
     #[error("{path}:{line}: invalid baseline: {message}")]
     Invalid {
@@ -71,11 +75,14 @@ pub struct Baseline {
 }
 
 impl Baseline {
-    /// Reads a baseline file.
-    pub fn load(path: &Path) -> Result<Baseline, BaselineError> {
-        let text = std::fs::read_to_string(path).map_err(|source| BaselineError::Read {
-            path: path.display().to_string(),
-            source,
+    /// Reads a baseline file, through the cap of one file.
+    pub fn load(path: &Path, limits: InputLimits) -> Result<Baseline, BaselineError> {
+        let text = read_text(path, limits).map_err(|e| match e {
+            InputError::Io { source, .. } => BaselineError::Read {
+                path: path.display().to_string(),
+                source,
+            },
+            other => BaselineError::Input(other),
         })?;
         Baseline::parse(&text, &path.display().to_string())
     }

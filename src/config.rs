@@ -32,6 +32,7 @@ use thiserror::Error;
 use crate::compare::{Check, CheckOptions, Finding, Severity, options_of};
 use crate::crd_validation::{KubeVersion, KubeVersionSource};
 use crate::glob;
+use crate::manifest::{InputError, InputLimits, read_text};
 
 mod webhook;
 
@@ -40,13 +41,10 @@ pub use webhook::{BreakGlassBy, ScanSettings, Unfinished, WebhookMode, WebhookSe
 /// Why the configuration is unusable.
 #[derive(Debug, Error)]
 pub enum ConfigError {
-    /// The file cannot be read.
-    #[error("{path}: {source}")]
-    Read {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    /// The file cannot be read, or holds more than a file may
+    /// (`--max-input-bytes`); the error names the path.
+    #[error(transparent)]
+    Read(#[from] InputError),
     /// The file is not valid YAML.
     #[error("{path}: invalid YAML: {message}")]
     Yaml { path: String, message: String },
@@ -146,6 +144,10 @@ pub struct Config {
     /// Relative paths in a file are relative to the file's directory, so a
     /// repository's config works from any working directory.
     pub requirements: Vec<std::path::PathBuf>,
+    /// How much the files this configuration was read from and names may
+    /// hold (`--max-input-bytes`): the requirements are read within it as
+    /// the manifests are. Not a config-file key.
+    pub input_limits: InputLimits,
     /// `gradeByObjects: false` (or `--no-grade-by-objects`): keep the
     /// schema's grade of every finding even where a complete object scan
     /// decides it, for whoever wants the review prompts an operator's author
@@ -171,23 +173,23 @@ pub const DEFAULT_FILE: &str = ".crd-safety.yaml";
 impl Config {
     /// The configuration a command runs with: `path` when given (`--config`),
     /// else `.crd-safety.yaml` of the working directory when there is one,
-    /// else the defaults.
-    pub fn discover(path: Option<&Path>) -> Result<Config, ConfigError> {
+    /// else the defaults; every file read within `limits`.
+    pub fn discover(path: Option<&Path>, limits: InputLimits) -> Result<Config, ConfigError> {
         let default = Path::new(DEFAULT_FILE);
-        match path {
-            Some(path) => Config::load(path),
-            None if default.exists() => Config::load(default),
-            None => Ok(Config::default()),
-        }
+        let mut config = match path {
+            Some(path) => Config::load(path, limits)?,
+            None if default.exists() => Config::load(default, limits)?,
+            None => Config::default(),
+        };
+        config.input_limits = limits;
+        Ok(config)
     }
 
-    /// Reads a configuration file.
-    pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.display().to_string(),
-            source,
-        })?;
+    /// Reads a configuration file, through the cap of one file.
+    pub fn load(path: &Path, limits: InputLimits) -> Result<Config, ConfigError> {
+        let text = read_text(path, limits)?;
         let mut config = Self::parse(&text, &path.display().to_string())?;
+        config.input_limits = limits;
         if let Some(dir) = path.parent() {
             for r in &mut config.requirements {
                 if r.is_relative() {

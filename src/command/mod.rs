@@ -27,7 +27,7 @@ use crate::config::ConfigError;
 use crate::exit;
 use crate::live_check::LiveError;
 use crate::locate::locate;
-use crate::manifest::{ManifestError, ManifestSet, Positions, Source, SourceOptions};
+use crate::manifest::{InputLimits, ManifestError, ManifestSet, Positions, Source, SourceOptions};
 use crate::report::Report;
 use crate::requirement::{self, Requirement, RequirementError};
 use crate::webhook::ServeError;
@@ -141,6 +141,8 @@ pub struct Baselines {
     pub accept: Option<PathBuf>,
     /// `--write-baseline`: record every finding, then accept them.
     pub write: Option<PathBuf>,
+    /// How much the baseline read may hold (`--max-input-bytes`).
+    pub limits: InputLimits,
 }
 
 /// What every report gets before it is shown: where its findings are (for
@@ -163,7 +165,7 @@ pub(crate) fn finish(
         locate(report, old, new);
     }
     if let Some(path) = &baselines.accept {
-        Baseline::load(path)?.apply(report);
+        Baseline::load(path, baselines.limits)?.apply(report);
     }
     let mut written = None;
     if let Some(path) = &baselines.write {
@@ -181,5 +183,8 @@ pub(crate) fn requirements_of(config: &Config) -> Result<Vec<Requirement>, Failu
     if config.requirements.is_empty() {
         return Ok(Vec::new());
     }
-    Ok(requirement::load(&config.requirements)?)
+    Ok(requirement::load(
+        &config.requirements,
+        config.input_limits,
+    )?)
 }

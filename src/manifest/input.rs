@@ -320,6 +320,16 @@ pub(crate) fn read_capped(
     Ok(Some(data))
 }
 
+/// Reads one file named on its own (a configuration file, a baseline, a
+/// requirement) as text, through the cap of one file: a path linked to
+/// `/dev/zero` or a file larger than the cap is the same error as a
+/// manifest's, naming the path and the limit, and never more than the cap
+/// is held.
+pub fn read_text(path: &Path, limits: InputLimits) -> Result<String, InputError> {
+    let data = Budget::new(limits).read_file(path)?;
+    utf8(data).map_err(|e| InputError::io(path, e))
+}
+
 /// Bytes read within a cap as text: an `InvalidData` error when they are
 /// not UTF-8, worded as `read_to_string` words it.
 pub(crate) fn utf8(data: Vec<u8>) -> std::io::Result<String> {

@@ -40,7 +40,7 @@ use crate::crd::{Crd, CrdError};
 
 pub use chart::{ChartError, HelmOptions};
 pub use git::{GitError, GitSpec};
-pub use input::{InputError, InputLimits, LimitError, MAX_DEPTH};
+pub use input::{InputError, InputLimits, LimitError, MAX_DEPTH, read_text};
 pub use kustomize::KustomizeError;
 pub use normalize::normalize_to_v1;
 pub use outline::{DocRef, Head, Outline, load_documents, outline, plain_files};

@@ -11,7 +11,7 @@ use super::{
 };
 use crate::config::{Config, parse_checks};
 use crate::crd::Crd;
-use crate::manifest::{self, Location, ManifestSet, Object, Source, SourceOptions};
+use crate::manifest::{self, InputLimits, Location, ManifestSet, Object, Source, SourceOptions};
 use crate::schema::Schema;
 
 /// Our format.
@@ -35,9 +35,13 @@ const SPEC_KEYS: &[&str] = &[
 /// Every requirement in `paths` (files or directories, read recursively);
 /// other kinds of documents are skipped, but sources with no requirement at
 /// all are an error: a mistyped path must not pass silently.
-pub fn load(paths: &[PathBuf]) -> Result<Vec<Requirement>, RequirementError> {
+pub fn load(paths: &[PathBuf], limits: InputLimits) -> Result<Vec<Requirement>, RequirementError> {
     let sources: Vec<Source> = paths.iter().cloned().map(Source::Path).collect();
-    let objects = manifest::read_objects(&sources, &SourceOptions::default())?;
+    let reading = SourceOptions {
+        limits,
+        ..SourceOptions::default()
+    };
+    let objects = manifest::read_objects(&sources, &reading)?;
     let documents = objects.len();
     let requirements = parse_objects(objects)?;
     if requirements.is_empty() {

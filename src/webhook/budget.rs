@@ -142,6 +142,57 @@ impl Budget {
     }
 }
 
+/// The budget and the cores, shared by all CPU work of the reviews (a
+/// pair's judgment, reading a request's CRD, the stored CRD, the
+/// requirements' judgments and reads): the one way to reserve room and
+/// run within it. One permit per core: more at once only adds memory, not
+/// speed. The permit and the room move into the work on the blocking
+/// pool, so a review that gives up (its client left, its deadline passed)
+/// frees neither while its work goes on.
+#[derive(Clone)]
+pub struct Judging {
+    budget: Budget,
+    cores: Arc<Semaphore>,
+}
+
+impl Judging {
+    /// One permit per core, over `budget`.
+    pub fn new(budget: Budget) -> Judging {
+        Judging {
+            budget,
+            cores: Arc::new(Semaphore::new(crate::parallel::cores())),
+        }
+    }
+
+    /// Reserves `bytes`, waiting for room (the review's deadline bounds
+    /// the wait); refuses at once what the whole budget cannot hold.
+    pub async fn reserve(&self, bytes: u64) -> Result<Arc<Reserved>, TooLarge> {
+        self.budget.reserve(bytes).await.map(Arc::new)
+    }
+
+    /// Runs `work` on the blocking pool once a core is free, `reserved`
+    /// (the room it works in) and the core held by the work itself until
+    /// it ends.
+    pub async fn run<T: Send + 'static>(
+        &self,
+        reserved: impl Send + 'static,
+        work: impl FnOnce() -> Result<T, String> + Send + 'static,
+    ) -> Result<T, String> {
+        let stopped =
+            |e: &dyn std::fmt::Display| format!("the check stopped inside crd-safety: {e}");
+        let core = Arc::clone(&self.cores)
+            .acquire_owned()
+            .await
+            .map_err(|e| stopped(&e))?;
+        tokio::task::spawn_blocking(move || {
+            let _held = (core, reserved);
+            work()
+        })
+        .await
+        .map_err(|e| stopped(&e))?
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -91,7 +91,7 @@ impl Verdict {
 
 /// A problem the review found besides the catalog's findings: objects
 /// that still exist on DELETE, a check that could not finish.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Problem {
     /// The id break-glass accepts it by (`crdDeletion`), if it can be.
     pub id: &'static str,
@@ -99,6 +99,11 @@ pub struct Problem {
     pub blocking: bool,
     /// One line: what, and how to proceed.
     pub message: String,
+    /// Whether the consumers' requirements raised it (a deletion they pin,
+    /// a requirement that could not be checked): decided as `enforce`
+    /// whatever the mode, as their findings are.
+    #[serde(skip)]
+    pub by_requirement: bool,
 }
 
 /// What the author accepted with the break-glass annotations.
@@ -147,6 +152,15 @@ impl Decision {
             problems: Vec::new(),
             accepted: Vec::new(),
             break_glass: None,
+        }
+    }
+
+    /// An allowing answer with nothing to say.
+    pub fn allow() -> Decision {
+        Decision {
+            verdict: Verdict::Allow,
+            message: None,
+            ..Decision::refused(String::new())
         }
     }
 
@@ -223,14 +237,15 @@ pub struct Intent<'a> {
     pub requester: Requester<'a>,
 }
 
-/// No annotations at all (a request refused before they were read).
-static NONE: BTreeMap<String, String> = BTreeMap::new();
+/// No annotations at all (a request without the object that carries
+/// them, or a creation's "before").
+pub static NO_ANNOTATIONS: BTreeMap<String, String> = BTreeMap::new();
 
 impl Intent<'_> {
     /// A request that carries no intent.
     pub fn none() -> Intent<'static> {
         Intent {
-            annotations: &NONE,
+            annotations: &NO_ANNOTATIONS,
             before: None,
             generation: None,
             requester: Requester::default(),
@@ -241,7 +256,7 @@ impl Intent<'_> {
     pub fn added(annotations: &BTreeMap<String, String>) -> Intent<'_> {
         Intent {
             annotations,
-            before: Some(&NONE),
+            before: Some(&NO_ANNOTATIONS),
             generation: None,
             requester: Requester::default(),
         }
@@ -292,23 +307,84 @@ pub fn bound(
     ))
 }
 
-/// Decides on one review. `findings` are the CRD's findings after the
-/// configured levels and exceptions. The break-glass annotations of
+/// What one review found, for [`decide`]: the webhook's own findings and
+/// problems and the consumers' requirements' (a finding names its
+/// requirement, as in the CLI's reports; a problem says it is the
+/// consumer's), in one list each, so that one decision covers them all.
+#[derive(Debug, Default)]
+pub struct Found {
+    /// After the configured levels and exceptions (info ones are dropped).
+    pub findings: Vec<Finding>,
+    /// Problems besides findings.
+    pub problems: Vec<Problem>,
+    /// Lines returned to the requester as they are, whatever the verdict
+    /// (a requirement that cannot be read, so is not enforced).
+    pub notices: Vec<String>,
+}
+
+impl Found {
+    /// Adds what another part of the review found.
+    pub fn extend(&mut self, other: Found) {
+        self.findings.extend(other.findings);
+        self.problems.extend(other.problems);
+        self.notices.extend(other.notices);
+    }
+}
+
+/// Whose word a finding or problem is: the cluster operator's (the
+/// webhook's `mode` applies) or a consumer's requirement (its action
+/// applies whatever the mode: decided as `enforce`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Authority {
+    Operator,
+    Consumer,
+}
+
+impl Authority {
+    fn of_finding(f: &Finding) -> Authority {
+        if f.requirement.is_some() {
+            Authority::Consumer
+        } else {
+            Authority::Operator
+        }
+    }
+
+    fn of_problem(p: &Problem) -> Authority {
+        if p.by_requirement {
+            Authority::Consumer
+        } else {
+            Authority::Operator
+        }
+    }
+
+    /// The mode its findings are decided under.
+    fn mode(self, settings: &WebhookSettings) -> WebhookMode {
+        match self {
+            Authority::Operator => settings.mode,
+            Authority::Consumer => WebhookMode::Enforce,
+        }
+    }
+}
+
+/// Decides on one review, once, over everything it found: the webhook's
+/// own findings under `mode`, the requirements' as `enforce` (a consumer's
+/// `Deny` denies in every mode; their `Warn` findings are warnings, which
+/// reach the requester in `audit` too). The break-glass annotations of
 /// `intent` are honoured only when [`bound`] to this request: once a
 /// change went through, an annotation left on the CRD accepts nothing more.
 pub fn decide(
     crd: &str,
     operation: Operation,
-    findings: &[Finding],
-    problems: Vec<Problem>,
+    found: Found,
     intent: Intent<'_>,
     settings: &WebhookSettings,
 ) -> Decision {
-    let findings: Vec<Finding> = findings
-        .iter()
-        .filter(|f| f.severity > Severity::Info)
-        .cloned()
-        .collect();
+    let Found {
+        mut findings,
+        problems,
+        notices,
+    } = found;
+    findings.retain(|f| f.severity > Severity::Info);
     let mut notes = Vec::new();
     let glass = match break_glass(intent.annotations, settings) {
         Ok(g) => g,
@@ -360,40 +436,96 @@ pub fn decide(
             .as_ref()
             .is_some_and(|g| g.checks.iter().any(|c| c == id))
     };
-    let mut accepted = Vec::new();
-    let mut blocking_findings = Vec::new();
-    for f in findings.iter().filter(|f| f.severity == Severity::Error) {
-        if accepts(f.check.id()) {
-            accepted.push(f.check.id().to_string());
-        } else {
-            blocking_findings.push(f);
+    let mut accepted: Vec<String> = Vec::new();
+    let mut accept = |id: &str| {
+        if !accepted.iter().any(|a| a == id) {
+            accepted.push(id.to_string());
         }
-    }
-    let mut blocking_problems = Vec::new();
-    for p in problems.iter().filter(|p| p.blocking) {
-        if accepts(p.id) {
-            accepted.push(p.id.to_string());
-        } else {
-            blocking_problems.push(p);
-        }
-    }
-    accepted.dedup();
-    let blocked = !blocking_findings.is_empty() || !blocking_problems.is_empty();
-    // The deletion guard protects what no warning brings back, and the
-    // skip label would turn every later check off (the deletion guard's
-    // too), so both deny in `warn` mode too; `audit` never denies.
-    let guarded = blocking_problems
-        .iter()
-        .any(|p| [DELETION_CHECK, SKIP_CHECK].contains(&p.id));
-    let anything = !findings.is_empty() || !problems.is_empty() || !notes.is_empty();
-    let verdict = match settings.mode {
-        WebhookMode::Enforce if blocked => Verdict::Deny,
-        WebhookMode::Warn if guarded => Verdict::Deny,
-        WebhookMode::Audit if anything => Verdict::Audit,
-        _ if anything => Verdict::Warn,
-        _ => Verdict::Allow,
     };
+    // Blocking: an error finding or a blocking problem break-glass does
+    // not accept.
+    let mut blocking_finding = vec![false; findings.len()];
+    for (i, f) in findings.iter().enumerate() {
+        if f.severity == Severity::Error {
+            if accepts(f.check.id()) {
+                accept(f.check.id());
+            } else {
+                blocking_finding[i] = true;
+            }
+        }
+    }
+    let mut blocking_problem = vec![false; problems.len()];
+    for (i, p) in problems.iter().enumerate() {
+        if p.blocking {
+            if accepts(p.id) {
+                accept(p.id);
+            } else {
+                blocking_problem[i] = true;
+            }
+        }
+    }
+    // Whether each authority denies under its mode. The deletion guard
+    // protects what no warning brings back, and the skip label would turn
+    // every later check off (the deletion guard's too), so both deny in
+    // `warn` mode too; `audit` never denies.
+    let blocks = |who: Authority, guarded_only: bool| {
+        let by_finding = findings
+            .iter()
+            .zip(&blocking_finding)
+            .any(|(f, b)| *b && !guarded_only && Authority::of_finding(f) == who);
+        by_finding
+            || problems.iter().zip(&blocking_problem).any(|(p, b)| {
+                *b && Authority::of_problem(p) == who
+                    && (!guarded_only || [DELETION_CHECK, SKIP_CHECK].contains(&p.id))
+            })
+    };
+    let denies = |who: Authority| match who.mode(settings) {
+        WebhookMode::Enforce => blocks(who, false),
+        WebhookMode::Warn => blocks(who, true),
+        WebhookMode::Audit => false,
+    };
+    let (operator_denies, consumer_denies) =
+        (denies(Authority::Operator), denies(Authority::Consumer));
+    let deny = |who: Authority| match who {
+        Authority::Operator => operator_denies,
+        Authority::Consumer => consumer_denies,
+    };
+    // `audit` keeps the operator's findings for the log alone; the
+    // consumers' are always said.
+    let shown = |who: Authority| who.mode(settings) != WebhookMode::Audit;
+    let has = |who: Authority| {
+        findings.iter().any(|f| Authority::of_finding(f) == who)
+            || problems.iter().any(|p| Authority::of_problem(p) == who)
+    };
+    let operator = has(Authority::Operator) || !notes.is_empty();
+    let consumer = has(Authority::Consumer) || !notices.is_empty();
+    let verdict = if deny(Authority::Operator) || deny(Authority::Consumer) {
+        Verdict::Deny
+    } else if (operator && shown(Authority::Operator)) || consumer {
+        Verdict::Warn
+    } else if operator {
+        Verdict::Audit
+    } else {
+        Verdict::Allow
+    };
+    // The denial names what blocks under the mode that denies; the
+    // warnings say the rest of what the requester is shown: of an
+    // authority that denies, what did not block it, of one that does
+    // not, everything.
+    let said_in_denial = |blocking: bool, who: Authority| blocking && deny(who);
     let message = (verdict == Verdict::Deny).then(|| {
+        let blocking_findings: Vec<&Finding> = findings
+            .iter()
+            .enumerate()
+            .filter(|(i, f)| said_in_denial(blocking_finding[*i], Authority::of_finding(f)))
+            .map(|(_, f)| f)
+            .collect();
+        let blocking_problems: Vec<&Problem> = problems
+            .iter()
+            .enumerate()
+            .filter(|(i, p)| said_in_denial(blocking_problem[*i], Authority::of_problem(p)))
+            .map(|(_, p)| p)
+            .collect();
         denial(
             crd,
             operation,
@@ -405,14 +537,30 @@ pub fn decide(
     });
     let warnings = match verdict {
         Verdict::Audit | Verdict::Allow => Vec::new(),
-        // A denied request shows its message; warnings add what did not
-        // block it.
-        Verdict::Deny => warning_lines(
-            findings.iter().filter(|f| f.severity != Severity::Error),
-            problems.iter().filter(|p| !p.blocking),
-            &notes,
-        ),
-        Verdict::Warn => warning_lines(findings.iter(), problems.iter(), &notes),
+        Verdict::Deny | Verdict::Warn => {
+            let warned = |error: bool, who: Authority| {
+                if deny(who) { !error } else { shown(who) }
+            };
+            let mut lines = Vec::new();
+            for who in [Authority::Operator, Authority::Consumer] {
+                lines.extend(
+                    problems
+                        .iter()
+                        .filter(|p| Authority::of_problem(p) == who && warned(p.blocking, who))
+                        .map(problem_line),
+                );
+                lines.extend(
+                    findings
+                        .iter()
+                        .filter(|f| {
+                            Authority::of_finding(f) == who
+                                && warned(f.severity == Severity::Error, who)
+                        })
+                        .map(finding_line),
+                );
+            }
+            warning_lines(&notes, &notices, lines)
+        }
     };
     let honoured = glass.filter(|_| !accepted.is_empty());
     Decision {
@@ -488,23 +636,30 @@ fn denial(
     out
 }
 
-/// The admission warnings: one per finding or problem, cut to what the API
+fn problem_line(p: &Problem) -> String {
+    format!("crd-safety {}: {}", p.id, p.message)
+}
+
+fn finding_line(f: &Finding) -> String {
+    format!(
+        "crd-safety {} {}: {}",
+        f.severity.as_str(),
+        place(f),
+        f.message
+    )
+}
+
+/// The admission warnings: the notes on the break-glass annotations, the
+/// notices, then one line per finding or problem, cut to what the API
 /// server passes on whole, then a count of what did not fit.
-fn warning_lines<'a>(
-    findings: impl Iterator<Item = &'a Finding>,
-    problems: impl Iterator<Item = &'a Problem>,
-    notes: &[String],
-) -> Vec<String> {
+fn warning_lines(notes: &[String], notices: &[String], items: Vec<String>) -> Vec<String> {
     let mut lines: Vec<String> = notes.iter().map(|n| format!("crd-safety: {n}")).collect();
-    lines.extend(problems.map(|p| format!("crd-safety {}: {}", p.id, p.message)));
-    lines.extend(findings.map(|f| {
-        format!(
-            "crd-safety {} {}: {}",
-            f.severity.as_str(),
-            place(f),
-            f.message
-        )
-    }));
+    for notice in notices {
+        if !lines.contains(notice) {
+            lines.push(notice.clone());
+        }
+    }
+    lines.extend(items);
     let mut out = Vec::new();
     let mut total = 0;
     for (i, line) in lines.iter().enumerate() {
@@ -563,6 +718,14 @@ mod tests {
             .at("^.spec")
     }
 
+    fn found(findings: &[Finding], problems: Vec<Problem>) -> Found {
+        Found {
+            findings: findings.to_vec(),
+            problems,
+            notices: Vec::new(),
+        }
+    }
+
     fn settings(mode: WebhookMode) -> WebhookSettings {
         WebhookSettings {
             mode,
@@ -580,8 +743,7 @@ mod tests {
         decide(
             "w",
             op,
-            findings,
-            Vec::new(),
+            found(findings, Vec::new()),
             Intent::added(annotations),
             &settings(mode),
         )
@@ -599,8 +761,7 @@ mod tests {
         let d = decide(
             "widgets.example.com",
             Operation::Update,
-            &[removal(), description()],
-            Vec::new(),
+            found(&[removal(), description()], Vec::new()),
             Intent::none(),
             &settings(WebhookMode::Enforce),
         );
@@ -702,8 +863,7 @@ mod tests {
         let d = decide(
             "w",
             Operation::Update,
-            &[removal()],
-            Vec::new(),
+            found(&[removal()], Vec::new()),
             Intent::added(&full),
             &off,
         );
@@ -731,12 +891,12 @@ mod tests {
             id: DELETION_CHECK,
             blocking: true,
             message: "3 Widget objects exist".into(),
+            ..Problem::default()
         };
         let d = decide(
             "widgets.example.com",
             Operation::Delete,
-            &[],
-            vec![objects.clone()],
+            found(&[], vec![objects.clone()]),
             Intent::none(),
             &settings(WebhookMode::Enforce),
         );
@@ -754,8 +914,7 @@ mod tests {
         let d = decide(
             "widgets.example.com",
             Operation::Delete,
-            &[],
-            vec![objects],
+            found(&[], vec![objects]),
             Intent {
                 annotations: &a,
                 before: None,
@@ -776,18 +935,19 @@ mod tests {
             id: DELETION_CHECK,
             blocking: true,
             message: "3 Widget objects exist".into(),
+            ..Problem::default()
         };
         let unfinished = Problem {
             id: "unfinished",
             blocking: true,
             message: "the scan did not finish".into(),
+            ..Problem::default()
         };
         let verdict = |problem: &Problem, mode| {
             decide(
                 "widgets.example.com",
                 Operation::Delete,
-                &[],
-                vec![problem.clone()],
+                found(&[], vec![problem.clone()]),
                 Intent::none(),
                 &settings(mode),
             )
@@ -802,6 +962,7 @@ mod tests {
             id: SKIP_CHECK,
             blocking: true,
             message: "adds the skip label".into(),
+            ..Problem::default()
         };
         assert_eq!(verdict(&skip, WebhookMode::Warn), Verdict::Deny);
         let a = annotations(&[
@@ -811,8 +972,7 @@ mod tests {
         let d = decide(
             "widgets.example.com",
             Operation::Update,
-            &[],
-            vec![skip],
+            found(&[], vec![skip]),
             Intent {
                 annotations: &a,
                 before: Some(&BTreeMap::new()),
@@ -876,8 +1036,7 @@ mod tests {
         let d = decide(
             "w",
             Operation::Update,
-            &[removal()],
-            Vec::new(),
+            found(&[removal()], Vec::new()),
             unchanged,
             &settings(WebhookMode::Enforce),
         );
@@ -895,8 +1054,7 @@ mod tests {
         let d = decide(
             "w",
             Operation::Update,
-            &[removal()],
-            Vec::new(),
+            found(&[removal()], Vec::new()),
             Intent {
                 annotations: &pinned,
                 before: Some(&pinned),
@@ -911,8 +1069,7 @@ mod tests {
             let d = decide(
                 "w",
                 Operation::Delete,
-                &[removal()],
-                Vec::new(),
+                found(&[removal()], Vec::new()),
                 Intent {
                     annotations: &pinned,
                     before: None,
@@ -927,8 +1084,7 @@ mod tests {
         let d = decide(
             "w",
             Operation::Update,
-            &[description()],
-            Vec::new(),
+            found(&[description()], Vec::new()),
             unchanged,
             &settings(WebhookMode::Enforce),
         );
@@ -973,8 +1129,7 @@ mod tests {
             decide(
                 "w",
                 Operation::Update,
-                &[removal()],
-                Vec::new(),
+                found(&[removal()], Vec::new()),
                 Intent {
                     requester: Requester { user, groups },
                     ..Intent::added(a)
@@ -997,5 +1152,156 @@ mod tests {
         assert_eq!(alice.accepted, ["existingFieldRemoval"]);
         let bob = by("bob", &["admins".to_string()], &a, &restricted);
         assert_eq!(bob.verdict, Verdict::Warn, "a member of a listed group");
+    }
+
+    /// A finding of a consumer's requirement, as `requirement::judge`
+    /// gives it: naming the requirement, at its action's level.
+    fn broken(severity: Severity) -> Finding {
+        let mut f = Finding::new(
+            Check::ExistingFieldRemoval,
+            severity,
+            "breaks `uses-route`: field ^.spec.route removed",
+        )
+        .in_version("v1")
+        .at("^.spec.route");
+        f.requirement = Some(crate::compare::RequirementRef {
+            name: "uses-route".into(),
+            owner: None,
+            source: "the cluster".into(),
+        });
+        f
+    }
+
+    /// The consumer's `Deny` denies whatever the webhook's mode; the
+    /// webhook's own findings keep to that mode in the same answer: in
+    /// `warn` its error is a warning, not part of the denial.
+    #[test]
+    fn a_requirements_denial_wins_over_the_webhooks_own_warn_mode() {
+        let d = decide(
+            "widgets.example.com",
+            Operation::Update,
+            found(&[removal(), broken(Severity::Error)], Vec::new()),
+            Intent::none(),
+            &settings(WebhookMode::Warn),
+        );
+        assert_eq!(d.verdict, Verdict::Deny);
+        let message = d.message.unwrap_or_default();
+        assert!(
+            message.starts_with(
+                "crd-safety: this update of widgets.example.com is unsafe (1 error):\n\
+                 - existingFieldRemoval v1 ^.spec.route: breaks `uses-route`"
+            ),
+            "{message}"
+        );
+        assert!(!message.contains("^.spec.size"), "{message}");
+        assert_eq!(
+            d.warnings,
+            [
+                "crd-safety error existingFieldRemoval v1 ^.spec.size: field removed: stored objects \
+              lose it on their next write. Deprecate it first"
+            ]
+        );
+        assert_eq!(d.findings.len(), 2, "both are logged");
+        // In audit mode too; and a deletion a requirement pins.
+        for mode in [WebhookMode::Audit, WebhookMode::Enforce] {
+            let d = decide(
+                "w",
+                Operation::Update,
+                found(&[broken(Severity::Error)], Vec::new()),
+                Intent::none(),
+                &settings(mode),
+            );
+            assert_eq!(d.verdict, Verdict::Deny, "{mode:?}");
+        }
+        let pinned = Problem {
+            id: DELETION_CHECK,
+            blocking: true,
+            message: "w is pinned by the requirement `uses-route`".into(),
+            by_requirement: true,
+        };
+        let d = decide(
+            "w",
+            Operation::Delete,
+            found(&[], vec![pinned]),
+            Intent::none(),
+            &settings(WebhookMode::Audit),
+        );
+        assert_eq!(d.verdict, Verdict::Deny);
+    }
+
+    /// `audit` keeps the webhook's own findings for the log; a `Warn`
+    /// requirement's findings and the notices about requirements reach
+    /// the requester all the same.
+    #[test]
+    fn a_requirements_warnings_and_notices_reach_the_requester_in_audit_mode() {
+        let notice = "CRDRequirement stale is not enforced, it cannot be read: spec.fields.0: no";
+        let d = decide(
+            "w",
+            Operation::Update,
+            Found {
+                findings: vec![removal(), broken(Severity::Warning)],
+                problems: Vec::new(),
+                notices: vec![notice.to_string()],
+            },
+            Intent::none(),
+            &settings(WebhookMode::Audit),
+        );
+        assert_eq!(d.verdict, Verdict::Warn);
+        assert_eq!(d.warnings.len(), 2, "{:?}", d.warnings);
+        assert_eq!(d.warnings[0], notice);
+        assert!(
+            d.warnings[1].starts_with("crd-safety warning existingFieldRemoval v1 ^.spec.route")
+        );
+        // A notice alone makes an allowed change a warned one.
+        let d = decide(
+            "w",
+            Operation::Update,
+            Found {
+                notices: vec![notice.to_string()],
+                ..Found::default()
+            },
+            Intent::none(),
+            &settings(WebhookMode::Enforce),
+        );
+        assert_eq!((d.verdict, d.warnings.len()), (Verdict::Warn, 1));
+    }
+
+    /// The webhook's and a requirement's errors deny in one message: one
+    /// count, one way out, a note said once. Before, two decisions were
+    /// merged and the message was two denials, each with its own count.
+    #[test]
+    fn own_and_requirement_errors_are_one_denial() {
+        let a = annotations(&[(ACCEPT_ANNOTATION, "existingFieldRemoval")]);
+        let d = decide(
+            "w",
+            Operation::Update,
+            found(&[removal(), broken(Severity::Error)], Vec::new()),
+            Intent::added(&a),
+            &settings(WebhookMode::Enforce),
+        );
+        assert_eq!(d.verdict, Verdict::Deny);
+        let message = d.message.unwrap_or_default();
+        assert_eq!(message.matches("crd-safety: this update of w").count(), 1);
+        assert!(message.contains("is unsafe (2 errors)"), "{message}");
+        assert_eq!(message.matches("accept-reason must say why").count(), 1);
+        assert_eq!(
+            message.matches("to accept deliberately").count(),
+            1,
+            "{message}"
+        );
+        // Break-glass accepts both by the check's id, once.
+        let a = annotations(&[
+            (ACCEPT_ANNOTATION, "existingFieldRemoval"),
+            (ACCEPT_REASON_ANNOTATION, "team B moved to v2 routes"),
+        ]);
+        let d = decide(
+            "w",
+            Operation::Update,
+            found(&[removal(), broken(Severity::Error)], Vec::new()),
+            Intent::added(&a),
+            &settings(WebhookMode::Audit),
+        );
+        assert_eq!(d.verdict, Verdict::Warn);
+        assert_eq!(d.accepted, ["existingFieldRemoval"]);
     }
 }

@@ -3,14 +3,19 @@
 //! `helm upgrade`, operators installing their own CRDs) meet the same
 //! engine as `apply-check`.
 //!
-//! [`review`] turns one AdmissionReview into findings (UPDATE: the old
-//! object, with its real `status.storedVersions`, against the new one;
-//! CREATE: the new CRD alone; DELETE: a count of the objects that would go
-//! with it), [`decision`] turns findings into a verdict under the
-//! configured mode and the break-glass annotation, and [`server`] is the
-//! HTTPS endpoint with its health, metrics and reloads. What judgments
-//! may hold in memory at once is bounded by a budget (`budget`).
+//! [`request`] reads an AdmissionReview's body once; `admission` holds
+//! the one review value made of it (the request, its deadline and
+//! configuration, its CRDs read once and shared); [`review`] turns it into
+//! the webhook's findings (UPDATE: the old object, with its real
+//! `status.storedVersions`, against the new one; CREATE: the new CRD
+//! alone; DELETE: a count of the objects that would go with it), the
+//! consumers' requirements (`requirements`) add theirs, [`decision`]
+//! turns them all into one verdict under the configured mode and the
+//! break-glass annotation, and [`server`] is the HTTPS endpoint with its
+//! health, metrics and reloads. What judgments may hold in memory at once
+//! is bounded by a budget (`budget`).
 
+mod admission;
 mod budget;
 mod cache;
 mod connections;

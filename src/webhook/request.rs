@@ -1,11 +1,12 @@
 //! The AdmissionReview as `serve` reads it: the request's fields, and the
 //! outline of its two objects (metadata, the spec as raw JSON, the stored
-//! versions), in one pass over the body. A CRD can be 1.5 MB; the raw spec
-//! is what the verdict cache ([`super::cache`]) keys on, so the full parse
-//! only happens on a miss, and then the objects are read again whole
-//! ([`raw_objects`]). Reading the objects raw first and their outlines
-//! after (twice: the requirements' check read them again) went over a
-//! large review's body three times, most of a cache hit's time. An object
+//! versions, where the object lies in the body), in one pass over the
+//! body. A CRD can be 1.5 MB; the raw spec is what the verdict cache
+//! ([`super::cache`]) keys on, so the objects are parsed whole only on a
+//! miss, from their place in the body ([`Outline::raw_in`]), never by
+//! reading the body again. Reading the objects raw first and their
+//! outlines after (twice: the requirements' check read them again) went
+//! over a large review's body three times, most of a cache hit's time. An object
 //! whose metadata is not of the API's types (an annotation that is not a
 //! string) makes the whole body unreadable, a 400: the API server never
 //! sends one. The answer uses kube-rs's `AdmissionResponse`.
@@ -20,6 +21,7 @@
 
 use std::collections::BTreeMap;
 
+use hyper::body::Bytes;
 use kube::core::admission::AdmissionResponse;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -370,6 +372,10 @@ pub struct Outline<'a> {
     /// The object's JSON length with its values as sent and nothing
     /// between them: the API server sends compact JSON, so its length.
     len: usize,
+    /// The first key and the last value, as borrowed from the body: the
+    /// object lies between them, so its text is found in the body without
+    /// a second pass ([`Outline::raw_in`]).
+    span: Option<(&'a str, &'a str)>,
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for Outline<'a> {
@@ -396,6 +402,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for Outline<'a> {
                     seen.push(key);
                     let raw: &'de RawValue = map.next_value()?;
                     let text = raw.get();
+                    let first = outline.span.map_or(key, |(first, _)| first);
+                    outline.span = Some((first, text));
                     // `"key":value`, and its comma.
                     outline.len += key.len() + 3 + text.len() + usize::from(seen.len() > 1);
                     let read = |what| A::Error::custom(format_args!("{what}: {text:.80}"));
@@ -560,6 +568,34 @@ impl<'a> Outline<'a> {
             .and_then(|s| s.stored_versions)
             .map_or("", |r| r.get())
     }
+
+    /// The whole object's text as it lies in `body`, the body [`parse`]
+    /// read this outline from: from the `{` before its first key to the
+    /// `}` after its last value, shared, not copied. `None` when this
+    /// outline was not read from `body`.
+    pub fn raw_in(&self, body: &Bytes) -> Option<Bytes> {
+        let Some((first, last)) = self.span else {
+            // No key at all: the object is `{}`, whitespace aside.
+            return Some(Bytes::from_static(b"{}"));
+        };
+        let base = body.as_ptr() as usize;
+        let start = (first.as_ptr() as usize).checked_sub(base)?;
+        let end = (last.as_ptr() as usize)
+            .checked_sub(base)?
+            .checked_add(last.len())?;
+        if start > end || end > body.len() {
+            return None;
+        }
+        let json_space = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
+        // Back over the first key's quote and the space before it.
+        let quote = start.checked_sub(1)?;
+        if body[quote] != b'"' {
+            return None;
+        }
+        let open = body[..quote].iter().rposition(|b| !json_space(b))?;
+        let close = end + body[end..].iter().position(|b| !json_space(b))?;
+        (body[open] == b'{' && body[close] == b'}').then(|| body.slice(open..=close))
+    }
 }
 
 /// Reads a body: an `admission.k8s.io/v1` AdmissionReview with a request,
@@ -586,32 +622,6 @@ pub fn parse(body: &[u8]) -> Result<Request<'_>, String> {
         .ok_or_else(|| "the AdmissionReview carries no request".to_string())
 }
 
-#[derive(Deserialize)]
-struct RawReview<'a> {
-    #[serde(borrow)]
-    request: Option<RawObjects<'a>>,
-}
-
-/// A request's two objects as raw JSON.
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RawObjects<'a> {
-    /// The new object (CREATE, UPDATE).
-    #[serde(borrow, default)]
-    pub object: Option<&'a RawValue>,
-    /// The stored object (UPDATE, DELETE).
-    #[serde(borrow, default)]
-    pub old_object: Option<&'a RawValue>,
-}
-
-/// The objects of a body [`parse`] read, whole and raw: for a review that
-/// judges a pair, scans or reads a requirement, not for a cache hit.
-pub fn raw_objects(body: &[u8]) -> Result<RawObjects<'_>, String> {
-    let review: RawReview = serde_json::from_slice(body)
-        .map_err(|e| format!("the body is not an AdmissionReview: {e}"))?;
-    Ok(review.request.unwrap_or_default())
-}
-
 /// An allowing answer to the request `uid`, for the caller to complete.
 pub fn response(uid: &str) -> AdmissionResponse {
     // kube-rs builds answers from its typed request; without one, start
@@ -623,22 +633,18 @@ pub fn response(uid: &str) -> AdmissionResponse {
     r
 }
 
-/// A request's CRD as the webhook keeps it: the models, and the document
-/// without the schemas' JSON, which is never built (the schemas are read
-/// straight into the models; see [`Crd::from_json`]). Of its metadata only
-/// the name and annotations stay, of its status the stored versions, and
-/// its JSON length is `json_len` when given (the outline's, as sent): the
-/// verdict cache ([`super::cache::Key`]) keys on those, so a judgment
+/// A request's CRD as the webhook keeps it: the models, and the
+/// document without the schemas' JSON, which is never built (the schemas
+/// are read straight into the models; see [`Crd::from_json`]). Of its
+/// metadata only the name and annotations stay, of its status the stored
+/// versions, and its JSON length is `json_len` (the outline's, as sent):
+/// the verdict cache ([`super::cache::Key`]) keys on those, so a judgment
 /// cannot depend on anything it does not key on.
-pub fn read_crd(raw: Option<&[u8]>, json_len: Option<usize>) -> Result<Crd, String> {
-    let raw = raw.ok_or("the request carries no object")?;
+pub fn read_crd(raw: &[u8], json_len: usize) -> Result<Crd, String> {
     Crd::from_json(raw)
         .map(|crd| {
-            let crd = crd.keeping_metadata(&["name", "annotations"]);
-            match json_len {
-                Some(len) => crd.with_json_len(len),
-                None => crd,
-            }
+            crd.keeping_metadata(&["name", "annotations"])
+                .with_json_len(json_len)
         })
         .map_err(|e| match e {
             CrdError::Unreadable(e) => format!("unreadable object: {e}"),
@@ -670,14 +676,39 @@ mod tests {
             outline.annotations().is_empty(),
             "only break-glass ones are kept"
         );
-        // Read again whole, for a judgment.
-        let raw = raw_objects(body).unwrap();
-        assert!(raw.object.is_none());
-        assert!(
-            raw.old_object
-                .unwrap()
-                .get()
-                .starts_with(r#"{"kind":"CustomResourceDefinition""#)
+    }
+
+    /// A judgment reads an object whole from where its outline says it
+    /// lies in the body: the same bytes, shared, whatever the space
+    /// around and inside it, and no second pass over the body.
+    #[test]
+    fn an_object_is_found_whole_in_the_body_it_was_read_from() {
+        for object in [
+            r#"{"kind":"CustomResourceDefinition","metadata":{"name":"w.example.com"},"spec":{"a":[1,2]}}"#,
+            "{ \"kind\" : \"CustomResourceDefinition\" ,\n\t\"spec\":{ \"a\": 1 }\r\n}",
+            r#"{"spec":"}"}"#,
+        ] {
+            let body = Bytes::from(review_with(&format!(
+                r#"{{"uid":"u","name":"w.example.com","operation":"DELETE","oldObject":  {object}  }}"#
+            )));
+            let r = parse(&body).unwrap();
+            let raw = r.old_object.as_ref().unwrap().raw_in(&body).unwrap();
+            assert_eq!(std::str::from_utf8(&raw).unwrap(), object);
+            assert!(
+                body.as_ptr_range().contains(&raw.as_ptr()),
+                "shared, not copied"
+            );
+            // Not the body it was read from: not found in it.
+            let other = Bytes::from(body.to_vec());
+            assert_eq!(r.old_object.as_ref().unwrap().raw_in(&other), None);
+        }
+        let body = Bytes::from(review_with(
+            r#"{"uid":"u","operation":"CREATE","object":{ }}"#,
+        ));
+        let r = parse(&body).unwrap();
+        assert_eq!(
+            r.object.as_ref().unwrap().raw_in(&body).as_deref(),
+            Some(&b"{}"[..])
         );
     }
 

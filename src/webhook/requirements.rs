@@ -7,9 +7,12 @@
 //! `action` applies whatever `webhook.mode` says: the error findings of a
 //! `Deny` requirement deny the change even in `warn` mode, a `Warn`
 //! requirement's come back as warnings. Deleting a CRD that a requirement
-//! pins is refused, naming the requirements. Both go through the same
-//! [`decide`] as the webhook's own findings, so the break-glass annotations
-//! accept them as they accept the rest (`crdDeletion` for the deletion).
+//! pins is refused, naming the requirements. Their findings name the
+//! requirement (as in the CLI's reports) and join the webhook's own in the
+//! review's one decision ([`super::decision::decide`]), so the break-glass
+//! annotations accept them as they accept the rest (`crdDeletion` for the
+//! deletion). The new CRD they are judged against is the one the review
+//! read already ([`super::admission`]).
 //!
 //! The set is re-listed rather than watched: a LIST of a handful of objects
 //! every few seconds is cheap, and each relist has a deadline and re-parses
@@ -24,25 +27,18 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::sync::Semaphore;
 
-use hyper::body::Bytes;
-
-use super::budget::{Budget, judgment_cost};
-use super::cpu::cpu_for;
-use super::decision::{
-    self, DELETION_CHECK, Decision, Intent, Operation, Problem, Requester, Verdict,
-};
+use super::admission::{Admission, Reviewed};
+use super::budget::{Judging, judgment_cost};
+use super::decision::{DELETION_CHECK, Decision, Found, Operation, Problem};
 use super::log::log;
 use super::metrics::Metrics;
-use super::request::{self, Request};
-use super::review::{Reviewed, SharedConfig, review_deadline, slice_of};
 use crate::cluster::{Connection, RetryPolicy};
 use crate::compare::Finding;
-use crate::config::{Unfinished, WebhookMode, WebhookSettings};
+use crate::config::Unfinished;
 use crate::requirement::in_cluster::{self, Unreadable};
 use crate::requirement::{self, Requirement};
 
@@ -75,28 +71,22 @@ struct Loaded {
 /// Reads the cluster's requirements and applies them to reviews.
 pub struct Requirements {
     conn: Connection,
-    config: Arc<SharedConfig>,
     loaded: RwLock<Arc<Loaded>>,
-    /// Judgments against requirements run one per core, as the reviewer's
-    /// do: parsed CRDs are large and more at once only adds memory.
-    judging: Arc<Semaphore>,
-    /// The reviewer's memory budget: a requirement's judgment, and the
-    /// read of a `CRDRequirement` under review, reserve their cost in it
-    /// as the reviewer's judgments do.
-    budget: Budget,
+    /// The reviewer's budget and cores: a requirement's judgment, the read
+    /// of a `CRDRequirement` under review and the parse of a relist run in
+    /// them as the reviewer's work does.
+    judging: Judging,
     /// The last relist failure logged, so a lasting one is logged once.
     last_failure: RwLock<Option<String>>,
 }
 
 impl Requirements {
     /// Nothing read yet.
-    pub fn new(conn: Connection, config: Arc<SharedConfig>, budget: Budget) -> Requirements {
+    pub fn new(conn: Connection, judging: Judging) -> Requirements {
         Requirements {
             conn: conn.with_retry_policy(RELIST_RETRIES),
-            config,
             loaded: RwLock::new(Arc::new(Loaded::default())),
-            judging: Arc::new(Semaphore::new(crate::parallel::cores())),
-            budget,
+            judging,
             last_failure: RwLock::new(None),
         }
     }
@@ -172,10 +162,10 @@ impl Requirements {
         }
         let anything = !changed.is_empty() || removed || !before.read;
         // Parsing a pinned CRD is CPU work: off the async threads.
-        let parsed = match Arc::clone(&self.judging).acquire_owned().await {
-            Ok(permit) => tokio::task::spawn_blocking(move || {
-                let _held = permit;
-                changed
+        let parsed = self
+            .judging
+            .run((), move || {
+                Ok(changed
                     .into_iter()
                     .map(|item| {
                         let name = text(&item, "/metadata/name").to_string();
@@ -197,12 +187,9 @@ impl Requirements {
                             },
                         )
                     })
-                    .collect::<Vec<_>>()
+                    .collect::<Vec<_>>())
             })
-            .await
-            .map_err(|e| e.to_string()),
-            Err(e) => Err(e.to_string()),
-        };
+            .await;
         // A parse that did not finish (a panic inside crd-safety) must not
         // drop requirements silently: the previous set stays.
         let parsed = match parsed {
@@ -267,24 +254,15 @@ impl Requirements {
         }
     }
 
-    /// Adds to a CRD review what the requirements pinning its CRD say,
-    /// within what is left of the review's deadline (`started` is when the
-    /// request arrived, `caller_timeout` the API server's own timeout).
-    pub async fn amend(
-        &self,
-        body: &[u8],
-        request: &Request<'_>,
-        mut reviewed: Reviewed,
-        caller_timeout: Option<Duration>,
-        started: Instant,
-    ) -> Reviewed {
-        let (_, config) = self.config.get();
-        let settings = &config.webhook;
-        let deadline = review_deadline(settings.review_deadline, caller_timeout);
+    /// What the requirements pinning a CRD review's CRD say of it, within
+    /// the review's deadline: findings naming their requirement, problems
+    /// the consumers' (decided as `enforce`), notices of requirements that
+    /// cannot be read, all for the review's one decision.
+    pub async fn examine(&self, review: &Admission<'_>) -> Found {
+        let request = &review.request;
+        let fail_mode = review.config.webhook.fail_mode;
         let loaded = self.current();
-        let operation = request.operation();
-        let mut problems = Vec::new();
-        let mut findings = Vec::new();
+        let mut found = Found::default();
         let pinning: Vec<Arc<Requirement>> = loaded
             .objects
             .values()
@@ -293,12 +271,12 @@ impl Requirements {
             .cloned()
             .collect();
         if !loaded.read {
-            problems.push(unfinished(
+            found.problems.push(unfinished(
                 "the cluster's CRDRequirements have not been read yet, so none was checked".into(),
-                settings.fail_mode,
+                fail_mode,
             ));
         }
-        let mut notes: Vec<String> = loaded
+        found.notices = loaded
             .objects
             .values()
             .filter_map(|p| p.read.as_ref().err())
@@ -315,121 +293,57 @@ impl Requirements {
                 )
             })
             .collect();
-        notes.sort();
+        found.notices.sort();
+        if pinning.is_empty() {
+            return found;
+        }
         let (new, old) = (request.object.as_ref(), request.old_object.as_ref());
-        let mut intent_annotations = Default::default();
-        let mut before = None;
-        let mut generation = None;
-        match operation {
-            Operation::Delete => {
-                if let Some(old) = &old {
-                    intent_annotations = old.annotations().clone();
-                    generation = old.generation();
-                }
-                if !pinning.is_empty() {
-                    problems.push(pinned_by(&request.name, &pinning));
-                }
-            }
+        match review.operation() {
+            Operation::Delete => found.problems.push(pinned_by(&request.name, &pinning)),
             Operation::Create | Operation::Update => {
-                let Some(new) = new else { return reviewed };
-                intent_annotations = new.annotations().clone();
-                generation = new.generation();
-                before = Some(old.map(|o| o.annotations().clone()).unwrap_or_default());
                 // A change of metadata only cannot break a consumer.
-                let unchanged =
-                    old.is_some_and(|o| o.spec.map(|s| s.get()) == new.spec.map(|s| s.get()));
-                if !pinning.is_empty() && !unchanged {
-                    let left = deadline.saturating_sub(started.elapsed());
-                    match self.judge(body, &request.name, pinning, left).await {
-                        Ok(found) => findings = found,
-                        Err(why) => problems.push(unfinished(why, settings.fail_mode)),
+                let unchanged = old.is_some_and(|o| {
+                    new.is_some_and(|n| o.spec.map(|s| s.get()) == n.spec.map(|s| s.get()))
+                });
+                if new.is_some() && !unchanged {
+                    let deadline = review.deadline;
+                    let judged =
+                        tokio::time::timeout_at(deadline.at.into(), self.judge(review, pinning))
+                            .await
+                            .unwrap_or_else(|_| {
+                                Err(format!(
+                                    "the requirements on {} were not checked within the review's deadline ({})",
+                                    request.name,
+                                    deadline.seconds()
+                                ))
+                            });
+                    match judged {
+                        Ok(findings) => found.findings = findings,
+                        Err(why) => found.problems.push(unfinished(why, fail_mode)),
                     }
                 }
             }
         }
-        if findings.is_empty() && problems.is_empty() && notes.is_empty() {
-            return reviewed;
-        }
-        // The consumer's action decides, not the webhook's mode.
-        let as_consumers = WebhookSettings {
-            mode: WebhookMode::Enforce,
-            ..settings.clone()
-        };
-        let mut decided = decision::decide(
-            &request.name,
-            operation,
-            &findings,
-            problems,
-            Intent {
-                annotations: &intent_annotations,
-                before: before.as_ref(),
-                generation,
-                requester: Requester {
-                    user: &request.user_info.username,
-                    groups: &request.user_info.groups,
-                },
-            },
-            &as_consumers,
-        );
-        for note in notes {
-            if !decided.warnings.contains(&note) {
-                decided.warnings.push(note);
-            }
-        }
-        merge(&mut reviewed.decision, decided);
-        reviewed
+        found
     }
 
-    /// The findings of the new CRD against each requirement pinning it.
+    /// The findings of the review's new CRD against each requirement
+    /// pinning it, in the room the CRD was read with.
     async fn judge(
         &self,
-        body: &[u8],
-        name: &str,
+        review: &Admission<'_>,
         pinning: Vec<Arc<Requirement>>,
-        deadline: Duration,
     ) -> Result<Vec<Finding>, String> {
-        let raw = cpu_for(body.len(), || request::raw_objects(body))?
-            .object
-            .map(|r| r.get().to_owned())
-            .ok_or("the request carries no object")?;
-        let work = self.blocking(judgment_cost(raw.len()), move || {
-            let new = request::read_crd(Some(raw.as_bytes()), None)?;
-            Ok(pinning
-                .iter()
-                .flat_map(|r| requirement::judge(r, Some(&new)))
-                .collect())
-        });
-        tokio::time::timeout(deadline, work).await.map_err(|_| {
-            format!(
-                "the requirements on {} were not checked within the review's deadline ({}s)",
-                name,
-                deadline.as_secs_f64()
-            )
-        })?
-    }
-
-    /// Runs `work` on the blocking pool once `cost` is reserved in the
-    /// budget and a judging permit is had, both held by the work itself.
-    async fn blocking<T: Send + 'static>(
-        &self,
-        cost: u64,
-        work: impl FnOnce() -> Result<T, String> + Send + 'static,
-    ) -> Result<T, String> {
-        let reserved = self
-            .budget
-            .reserve(cost)
+        let new = review.new_crd(&self.judging).await?;
+        let crd = Arc::clone(&new.crd);
+        self.judging
+            .run(new.reserved, move || {
+                Ok(pinning
+                    .iter()
+                    .flat_map(|r| requirement::judge(r, Some(&crd)))
+                    .collect())
+            })
             .await
-            .map_err(|e| format!("crd-safety did not check this request: {e}"))?;
-        let permit = Arc::clone(&self.judging)
-            .acquire_owned()
-            .await
-            .map_err(|e| format!("the check stopped inside crd-safety: {e}"))?;
-        tokio::task::spawn_blocking(move || {
-            let _held = (permit, reserved);
-            work()
-        })
-        .await
-        .map_err(|e| format!("the check stopped inside crd-safety: {e}"))?
     }
 
     /// Reviews a `CRDRequirement` being created or updated: refused, with
@@ -437,74 +351,41 @@ impl Requirements {
     /// The object is read off the async threads under the memory budget
     /// and within the review's deadline: a JSON tree takes many times its
     /// text (a 7 MiB body peaked at 314 MiB read in place).
-    pub async fn review_requirement(
-        &self,
-        body: &Bytes,
-        request: &Request<'_>,
-        caller_timeout: Option<Duration>,
-        started: Instant,
-    ) -> Reviewed {
-        let (_, config) = self.config.get();
-        let operation = request.operation();
-        let deadline = review_deadline(config.webhook.review_deadline, caller_timeout)
-            .saturating_sub(started.elapsed());
-        let refusal = match operation {
+    pub async fn review_requirement(&self, review: &Admission<'_>) -> Reviewed {
+        let refusal = match review.operation() {
             Operation::Delete => None,
             _ => {
-                let read = self.read_requirement(body);
-                match tokio::time::timeout(deadline, read).await {
+                let read = self.read_requirement(review);
+                match tokio::time::timeout_at(review.deadline.at.into(), read).await {
                     Ok(refusal) => refusal,
                     Err(_) => Some(format!(
-                        "it was not read within the review's deadline ({}s)",
-                        deadline.as_secs_f64()
+                        "it was not read within the review's deadline ({})",
+                        review.deadline.seconds()
                     )),
                 }
             }
         };
-        let decision = Decision {
-            verdict: if refusal.is_some() {
-                Verdict::Deny
-            } else {
-                Verdict::Allow
-            },
-            message: refusal
-                .map(|why| format!("crd-safety: this CRDRequirement cannot be read: {why}")),
-            warnings: Vec::new(),
-            findings: Vec::new(),
-            problems: Vec::new(),
-            accepted: Vec::new(),
-            break_glass: None,
+        let decision = match refusal {
+            Some(why) => Decision::refused(format!(
+                "crd-safety: this CRDRequirement cannot be read: {why}"
+            )),
+            None => Decision::allow(),
         };
-        Reviewed {
-            uid: request.uid.clone(),
-            operation,
-            crd: format!("CRDRequirement {}", request.name),
-            user: request.user_info.username.clone(),
-            identity: super::review::CLAIMED,
-            groups: request.user_info.groups.kept.clone(),
-            groups_left_out: super::review::left_out(request),
-            dry_run: request.dry_run,
-            mode: config.webhook.mode.as_str(),
-            objects: None,
-            scan: None,
-            decision,
-            duration_ms: started.elapsed().as_secs_f64() * 1000.0,
-        }
+        review.reviewed(format!("CRDRequirement {}", review.request.name), decision)
     }
-}
 
-impl Requirements {
     /// Why the `CRDRequirement` of a CREATE or UPDATE cannot be read, if
     /// it cannot.
-    async fn read_requirement(&self, body: &Bytes) -> Option<String> {
-        let object = match cpu_for(body.len(), || request::raw_objects(body)) {
+    async fn read_requirement(&self, review: &Admission<'_>) -> Option<String> {
+        let object = match review.object_json() {
+            Ok(object) => object,
             Err(why) => return Some(why),
-            Ok(raw) => raw.object.map(|r| slice_of(body, r)),
         };
-        let Some(object) = object else {
-            return Some("the request carries no object".to_string());
+        let reserved = match self.judging.reserve(judgment_cost(object.len())).await {
+            Ok(r) => r,
+            Err(e) => return Some(format!("crd-safety did not check this request: {e}")),
         };
-        let read = self.blocking(judgment_cost(object.len()), move || {
+        let read = self.judging.run(reserved, move || {
             Ok(match serde_json::from_slice::<Value>(&object) {
                 Err(e) => Some(format!("unreadable object: {e}")),
                 Ok(value) => in_cluster::from_object(value).err().map(|e| e.to_string()),
@@ -533,6 +414,7 @@ fn pinned_by(crd: &str, pinning: &[Arc<Requirement>]) -> Problem {
     Problem {
         id: DELETION_CHECK,
         blocking: true,
+        by_requirement: true,
         message: format!(
             "{crd} is pinned by {} {}: the consumers' objects and the controllers that read them stop \
              working once it is deleted; agree its removal with them and delete the requirements first \
@@ -548,89 +430,11 @@ fn pinned_by(crd: &str, pinning: &[Arc<Requirement>]) -> Problem {
     }
 }
 
-/// A check that could not finish, as the review says it.
+/// A check of the requirements that could not finish: the consumers'
+/// problem, blocking when `failMode` is closed, in every mode.
 fn unfinished(why: String, fail_mode: Unfinished) -> Problem {
-    super::review::unfinished(why, fail_mode)
-}
-
-/// Folds the requirements' decision into the review's: denied when either
-/// denies, the messages and warnings of both, every finding and problem.
-fn merge(base: &mut Decision, extra: Decision) {
-    let denied = base.verdict == Verdict::Deny || extra.verdict == Verdict::Deny;
-    base.message = match (base.message.take(), extra.message) {
-        (Some(a), Some(b)) => Some(format!("{a}\n{b}")),
-        (a, b) => a.or(b),
-    };
-    for w in extra.warnings {
-        if !base.warnings.contains(&w) {
-            base.warnings.push(w);
-        }
-    }
-    base.findings.extend(extra.findings);
-    base.problems.extend(extra.problems);
-    for a in extra.accepted {
-        if !base.accepted.contains(&a) {
-            base.accepted.push(a);
-        }
-    }
-    if base.break_glass.is_none() {
-        base.break_glass = extra.break_glass;
-    }
-    base.verdict = if denied {
-        Verdict::Deny
-    } else if !base.warnings.is_empty() {
-        Verdict::Warn
-    } else if base.verdict == Verdict::Audit || extra.verdict == Verdict::Audit {
-        Verdict::Audit
-    } else {
-        Verdict::Allow
-    };
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn decision(verdict: Verdict, message: Option<&str>, warnings: &[&str]) -> Decision {
-        Decision {
-            verdict,
-            message: message.map(str::to_string),
-            warnings: warnings.iter().map(|w| w.to_string()).collect(),
-            findings: Vec::new(),
-            problems: Vec::new(),
-            accepted: Vec::new(),
-            break_glass: None,
-        }
-    }
-
-    #[test]
-    fn a_requirements_denial_wins_over_the_webhooks_warnings() {
-        let mut base = decision(Verdict::Warn, None, &["own finding"]);
-        merge(
-            &mut base,
-            decision(Verdict::Deny, Some("breaks `team-b/uses-route`"), &[]),
-        );
-        assert_eq!(base.verdict, Verdict::Deny);
-        assert_eq!(base.message.as_deref(), Some("breaks `team-b/uses-route`"));
-        assert_eq!(base.warnings, ["own finding"]);
-    }
-
-    #[test]
-    fn warnings_of_a_requirement_reach_the_requester_even_in_audit_mode() {
-        let mut base = decision(Verdict::Audit, None, &[]);
-        merge(&mut base, decision(Verdict::Warn, None, &["breaks `x`"]));
-        assert_eq!(base.verdict, Verdict::Warn);
-        assert_eq!(base.warnings, ["breaks `x`"]);
-    }
-
-    #[test]
-    fn two_denials_say_both_and_a_note_is_said_once() {
-        let mut base = decision(Verdict::Deny, Some("own"), &["note"]);
-        merge(
-            &mut base,
-            decision(Verdict::Deny, Some("theirs"), &["note"]),
-        );
-        assert_eq!(base.message.as_deref(), Some("own\ntheirs"));
-        assert_eq!(base.warnings, ["note"]);
+    Problem {
+        by_requirement: true,
+        ..super::review::unfinished(why, fail_mode)
     }
 }

@@ -1,8 +1,8 @@
-//! One admission review, start to finish: read the CRDs out of the
-//! request, find what `apply-check` would find (the same engine, the old
-//! object's real `status.storedVersions`, the rules of the server's
-//! version), count objects on DELETE, scan them on UPDATE when configured,
-//! and decide.
+//! The webhook's own checks of one CRD review ([`super::admission`]): find
+//! what `apply-check` would find (the same engine, the old object's real
+//! `status.storedVersions`, the rules of the server's version), count
+//! objects on DELETE, scan them on UPDATE when configured. What it finds
+//! joins the requirements' ([`super::requirements`]) for the one decision.
 //!
 //! Anyone who reaches the Service can post a review, so the body is not
 //! trusted about the cluster: before the webhook reads anything with its
@@ -13,30 +13,28 @@
 //! server's timeout, and every call to the API server is tried once and
 //! retried at most once within it.
 //!
-//! Memory is bounded by [`super::budget`]: a judgment, the parse of the
-//! stored CRD and an object scan each reserve their estimated cost first
-//! and hold it until their work ends. The CRDs go to the blocking pool as
-//! slices of the request's body (no copy), so reviews waiting for room
-//! hold their bodies and nothing more.
+//! Memory is bounded by [`super::budget`]: the request's CRDs (read once,
+//! with room for judging them), the parse of the stored CRD and an object
+//! scan each reserve their estimated cost first and hold it until their
+//! work ends. The CRDs go to the blocking pool as slices of the request's
+//! body (no copy), so reviews waiting for room hold their bodies and
+//! nothing more.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use hyper::body::Bytes;
-use serde::Serialize;
 use serde_json::Value;
-use serde_json::value::RawValue;
-use tokio::sync::{OnceCell, Semaphore};
+use tokio::sync::OnceCell;
 
-use super::budget::{Budget, Reserved, judgment_cost};
+use super::admission::{Admission, Examined, unchecked};
+use super::budget::{Judging, judgment_cost};
 use super::cache::{Key, VerdictCache};
-use super::cpu::cpu_for;
 use super::decision::{
-    self, ACCEPT_ANNOTATION, ACCEPT_GENERATION_ANNOTATION, DELETION_CHECK, Decision, Intent,
-    Operation, Problem, Requester, SKIP_CHECK, SKIP_LABEL,
+    self, ACCEPT_ANNOTATION, ACCEPT_GENERATION_ANNOTATION, DELETION_CHECK, Found, Operation,
+    Problem, SKIP_CHECK, SKIP_LABEL,
 };
-use super::request::{self, Outline, Request};
+use super::request::{Outline, Request};
 use super::stored_models::StoredModels;
 use crate::cluster::access::Subject;
 use crate::cluster::{Connection, RetryPolicy};
@@ -47,43 +45,6 @@ use crate::crd_validation::{KubeVersion, KubeVersionSource};
 use crate::engine::{StoredVersionsArg, entries};
 use crate::manifest::{LoadedCrd, Location, ManifestSet};
 use crate::scan::{ScanOptions, scan_crd};
-
-/// The configuration in force and its generation; `serve` replaces it when
-/// the file changes, and the generation tells cached verdicts apart.
-#[derive(Default)]
-pub struct SharedConfig {
-    current: RwLock<(u64, Arc<Config>)>,
-}
-
-impl SharedConfig {
-    /// Starts with `config`.
-    pub fn new(config: Config) -> SharedConfig {
-        SharedConfig {
-            current: RwLock::new((0, Arc::new(config))),
-        }
-    }
-
-    /// The configuration in force, with its generation.
-    pub fn get(&self) -> (u64, Arc<Config>) {
-        match self.current.read() {
-            Ok(c) => (c.0, Arc::clone(&c.1)),
-            // A panic while swapping cannot leave a half-written pair.
-            Err(p) => {
-                let c = p.into_inner();
-                (c.0, Arc::clone(&c.1))
-            }
-        }
-    }
-
-    /// Puts `config` in force.
-    pub fn set(&self, config: Config) {
-        let mut slot = match self.current.write() {
-            Ok(c) => c,
-            Err(p) => p.into_inner(),
-        };
-        *slot = (slot.0 + 1, Arc::new(config));
-    }
-}
 
 /// Calls to the API server during a review: one try and at most one quick
 /// retry. The CLI's policy (8 tries, up to 60 s) would outlast the API
@@ -101,11 +62,6 @@ const REVIEW_RETRIES: RetryPolicy = RetryPolicy {
 /// waits this long for it at most, then uses the configured rules.
 const VERSION_LOOKUP: Duration = Duration::from_secs(2);
 
-/// Of the API server's own timeout for a review (the `timeout` query
-/// parameter it sends), the share the review may use: the rest is for the
-/// answer to travel back.
-const SHARE_OF_CALLER_TIMEOUT: f64 = 0.8;
-
 /// What an object scan holds besides the new CRD's model: its pages of
 /// objects. The webhook's scans share one page size ([`ScanOptions`]'s
 /// `share`), so together they hold about two pages of 500 objects; this
@@ -116,20 +72,14 @@ const SCAN_PAGES_BYTES: u64 = 4 << 20;
 /// Reviews CRD changes with one connection to the cluster.
 pub struct Reviewer {
     conn: Connection,
-    config: Arc<SharedConfig>,
     /// The server's minor version, read once it answers.
     server_minor: OnceCell<u32>,
     /// Findings of pairs already judged.
     cache: VerdictCache,
     /// Models of the stored CRDs judged against last.
     stored_models: Arc<StoredModels>,
-    /// CPU work run at once (judgments, parsing stored CRDs): one per
-    /// core; more at once only adds memory, not speed. The permit is moved
-    /// into the blocking work, so a review that gives up (its client left,
-    /// its deadline passed) does not free it while the work goes on.
-    judging: Arc<Semaphore>,
-    /// The memory judgments and scans may hold at once.
-    budget: Budget,
+    /// The memory budget and the cores, shared with the requirements.
+    judging: Judging,
     /// Shared by every scan, so that scans at once split one page size.
     scan_options: ScanOptions,
     /// Who may see the stored objects of which resource, as the API
@@ -157,80 +107,15 @@ enum Untrusted {
     Unread(String),
 }
 
-/// What the log line of one review says, besides the decision.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Reviewed {
-    /// The request's uid.
-    pub uid: String,
-    /// The operation.
-    pub operation: Operation,
-    /// The CRD's name.
-    pub crd: String,
-    /// Who asked, as the request says.
-    pub user: String,
-    /// Whether that is a claim (`claimed`: anyone who reaches the Service
-    /// can post a review naming any user) or the API server's word
-    /// (`authenticated`: with `--client-ca-file` only it can post).
-    pub identity: &'static str,
-    /// Whether it was a dry run (nothing is stored either way).
-    pub dry_run: bool,
-    /// The requester's groups (`webhook.breakGlassBy` may list some), as
-    /// claimed: the first [`request::GROUPS_MAX`].
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub groups: Vec<String>,
-    /// Groups the request listed beyond those kept.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub groups_left_out: Option<usize>,
-    /// The mode in force.
-    pub mode: &'static str,
-    /// Objects counted (DELETE) or scanned (UPDATE with `scanObjects`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub objects: Option<u64>,
-    /// How the object scan ended, when one was asked for: `completed` or
-    /// `unfinished`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub scan: Option<&'static str>,
-    /// The decision.
-    #[serde(flatten)]
-    pub decision: Decision,
-    /// How long the review took, in milliseconds.
-    pub duration_ms: f64,
-}
-
-/// What a review found, before the decision.
-#[derive(Default)]
-struct Examined {
-    /// After the configured levels and exceptions.
-    findings: Vec<Finding>,
-    problems: Vec<Problem>,
-    /// Those of the object carrying the author's intent (the new CRD, or
-    /// the one deleted).
-    annotations: BTreeMap<String, String>,
-    /// Those of the stored object before the request (CREATE: none;
-    /// DELETE: not compared).
-    before: Option<BTreeMap<String, String>>,
-    /// `metadata.generation` of the CRD the request leaves.
-    generation: Option<i64>,
-    /// Objects counted (DELETE) or scanned.
-    objects: Option<u64>,
-    /// How the object scan ended.
-    scan: Option<&'static str>,
-}
-
 impl Reviewer {
-    /// A reviewer reading the configuration from `config`, spending at
-    /// most `budget` on judgments and scans at once.
-    pub fn new(conn: Connection, config: Arc<SharedConfig>, budget: Budget) -> Reviewer {
-        let cores = crate::parallel::cores();
+    /// A reviewer whose CPU work runs under `judging`.
+    pub fn new(conn: Connection, judging: Judging) -> Reviewer {
         Reviewer {
             conn: conn.with_retry_policy(REVIEW_RETRIES),
-            config,
             server_minor: OnceCell::new(),
             cache: VerdictCache::default(),
             stored_models: Arc::default(),
-            judging: Arc::new(Semaphore::new(cores)),
-            budget,
+            judging,
             scan_options: ScanOptions::default(),
             access: Mutex::default(),
         }
@@ -318,140 +203,53 @@ impl Reviewer {
         }
     }
 
-    /// Reserves `bytes` of the memory budget, waiting for room (the
-    /// review's deadline bounds the wait); a cost the whole budget cannot
-    /// hold is refused at once, and `failMode` answers with the reason.
-    async fn reserve(&self, bytes: u64) -> Result<Arc<Reserved>, String> {
-        self.budget
-            .reserve(bytes)
-            .await
-            .map(Arc::new)
-            .map_err(|e| format!("crd-safety did not check this CRD: {e}"))
-    }
-
-    /// Runs CPU work on the blocking pool under `reserved` and a judging
-    /// permit, both held by the work itself until it ends.
-    async fn blocking<T: Send + 'static>(
-        &self,
-        reserved: Arc<Reserved>,
-        work: impl FnOnce() -> Result<T, String> + Send + 'static,
-    ) -> Result<T, String> {
-        let permit = Arc::clone(&self.judging)
-            .acquire_owned()
-            .await
-            .map_err(|e| format!("the check stopped inside crd-safety: {e}"))?;
-        tokio::task::spawn_blocking(move || {
-            let _held = (permit, reserved);
-            work()
-        })
-        .await
-        .map_err(|e| format!("the check stopped inside crd-safety: {e}"))?
-    }
-
-    /// The mode in force, as the log names it.
-    pub fn mode(&self) -> &'static str {
-        self.config.get().1.webhook.mode.as_str()
-    }
-
-    /// The deadline of a review from its arrival: the configured one, or
-    /// a share of the API server's own timeout (`caller_timeout`) when
-    /// that leaves less.
-    pub fn deadline(&self, caller_timeout: Option<Duration>) -> Duration {
-        review_deadline(self.config.get().1.webhook.review_deadline, caller_timeout)
-    }
-
-    /// Reviews one request read from `body`. `caller_timeout` is the API
-    /// server's own timeout for it, when the request said (`?timeout=10s`);
-    /// `started` is when it arrived: the time its body took counts.
-    pub async fn review(
-        &self,
-        body: &Bytes,
-        request: &Request<'_>,
-        caller_timeout: Option<Duration>,
-        started: Instant,
-    ) -> Reviewed {
-        let (generation, config) = self.config.get();
-        let settings = &config.webhook;
-        let operation = request.operation();
-        let deadline = review_deadline(settings.review_deadline, caller_timeout);
-        let left = deadline.saturating_sub(started.elapsed());
-        let examined = match tokio::time::timeout(
-            left,
-            self.examine(body, request, operation, generation, &config),
-        )
-        .await
-        {
-            Ok(Ok(found)) => found,
+    /// What the webhook's own checks find of one CRD review, within its
+    /// deadline: a check that did not finish is a problem `failMode`
+    /// decides.
+    pub async fn examine(&self, review: &Admission<'_>) -> Examined {
+        let fail_mode = review.config.webhook.fail_mode;
+        let deadline = review.deadline;
+        match tokio::time::timeout_at(deadline.at.into(), self.examined(review)).await {
+            Ok(Ok(examined)) => examined,
             Ok(Err(why)) => Examined {
-                problems: vec![unfinished(why, settings.fail_mode)],
+                found: Found {
+                    problems: vec![unfinished(why, fail_mode)],
+                    ..Found::default()
+                },
                 ..Examined::default()
             },
             Err(_) => Examined {
-                problems: vec![unfinished(
-                    format!(
-                        "the review did not finish within its deadline ({}; webhook.reviewDeadline, \
-                         or a share of the API server's timeout)",
-                        seconds(deadline)
-                    ),
-                    settings.fail_mode,
-                )],
+                found: Found {
+                    problems: vec![unfinished(
+                        format!(
+                            "the review did not finish within its deadline ({}; webhook.reviewDeadline, \
+                             or a share of the API server's timeout)",
+                            deadline.seconds()
+                        ),
+                        fail_mode,
+                    )],
+                    ..Found::default()
+                },
                 ..Examined::default()
             },
-        };
-        let decision = decision::decide(
-            &request.name,
-            operation,
-            &examined.findings,
-            examined.problems,
-            Intent {
-                annotations: &examined.annotations,
-                before: examined.before.as_ref(),
-                generation: examined.generation,
-                requester: Requester {
-                    user: &request.user_info.username,
-                    groups: &request.user_info.groups,
-                },
-            },
-            settings,
-        );
-        Reviewed {
-            uid: request.uid.clone(),
-            operation,
-            crd: request.name.clone(),
-            user: request.user_info.username.clone(),
-            identity: CLAIMED,
-            groups: request.user_info.groups.kept.clone(),
-            groups_left_out: left_out(request),
-            dry_run: request.dry_run,
-            mode: settings.mode.as_str(),
-            objects: examined.objects,
-            scan: examined.scan,
-            decision,
-            duration_ms: started.elapsed().as_secs_f64() * 1000.0,
         }
     }
 
-    /// What one request holds to decide on.
-    async fn examine(
-        &self,
-        body: &Bytes,
-        request: &Request<'_>,
-        operation: Operation,
-        generation: u64,
-        config: &Arc<Config>,
-    ) -> Result<Examined, String> {
+    /// What one request holds to decide on; `Err` is a check that could
+    /// not finish.
+    async fn examined(&self, review: &Admission<'_>) -> Result<Examined, String> {
+        let request = &review.request;
+        let config = &review.config;
         let settings = &config.webhook;
+        let operation = review.operation();
         let new = request.object.as_ref().map(crd_outline).transpose()?;
         let old = request.old_object.as_ref().map(crd_outline).transpose()?;
+        let mut examined = Examined::default();
+        let problems = &mut examined.found.problems;
         match (operation, old, new) {
             (Operation::Delete, Some(old_outline), _) => {
-                let intent = Examined {
-                    annotations: old_outline.annotations().clone(),
-                    generation: old_outline.generation(),
-                    ..Examined::default()
-                };
                 if !settings.delete_guard {
-                    return Ok(intent);
+                    return Ok(examined);
                 }
                 let (problem, count) = match self.objects_at_stake(request, &[old_outline]).await? {
                     Ok((_, Objects::Counted(0))) => (None, Some(0)),
@@ -462,47 +260,32 @@ impl Reviewer {
                     }
                     Err(why) => (Some(unfinished(why, settings.fail_mode)), None),
                 };
-                Ok(Examined {
-                    problems: problem.into_iter().collect(),
-                    objects: count,
-                    ..intent
-                })
+                problems.extend(problem);
+                examined.objects = count;
+                Ok(examined)
             }
             (Operation::Delete, None, _) => {
                 Err("the DELETE request carries no oldObject".to_string())
             }
             (_, old_outline, Some(new_outline)) => {
-                let annotations = new_outline.annotations().clone();
-                let before = old_outline
-                    .as_ref()
-                    .map_or_else(BTreeMap::new, |o| o.annotations().clone());
                 let new_spec = new_outline.spec.map_or("", |s| s.get());
                 let old_spec = old_outline
                     .as_ref()
                     .and_then(|o| o.spec)
                     .map_or("", |s| s.get());
-                let mut intent = Examined {
-                    generation: new_outline.generation(),
-                    annotations,
-                    before: Some(before),
-                    ..Examined::default()
-                };
                 // The label that keeps the CRD out of review from now on
                 // is added only as break-glass is.
                 if new_outline.skip_label() && !old_outline.is_some_and(|o| o.skip_label()) {
-                    intent.problems.push(skip_added());
+                    problems.push(skip_added());
                 }
                 // Only metadata or status changed: nothing to compare, but
                 // an update that arms the deletion guard's break-glass is
                 // judged as the deletion it lets through.
                 if let Some(old_outline) = old_outline.as_ref().filter(|_| old_spec == new_spec) {
                     let arming = settings.delete_guard
-                        && intent
-                            .before
-                            .as_ref()
-                            .is_some_and(|before| arms_deletion(&intent.annotations, before));
+                        && arms_deletion(new_outline.annotations(), old_outline.annotations());
                     if !arming {
-                        return Ok(intent);
+                        return Ok(examined);
                     }
                     let claims: [&Outline<'_>; 2] = [old_outline, new_outline];
                     let (problem, count) = match self.objects_at_stake(request, &claims).await? {
@@ -510,15 +293,13 @@ impl Reviewer {
                         Ok((stored, objects)) => {
                             let count = objects.count();
                             let shown = self.shown(request, &stored, objects).await;
-                            (Some(armed(&stored, shown, intent.generation)), count)
+                            (Some(armed(&stored, shown, new_outline.generation())), count)
                         }
                         Err(why) => (Some(unfinished(why, settings.fail_mode)), None),
                     };
-                    intent.problems.extend(problem);
-                    return Ok(Examined {
-                        objects: count,
-                        ..intent
-                    });
+                    problems.extend(problem);
+                    examined.objects = count;
+                    return Ok(examined);
                 }
                 // The scan reads the cluster: the request must be about the
                 // CRD the API server stores, or nothing at all is said.
@@ -544,20 +325,17 @@ impl Reviewer {
                         new_outline.json_len(),
                         old_outline.as_ref().map_or(0, |o| o.json_len()),
                     ),
-                    config_generation: generation,
+                    config_generation: review.generation,
                     kube_minor: kube.minor,
                 };
                 let findings = self
                     .cache
-                    .get_or_judge(&key, || self.judge(body, key.lengths, kube, config))
+                    .get_or_judge(&key, || self.judge(review, kube))
                     .await?;
-                let mut examined = Examined {
-                    findings: findings.as_ref().clone(),
-                    ..intent
-                };
+                examined.found.findings = findings.as_ref().clone();
                 if let Some(stored) = stored {
                     let scanned = match &stored {
-                        Ok(stored) => self.scan(stored, body, config).await,
+                        Ok(stored) => self.scan(stored, review).await,
                         Err(Untrusted::Unread(why) | Untrusted::Refused(why)) => {
                             Err(format!("the stored objects were not scanned: {why}"))
                         }
@@ -571,12 +349,15 @@ impl Reviewer {
                                 let why = not_said("which and how many", request, stored);
                                 found.iter_mut().for_each(|f| without_objects(f, &why));
                             }
-                            examined.findings.extend(found);
+                            examined.found.findings.extend(found);
                             examined.objects = Some(count);
                             examined.scan = Some("completed");
                         }
                         Err(why) => {
-                            examined.problems.push(unfinished(why, settings.fail_mode));
+                            examined
+                                .found
+                                .problems
+                                .push(unfinished(why, settings.fail_mode));
                             examined.scan = Some("unfinished");
                         }
                     }
@@ -665,11 +446,13 @@ impl Reviewer {
         // it is compared with the request: the fields compared are in the
         // model's document, and the stored CRD is the API server's own.
         let reserved = self
+            .judging
             .reserve(judgment_cost(json.len()))
             .await
-            .map_err(Untrusted::Unread)?;
+            .map_err(|e| Untrusted::Unread(unchecked(e)))?;
         let stored = self
-            .blocking(reserved, move || {
+            .judging
+            .run(reserved, move || {
                 Crd::from_json(&json).map_err(|e| format!("the stored CRD cannot be read: {e}"))
             })
             .await
@@ -699,42 +482,30 @@ impl Reviewer {
         Ok(stored)
     }
 
-    /// Parses both CRDs and finds what `apply-check` would, under the
-    /// memory budget and one judgment per core at a time, off the async
-    /// threads.
+    /// Finds what `apply-check` would of the request's pair, its CRDs
+    /// read for it (and shared with the rest of the review), one judgment
+    /// per core at a time, off the async threads.
     async fn judge(
         &self,
-        body: &Bytes,
-        (new_len, old_len): (usize, usize),
+        review: &Admission<'_>,
         kube: KubeVersion,
-        config: &Config,
     ) -> Result<Vec<Finding>, String> {
-        let raw = cpu_for(body.len(), || request::raw_objects(body))?;
-        let size = [raw.object, raw.old_object]
-            .iter()
-            .flatten()
-            .map(|r| r.get().len())
-            .sum();
-        let reserved = self.reserve(judgment_cost(size)).await?;
-        let new_raw = raw.object.map(|r| slice_of(body, r));
-        let old_raw = raw.old_object.map(|r| slice_of(body, r));
-        let mut judged = config.clone();
+        let pair = review.pair(&self.judging, &self.stored_models).await?;
+        let mut judged = (*review.config).clone();
         judged.kube_version = kube;
         judged.kube_version_source = KubeVersionSource::Server;
-        let stored = Arc::clone(&self.stored_models);
-        self.blocking(reserved, move || {
-            let new = request::read_crd(new_raw.as_deref(), Some(new_len))?;
-            let old = old_raw
-                .as_deref()
-                .map(|r| stored.get_or_read(r, |r| request::read_crd(Some(r), Some(old_len))))
-                .transpose()?;
-            // Info findings never reach a verdict, and the cache keeps
-            // what this returns: they are most of a large upgrade's.
-            let mut findings = findings_of(old, new, &judged);
-            findings.retain(|f| f.severity > Severity::Info);
-            Ok(findings)
-        })
-        .await
+        let new = Arc::clone(&pair.new.crd);
+        let held = (Arc::clone(&pair.new.reserved), pair.also);
+        let old = pair.old;
+        self.judging
+            .run(held, move || {
+                // Info findings never reach a verdict, and the cache keeps
+                // what this returns: they are most of a large upgrade's.
+                let mut findings = findings_of(old, new, &judged);
+                findings.retain(|f| f.severity > Severity::Info);
+                Ok(findings)
+            })
+            .await
     }
 
     /// How many objects the CRD has: one `limit=1` LIST per served
@@ -766,53 +537,45 @@ impl Reviewer {
     async fn scan(
         &self,
         stored: &Crd,
-        body: &Bytes,
-        config: &Config,
+        review: &Admission<'_>,
     ) -> Result<(Vec<Finding>, u64), String> {
-        let new_raw = cpu_for(body.len(), || request::raw_objects(body))?.object;
+        let config = &review.config;
         let settings = &config.webhook;
         let limits = settings.scan_objects;
+        let not_scanned = |why: String| format!("the stored objects were not scanned: {why}");
         // The deadline covers the count too: both are round trips to a
         // server that may be slow, and the answer must beat the webhook's
         // timeout.
         let bounded = async {
-            let count = self
-                .count_objects(stored)
-                .await
-                .map_err(|why| format!("the stored objects were not scanned: {why}"))?;
+            let count = self.count_objects(stored).await.map_err(not_scanned)?;
             if count > limits.max_objects {
                 return Err(format!(
                     "the stored objects were not scanned: {count} objects, more than scanObjects.maxObjects ({})",
                     limits.max_objects
                 ));
             }
-            // The new model and the pages of objects, held for the whole
-            // scan (the parse's share is given back only when both the
-            // parse and the scan are done).
-            let size = new_raw.map_or(0, |r| r.get().len());
-            let reserved = self
-                .reserve(judgment_cost(size) + SCAN_PAGES_BYTES)
+            // The new model, as the judgment read it (or read now, on a
+            // verdict already known), and room for the pages of objects,
+            // held for the whole scan.
+            let new = review.new_crd(&self.judging).await.map_err(not_scanned)?;
+            let pages = self
+                .judging
+                .reserve(SCAN_PAGES_BYTES)
                 .await
-                .map_err(|why| format!("the stored objects were not scanned: {why}"))?;
-            let new_raw = new_raw.map(|r| slice_of(body, r));
-            let new = self
-                .blocking(Arc::clone(&reserved), move || {
-                    request::read_crd(new_raw.as_deref(), None)
-                })
-                .await?;
+                .map_err(|e| not_scanned(unchecked(e)))?;
             let minor = self.kube_version(config).await.minor;
             let mut quiet = |_: crate::scan::Progress<'_>| {};
             let scanned = scan_crd(
                 &self.conn,
                 stored,
-                &new,
+                &new.crd,
                 minor,
                 &self.scan_options,
                 &mut quiet,
             )
             .await
-            .map_err(|e| format!("the stored objects were not scanned: {e}"));
-            drop(reserved);
+            .map_err(|e| not_scanned(e.to_string()));
+            drop(pages);
             scanned
         };
         let result = tokio::time::timeout(limits.deadline, bounded)
@@ -842,15 +605,6 @@ fn is_crd_name(name: &str) -> bool {
         && !name.starts_with(['.', '-'])
         && !name.ends_with(['.', '-'])
         && !name.contains("..")
-}
-
-/// The deadline of one review: the configured one, or less when the API
-/// server's own timeout leaves less.
-pub(super) fn review_deadline(configured: Duration, caller_timeout: Option<Duration>) -> Duration {
-    match caller_timeout {
-        Some(t) if !t.is_zero() => configured.min(t.mul_f64(SHARE_OF_CALLER_TIMEOUT)),
-        _ => configured,
-    }
 }
 
 /// A scan finding as the requester may see it: the objects by
@@ -920,7 +674,7 @@ fn without_objects(f: &mut Finding, why: &str) {
 /// first), so every CRD that reaches `serve` is one the server accepted,
 /// and our validation could only disagree with the server, whose verdict
 /// stands. Not running it spares a tenth of a judgment's CPU.
-pub fn findings_of(old: Option<Arc<Crd>>, new: Crd, config: &Config) -> Vec<Finding> {
+pub fn findings_of(old: Option<Arc<Crd>>, new: Arc<Crd>, config: &Config) -> Vec<Finding> {
     let set = |crd: Option<Arc<Crd>>, side: &str| ManifestSet {
         crds: crd
             .map(|crd| LoadedCrd {
@@ -941,17 +695,12 @@ pub fn findings_of(old: Option<Arc<Crd>>, new: Crd, config: &Config) -> Vec<Find
     config.skip_crd_validation = true;
     let reports = entries(
         &set(old, "oldObject"),
-        &set(Some(Arc::new(new)), "object"),
+        &set(Some(new), "object"),
         &StoredVersionsArg::default(),
         &config,
     );
     reports.into_iter().flat_map(|r| r.findings).collect()
 }
-
-/// What a review's `userInfo` is worth without client authentication.
-pub const CLAIMED: &str = "claimed";
-/// ... and with it: only the API server can post reviews.
-pub const AUTHENTICATED: &str = "authenticated";
 
 /// The outline of a request's object, refusing anything but a v1 CRD
 /// (the webhook is registered for v1, and the API server converts what
@@ -964,46 +713,6 @@ fn crd_outline<'o, 'a>(outline: &'o Outline<'a>) -> Result<&'o Outline<'a>, Stri
             version.unwrap_or("(no apiVersion)"),
             kind.unwrap_or("(no kind)")
         )),
-    }
-}
-
-/// How many groups of the requester were left out, when any were.
-pub(super) fn left_out(request: &Request<'_>) -> Option<usize> {
-    Some(request.user_info.groups.dropped).filter(|n| *n > 0)
-}
-
-/// The answer to a request the API server cannot have sent
-/// ([`Request::inconsistency`]): denied in every mode and whatever
-/// `failMode` says, since no genuine change is ever refused by it, and
-/// never judged, so nothing of it reaches the verdict cache.
-pub fn refusal(request: &Request<'_>, why: &str, mode: &'static str, started: Instant) -> Reviewed {
-    Reviewed {
-        uid: request.uid.clone(),
-        operation: request.operation(),
-        crd: request.name.clone(),
-        user: request.user_info.username.clone(),
-        identity: CLAIMED,
-        groups: request.user_info.groups.kept.clone(),
-        groups_left_out: left_out(request),
-        dry_run: request.dry_run,
-        mode,
-        objects: None,
-        scan: None,
-        decision: Decision::refused(format!("crd-safety refused this review: {why}")),
-        duration_ms: started.elapsed().as_secs_f64() * 1000.0,
-    }
-}
-
-/// The part of `body` that `raw` was read from, shared rather than copied;
-/// a copy should `raw` not lie inside `body` (it always does: the request
-/// is read from `body` with borrowed raw values).
-pub(super) fn slice_of(body: &Bytes, raw: &RawValue) -> Bytes {
-    let part = raw.get().as_bytes();
-    let start = (part.as_ptr() as usize).wrapping_sub(body.as_ptr() as usize);
-    if start <= body.len() && part.len() <= body.len() - start {
-        body.slice(start..start + part.len())
-    } else {
-        Bytes::copy_from_slice(part)
     }
 }
 
@@ -1061,6 +770,7 @@ fn objects_exist(crd: &Crd, objects: Objects) -> Problem {
     Problem {
         id: DELETION_CHECK,
         blocking: true,
+        by_requirement: false,
         message: format!(
             "{}, and deleting the CRD deletes every one of them; {first}, or accept the loss",
             objects.exist(crd, "still ")
@@ -1094,6 +804,7 @@ fn armed(crd: &Crd, objects: Objects, generation: Option<i64>) -> Problem {
     Problem {
         id: DELETION_CHECK,
         blocking: true,
+        by_requirement: false,
         message: format!(
             "this update arms {ACCEPT_ANNOTATION}: {DELETION_CHECK} while {}, \
              and deleting the CRD deletes every one of them{then}",
@@ -1110,6 +821,7 @@ fn skip_added() -> Problem {
     Problem {
         id: SKIP_CHECK,
         blocking: true,
+        by_requirement: false,
         message: format!(
             "this change adds the label {SKIP_LABEL}, which keeps every later change of the CRD out of review \
              where the webhook's objectSelector leaves it out; only break-glass adds it \
@@ -1123,6 +835,7 @@ pub(super) fn unfinished(why: String, fail_mode: Unfinished) -> Problem {
     Problem {
         id: "unfinished",
         blocking: fail_mode == Unfinished::Closed,
+        by_requirement: false,
         message: format!(
             "{why} ({})",
             match fail_mode {
@@ -1166,11 +879,15 @@ mod tests {
                 .find(|f| f.check == Check::ExistingFieldRemoval)
                 .map(|f| f.severity)
         };
-        let plain = findings_of(Some(Arc::new(old())), new(), &Config::default());
+        let plain = findings_of(Some(Arc::new(old())), Arc::new(new()), &Config::default());
         assert_eq!(removal(&plain), Some(Severity::Error));
         let lowered = Config::parse("checks:\n  existingFieldRemoval: warning\n", "c").unwrap();
         assert_eq!(
-            removal(&findings_of(Some(Arc::new(old())), new(), &lowered)),
+            removal(&findings_of(
+                Some(Arc::new(old())),
+                Arc::new(new()),
+                &lowered
+            )),
             Some(Severity::Warning)
         );
         let excepted = Config::parse(
@@ -1179,21 +896,13 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            removal(&findings_of(Some(Arc::new(old())), new(), &excepted)),
+            removal(&findings_of(
+                Some(Arc::new(old())),
+                Arc::new(new()),
+                &excepted
+            )),
             None
         );
-    }
-
-    #[test]
-    fn the_review_deadline_leaves_room_within_the_api_servers_timeout() {
-        let eight = Duration::from_secs(8);
-        assert_eq!(review_deadline(eight, None), eight);
-        assert_eq!(review_deadline(eight, Some(Duration::from_secs(10))), eight);
-        assert_eq!(
-            review_deadline(eight, Some(Duration::from_secs(5))),
-            Duration::from_secs(4)
-        );
-        assert_eq!(review_deadline(eight, Some(Duration::ZERO)), eight);
     }
 
     #[test]
@@ -1224,31 +933,6 @@ mod tests {
         let mut plain = Finding::new(Check::Enum, Severity::Error, "enum narrowed");
         without_values(&mut plain);
         assert_eq!(plain.message, "enum narrowed");
-    }
-
-    #[test]
-    fn the_crds_go_to_the_blocking_pool_as_slices_of_the_body() {
-        let body = Bytes::from_static(br#"{"request":{"object":{"kind":"K"}}}"#);
-        let raw: &RawValue = {
-            #[derive(serde::Deserialize)]
-            struct R<'a> {
-                #[serde(borrow)]
-                object: &'a RawValue,
-            }
-            #[derive(serde::Deserialize)]
-            struct B<'a> {
-                #[serde(borrow)]
-                request: R<'a>,
-            }
-            let b: B = serde_json::from_slice(&body).unwrap();
-            b.request.object
-        };
-        let part = slice_of(&body, raw);
-        assert_eq!(&part[..], br#"{"kind":"K"}"#);
-        assert_eq!(part.as_ptr(), raw.get().as_ptr(), "shared, not copied");
-        // A value from elsewhere is copied, not sliced out of bounds.
-        let other: Box<RawValue> = serde_json::from_str("[1]").unwrap();
-        assert_eq!(&slice_of(&body, &other)[..], b"[1]");
     }
 
     #[test]
@@ -1290,7 +974,11 @@ mod tests {
             .spawn(move || {
                 let old = Arc::new(ruled(&[]));
                 let judge = |rules: &[String]| {
-                    findings_of(Some(Arc::clone(&old)), ruled(rules), &Config::default())
+                    findings_of(
+                        Some(Arc::clone(&old)),
+                        Arc::new(ruled(rules)),
+                        &Config::default(),
+                    )
                 };
                 (judge(&accepted), judge(&refused))
             })

@@ -45,17 +45,21 @@ use serde_json::json;
 use thiserror::Error;
 use tokio::net::TcpListener;
 
-use super::budget::Budget;
+use super::admission::{
+    AUTHENTICATED, Admission, Arrival, CLAIMED, Deadline, Examined, Reviewed, SharedConfig,
+};
+use super::budget::{Budget, Judging};
 use super::connections::{Admitted, Connections};
 use super::cpu::cpu_for;
 use super::log::{self, log};
 use super::metrics::Metrics;
 use super::request;
 use super::requirements::Requirements;
-use super::review::{self, Reviewed, Reviewer, SharedConfig};
+use super::review::Reviewer;
 use super::tls::{CertError, ReloadingCert, client_roots, server_config};
 use crate::cluster::Connection;
 use crate::config::{Config, ConfigError};
+use crate::manifest::{InputLimits, read_text};
 
 /// How `serve` runs.
 #[derive(Debug, Clone)]
@@ -92,6 +96,9 @@ pub struct ServeOptions {
     /// The request bodies held in memory at once, in bytes (at least
     /// `max_body_bytes`, so every acceptable body can be read).
     pub body_memory: u64,
+    /// How much the configuration file may hold (`--max-input-bytes`),
+    /// read at start and at every reload.
+    pub input_limits: InputLimits,
 }
 
 /// The most a connection's read buffer grows to. hyper's default (about
@@ -124,6 +131,8 @@ pub enum ServeError {
 
 /// Everything a request handler reads.
 struct State {
+    /// The configuration in force (each review takes it once, on arrival).
+    config: Arc<SharedConfig>,
     reviewer: Reviewer,
     requirements: Requirements,
     metrics: Metrics,
@@ -137,14 +146,14 @@ struct State {
     client_auth: bool,
 }
 
-fn load_config(path: Option<&PathBuf>) -> Result<(Config, Option<String>), ConfigError> {
+fn load_config(
+    path: Option<&PathBuf>,
+    limits: InputLimits,
+) -> Result<(Config, Option<String>), ConfigError> {
     let Some(path) = path else {
         return Ok((Config::default(), None));
     };
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-        path: path.display().to_string(),
-        source,
-    })?;
+    let text = read_text(path, limits)?;
     Ok((
         Config::parse(&text, &path.display().to_string())?,
         Some(text),
@@ -160,7 +169,7 @@ pub async fn serve(
     // Whichever way `serve` returns, the lines it logged are written first.
     let _written = log::Flushed(opts.drain_timeout);
     crate::re2::limit_memory(PATTERN_MEMORY);
-    let (config, mut config_text) = load_config(opts.config_file.as_ref())?;
+    let (config, mut config_text) = load_config(opts.config_file.as_ref(), opts.input_limits)?;
     let shared = Arc::new(SharedConfig::new(config));
     let cert = Arc::new(ReloadingCert::load(&opts.cert_file, &opts.key_file)?);
     let roots = opts
@@ -177,11 +186,13 @@ pub async fn serve(
             source,
         })?;
     let addr = listener.local_addr().unwrap_or(opts.listen);
-    // One budget for every judgment, the requirements' included.
-    let budget = Budget::new(opts.memory_budget);
+    // One budget and one permit per core for every judgment, the
+    // requirements' included.
+    let judging = Judging::new(Budget::new(opts.memory_budget));
     let state = Arc::new(State {
-        reviewer: Reviewer::new(conn.clone(), Arc::clone(&shared), budget.clone()),
-        requirements: Requirements::new(conn, Arc::clone(&shared), budget),
+        config: Arc::clone(&shared),
+        reviewer: Reviewer::new(conn.clone(), judging.clone()),
+        requirements: Requirements::new(conn, judging),
         metrics: Metrics::default(),
         ready: AtomicBool::new(true),
         max_body: opts.max_body_bytes,
@@ -216,6 +227,7 @@ pub async fn serve(
         let state = Arc::clone(&state);
         let cert = Arc::clone(&cert);
         let config_file = opts.config_file.clone();
+        let limits = opts.input_limits;
         let interval = opts.reload_interval;
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(interval);
@@ -235,7 +247,7 @@ pub async fn serve(
                     }
                 }
                 let Some(path) = &config_file else { continue };
-                match std::fs::read_to_string(path) {
+                match read_text(path, limits) {
                     Ok(text) if Some(&text) == config_text.as_ref() => {}
                     Ok(text) => match Config::parse(&text, &path.display().to_string()) {
                         Ok(c) => {
@@ -430,7 +442,14 @@ async fn validate(
     reviewing: Reviewing,
 ) -> Response<Full<Bytes>> {
     let started = Instant::now();
-    let caller_timeout = caller_timeout(req.uri().query());
+    // The configuration and the deadline of this review, once: the wait
+    // for body room, the checks and the requirements all end with it.
+    let (generation, config) = state.config.get();
+    let deadline = Deadline::new(
+        started,
+        config.webhook.review_deadline,
+        caller_timeout(req.uri().query()),
+    );
     let declared = req
         .headers()
         .get(http::header::CONTENT_LENGTH)
@@ -468,10 +487,7 @@ async fn validate(
     // Held until the answer is written, with the body it pays for.
     let mut _room = None;
     if rest > 0 {
-        let wait = state
-            .reviewer
-            .deadline(caller_timeout)
-            .saturating_sub(started.elapsed());
+        let wait = deadline.left();
         // The room pays for the whole body, the bytes already read too:
         // as many large bodies are worked on at once as before the window
         // (a room that paid only the rest let one more ECK-sized review
@@ -513,32 +529,34 @@ async fn validate(
         Ok(r) => r,
         Err(why) => return bad(state, StatusCode::BAD_REQUEST, why),
     };
-    let reviewed = match (reviewing, request.inconsistency()) {
-        (_, Some(why)) => {
-            let mode = state.reviewer.mode();
-            review::refusal(&request, &why, mode, started)
-        }
+    let review = Admission::new(
+        &body,
+        request,
+        Arrival {
+            started,
+            deadline,
+            config,
+            generation,
+            identity: if state.client_auth {
+                AUTHENTICATED
+            } else {
+                CLAIMED
+            },
+        },
+    );
+    let reviewed = match (reviewing, review.request.inconsistency()) {
+        (_, Some(why)) => review.refused(&why),
         (Reviewing::Crds, None) => {
-            let reviewed = state
-                .reviewer
-                .review(&body, &request, caller_timeout, started)
-                .await;
-            state
-                .requirements
-                .amend(&body, &request, reviewed, caller_timeout, started)
-                .await
+            // The webhook's own checks, then the consumers' requirements,
+            // on the same CRDs; one decision over both.
+            let mut examined: Examined = state.reviewer.examine(&review).await;
+            examined
+                .found
+                .extend(state.requirements.examine(&review).await);
+            review.answer(examined)
         }
-        (Reviewing::Requirements, None) => {
-            state
-                .requirements
-                .review_requirement(&body, &request, caller_timeout, started)
-                .await
-        }
+        (Reviewing::Requirements, None) => state.requirements.review_requirement(&review).await,
     };
-    let mut reviewed = reviewed;
-    if state.client_auth {
-        reviewed.identity = review::AUTHENTICATED;
-    }
     state.metrics.review(
         reviewed.operation.as_str(),
         reviewed.decision.verdict.as_str(),
@@ -553,7 +571,7 @@ async fn validate(
             "review",
             serde_json::to_value(&reviewed).unwrap_or_default(),
         );
-        serde_json::to_vec(&respond(&request, &reviewed).into_review()).unwrap_or_default()
+        serde_json::to_vec(&respond(&review.request, &reviewed).into_review()).unwrap_or_default()
     });
     let mut r = Response::new(Full::new(Bytes::from(answer)));
     r.headers_mut().insert(

@@ -583,10 +583,10 @@ fn the_webhooks_crds_without_schema_json_are_judged_as_the_whole_documents() {
             let Some(o) = old.crds.iter().find(|o| o.crd.name == n.crd.name) else {
                 continue;
             };
-            let whole = findings_of(Some(Arc::clone(&o.crd)), Crd::clone(&n.crd), &config);
+            let whole = findings_of(Some(Arc::clone(&o.crd)), Arc::clone(&n.crd), &config);
             let stripped = findings_of(
                 Some(Arc::new(Crd::clone(&o.crd).without_schema_json())),
-                Crd::clone(&n.crd).without_schema_json(),
+                Arc::new(Crd::clone(&n.crd).without_schema_json()),
                 &config,
             );
             assert_eq!(

@@ -615,3 +615,139 @@ fn a_kustomization_renders_at_most_the_cap() {
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
 }
+
+// ---- the files a run reads besides its manifests ----------------------------------
+
+/// A directory holding the widgets CRD, and `zero.yaml` linked to
+/// `/dev/zero`.
+#[cfg(unix)]
+fn with_zero() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let d = tmp.path();
+    write(&d.join("crds/widgets.yaml"), &widgets());
+    std::os::unix::fs::symlink("/dev/zero", d.join("zero.yaml")).expect("link");
+    tmp
+}
+
+/// The error of a file linked to `/dev/zero` read under `--max-input-bytes
+/// 1Mi`: the manifests' words, naming the path and the limit.
+const ZERO_OVER_1MI: &str = "zero.yaml: larger than 1 MiB, the most read of one file: raise it \
+                             with --max-input-bytes (now 1Mi)";
+
+/// `--requirements` (and a config file's `requirements:`) filled memory
+/// from a file linked to `/dev/zero`, and ignored `--max-input-bytes`; now
+/// they are read through the same cap as the manifests.
+#[cfg(unix)]
+#[test]
+fn requirements_files_are_read_through_the_cap() {
+    let tmp = with_zero();
+    let d = tmp.path();
+    let out = run(
+        d,
+        &[
+            "lint",
+            "crds",
+            "--requirements",
+            "zero.yaml",
+            "--max-input-bytes",
+            "1Mi",
+        ],
+        None,
+    );
+    assert_eq!(out.error(d), format!("error: {ZERO_OVER_1MI}"));
+    write(&d.join("config.yaml"), "requirements:\n- zero.yaml\n");
+    let out = run(
+        d,
+        &[
+            "lint",
+            "crds",
+            "--config",
+            "config.yaml",
+            "--max-input-bytes",
+            "1Mi",
+        ],
+        None,
+    );
+    assert_eq!(out.error(d), format!("error: {ZERO_OVER_1MI}"));
+}
+
+/// `--config` read the whole file whatever it was.
+#[cfg(unix)]
+#[test]
+fn a_config_file_is_read_through_the_cap() {
+    let tmp = with_zero();
+    let d = tmp.path();
+    let out = run(
+        d,
+        &[
+            "lint",
+            "crds",
+            "--config",
+            "zero.yaml",
+            "--max-input-bytes",
+            "1Mi",
+        ],
+        None,
+    );
+    assert_eq!(out.error(d), format!("error: {ZERO_OVER_1MI}"));
+    // With the default cap, as the manifests have it.
+    let out = run(d, &["diff", "crds", "crds", "--config", "zero.yaml"], None);
+    assert_eq!(
+        out.error(d),
+        "error: zero.yaml: larger than 64 MiB, the most read of one file: raise it with \
+         --max-input-bytes (now 64Mi)"
+    );
+}
+
+/// `--baseline` read the whole file whatever it was.
+#[cfg(unix)]
+#[test]
+fn a_baseline_is_read_through_the_cap() {
+    let tmp = with_zero();
+    let d = tmp.path();
+    let out = run(
+        d,
+        &[
+            "lint",
+            "crds",
+            "--baseline",
+            "zero.yaml",
+            "--max-input-bytes",
+            "1Mi",
+        ],
+        None,
+    );
+    assert_eq!(out.error(d), format!("error: {ZERO_OVER_1MI}"));
+}
+
+/// `serve --config` read the file whole at start (and at every reload);
+/// it stops at the cap, at start before it listens.
+#[cfg(unix)]
+#[test]
+fn serves_config_file_is_read_through_the_cap() {
+    let tmp = with_zero();
+    let d = tmp.path();
+    let out = run(
+        d,
+        &[
+            "serve",
+            "--config",
+            "zero.yaml",
+            "--max-input-bytes",
+            "1Mi",
+            "--tls-cert-file",
+            "no-such.crt",
+            "--tls-private-key-file",
+            "no-such.key",
+            "--listen",
+            "127.0.0.1:0",
+            // Read from no cluster before the configuration fails.
+            "--server",
+            "https://127.0.0.1:9",
+            "--token",
+            "unused",
+        ],
+        None,
+    );
+    assert_eq!(out.error(d), format!("error: {ZERO_OVER_1MI}"));
+}

@@ -266,6 +266,10 @@ pub struct ServeArgs {
     /// A review whose body finds no room waits unread; past its deadline it gets a 503.
     #[arg(long, value_name = "SIZE", default_value = "8Mi", value_parser = crd_safety::webhook::parse_size)]
     pub body_memory: u64,
+    /// The most read of the config file, at start and at each reload (bytes, or Ki/Mi/Gi; at
+    /// least 4Ki).
+    #[arg(long, value_name = "SIZE", default_value = "64Mi", value_parser = parse_input_size)]
+    pub max_input_bytes: u64,
     #[command(flatten)]
     pub kube: KubeArgs,
 }

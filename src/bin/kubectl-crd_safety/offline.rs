@@ -18,8 +18,10 @@ pub fn diff(args: DiffArgs) -> Result<u8, Failure> {
         new: parse_sources([args.new.as_str()])?,
         sources: args.sources.options(args.report.output),
         stored,
-        config: args.report.config(args.kube_version)?,
-        baselines: args.report.baselines(),
+        config: args
+            .report
+            .config(args.kube_version, args.sources.limits())?,
+        baselines: args.report.baselines(args.sources.limits()),
         objects: parse_sources(args.objects.iter().map(String::as_str))?,
     };
     let diffed = command::diff::run(&request)?;
@@ -36,8 +38,10 @@ pub fn lint(args: LintArgs) -> Result<u8, Failure> {
     let request = command::Manifests {
         new: parse_sources(args.paths.iter().map(String::as_str))?,
         sources: args.sources.options(args.report.output),
-        config: args.report.config(args.kube_version)?,
-        baselines: args.report.baselines(),
+        config: args
+            .report
+            .config(args.kube_version, args.sources.limits())?,
+        baselines: args.report.baselines(args.sources.limits()),
     };
     let linted = command::lint::run(&request)?;
     told_baseline(linted.baseline_written, &args.report);

@@ -22,9 +22,14 @@ use crate::terminal::{table_width, use_color};
 
 impl ReportArgs {
     /// The configuration file, with `--mode` and `--fail-mode` over it,
-    /// and `--kube-version` where the command has one.
-    pub fn config(&self, kube_version: Option<KubeVersion>) -> Result<Config, Failure> {
-        let mut config = Config::discover(self.config.as_deref())?;
+    /// and `--kube-version` where the command has one; it and the files
+    /// it names are read within `limits` (`--max-input-bytes`).
+    pub fn config(
+        &self,
+        kube_version: Option<KubeVersion>,
+        limits: InputLimits,
+    ) -> Result<Config, Failure> {
+        let mut config = Config::discover(self.config.as_deref(), limits)?;
         if let Some(mode) = self.mode {
             config.mode = mode;
         }
@@ -41,10 +46,11 @@ impl ReportArgs {
         Ok(config)
     }
 
-    pub fn baselines(&self) -> Baselines {
+    pub fn baselines(&self, limits: InputLimits) -> Baselines {
         Baselines {
             accept: self.baseline.clone(),
             write: self.write_baseline.clone(),
+            limits,
         }
     }
 
@@ -85,8 +91,14 @@ impl SourceArgs {
                 require: self.require_helm,
             },
             positions: Positions::default(),
-            limits: InputLimits::new(self.max_input_bytes),
+            limits: self.limits(),
         }
+    }
+
+    /// How much one file or source may hold (`--max-input-bytes`): the
+    /// manifests, and the configuration, baseline and requirements too.
+    pub fn limits(&self) -> InputLimits {
+        InputLimits::new(self.max_input_bytes)
     }
 }
 
@@ -137,6 +149,7 @@ impl ServeArgs {
             max_connections: self.max_connections,
             memory_budget: self.memory_budget,
             body_memory: self.body_memory,
+            input_limits: InputLimits::new(self.max_input_bytes),
         }
     }
 }
@@ -150,11 +163,11 @@ impl ApplyCheckArgs {
             new,
             sources: self.sources.options(self.report.output),
             config: {
-                let mut config = self.report.config(None)?;
+                let mut config = self.report.config(None, self.sources.limits())?;
                 config.keep_schema_grades |= self.no_grade_by_objects;
                 config
             },
-            baselines: self.report.baselines(),
+            baselines: self.report.baselines(self.sources.limits()),
         })
     }
 
@@ -239,7 +252,7 @@ impl RequireArgs {
 impl RequirementsArgs {
     /// The configuration file, with `--requirements` over its list.
     pub fn config(&self) -> Result<Config, Failure> {
-        let mut config = Config::discover(self.config.as_deref())?;
+        let mut config = Config::discover(self.config.as_deref(), self.sources.limits())?;
         if !self.requirements.is_empty() {
             config.requirements = self.requirements.clone();
         }

@@ -44,7 +44,7 @@ pub fn requirements(args: RequirementsArgs) -> Result<u8, Failure> {
         Some(conn) if from_cluster => {
             runtime.block_on(command::requirements::from_cluster(conn))?
         }
-        _ => crd_safety::requirement::load(&config.requirements)?,
+        _ => crd_safety::requirement::load(&config.requirements, config.input_limits)?,
     };
     let states = match &conn {
         Some(conn) if args.filenames.is_empty() => {
