@@ -53,6 +53,7 @@ pub fn grade_by_objects(
         };
         if let Some(why) = question.undecidable(summary, &scan_findings) {
             grading.undecided += 1;
+            f.message = format!("{why}. {}", f.message);
             f.grade = Some(Grade {
                 outcome: GradeOutcome::Undecided,
                 schema_severity: f.severity,
@@ -72,7 +73,8 @@ pub fn grade_by_objects(
         if hits.is_empty() {
             grading.reach_no_object += 1;
             let reason = question.none_reached(summary.scanned);
-            f.message = format!("{}. {reason}", f.message.trim_end_matches('.'));
+            // The grade first: an admission warning is cut to its start.
+            f.message = format!("{reason}. {}", f.message);
             f.grade = Some(Grade {
                 outcome: GradeOutcome::NoStoredObjectAffected,
                 schema_severity: f.severity,
@@ -102,7 +104,7 @@ pub fn grade_by_objects(
                 n => format!(" (and {n} more rules below it)"),
             };
             let reason = format!("On this cluster {}{more}", first.message);
-            f.message = format!("{}. {reason}", f.message.trim_end_matches('.'));
+            f.message = format!("{reason}. {}", f.message);
             f.grade = Some(Grade {
                 outcome: GradeOutcome::StoredObjectsAffected,
                 schema_severity: f.severity,
@@ -184,14 +186,14 @@ impl<'f> Question<'f> {
     fn undecidable(&self, summary: &ScanSummary, scan: &[Finding]) -> Option<String> {
         if let Some(ns) = &summary.namespace {
             return Some(format!(
-                "not decided by the stored objects: the scan read only namespace {ns} (-n), \
+                "Not decided by the stored objects: the scan read only namespace {ns} (-n), \
                  so objects elsewhere were not seen"
             ));
         }
         let v = self.version;
         if !summary.versions.iter().any(|s| s == v) {
             return Some(format!(
-                "not decided by the stored objects: they were not read through {v} (the \
+                "Not decided by the stored objects: they were not read through {v} (the \
                  cluster does not serve it before and after the update)"
             ));
         }
@@ -205,7 +207,7 @@ impl<'f> Question<'f> {
         });
         unevaluated.map(|s| {
             format!(
-                "not decided by the stored objects: {}",
+                "Not decided by the stored objects: {}",
                 s.message.trim_end_matches('.')
             )
         })

@@ -38,13 +38,14 @@ use super::request::{Outline, Request};
 use super::stored_models::StoredModels;
 use crate::cluster::access::Subject;
 use crate::cluster::{Connection, RetryPolicy};
-use crate::compare::{Check, Finding, Severity};
+use crate::compare::{Check, Finding, GradeOutcome, Severity};
 use crate::config::{Config, Unfinished};
 use crate::crd::Crd;
 use crate::crd_validation::{KubeVersion, KubeVersionSource};
 use crate::engine::{StoredVersionsArg, entries};
 use crate::manifest::{LoadedCrd, Location, ManifestSet};
-use crate::scan::{ScanOptions, scan_crd};
+use crate::outcome::ScanSummary;
+use crate::scan::{ScanOptions, grade_by_objects, scan_crd};
 
 /// Calls to the API server during a review: one try and at most one quick
 /// retry. The CLI's policy (8 tries, up to 60 s) would outlast the API
@@ -341,16 +342,34 @@ impl Reviewer {
                         }
                     };
                     match scanned {
-                        Ok((mut found, count)) => {
+                        Ok((mut found, summary)) => {
+                            // The objects decide what they decide, before
+                            // anything is hidden from the requester: a
+                            // grade rests on the whole scan either way.
+                            if !config.keep_schema_grades {
+                                let graded = grade_by_objects(
+                                    std::mem::take(&mut examined.found.findings),
+                                    &summary,
+                                    found,
+                                );
+                                examined.found.findings = graded.findings;
+                                found = graded.scan_findings;
+                            }
+                            let graded = |f: &Finding| f.grade.is_some() || f.objects.is_some();
                             if let Ok(stored) = &stored
-                                && !found.is_empty()
+                                && (!found.is_empty() || examined.found.findings.iter().any(graded))
                                 && !self.may_see(request, stored).await
                             {
                                 let why = not_said("which and how many", request, stored);
                                 found.iter_mut().for_each(|f| without_objects(f, &why));
+                                examined
+                                    .found
+                                    .findings
+                                    .iter_mut()
+                                    .for_each(|f| without_counts(f, &why));
                             }
                             examined.found.findings.extend(found);
-                            examined.objects = Some(count);
+                            examined.objects = Some(summary.scanned);
                             examined.scan = Some("completed");
                         }
                         Err(why) => {
@@ -538,7 +557,7 @@ impl Reviewer {
         &self,
         stored: &Crd,
         review: &Admission<'_>,
-    ) -> Result<(Vec<Finding>, u64), String> {
+    ) -> Result<(Vec<Finding>, ScanSummary), String> {
         let config = &review.config;
         let settings = &config.webhook;
         let limits = settings.scan_objects;
@@ -590,7 +609,7 @@ impl Reviewer {
         if !settings.reveals_values() {
             kept.iter_mut().for_each(without_values);
         }
-        Ok((kept, result.summary.scanned))
+        Ok((kept, result.summary))
     }
 }
 
@@ -666,6 +685,32 @@ fn without_objects(f: &mut Finding, why: &str) {
             d.rule
         ),
     };
+}
+
+/// A finding the stored objects graded, as a requester who may not list
+/// them sees it: the grade and the rule, not how many objects there are or
+/// which of them fail.
+fn without_counts(f: &mut Finding, why: &str) {
+    let Some(grade) = &mut f.grade else { return };
+    let said = match grade.outcome {
+        GradeOutcome::NoStoredObjectAffected => "On this cluster no stored object fails it",
+        GradeOutcome::StoredObjectsAffected => "On this cluster stored objects fail it",
+        GradeOutcome::Undecided => "Not decided by the stored objects",
+    };
+    // The message is the grade's reason, then the schema's own words.
+    let schema_part = f
+        .message
+        .strip_prefix(grade.reason.as_str())
+        .and_then(|rest| rest.strip_prefix(". "))
+        .unwrap_or(&f.message)
+        .to_string();
+    grade.reason = format!("{said}; {why}");
+    f.message = format!("{}. {schema_part}", grade.reason);
+    grade.objects_scanned = None;
+    grade.objects_affected = None;
+    if let Some(d) = &mut f.objects {
+        d.examples.clear();
+    }
 }
 
 /// What `apply-check` would report for this change, after the configured

@@ -539,6 +539,29 @@ async fn the_object_scan_reports_stored_objects_the_new_schema_rejects_and_its_l
             .collect(),
     )
     .await;
+    // A maximum every stored widget meets: the objects decide it, and
+    // enforce lets the update through with a warning that says why.
+    let loose = write_manifest(
+        files,
+        "loose.json",
+        &widgets(json!({"color": {"type": "string"}, "size": {"type": "integer", "maximum": 100}})),
+    );
+    let out = kubectl(kc, &dry_run(&loose));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_has(
+        &stderr(&out),
+        "no stored object fails it (0 of 3 in v1 scanned)",
+    );
+    // With the schema's grades kept, the same update is denied.
+    let before = s.served.log().len();
+    write_config(files, &format!("gradeByObjects: false\n{config}"));
+    s.served.wait_for("configuration reloaded", before);
+    let out = kubectl(kc, &dry_run(&loose));
+    assert!(!out.status.success(), "{}", stderr(&out));
+    assert_has(&stderr(&out), "^.spec.size");
+    let before = s.served.log().len();
+    write_config(files, config);
+    s.served.wait_for("configuration reloaded", before);
     // A maximum every stored widget exceeds: the comparison reports the
     // tightened bound, and the scan names the objects it would reject.
     let tightened = write_manifest(
@@ -935,7 +958,7 @@ async fn a_forged_review_reads_nothing_for_its_sender_and_is_refused() {
     assert_eq!(response["allowed"], false, "{response:#}");
     assert_has(
         response["status"]["message"].as_str().unwrap_or(""),
-        "stored objects fail enum at ^.spec.color under the new schema; which and how many is not said: \"mallory\" may not list vaults.example.com",
+        "enum v1 ^.spec.color: On this cluster stored objects fail it; which and how many is not said: \"mallory\" may not list vaults.example.com",
     );
     assert!(!response.to_string().contains("vault-7"), "{response:#}");
     // ...and to whom the API server lets list them, the deletion guard
