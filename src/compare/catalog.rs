@@ -139,7 +139,7 @@ catalog! {
     PrunedFields => "prunedFields", Error, "existing objects carry fields (or nulls) the new schema drops: the data is lost on their next write.";
     DefaultedFields => "defaultedFields", Warning, "existing objects lack a field that now has a default: clients see the default on read, and the next write stores it.";
     NotEvaluated => "notEvaluated", Warning, "a validation rule the scan could not evaluate client-side (never counted as passing).";
-    FieldManagerConflict => "fieldManagerConflict", Warning, "another field manager (helm, kubectl, an operator) owns fields the manifest changes: apply needs --force-conflicts to take them over.";
+    FieldManagerConflict => "fieldManagerConflict", Warning, "another field manager (helm, kubectl, an operator) owns fields the manifest changes: apply takes them over only after a yes to its question or with --force-conflicts; --field-manager applies as an owner that installed them with server-side apply.";
     ConversionWebhookNotReady => "conversionWebhookNotReady", Error, "the new CRD converts through a webhook the API server cannot reach or trust (no Service, no such port, no ready endpoint, a caBundle that does not parse, has expired or did not sign the serving certificate), or that fails a --probe-conversion review: every read or write through a version other than the stored one fails.";
     // How the manifests are delivered (`src/delivery/`).
     CrdSize => "crdSize", Error, "the CRD is too large for its delivery: above 262,144 bytes of annotations client-side apply (kubectl without --server-side, Argo CD's default sync) fails (warning, also when the live CRD was applied client-side); above etcd's default 1.5 MiB (warning); above the API server's 3 MiB request limit (error).";
