@@ -950,6 +950,65 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn conflicting(name: &str, message: &str) -> Planned {
+        Planned {
+            name: name.into(),
+            action: Action::Update,
+            manifest: json!({}),
+            conflict: Some(message.into()),
+            take_over: Vec::new(),
+            rejected: None,
+            owners: Vec::new(),
+            checked: None,
+        }
+    }
+
+    #[test]
+    fn the_conflicts_question_names_each_manager_and_its_fields() {
+        let fields: Vec<String> = (0..8).map(|i| format!("- .spec.f{i}")).collect();
+        let many = format!(
+            "Apply failed with 8 conflicts: conflicts with \"helm\" using apiextensions.k8s.io/v1:\n{}",
+            fields.join("\n")
+        );
+        let a = conflicting("a.example.com", &many);
+        let b = conflicting(
+            "b.example.com",
+            r#"Apply failed with 1 conflict: conflict with "kubectl": .spec.versions"#,
+        );
+        let asked = conflicts(&[&a, &b], false).expect("a question");
+        assert_eq!(
+            asked.question.items,
+            [
+                (
+                    "a.example.com".to_string(),
+                    "helm owns .spec.f0, .spec.f1, .spec.f2, .spec.f3, .spec.f4, .spec.f5, 2 more"
+                        .to_string()
+                ),
+                (
+                    "b.example.com".to_string(),
+                    "kubectl owns .spec.versions".to_string()
+                ),
+            ]
+        );
+        assert!(!asked.answered);
+        // Two owners, one of them an Update manager: no manager to apply as.
+        assert_eq!(
+            asked.refusal,
+            "not applying: another field manager owns fields the manifests change \
+             (a.example.com, b.example.com); use --force-conflicts to take them over"
+        );
+        let asked = conflicts(&[&b], true).expect("a question");
+        assert!(asked.answered, "--force-conflicts answers it");
+        assert!(
+            asked
+                .refusal
+                .ends_with(", or --field-manager kubectl to apply as their owner"),
+            "{}",
+            asked.refusal
+        );
+        assert!(conflicts(&[], false).is_none());
+    }
+
     /// A CRD as the API server returns it.
     fn crd(uid: &str, rv: &str, generation: i64, managers: &[&str]) -> Value {
         let managed: Vec<Value> = managers
