@@ -12,8 +12,11 @@
 //! written, on the oldest and the newest server whose rules are checked
 //! against a real one, and NEW (its defaults applied, unknown fields
 //! pruned, as the server reads the value through NEW) must refuse it for
-//! the reason the finding is about, on both servers. No witness found
-//! says nothing: the error stands as it is.
+//! the reason the finding is about, on both servers. For a tightened bound
+//! the nearest value past NEW's bound is tried first, and failing it the
+//! candidate nearest to that bound wins: `65536` for `maximum: 65535`
+//! reads at a glance where 2^53 does not. No witness found says nothing:
+//! the error stands as it is.
 //!
 //! The search is bounded by work, not by the clock, so a report is the
 //! same on a busy machine: at most [`MAX_CANDIDATES`] candidates of at
