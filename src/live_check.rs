@@ -278,7 +278,7 @@ pub async fn apply_check(
                         "fields owned by {} (installed with plain kubectl) move to {} on apply, \
                          as `kubectl apply --server-side` does: {message}",
                         managers.join(", "),
-                        crate::cluster::FIELD_MANAGER
+                        conn.field_manager()
                     ),
                 )
                 .values(None, Some(Value::String(message.clone())))
@@ -296,7 +296,9 @@ pub async fn apply_check(
                     Check::FieldManagerConflict,
                     Severity::Warning,
                     format!(
-                        "{message}{owners}: `apply` refuses without --force-conflicts (which takes the fields over)"
+                        "{message}{owners}: `apply` takes the fields over only after a yes to its question (on a terminal) \
+                         or with --force-conflicts{}",
+                        as_owner(&message)
                     ),
                 )
                 .values(None, Some(Value::String(message.clone())))
@@ -305,7 +307,7 @@ pub async fn apply_check(
             entry.add(kept, excepted);
         }
         let (owners, found) = live_crd.map_or_else(Default::default, |l| {
-            owners::judge(&l.manifest, n, crate::cluster::FIELD_MANAGER)
+            owners::judge(&l.manifest, n, conn.field_manager())
         });
         let (kept, excepted) = policy.apply(&n.crd.name, found);
         entry.add(kept, excepted);
@@ -380,6 +382,17 @@ pub async fn apply_check(
     }
     Ok(LiveCheck { report, plan })
 }
+/// The other way out of a conflict with one manager that owns the fields
+/// through server-side apply (a CRD installed with `kubectl apply
+/// --server-side`): applying as that manager, which owns them with no
+/// conflict and leaves no second owner behind.
+pub fn as_owner(message: &str) -> String {
+    match ownership::sole_applier(&ownership::conflicts(message)) {
+        Some(manager) => format!(", or apply as their owner with --field-manager {manager}"),
+        None => String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

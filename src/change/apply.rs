@@ -35,8 +35,8 @@ use tokio::time::Instant;
 
 use super::{Decision, Proposal, Question, Second, Verb, plural};
 use crate::cluster::{
-    ApplyError, Connection, Deleted, Established, RestoreError, created_by_us, only_status_moved,
-    resource_version, same_managers,
+    ApplyError, Connection, Deleted, Established, RestoreError, created_by, only_status_moved,
+    ownership, resource_version, same_managers,
 };
 use crate::delivery::owners::Owner;
 use crate::outcome::{Action, Applied, ApplyOutcome, Planned};
@@ -51,8 +51,9 @@ pub const VERB: Verb = Verb {
 };
 
 /// What `apply` proposes after its check: the CRDs that change, refused on
-/// error findings unless `force`, and on another field manager's fields
-/// unless `force_conflicts`; a second question for updates of CRDs whose
+/// error findings unless `force`; another field manager's fields are a
+/// question on a terminal (take them over?) that `force_conflicts` answers,
+/// and a refusal without one; a second question for updates of CRDs whose
 /// owner puts its own version back, which only `override_owners` answers.
 pub fn proposal(
     conn: &Connection,
@@ -77,14 +78,7 @@ pub fn proposal(
             plural(report.summary.errors, "error finding", "error findings")
         ))
     } else {
-        conflicts(&changes)
-            .filter(|_| !force_conflicts)
-            .map(|owned| {
-                format!(
-                    "not applying: another field manager owns fields the manifests change ({owned}); \
-                     use --force-conflicts to take them over"
-                )
-            })
+        None
     };
     Proposal {
         verb: VERB,
@@ -118,8 +112,89 @@ pub fn proposal(
                 conn.context
             ),
         },
+        conflicts: conflicts(&changes, force_conflicts),
         second: owned(&changes, override_owners),
     }
+}
+
+/// Fields named per conflict in the question at most; the rest are
+/// counted.
+const FIELDS_SHOWN: usize = 6;
+
+/// The question about the CRDs whose apply would conflict with another
+/// field manager: each manager and the fields of the change it owns, as
+/// the server's dry run named them. A yes (or `force_conflicts`) takes
+/// those fields over, in those CRDs only; without a terminal or under
+/// `--yes` it is the refusal, which names the flags that lift it:
+/// `--force-conflicts`, or `--field-manager` when one manager owns them
+/// all through server-side apply (`kubectl apply --server-side`).
+fn conflicts(changes: &[&Planned], force_conflicts: bool) -> Option<Second> {
+    let conflicting: Vec<(&Planned, Vec<ownership::Owned>)> = changes
+        .iter()
+        .filter_map(|p| Some((*p, ownership::conflicts(p.conflict.as_deref()?))))
+        .collect();
+    if conflicting.is_empty() {
+        return None;
+    }
+    let names: Vec<&str> = conflicting.iter().map(|(p, _)| p.name.as_str()).collect();
+    let mut appliers = conflicting
+        .iter()
+        .map(|(_, owned)| ownership::sole_applier(owned));
+    let first = appliers.next().flatten();
+    let sole = first.filter(|m| appliers.all(|other| other == Some(m)));
+    let as_owner = sole.map_or_else(String::new, |m| {
+        format!(", or --field-manager {m} to apply as their owner")
+    });
+    let items = conflicting
+        .iter()
+        .map(|(p, owned)| {
+            let described: Vec<String> = owned
+                .iter()
+                .map(|o| {
+                    let mut fields: Vec<&str> = o
+                        .fields
+                        .iter()
+                        .take(FIELDS_SHOWN)
+                        .map(String::as_str)
+                        .collect();
+                    let more = o.fields.len().saturating_sub(FIELDS_SHOWN);
+                    let more = format!("{more} more");
+                    if o.fields.len() > FIELDS_SHOWN {
+                        fields.push(&more);
+                    }
+                    format!("{} owns {}", o.manager, fields.join(", "))
+                })
+                .collect();
+            let described = if described.is_empty() {
+                // A message this build cannot read: the server's own words.
+                p.conflict.clone().unwrap_or_default()
+            } else {
+                described.join("; ")
+            };
+            (p.name.clone(), described)
+        })
+        .collect();
+    let instead = sole.map_or_else(String::new, |m| {
+        format!(
+            " (to apply as their owner instead, answer no and run again with --field-manager {m})"
+        )
+    });
+    Some(Second {
+        question: Question {
+            heading: format!("Other field managers own fields the manifests change{instead}:"),
+            items,
+            prompt: format!(
+                "Take these fields over in {} (as --force-conflicts does)?",
+                plural(conflicting.len(), "CRD", "CRDs")
+            ),
+        },
+        answered: force_conflicts,
+        refusal: format!(
+            "not applying: another field manager owns fields the manifests change ({}); \
+             use --force-conflicts to take them over{as_owner}",
+            names.join(", ")
+        ),
+    })
 }
 
 /// The second question, for the updates of CRDs whose owner puts its own
@@ -216,17 +291,6 @@ the rest would leave the bundle half applied; {}",
     ))
 }
 
-/// The CRDs whose apply would conflict with another field manager, named
-/// for the refusal message, or `None`.
-fn conflicts(changes: &[&Planned]) -> Option<String> {
-    let names: Vec<&str> = changes
-        .iter()
-        .filter(|p| p.conflict.is_some())
-        .map(|p| p.name.as_str())
-        .collect();
-    (!names.is_empty()).then(|| names.join(", "))
-}
-
 /// How long restoring the CRDs already written may take in all, once a
 /// run stops: enough for a few rounds of requests on a busy server, short
 /// enough that a cluster that stopped answering ends the run soon, with
@@ -238,6 +302,9 @@ pub const RESTORE_WITHIN: Duration = Duration::from_secs(30);
 pub struct ApplyOptions {
     /// Take over fields owned by other field managers (`--force-conflicts`).
     pub force_conflicts: bool,
+    /// Take over the fields the check found other managers own, in the
+    /// CRDs where it found them: the yes to that question on a terminal.
+    pub take_over_conflicts: bool,
     /// How long to wait for each CRD to be `Established`.
     pub wait: Duration,
     /// Writes (and restores) in flight at once.
@@ -426,6 +493,7 @@ fn plan_restore(
     checked: Option<&Value>,
     written: Option<&Stamp>,
     now: Option<&Value>,
+    ours: &str,
 ) -> RestorePlan {
     let Some(now) = now else {
         return match (checked, written) {
@@ -452,7 +520,7 @@ fn plan_restore(
                         .into(),
                 );
             }
-            None if created_by_us(now) => now_stamp.clone(),
+            None if created_by(now, ours) => now_stamp.clone(),
             None => {
                 return RestorePlan::Leave(
                     "not deleted: the create's answer was lost and the CRD has other field \
@@ -666,7 +734,7 @@ async fn write_one(conn: &Connection, p: &Planned, opts: ApplyOptions, stop: &St
             stamp,
             usable: Usable::No(format!(
                 "its fields could not be made the Apply entry of {}: {e}",
-                crate::cluster::FIELD_MANAGER
+                conn.field_manager()
             )),
         };
     }
@@ -721,7 +789,7 @@ async fn update(
                 .apply_at(
                     &p.name,
                     &p.manifest,
-                    opts.force_conflicts,
+                    opts.force_conflicts || (opts.take_over_conflicts && p.conflict.is_some()),
                     resource_version(current),
                 )
                 .await
@@ -771,7 +839,7 @@ async fn restore_one(conn: &Connection, p: &Planned, write: &Write, deadline: In
             Ok(now) => now,
             Err(e) => return Undo::Left(format!("restore failed: it cannot be read: {e}")),
         };
-        let done = match plan_restore(checked, written, now.as_ref()) {
+        let done = match plan_restore(checked, written, now.as_ref(), conn.field_manager()) {
             RestorePlan::NotWritten => return Undo::NotWritten,
             RestorePlan::AsChecked(why) => return Undo::Restored(why),
             RestorePlan::Leave(why) => return Undo::Left(why),
@@ -882,6 +950,65 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn conflicting(name: &str, message: &str) -> Planned {
+        Planned {
+            name: name.into(),
+            action: Action::Update,
+            manifest: json!({}),
+            conflict: Some(message.into()),
+            take_over: Vec::new(),
+            rejected: None,
+            owners: Vec::new(),
+            checked: None,
+        }
+    }
+
+    #[test]
+    fn the_conflicts_question_names_each_manager_and_its_fields() {
+        let fields: Vec<String> = (0..8).map(|i| format!("- .spec.f{i}")).collect();
+        let many = format!(
+            "Apply failed with 8 conflicts: conflicts with \"helm\" using apiextensions.k8s.io/v1:\n{}",
+            fields.join("\n")
+        );
+        let a = conflicting("a.example.com", &many);
+        let b = conflicting(
+            "b.example.com",
+            r#"Apply failed with 1 conflict: conflict with "kubectl": .spec.versions"#,
+        );
+        let asked = conflicts(&[&a, &b], false).expect("a question");
+        assert_eq!(
+            asked.question.items,
+            [
+                (
+                    "a.example.com".to_string(),
+                    "helm owns .spec.f0, .spec.f1, .spec.f2, .spec.f3, .spec.f4, .spec.f5, 2 more"
+                        .to_string()
+                ),
+                (
+                    "b.example.com".to_string(),
+                    "kubectl owns .spec.versions".to_string()
+                ),
+            ]
+        );
+        assert!(!asked.answered);
+        // Two owners, one of them an Update manager: no manager to apply as.
+        assert_eq!(
+            asked.refusal,
+            "not applying: another field manager owns fields the manifests change \
+             (a.example.com, b.example.com); use --force-conflicts to take them over"
+        );
+        let asked = conflicts(&[&b], true).expect("a question");
+        assert!(asked.answered, "--force-conflicts answers it");
+        assert!(
+            asked
+                .refusal
+                .ends_with(", or --field-manager kubectl to apply as their owner"),
+            "{}",
+            asked.refusal
+        );
+        assert!(conflicts(&[], false).is_none());
+    }
+
     /// A CRD as the API server returns it.
     fn crd(uid: &str, rv: &str, generation: i64, managers: &[&str]) -> Value {
         let managed: Vec<Value> = managers
@@ -909,7 +1036,7 @@ mod tests {
         let ours = crd("u1", "11", 2, &["helm", US]);
         let stamp = Stamp::of(&ours);
         assert_eq!(
-            plan_restore(Some(&checked), Some(&stamp), Some(&ours)),
+            plan_restore(Some(&checked), Some(&stamp), Some(&ours), US),
             RestorePlan::WriteBack {
                 resource_version: "11".into()
             }
@@ -920,7 +1047,7 @@ mod tests {
         status_since["metadata"]["resourceVersion"] = json!("12");
         status_since["status"]["acceptedNames"] = json!({"kind": "Widget"});
         assert_eq!(
-            plan_restore(Some(&checked), Some(&stamp), Some(&status_since)),
+            plan_restore(Some(&checked), Some(&stamp), Some(&status_since), US),
             RestorePlan::WriteBack {
                 resource_version: "12".into()
             }
@@ -932,7 +1059,7 @@ mod tests {
         let checked = crd("u1", "10", 1, &[]);
         let stamp = Stamp::of(&crd("u1", "11", 2, &[US]));
         let mut spec_since = crd("u1", "12", 3, &[US, "kubectl-edit"]);
-        let plan = plan_restore(Some(&checked), Some(&stamp), Some(&spec_since));
+        let plan = plan_restore(Some(&checked), Some(&stamp), Some(&spec_since), US);
         assert!(
             matches!(&plan, RestorePlan::Leave(why) if why.contains("changed by another client since this run wrote it")),
             "{plan:?}"
@@ -940,18 +1067,18 @@ mod tests {
         spec_since["metadata"]["generation"] = json!(2);
         spec_since["metadata"]["annotations"] = json!({"note": "theirs"});
         assert!(matches!(
-            plan_restore(Some(&checked), Some(&stamp), Some(&spec_since)),
+            plan_restore(Some(&checked), Some(&stamp), Some(&spec_since), US),
             RestorePlan::Leave(_)
         ));
         // Deleted and created again: another CRD of the same name.
         let again = crd("u2", "13", 1, &["helm"]);
-        let plan = plan_restore(Some(&checked), Some(&stamp), Some(&again));
+        let plan = plan_restore(Some(&checked), Some(&stamp), Some(&again), US);
         assert!(
             matches!(&plan, RestorePlan::Leave(why) if why.contains("created again")),
             "{plan:?}"
         );
         // Deleted: an update is not put back by creating it.
-        let plan = plan_restore(Some(&checked), Some(&stamp), None);
+        let plan = plan_restore(Some(&checked), Some(&stamp), None, US);
         assert!(
             matches!(&plan, RestorePlan::Leave(why) if why.contains("deleted by another client")),
             "{plan:?}"
@@ -965,14 +1092,14 @@ mod tests {
         let mut established = ours.clone();
         established["metadata"]["resourceVersion"] = json!("21");
         assert_eq!(
-            plan_restore(None, Some(&stamp), Some(&established)),
+            plan_restore(None, Some(&stamp), Some(&established), US),
             RestorePlan::Delete {
                 uid: "u9".into(),
                 resource_version: "21".into()
             }
         );
         assert!(matches!(
-            plan_restore(None, Some(&stamp), None),
+            plan_restore(None, Some(&stamp), None, US),
             RestorePlan::AsChecked(_)
         ));
     }
@@ -981,18 +1108,18 @@ mod tests {
     fn a_write_whose_answer_was_lost_is_judged_by_the_crd_as_it_is_now() {
         let checked = crd("u1", "10", 1, &["helm"]);
         assert_eq!(
-            plan_restore(Some(&checked), None, Some(&checked)),
+            plan_restore(Some(&checked), None, Some(&checked), US),
             RestorePlan::NotWritten,
             "still the checked resourceVersion: the write did not land"
         );
-        let plan = plan_restore(Some(&checked), None, Some(&crd("u1", "11", 2, &[US])));
+        let plan = plan_restore(Some(&checked), None, Some(&crd("u1", "11", 2, &[US])), US);
         assert!(
             matches!(&plan, RestorePlan::Leave(why) if why.contains("cannot be told")),
             "{plan:?}"
         );
-        assert_eq!(plan_restore(None, None, None), RestorePlan::NotWritten);
+        assert_eq!(plan_restore(None, None, None, US), RestorePlan::NotWritten);
         assert_eq!(
-            plan_restore(None, None, Some(&crd("u3", "30", 1, &[US]))),
+            plan_restore(None, None, Some(&crd("u3", "30", 1, &[US])), US),
             RestorePlan::Delete {
                 uid: "u3".into(),
                 resource_version: "30".into()
@@ -1000,7 +1127,7 @@ mod tests {
             "only our field manager: our create landed"
         );
         assert!(matches!(
-            plan_restore(None, None, Some(&crd("u3", "30", 1, &["helm"]))),
+            plan_restore(None, None, Some(&crd("u3", "30", 1, &["helm"])), US),
             RestorePlan::Leave(_)
         ));
     }

@@ -99,6 +99,11 @@ pub struct Proposal {
     pub refusal: Option<String>,
     /// What the user is asked.
     pub question: Question,
+    /// `apply`: fields other field managers own that the change sets,
+    /// asked about after a yes to the plan (take them over?). Unlike
+    /// [`Proposal::second`], without a terminal this is the refusal it has
+    /// always been, not a missing answer.
+    pub conflicts: Option<Second>,
     /// A second question, asked after a yes to the first, about something
     /// `--yes` does not answer.
     pub second: Option<Second>,
@@ -185,9 +190,10 @@ pub struct Decided {
 }
 
 /// Decides whether to go ahead: nothing to do, then a refusal, then `--yes`,
-/// then the question (default No), then the second question unless its own
-/// flag answered it (under `--yes` without that flag: refused).
-/// [`Decision::Done`] means "go ahead".
+/// then the question (default No), then the conflicts' and the second
+/// question unless their own flags answered them (under `--yes` without
+/// those flags: refused; without a terminal, unanswered conflicts are a
+/// refusal too). [`Decision::Done`] means "go ahead".
 pub fn decide(
     proposal: &Proposal,
     yes: bool,
@@ -200,14 +206,18 @@ pub fn decide(
     if let Some(why) = &proposal.refusal {
         return Ok(decided(Decision::Refused, Some(format!("error: {why}"))));
     }
+    let conflicts = proposal.conflicts.as_ref().filter(|s| !s.answered);
     let second = proposal.second.as_ref().filter(|s| !s.answered);
+    let refused = |s: &Second| decided(Decision::Refused, Some(format!("error: {}", s.refusal)));
     if yes {
-        return Ok(match second {
-            Some(s) => decided(Decision::Refused, Some(format!("error: {}", s.refusal))),
+        return Ok(match conflicts.or(second) {
+            Some(s) => refused(s),
             None => decided(Decision::Done, None),
         });
     }
-    let questions = std::iter::once(&proposal.question).chain(second.map(|s| &s.question));
+    let questions = std::iter::once(&proposal.question)
+        .chain(conflicts.map(|s| &s.question))
+        .chain(second.map(|s| &s.question));
     for question in questions {
         match confirm.confirm(question).map_err(ConfirmError::Answer)? {
             Answer::Yes => {}
@@ -218,6 +228,9 @@ pub fn decide(
                 ));
             }
             Answer::NoTerminal => {
+                if let Some(c) = conflicts {
+                    return Ok(refused(c));
+                }
                 return Err(ConfirmError::NoTerminal {
                     verb: proposal.verb.verb,
                 });
@@ -348,6 +361,7 @@ mod tests {
                 items: vec![("a.example.com".into(), "update".into())],
                 prompt: "Apply 1 CRD to context c?".into(),
             },
+            conflicts: None,
             second: None,
         }
     }
@@ -401,6 +415,63 @@ mod tests {
         assert_eq!(d.decision, Decision::NothingToDo);
         assert_eq!(d.decision.exit_code(), 0);
         assert!(!ask.1);
+    }
+
+    fn conflicting(answered: bool) -> Proposal {
+        let mut p = proposal(None, None);
+        p.conflicts = Some(Second {
+            question: Question {
+                heading: "Other field managers own fields this change sets:".into(),
+                items: vec![("a.example.com".into(), "kubectl owns .spec.versions".into())],
+                prompt: "Take these fields over for 1 CRD (as --force-conflicts does)?".into(),
+            },
+            answered,
+            refusal: "not applying: another field manager owns fields".into(),
+        });
+        p
+    }
+
+    #[test]
+    fn conflicts_are_asked_after_the_plan_and_a_yes_takes_them_over() {
+        let mut ask = Answers(vec![Answer::Yes, Answer::Yes], Vec::new());
+        let d = decide(&conflicting(false), false, &mut ask).unwrap();
+        assert_eq!(d.decision, Decision::Done);
+        assert_eq!(
+            ask.1,
+            [
+                "Apply 1 CRD to context c?",
+                "Take these fields over for 1 CRD (as --force-conflicts does)?"
+            ]
+        );
+        let mut ask = Answers(vec![Answer::Yes, Answer::No], Vec::new());
+        let d = decide(&conflicting(false), false, &mut ask).unwrap();
+        assert_eq!(
+            d.decision,
+            Decision::Declined,
+            "default No: nothing written"
+        );
+        assert_eq!(d.message.as_deref(), Some("Nothing applied."));
+    }
+
+    #[test]
+    fn conflicts_without_a_terminal_or_under_yes_are_refused_naming_the_flag() {
+        for yes in [false, true] {
+            let mut ask = Scripted(Answer::NoTerminal, false);
+            let d = decide(&conflicting(false), yes, &mut ask).unwrap();
+            assert_eq!(d.decision, Decision::Refused, "yes: {yes}");
+            assert_eq!(
+                d.message.as_deref(),
+                Some("error: not applying: another field manager owns fields")
+            );
+        }
+        // --force-conflicts answers it: only the plan is asked, or nothing
+        // under --yes.
+        let mut ask = Answers(vec![Answer::Yes], Vec::new());
+        let d = decide(&conflicting(true), false, &mut ask).unwrap();
+        assert_eq!((d.decision, ask.1.len()), (Decision::Done, 1));
+        let mut ask = Scripted(Answer::No, false);
+        let d = decide(&conflicting(true), true, &mut ask).unwrap();
+        assert_eq!((d.decision, ask.1), (Decision::Done, false));
     }
 
     #[test]

@@ -27,7 +27,7 @@ pub(crate) use request::{Attempt, GaveUp};
 pub use retry::{RequestTrace, RetryNotice, RetryPolicy};
 pub use storage_migration::{MigrationApi, MigrationCreate, MigrationState};
 pub use write::{
-    Deleted, RestoreError, Rewrite, RewriteError, StoredVersionsUpdate, created_by_us,
+    Deleted, RestoreError, Rewrite, RewriteError, StoredVersionsUpdate, created_by,
     only_status_moved, resource_version, same_content, same_managers,
 };
 
@@ -44,7 +44,8 @@ use kube::{Client, Config};
 use serde_json::Value;
 use thiserror::Error;
 
-/// The field manager every write of this tool uses.
+/// The field manager of this tool's writes unless `--field-manager` names
+/// another ([`Connection::with_field_manager`]).
 pub const FIELD_MANAGER: &str = "kubectl-crd-safety";
 
 /// kubectl-compatible connection flags. Those set replace the kubeconfig's
@@ -156,6 +157,9 @@ pub struct Connection {
     /// Ask for gzip-compressed answers, as kubectl does unless the cluster
     /// says `disable-compression: true`.
     compression: bool,
+    /// The field manager of every write and dry run made through it, so
+    /// that a dry run judges what the write will do.
+    field_manager: Arc<str>,
 }
 
 /// Builds a client the way kubectl would from these flags.
@@ -467,6 +471,7 @@ impl Connection {
             own_retries: Arc::default(),
             reached: Arc::default(),
             compression: false,
+            field_manager: Arc::from(FIELD_MANAGER),
         }
     }
 
@@ -490,6 +495,19 @@ impl Connection {
     pub fn with_retry_policy(mut self, policy: RetryPolicy) -> Connection {
         self.retry_policy = policy;
         self
+    }
+
+    /// This connection writing as field manager `name` (`--field-manager`):
+    /// `kubectl` applies over what `kubectl apply --server-side` installed
+    /// as the owner of those fields, with no conflict to force.
+    pub fn with_field_manager(mut self, name: &str) -> Connection {
+        self.field_manager = Arc::from(name);
+        self
+    }
+
+    /// The field manager of this connection's writes.
+    pub fn field_manager(&self) -> &str {
+        &self.field_manager
     }
 
     /// This connection asking for gzip-compressed answers, or not.
@@ -701,7 +719,7 @@ impl Connection {
         name: &str,
         manifest: &Value,
     ) -> Result<DryRun, ClusterError> {
-        let plain = PatchParams::apply(FIELD_MANAGER).dry_run();
+        let plain = PatchParams::apply(self.field_manager()).dry_run();
         let conflict = match self
             .patch_crd("dry-run", name, &plain, manifest, None)
             .await
@@ -712,7 +730,7 @@ impl Connection {
             Err(f) => return Err(self.classify_failed(f)),
         };
         // Forced, to learn whether the CRD itself is valid.
-        let forced = PatchParams::apply(FIELD_MANAGER).force().dry_run();
+        let forced = PatchParams::apply(self.field_manager()).force().dry_run();
         match self
             .patch_crd("dry-run", name, &forced, manifest, None)
             .await

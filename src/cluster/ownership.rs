@@ -43,6 +43,92 @@ pub fn conflicting_managers(message: &str) -> Vec<String> {
     out
 }
 
+/// One manager's part of a server-side apply conflict: who, and the fields
+/// of the change it owns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owned {
+    /// The field manager.
+    pub manager: String,
+    /// It owns them through server-side apply (`kubectl apply
+    /// --server-side`): applying as that manager (`--field-manager`) then
+    /// owns them too, with no conflict. An `Update` manager's fields
+    /// conflict with any apply.
+    pub applies: bool,
+    /// The fields, as the API server writes them (`.spec.versions`).
+    pub fields: Vec<String>,
+}
+
+/// Each manager of a server-side apply conflict message with the fields it
+/// owns, in the message's order. The API server (apimachinery's
+/// `getConflictMessage`) writes one conflict as `conflict with "kubectl":
+/// .spec.versions` and several as `conflicts with "kubectl":` followed by
+/// `- .spec.versions` lines, per manager; an `Update` manager is followed
+/// by ` using apiextensions.k8s.io/v1` (and ` at <time>`).
+pub fn conflicts(message: &str) -> Vec<Owned> {
+    let mut out: Vec<Owned> = Vec::new();
+    let normalized = message.replace("conflicts with \"", "conflict with \"");
+    for part in normalized.split("conflict with \"").skip(1) {
+        let Some(end) = part.find('"') else { continue };
+        let manager = &part[..end];
+        let rest = &part[end + 1..];
+        // What follows the manager up to the colon: its subresource and
+        // operation; the fields come after it.
+        let (about, fields) = match rest.find(": ").into_iter().chain(rest.find(":\n")).min() {
+            Some(i) => (&rest[..i], &rest[i + 1..]),
+            None => (rest.trim_end_matches(':'), ""),
+        };
+        let fields: Vec<String> = fields
+            .lines()
+            .map(|l| l.trim().trim_start_matches("- ").trim())
+            .map(|l| l.trim_end_matches(';').trim())
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect();
+        let applies = !about.contains(" using ") && !about.contains("subresource");
+        match out.iter_mut().find(|o| o.manager == manager) {
+            Some(o) => o.fields.extend(fields),
+            None => out.push(Owned {
+                manager: manager.to_string(),
+                applies,
+                fields,
+            }),
+        }
+    }
+    out
+}
+
+/// The one field manager that owns every conflicting field through
+/// server-side apply, if there is one: `--field-manager` with its name
+/// applies without a conflict.
+pub fn sole_applier(owned: &[Owned]) -> Option<&str> {
+    match owned {
+        [one] if one.applies => Some(&one.manager),
+        _ => None,
+    }
+}
+
+/// The API server's limit on a field manager's name, in characters.
+const FIELD_MANAGER_MAX: usize = 128;
+
+/// A `--field-manager` name as the API server takes it: not empty, at most
+/// 128 characters, all printable (its `ValidateFieldManager`), so a bad
+/// name is a usage error before anything is sent.
+pub fn parse_field_manager(text: &str) -> Result<String, String> {
+    if text.is_empty() {
+        return Err("a field manager needs a name (e.g. kubectl)".into());
+    }
+    let count = text.chars().count();
+    if count > FIELD_MANAGER_MAX {
+        return Err(format!(
+            "a field manager's name has at most {FIELD_MANAGER_MAX} characters, this one {count}"
+        ));
+    }
+    if text.chars().any(char::is_control) {
+        return Err("a field manager's name cannot hold control characters".into());
+    }
+    Ok(text.to_string())
+}
+
 /// Whether every conflicting manager is one `apply` takes over.
 pub fn all_migratable(managers: &[String]) -> bool {
     !managers.is_empty()
@@ -222,6 +308,60 @@ apiextensions.k8s.io/v1:\n- .metadata.annotations.team\n- .spec.versions";
         let managers = conflicting_managers(message);
         assert_eq!(managers, vec!["kubectl-client-side-apply"]);
         assert!(all_migratable(&managers));
+    }
+
+    #[test]
+    fn one_conflict_with_an_apply_manager_names_it_and_its_field() {
+        // kube-apiserver 1.34's words for a CRD `kubectl apply --server-side` installed.
+        let message = r#"Apply failed with 1 conflict: conflict with "kubectl": .spec.versions"#;
+        let owned = conflicts(message);
+        assert_eq!(
+            owned,
+            [Owned {
+                manager: "kubectl".into(),
+                applies: true,
+                fields: vec![".spec.versions".into()],
+            }]
+        );
+        assert_eq!(sole_applier(&owned), Some("kubectl"));
+    }
+
+    #[test]
+    fn several_conflicts_list_each_managers_fields() {
+        let message = "Apply failed with 3 conflicts: conflicts with \"helm\" using \
+apiextensions.k8s.io/v1 at 2026-12-02T15:04:05Z:\n- .spec.names\n- .spec.versions\nconflicts with \"kubectl\":\n\
+- .metadata.labels.app";
+        let owned = conflicts(message);
+        assert_eq!(
+            owned,
+            [
+                Owned {
+                    manager: "helm".into(),
+                    applies: false,
+                    fields: vec![".spec.names".into(), ".spec.versions".into()],
+                },
+                Owned {
+                    manager: "kubectl".into(),
+                    applies: true,
+                    fields: vec![".metadata.labels.app".into()],
+                },
+            ]
+        );
+        assert_eq!(sole_applier(&owned), None, "two managers");
+        assert_eq!(
+            sole_applier(&owned[..1]),
+            None,
+            "an Update manager's fields conflict with any apply"
+        );
+    }
+
+    #[test]
+    fn a_field_manager_name_is_checked_as_the_api_server_checks_it() {
+        assert_eq!(parse_field_manager("kubectl"), Ok("kubectl".into()));
+        assert!(parse_field_manager(&"m".repeat(128)).is_ok());
+        for wrong in [String::new(), "m".repeat(129), "a\tb".into()] {
+            assert!(parse_field_manager(&wrong).is_err(), "{wrong:?}");
+        }
     }
 
     #[test]

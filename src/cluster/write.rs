@@ -20,9 +20,7 @@ use serde_json::{Value, json};
 
 use super::conversion::Read;
 use super::request::{Failed, TryError};
-use super::{
-    ApplyError, ClusterError, Connection, FIELD_MANAGER, ResourceRef, apply_body, ownership,
-};
+use super::{ApplyError, ClusterError, Connection, ResourceRef, apply_body, ownership};
 
 /// What a transient failure of a write says: the server's status and
 /// message when it answered, else what happened to the connection.
@@ -87,7 +85,7 @@ impl Connection {
         let name = meta["name"].as_str().unwrap_or_default();
         let path = resource.path(meta["namespace"].as_str().filter(|n| !n.is_empty()));
         let params = PostParams {
-            field_manager: Some(FIELD_MANAGER.to_string()),
+            field_manager: Some(self.field_manager().to_string()),
             ..PostParams::default()
         };
         let body = serde_json::to_vec(object).map_err(|e| RewriteError::Refused(e.to_string()))?;
@@ -138,7 +136,7 @@ impl Connection {
                     "status",
                     name,
                     &kube::api::PatchParams {
-                        field_manager: Some(FIELD_MANAGER.to_string()),
+                        field_manager: Some(self.field_manager().to_string()),
                         ..kube::api::PatchParams::default()
                     },
                     &kube::api::Patch::Merge(&patch),
@@ -178,10 +176,10 @@ pub fn same_content(a: &Value, b: &Value) -> bool {
             .all(|k| a["metadata"].get(k) == b["metadata"].get(k))
 }
 
-/// Whether every top-level field manager of `crd` is ours: what a CRD this
-/// tool created shows until someone else writes it (the API server's own
-/// status writes are a subresource's, and do not count).
-pub fn created_by_us(crd: &Value) -> bool {
+/// Whether every top-level field manager of `crd` is `ours`: what a CRD
+/// this tool created shows until someone else writes it (the API server's
+/// own status writes are a subresource's, and do not count).
+pub fn created_by(crd: &Value, ours: &str) -> bool {
     let entries = crd["metadata"]["managedFields"].as_array();
     let top: Vec<&Value> = entries
         .into_iter()
@@ -193,7 +191,7 @@ pub fn created_by_us(crd: &Value) -> bool {
                 .is_empty()
         })
         .collect();
-    !top.is_empty() && top.iter().all(|e| e["manager"] == FIELD_MANAGER)
+    !top.is_empty() && top.iter().all(|e| e["manager"] == ours)
 }
 
 /// Whether `live` differs from `base` (a CRD as checked, or as our own
@@ -286,7 +284,7 @@ impl Connection {
         ApplyError::Cluster(self.unbuildable(e))
     }
 
-    /// Server-side-applies `manifest` to CRD `name` as [`FIELD_MANAGER`],
+    /// Server-side-applies `manifest` to CRD `name` as our field manager,
     /// only if the CRD still has `resource_version` (the one its check
     /// read, or our own take-over's): the API server takes
     /// `metadata.resourceVersion` in the applied configuration as a
@@ -299,7 +297,7 @@ impl Connection {
         force_conflicts: bool,
         resource_version: &str,
     ) -> Result<Value, ApplyError> {
-        let mut params = PatchParams::apply(FIELD_MANAGER);
+        let mut params = PatchParams::apply(self.field_manager());
         if force_conflicts {
             params = params.force();
         }
@@ -326,7 +324,7 @@ impl Connection {
             && let Some(live) = self.get_crd(name).await.map_err(ApplyError::Unsure)?
             && live["metadata"]["resourceVersion"].as_str() != Some(resource_version)
         {
-            let again = PatchParams::apply(FIELD_MANAGER).dry_run();
+            let again = PatchParams::apply(self.field_manager()).dry_run();
             let again = if force_conflicts {
                 again.force()
             } else {
@@ -343,14 +341,14 @@ impl Connection {
         Err(ApplyError::Changed(message))
     }
 
-    /// Creates CRD `name` from `manifest` (a POST, as [`FIELD_MANAGER`]),
+    /// Creates CRD `name` from `manifest` (a POST, as our field manager),
     /// which fails if the CRD appeared since the check found none. A server-
     /// side apply would create it too, but would just as well update one
     /// another client created meanwhile; [`Connection::adopt_created`] then
     /// makes our fields an `Apply` entry, as an apply would have.
     pub async fn create_crd(&self, name: &str, manifest: &Value) -> Result<Value, ApplyError> {
         let params = PostParams {
-            field_manager: Some(FIELD_MANAGER.to_string()),
+            field_manager: Some(self.field_manager().to_string()),
             ..PostParams::default()
         };
         let body = serde_json::to_vec(&apply_body(manifest))
@@ -368,7 +366,7 @@ impl Connection {
                 // A retried create whose first try landed finds its own CRD.
                 if f.tries > 1
                     && let Some(live) = self.get_crd(name).await.map_err(ApplyError::Unsure)?
-                    && created_by_us(&live)
+                    && created_by(&live, self.field_manager())
                 {
                     return Ok(live);
                 }
@@ -396,8 +394,8 @@ impl Connection {
                 .as_array()
                 .cloned()
                 .unwrap_or_default();
-            let Some(fields) = ownership::take_over(&managed, &[FIELD_MANAGER], FIELD_MANAGER)
-            else {
+            let ours = self.field_manager();
+            let Some(fields) = ownership::take_over(&managed, &[ours], ours) else {
                 return Ok(());
             };
             let patch = json!({"metadata": {
@@ -445,7 +443,7 @@ impl Connection {
             .as_array()
             .cloned()
             .unwrap_or_default();
-        let Some(fields) = ownership::take_over(&managed, from, FIELD_MANAGER) else {
+        let Some(fields) = ownership::take_over(&managed, from, self.field_manager()) else {
             return Ok(None);
         };
         let patch = json!({"metadata": {
@@ -469,7 +467,7 @@ impl Connection {
                         .as_array()
                         .cloned()
                         .unwrap_or_default();
-                    if ownership::take_over(&left, from, FIELD_MANAGER).is_none()
+                    if ownership::take_over(&left, from, self.field_manager()).is_none()
                         && same_content(&live, checked)
                     {
                         return Ok(Some(live));
@@ -488,7 +486,7 @@ impl Connection {
     pub async fn write_back(&self, body: &Value) -> Result<Value, RestoreError> {
         let name = body["metadata"]["name"].as_str().unwrap_or_default();
         let params = PostParams {
-            field_manager: Some(FIELD_MANAGER.to_string()),
+            field_manager: Some(self.field_manager().to_string()),
             ..PostParams::default()
         };
         let bytes = serde_json::to_vec(body).map_err(|e| self.other_error(e))?;
@@ -682,6 +680,7 @@ pub fn same_managers(a: &Value, b: &[Value]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::FIELD_MANAGER;
 
     fn crd() -> Value {
         json!({
@@ -734,10 +733,10 @@ mod tests {
 
     #[test]
     fn a_crd_is_ours_when_every_top_level_manager_is() {
-        assert!(created_by_us(&crd()));
+        assert!(created_by(&crd(), FIELD_MANAGER));
         let mut theirs = crd();
         theirs["metadata"]["managedFields"][0]["manager"] = json!("helm");
-        assert!(!created_by_us(&theirs));
-        assert!(!created_by_us(&json!({"metadata": {}})));
+        assert!(!created_by(&theirs, FIELD_MANAGER));
+        assert!(!created_by(&json!({"metadata": {}}), FIELD_MANAGER));
     }
 }

@@ -84,6 +84,9 @@ pub async fn run(
     if decided.decision == Decision::Done {
         let opts = ApplyOptions {
             force_conflicts: request.force_conflicts,
+            // Going ahead with conflicts means their question was answered
+            // yes (or --force-conflicts was given).
+            take_over_conflicts: proposal.conflicts.is_some(),
             wait: request.wait,
             concurrency: request.concurrency,
             restore_within: RESTORE_WITHIN,

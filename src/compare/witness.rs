@@ -12,8 +12,11 @@
 //! written, on the oldest and the newest server whose rules are checked
 //! against a real one, and NEW (its defaults applied, unknown fields
 //! pruned, as the server reads the value through NEW) must refuse it for
-//! the reason the finding is about, on both servers. No witness found
-//! says nothing: the error stands as it is.
+//! the reason the finding is about, on both servers. For a tightened bound
+//! the nearest value past NEW's bound is tried first, and failing it the
+//! candidate nearest to that bound wins: `65536` for `maximum: 65535`
+//! reads at a glance where 2^53 does not. No witness found says nothing:
+//! the error stands as it is.
 //!
 //! The search is bounded by work, not by the clock, so a report is the
 //! same on a busy machine: at most [`MAX_CANDIDATES`] candidates of at
@@ -61,7 +64,7 @@ pub(crate) fn for_rule(old: &Schema, new: &Schema, rule: &Value) -> Option<Value
             Value::Array(vec![rule.clone()]),
         );
     };
-    search(old, new, &Hints::of(text), only_rule, |n| {
+    search(old, new, &Hints::of(text), Nearest::NONE, only_rule, |n| {
         n.violations
             .iter()
             .any(|v| v.rule == Rule::Cel && v.schema_path.segments().is_empty())
@@ -69,12 +72,23 @@ pub(crate) fn for_rule(old: &Schema, new: &Schema, rule: &Value) -> Option<Value
 }
 
 /// A value OLD accepts at `old` and NEW refuses at `new` by one of
-/// `refused_by`, at the node itself.
+/// `refused_by`, at the node itself. For a bound (`maximum`, `maxLength`,
+/// `minItems`, ...) the nearest value past NEW's bound comes first
+/// (`65536` for `maximum: 65535`, a string of 9 characters for `maxLength:
+/// 8`), and failing that the candidate nearest to it: what a reviewer
+/// checks in a second.
 pub(crate) fn for_keyword(old: &Schema, new: &Schema, refused_by: &[Rule]) -> Option<Value> {
+    let hints = Hints::default();
+    let bound = refused_by.iter().find_map(|r| Bound::of(new, *r));
+    let first = bound
+        .as_ref()
+        .map(|b| Generator { hints: &hints }.past(old, b))
+        .unwrap_or_default();
     search(
         old,
         new,
-        &Hints::default(),
+        &hints,
+        Nearest { first, bound },
         |_| {},
         |n| {
             n.violations
@@ -84,18 +98,197 @@ pub(crate) fn for_keyword(old: &Schema, new: &Schema, refused_by: &[Rule]) -> Op
     )
 }
 
+/// NEW's bound at a node: which side, and on what it counts.
+#[derive(Debug, Clone, Copy)]
+struct Bound {
+    /// What the bound is on.
+    measure: Measure,
+    /// The bound as written.
+    value: f64,
+    /// A maximum (refused above it), or a minimum.
+    upper: bool,
+    /// `exclusiveMaximum`/`exclusiveMinimum`: the bound itself is refused.
+    exclusive: bool,
+}
+
+/// What a [`Bound`] counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Measure {
+    /// An `integer`'s value.
+    Integer,
+    /// A `number`'s value.
+    Number,
+    /// A string's length in code points.
+    Length,
+    /// A list's items.
+    Items,
+    /// A map's entries.
+    Properties,
+}
+
+impl Bound {
+    /// The bound of `new` that `rule` refuses by, if it is one.
+    fn of(new: &Schema, rule: Rule) -> Option<Bound> {
+        let (keyword, exclusive, upper, measure) = match rule {
+            Rule::Maximum | Rule::Minimum => {
+                let upper = rule == Rule::Maximum;
+                let measure = match new.type_name()? {
+                    "integer" => Measure::Integer,
+                    "number" => Measure::Number,
+                    _ => return None,
+                };
+                let (kw, ex) = if upper {
+                    ("maximum", "exclusiveMaximum")
+                } else {
+                    ("minimum", "exclusiveMinimum")
+                };
+                (kw, new.flag(ex), upper, measure)
+            }
+            Rule::MaxLength => ("maxLength", false, true, Measure::Length),
+            Rule::MinLength => ("minLength", false, false, Measure::Length),
+            Rule::MaxItems => ("maxItems", false, true, Measure::Items),
+            Rule::MinItems => ("minItems", false, false, Measure::Items),
+            Rule::MaxProperties => ("maxProperties", false, true, Measure::Properties),
+            Rule::MinProperties => ("minProperties", false, false, Measure::Properties),
+            _ => return None,
+        };
+        let value = new.keyword(keyword)?.as_f64().filter(|v| v.is_finite())?;
+        Some(Bound {
+            measure,
+            value,
+            upper,
+            exclusive,
+        })
+    }
+
+    /// How far past the bound `v` is (0 for the nearest refused value);
+    /// `None` for a value it does not measure.
+    fn distance(&self, v: &Value) -> Option<f64> {
+        let measured = match (self.measure, v) {
+            (Measure::Integer | Measure::Number, Value::Number(n)) => n.as_f64()?,
+            (Measure::Length, Value::String(s)) => s.chars().count() as f64,
+            (Measure::Items, Value::Array(a)) => a.len() as f64,
+            (Measure::Properties, Value::Object(o)) => o.len() as f64,
+            _ => return None,
+        };
+        Some((measured - self.value).abs())
+    }
+
+    /// The nearest size past a length or count bound: one more than a
+    /// maximum, one fewer than a minimum (none below 0).
+    fn size_past(&self) -> Option<u64> {
+        let b = u64::try_from(clamp_i64(self.value)?).ok()?;
+        let n = if self.upper {
+            b.checked_add(1)?
+        } else {
+            b.checked_sub(1)?
+        };
+        (n <= NEAREST_MAX).then_some(n)
+    }
+
+    /// The nearest numbers past the bound: the first integer it refuses
+    /// (also the first multiple of OLD's `multipleOf`, which OLD may
+    /// demand), or for a `number` the bound itself when exclusive, else
+    /// one step of its last decimal past it (`2.5` -> `2.6`, `65535` ->
+    /// `65536`).
+    fn numbers_past(&self, old: &Schema) -> Vec<Value> {
+        let b = self.value;
+        let mut out = Vec::new();
+        match self.measure {
+            Measure::Integer => {
+                let first = match (self.upper, self.exclusive) {
+                    (true, true) => b.ceil(),
+                    (true, false) => b.floor() + 1.0,
+                    (false, true) => b.floor(),
+                    (false, false) => b.ceil() - 1.0,
+                };
+                let Some(first) = clamp_i64(first) else {
+                    return out;
+                };
+                out.push(Value::from(first));
+                if let Some(step) = old
+                    .keyword("multipleOf")
+                    .and_then(Value::as_f64)
+                    .filter(|m| *m >= 1.0 && m.fract() == 0.0)
+                    .and_then(clamp_i64)
+                {
+                    let below = first.div_euclid(step).saturating_mul(step);
+                    let multiple = if self.upper && below < first {
+                        below.saturating_add(step)
+                    } else {
+                        below
+                    };
+                    out.push(Value::from(multiple));
+                }
+            }
+            Measure::Number if self.exclusive => out.push(number(b)),
+            Measure::Number => {
+                let written = b.to_string();
+                if written.contains(['e', 'E']) {
+                    return out;
+                }
+                let decimals = written.split_once('.').map_or(0, |(_, d)| d.len()).min(15);
+                let scale = 10f64.powi(decimals as i32);
+                let scaled = (b * scale).round() + if self.upper { 1.0 } else { -1.0 };
+                if let Ok(x) = format!("{:.decimals$}", scaled / scale).parse::<f64>() {
+                    out.push(number(x));
+                }
+            }
+            _ => {}
+        }
+        out
+    }
+}
+
+/// The longest string or list a nearest witness is built with: past it,
+/// the search's own candidates read as well.
+const NEAREST_MAX: u64 = 4096;
+
+/// Candidates of [`for_keyword`] that come before the search's own, and
+/// how the search ranks its own: the nearest to NEW's bound wins, not the
+/// first.
+struct Nearest {
+    /// Tried first, in order; the first that holds is the witness.
+    first: Vec<Value>,
+    /// NEW's bound, when there is one: the search's own candidates that
+    /// hold are ranked by their distance to it.
+    bound: Option<Bound>,
+}
+
+impl Nearest {
+    /// No bound: the first candidate that holds.
+    const NONE: Nearest = Nearest {
+        first: Vec::new(),
+        bound: None,
+    };
+}
+
 /// A witness in a message, after what changed: `` (e.g. `10` passes the
-/// old schema and fails it)``, cut to 60 characters. Nothing when there is
-/// none, or when its text holds a backtick (the report splits a message
-/// outside code spans).
+/// old schema and fails it)``, cut to 60 characters, with its size when
+/// counting it by eye would take longer than reading it (`"aaaaaaaaa"`,
+/// 9 characters). Nothing when there is none, or when its text holds a
+/// backtick (the report splits a message outside code spans).
 pub(crate) fn shown(witness: Option<&Value>) -> String {
-    let Some(text) = witness.map(|w| crate::json::short(w, 60)) else {
+    let Some(w) = witness else {
         return String::new();
     };
+    let text = crate::json::short(w, 60);
     if text.contains('`') {
         return String::new();
     }
-    format!(" (e.g. `{text}` passes the old schema and fails it)")
+    let plural = crate::text::plural;
+    let size = match w {
+        Value::String(t) if t.chars().count() > 3 => {
+            Some(plural(t.chars().count(), "character", "characters"))
+        }
+        Value::Array(a) if a.len() > 3 => Some(plural(a.len(), "item", "items")),
+        Value::Object(o) if o.len() > 3 => Some(plural(o.len(), "entry", "entries")),
+        _ => None,
+    };
+    match size {
+        Some(size) => format!(" (e.g. `{text}`, {size}, passes the old schema and fails it)"),
+        None => format!(" (e.g. `{text}` passes the old schema and fails it)"),
+    }
 }
 
 /// `what` (a finding's "what changed", which may carry a clause of its
@@ -116,13 +309,21 @@ fn search(
     old: &Schema,
     new: &Schema,
     hints: &Hints,
+    nearest: Nearest,
     adjust_new: impl Fn(&mut Schema),
     refused: impl Fn(&ValidationOutcome) -> bool,
 ) -> Option<Value> {
     if has_root_names(old) || has_root_names(new) {
         return None;
     }
-    let mut candidates = Generator { hints }.values(old, 0, MAX_CANDIDATES);
+    let first = nearest.first.len();
+    let mut candidates = nearest.first;
+    let generated = Generator { hints }.values(old, 0, MAX_CANDIDATES);
+    for v in generated {
+        if !candidates.contains(&v) {
+            candidates.push(v);
+        }
+    }
     let mut work = 0;
     candidates.retain(|c| {
         work += nodes(c);
@@ -140,7 +341,9 @@ fn search(
         &MINORS[..1]
     };
     let mut compiled: Vec<(Validator, Validator)> = Vec::new();
-    for candidate in &candidates {
+    // The best candidate that holds so far, with its distance.
+    let mut best: Option<(f64, &Value)> = None;
+    for (index, candidate) in candidates.iter().enumerate() {
         let mut holds = true;
         for (i, minor) in minors.iter().enumerate() {
             if compiled.len() <= i {
@@ -156,11 +359,20 @@ fn search(
                 break;
             }
         }
-        if holds {
+        if !holds {
+            continue;
+        }
+        // The nearest candidates are nearest by construction; the others
+        // are ranked when there is a bound to be near.
+        let Some(bound) = nearest.bound.filter(|_| index >= first) else {
             return Some(candidate.clone());
+        };
+        let d = bound.distance(candidate).unwrap_or(f64::INFINITY);
+        if best.is_none_or(|(b, _)| d < b) {
+            best = Some((d, candidate));
         }
     }
-    None
+    best.map(|(_, v)| v.clone())
 }
 
 /// Whether the validator's verdicts on `s` may depend on the server's
@@ -400,6 +612,66 @@ impl Generator<'_> {
                 .next()
                 .unwrap_or_else(|| plain(s)),
         }
+    }
+
+    /// The values nearest past `bound` (NEW's) built of what `old` holds:
+    /// see [`Bound::numbers_past`]; a string of one character, a list of OLD's
+    /// plainest items (and of distinct ones, for sets), a map of plain
+    /// entries, one longer than a maximum or one shorter than a minimum.
+    fn past(&self, old: &Schema, bound: &Bound) -> Vec<Value> {
+        if bound.measure == Measure::Integer || bound.measure == Measure::Number {
+            return bound.numbers_past(old);
+        }
+        let Some(n) = bound.size_past() else {
+            return Vec::new();
+        };
+        let n = n as usize;
+        let mut out = Vec::new();
+        match bound.measure {
+            Measure::Length => {
+                // `a`s, or a character of a value OLD's generator makes
+                // (a digit, for a pattern of digits) when OLD refuses `a`.
+                let mut chars = vec!['a'];
+                for v in self.values(old, 0, MAX_CANDIDATES) {
+                    if let Some(c) = v.as_str().and_then(|t| t.chars().next())
+                        && !chars.contains(&c)
+                        && chars.len() < VARIANTS
+                    {
+                        chars.push(c);
+                    }
+                }
+                for c in chars {
+                    out.push(Value::String(std::iter::repeat_n(c, n).collect()));
+                }
+            }
+            Measure::Items => {
+                let (base, mut items) = match &old.items {
+                    Some(i) => (self.base(i, 1), self.values(i, 1, VARIANTS)),
+                    None => (json!({}), Vec::new()),
+                };
+                out.push(Value::Array(vec![base.clone(); n]));
+                items.sort_by_key(|v| nodes(v) * 64 + v.to_string().len().min(63));
+                let mut distinct: Vec<Value> = items.into_iter().take(n).collect();
+                distinct.resize(n, base);
+                push(&mut out, Value::Array(distinct));
+            }
+            Measure::Properties => {
+                if let Some(AdditionalProperties::Schema(values)) = &old.additional_properties {
+                    // The shortest value OLD's generator makes, as its maps do.
+                    let mut fillers = self.values(values, 1, VARIANTS);
+                    fillers.sort_by_key(|v| nodes(v) * 64 + v.to_string().len().min(63));
+                    let plain = fillers
+                        .into_iter()
+                        .next()
+                        .unwrap_or_else(|| self.base(values, 1));
+                    let map: Map<String, Value> =
+                        (0..n).map(|k| (format!("k{k}"), plain.clone())).collect();
+                    out.push(Value::Object(map));
+                }
+            }
+            Measure::Integer | Measure::Number => {}
+        }
+        out
     }
 
     fn int_or_string(&self, out: &mut Vec<Value>) {
@@ -825,13 +1097,148 @@ mod tests {
         );
     }
 
+    /// The witness of `rule` between `old` and `new`.
+    fn witness(old: Value, new: Value, rule: Rule) -> Option<Value> {
+        for_keyword(&schema(old), &schema(new), &[rule])
+    }
+
     #[test]
-    fn a_lowered_maximum_is_shown_with_the_old_maximum() {
+    fn a_lowered_maximum_is_shown_with_the_value_past_the_new_one() {
         let old = json!({"type": "integer", "maximum": 10});
         let new = json!({"type": "integer", "maximum": 5});
+        assert_eq!(witness(old, new, Rule::Maximum), Some(json!(6)));
+    }
+
+    #[test]
+    fn an_added_maximum_is_shown_with_the_next_integer() {
+        let new = json!({"type": "integer", "maximum": 65535});
+        let old = json!({"type": "integer"});
+        assert_eq!(witness(old, new, Rule::Maximum), Some(json!(65536)));
+    }
+
+    #[test]
+    fn an_exclusive_bound_is_shown_with_the_bound_itself() {
+        let old = json!({"type": "integer", "minimum": 0, "maximum": 65535});
+        let new = json!({"type": "integer", "minimum": 0, "maximum": 65535,
+            "exclusiveMaximum": true});
+        assert_eq!(witness(old.clone(), new, Rule::Maximum), Some(json!(65535)));
+        let new = json!({"type": "integer", "minimum": 0, "exclusiveMinimum": true,
+            "maximum": 65535});
+        assert_eq!(witness(old, new, Rule::Minimum), Some(json!(0)));
+    }
+
+    #[test]
+    fn an_added_minimum_is_shown_with_the_integer_below_it() {
+        let old = json!({"type": "integer"});
+        let new = json!({"type": "integer", "minimum": 1});
+        assert_eq!(witness(old, new, Rule::Minimum), Some(json!(0)));
+    }
+
+    #[test]
+    fn a_number_bound_is_passed_by_one_step_of_its_last_decimal() {
+        let old = json!({"type": "number"});
+        let bounded = |kw: &str, b: f64| json!({"type": "number", kw: b});
         assert_eq!(
-            for_keyword(&schema(old), &schema(new), &[Rule::Maximum]),
-            Some(json!(10))
+            witness(old.clone(), bounded("maximum", 2.5), Rule::Maximum),
+            Some(json!(2.6))
+        );
+        assert_eq!(
+            witness(old.clone(), bounded("maximum", 100.0), Rule::Maximum),
+            Some(json!(101))
+        );
+        assert_eq!(
+            witness(old.clone(), bounded("minimum", 0.05), Rule::Minimum),
+            Some(json!(0.04))
+        );
+        let exclusive = json!({"type": "number", "maximum": 2.5, "exclusiveMaximum": true});
+        assert_eq!(witness(old, exclusive, Rule::Maximum), Some(json!(2.5)));
+    }
+
+    #[test]
+    fn lengths_are_shown_one_character_past_the_new_bound() {
+        let old = json!({"type": "string", "maxLength": 20});
+        let new = json!({"type": "string", "maxLength": 8});
+        assert_eq!(witness(old, new, Rule::MaxLength), Some(json!("aaaaaaaaa")));
+        let old = json!({"type": "string"});
+        let new = json!({"type": "string", "minLength": 3});
+        assert_eq!(witness(old, new, Rule::MinLength), Some(json!("aa")));
+    }
+
+    #[test]
+    fn item_counts_are_shown_one_item_past_the_new_bound() {
+        let old = json!({"type": "array", "items": {"type": "integer"}});
+        let new = json!({"type": "array", "maxItems": 2, "items": {"type": "integer"}});
+        assert_eq!(
+            witness(old.clone(), new, Rule::MaxItems),
+            Some(json!([0, 0, 0]))
+        );
+        let new = json!({"type": "array", "minItems": 2, "items": {"type": "integer"}});
+        assert_eq!(witness(old, new, Rule::MinItems), Some(json!([0])));
+    }
+
+    #[test]
+    fn a_set_past_its_new_max_items_holds_distinct_items() {
+        let set = |extra: Value| {
+            let mut s = json!({"type": "array", "x-kubernetes-list-type": "set",
+                "items": {"type": "integer", "minimum": 0}});
+            if let (Some(s), Some(extra)) = (s.as_object_mut(), extra.as_object()) {
+                s.extend(extra.clone());
+            }
+            s
+        };
+        let w = witness(set(json!({})), set(json!({"maxItems": 1})), Rule::MaxItems)
+            .expect("a witness");
+        let items = w.as_array().expect("a list");
+        assert_eq!(items.len(), 2, "{w}");
+        assert_ne!(items[0], items[1], "{w}");
+    }
+
+    #[test]
+    fn entry_counts_of_a_map_are_shown_one_entry_past_the_new_bound() {
+        let map = |extra: Value| {
+            let mut s = json!({"type": "object", "additionalProperties": {"type": "string"}});
+            if let (Some(s), Some(extra)) = (s.as_object_mut(), extra.as_object()) {
+                s.extend(extra.clone());
+            }
+            s
+        };
+        assert_eq!(
+            witness(
+                map(json!({})),
+                map(json!({"maxProperties": 2})),
+                Rule::MaxProperties
+            ),
+            Some(json!({"k0": "", "k1": "", "k2": ""}))
+        );
+        assert_eq!(
+            witness(
+                map(json!({})),
+                map(json!({"minProperties": 2})),
+                Rule::MinProperties
+            ),
+            Some(json!({"k0": ""}))
+        );
+    }
+
+    #[test]
+    fn where_the_old_schema_refuses_the_next_value_the_nearest_it_accepts_is_shown() {
+        // 8 is not a multiple of 5: 10 is the nearest OLD accepts.
+        let old = json!({"type": "integer", "maximum": 10, "multipleOf": 5});
+        let new = json!({"type": "integer", "maximum": 7, "multipleOf": 5});
+        assert_eq!(witness(old, new, Rule::Maximum), Some(json!(10)));
+        // Below 65535 (exclusive), nothing is past 65534: no witness.
+        let old = json!({"type": "integer", "maximum": 65535, "exclusiveMaximum": true});
+        let new = json!({"type": "integer", "maximum": 65534});
+        assert_eq!(witness(old, new, Rule::Maximum), None);
+        // A pattern that refuses `a`s: the string nearest to the bound
+        // that OLD accepts.
+        let old = json!({"type": "string", "pattern": "^[0-9]+$"});
+        let new = json!({"type": "string", "pattern": "^[0-9]+$", "maxLength": 1});
+        let w = witness(old, new, Rule::MaxLength).expect("a witness");
+        let text = w.as_str().expect("a string");
+        assert!(
+            text.chars().all(|c| c.is_ascii_digit()) && text.len() == 2,
+            "{w}"
         );
     }
 
@@ -902,5 +1309,13 @@ mod tests {
             " (e.g. `{\"size\":10}` passes the old schema and fails it)"
         );
         assert_eq!(shown(Some(&json!("a`b"))), "");
+        assert_eq!(
+            shown(Some(&json!("aaaaaaaaa"))),
+            " (e.g. `\"aaaaaaaaa\"`, 9 characters, passes the old schema and fails it)"
+        );
+        assert_eq!(
+            shown(Some(&json!([0, 0, 0, 0]))),
+            " (e.g. `[0,0,0,0]`, 4 items, passes the old schema and fails it)"
+        );
     }
 }

@@ -635,8 +635,8 @@ fn a_cel_finding_shows_the_rules_message() {
     // With the value that shows it failing, after the rule.
     assert_eq!(
         crd_safety::report::change_of(&f),
-        "CEL rule added `self.size() < 5` (\"names: at most 4 \\\"chars\\\"\") (e.g. `\"aaaaa\"` passes the old \
-schema and fails it)"
+        "CEL rule added `self.size() < 5` (\"names: at most 4 \\\"chars\\\"\") (e.g. `\"aaaaa\"`, 5 characters, \
+passes the old schema and fails it)"
     );
 }
 

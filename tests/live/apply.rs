@@ -16,7 +16,9 @@ use serde_json::{Value, json};
 use support::envtest::{ControlPlane, control_plane, dedicated};
 use support::live::{admin, apply_check, crd, findings, install, install_as, write_manifest};
 use support::run::{Run, run};
-use support::runs::{answer_in_terminal, answer_in_terminal_after, assert_has, grant};
+use support::runs::{
+    answer_in_terminal, answer_in_terminal_after, answers_in_terminal, assert_has, grant,
+};
 use tempfile::TempDir;
 
 /// The field manager of an earlier run of the plugin: upgrades of what it
@@ -443,6 +445,7 @@ fn apply_help_documents_its_exit_codes() {
         "5  left half applied: a CRD written could not be restored",
         "130  interrupted (Ctrl-C, SIGTERM) during the writes",
         "--force-conflicts",
+        "--field-manager <NAME>",
         "--wait-timeout",
     ] {
         assert!(r.stdout.contains(line), "{line}: {}", r.stdout);
@@ -532,6 +535,124 @@ async fn fields_owned_by_helm_are_not_taken_and_helm_is_named() {
     assert_eq!(
         spec_field(&client, "helmeds.example.com", "extra").await,
         None
+    );
+}
+
+#[tokio::test]
+async fn a_crd_installed_with_kubectl_server_side_applies_as_its_owner_with_field_manager_kubectl()
+{
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    // What `kubectl apply --server-side -f crds/` leaves: every field owned
+    // by the Apply manager `kubectl`. The next release adds one optional
+    // field, a safe change.
+    let extra = json!({"extra": {"type": "string"}});
+    let (_dir, path) =
+        installed_and_next(&client, "ssainstalleds", "kubectl", json!({}), extra).await;
+    let name = "ssainstalleds.example.com";
+    let kubeconfig = plane.admin_kubeconfig.display().to_string();
+
+    // As crd-safety's own manager, the fields are kubectl's: refused, and
+    // the refusal names the manager to apply as.
+    let message = conflict_message(plane, &path, "warning");
+    assert_has(&message, "conflict with \"kubectl\"");
+    assert_has(
+        &message,
+        "or apply as their owner with --field-manager kubectl",
+    );
+    let r = apply(plane, &[&path], &["--yes"]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert_has(
+        &r.stderr,
+        "another field manager owns fields the manifests change (ssainstalleds.example.com); \
+         use --force-conflicts to take them over, or --field-manager kubectl to apply as their owner",
+    );
+    assert_eq!(spec_field(&client, name, "extra").await, None);
+
+    // The check as kubectl: nothing conflicts, the dry run is the write's.
+    let r = apply_check(
+        &path,
+        &kubeconfig,
+        &["--field-manager", "kubectl", "-o", "json"],
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let found = findings(&r.json());
+    assert!(
+        !found
+            .iter()
+            .any(|(check, _, _)| check == "fieldManagerConflict"),
+        "{found:?}"
+    );
+
+    let r = apply(
+        plane,
+        &[&path],
+        &["--yes", "--field-manager", "kubectl", "-o", "json"],
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(results(&r.json()), [triple(name, "update", "configured")]);
+    assert_eq!(
+        spec_field(&client, name, "extra").await,
+        Some(json!({"type": "string"}))
+    );
+    assert_eq!(
+        managers(&client, name).await,
+        [("kubectl".to_string(), "Apply".to_string())],
+        "still one owner, kubectl's Apply entry"
+    );
+}
+
+#[tokio::test]
+async fn on_a_terminal_fields_kubectl_owns_are_taken_over_only_after_a_yes_naming_them() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    let extra = json!({"extra": {"type": "string"}});
+    let (_dir, path) = installed_and_next(&client, "ssaaskeds", "kubectl", json!({}), extra).await;
+    let name = "ssaaskeds.example.com";
+    let plan = "Apply 1 CRD to context envtest-admin? [y/N]";
+    let take = "Take these fields over in 1 CRD (as --force-conflicts does)? [y/N]";
+    let kubeconfig = plane.admin_kubeconfig.clone();
+    let ask = |keys: [&'static str; 2]| {
+        let (path, kubeconfig) = (path.clone(), kubeconfig.clone());
+        tokio::task::spawn_blocking(move || {
+            answers_in_terminal(
+                &["apply", "-f", &path],
+                &kubeconfig,
+                200,
+                &[(plan, keys[0]), (take, keys[1])],
+            )
+        })
+    };
+
+    let (code, screen) = ask(["y", "n"]).await.expect("pty thread");
+    assert_eq!(code, 4, "a no takes nothing over\n{screen}");
+    assert_has(
+        &screen,
+        "Other field managers own fields the manifests change (to apply as their owner instead, \
+         answer no and run again with --field-manager kubectl):",
+    );
+    assert_has(
+        &screen,
+        "ssaaskeds.example.com  kubectl owns .spec.versions",
+    );
+    assert_has(&screen, "Nothing applied.");
+    assert_eq!(spec_field(&client, name, "extra").await, None);
+    assert_eq!(
+        managers(&client, name).await,
+        [("kubectl".to_string(), "Apply".to_string())]
+    );
+
+    let (code, screen) = ask(["y", "y"]).await.expect("pty thread");
+    assert_eq!(code, 0, "{screen}");
+    assert_has(&screen, "ssaaskeds.example.com  configured");
+    assert_eq!(
+        spec_field(&client, name, "extra").await,
+        Some(json!({"type": "string"}))
+    );
+    let after = managers(&client, name).await;
+    assert!(
+        after.contains(&(OURS.to_string(), "Apply".to_string())),
+        "the fields taken over are ours: {after:?}"
     );
 }
 

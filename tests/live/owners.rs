@@ -25,7 +25,7 @@ use support::envtest::{ControlPlane, control_plane};
 use support::helm::{helm, helm_dir, path_with_helm};
 use support::live::{admin, crd, install_as, write_manifest};
 use support::run::{Run, run, run_in_columns};
-use support::runs::assert_has;
+use support::runs::{answers_in_terminal, assert_has};
 use support::sources::Plugin;
 
 /// The plugin's own field manager.
@@ -272,31 +272,12 @@ async fn yes_alone_changes_nothing_argo_cd_or_flux_manage_and_override_owners_ap
 /// question and then the owners' question with `keys` (one key each; a
 /// `n` to the first ends the run): the exit code and the screen.
 fn apply_in_terminal(kubeconfig: &Path, path: &str, keys: &[&str]) -> (i32, String) {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_kubectl-crd_safety"));
-    cmd.args(["apply", "-f", path, "--kubeconfig"])
-        .arg(kubeconfig)
-        .env("NO_COLOR", "1")
-        .env("TERM", "xterm")
-        .env("COLUMNS", "200")
-        .env_remove("KUBECONFIG");
-    let mut session = rexpect::session::spawn_command(cmd, Some(30_000)).expect("a pty session");
     let questions = [
         "Apply 1 CRD to context envtest-admin? [y/N]",
         "Change 1 CRD managed by Helm anyway? [y/N]",
     ];
-    let mut screen = String::new();
-    for (question, key) in questions.iter().zip(keys) {
-        screen.push_str(&session.exp_string(question).expect("the question is asked"));
-        screen.push_str(&format!("{question}[answered {key}]"));
-        session.send(key).expect("the key is typed");
-        session.flush().expect("flushed");
-    }
-    screen.push_str(&session.exp_eof().expect("the command finishes"));
-    let code = match session.process().wait().expect("exit status") {
-        rexpect::process::WaitStatus::Exited(_, code) => code,
-        other => panic!("unexpected end: {other:?}"),
-    };
-    (code, screen)
+    let answers: Vec<(&str, &str)> = questions.into_iter().zip(keys.iter().copied()).collect();
+    answers_in_terminal(&["apply", "-f", path], kubeconfig, 200, &answers)
 }
 
 #[tokio::test]

@@ -98,6 +98,43 @@ pub fn answer_in_terminal_after(
     (code, format!("{before}[answered {key}]{after}"))
 }
 
+/// Runs `kubectl-crd_safety args --kubeconfig kubeconfig` in a
+/// pseudo-terminal `columns` wide and answers each `(question, key)` in
+/// turn (a `n` that ends the run ends the list): the exit code and
+/// everything the terminal showed.
+#[cfg(unix)]
+pub fn answers_in_terminal(
+    args: &[&str],
+    kubeconfig: &Path,
+    columns: u16,
+    answers: &[(&str, &str)],
+) -> (i32, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kubectl-crd_safety"));
+    cmd.args(args)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .env("NO_COLOR", "1")
+        .env("TERM", "xterm")
+        .env("COLUMNS", columns.to_string())
+        .env_remove("KUBECONFIG");
+    let mut session = rexpect::session::spawn_command(cmd, Some(30_000)).expect("a pty session");
+    let mut screen = String::new();
+    for (question, key) in answers {
+        let before = session
+            .exp_string(question)
+            .unwrap_or_else(|e| panic!("{question:?} is not asked: {e}\n{screen}"));
+        screen.push_str(&format!("{before}{question}[answered {key}]"));
+        session.send(key).expect("the key is typed");
+        session.flush().expect("flushed");
+    }
+    screen.push_str(&session.exp_eof().expect("the command finishes"));
+    let code = match session.process().wait().expect("exit status") {
+        rexpect::process::WaitStatus::Exited(_, code) => code,
+        other => panic!("unexpected end: {other:?}"),
+    };
+    (code, screen)
+}
+
 /// The finding of check `check` on the first CRD of a report, which must
 /// have one.
 #[track_caller]

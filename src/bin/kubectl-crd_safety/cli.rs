@@ -43,7 +43,8 @@ macro_rules! apply_exit_codes {
         "Exit codes:
   0  applied (or nothing to change)
   1  not applied: error findings (use --force to apply anyway), another field manager owns
-     fields the manifests change (use --force-conflicts to take them over), or --yes without
+     fields the manifests change and nobody said yes to taking them over on a terminal (use
+     --force-conflicts, or --field-manager to apply as their owner), or --yes without
      --override-owners for a CRD that Helm, Argo CD, Flux or OLM manages
   2  usage, configuration or input error, or no terminal to confirm on and no --yes
   3  cluster error, or a write failed or met another client's change (CONFLICT): every CRD is
@@ -569,6 +570,12 @@ pub struct ApplyCheckArgs {
     #[arg(long, value_name = "NAMESPACE/NAME", requires = "probe_conversion",
           value_parser = crd_safety::live_check::parse_probe_service)]
     pub probe_conversion_service: Vec<crd_safety::live_check::ProbeService>,
+    /// The field manager of the server-side dry run and of apply's writes, as kubectl's
+    /// --field-manager: `kubectl` applies over CRDs installed with `kubectl apply --server-side`
+    /// as their owner, with no conflict.
+    #[arg(long, value_name = "NAME", default_value = crd_safety::cluster::FIELD_MANAGER,
+          value_parser = crd_safety::cluster::ownership::parse_field_manager)]
+    pub field_manager: String,
     /// Narrow --objects to the objects of this namespace, as kubectl's -n does (cluster-scoped
     /// CRDs are scanned whole) [default: every namespace].
     #[arg(short = 'n', long, value_name = "NAMESPACE")]

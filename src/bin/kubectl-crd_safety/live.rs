@@ -45,7 +45,9 @@ pub fn apply_check(args: ApplyCheckArgs) -> Result<u8, Failure> {
     let request = args.manifests()?;
     let new = apply_check::load(&request)?;
     let checked = runtime()?.block_on(async {
-        let conn = connect(&args.kube).await?;
+        let conn = connect(&args.kube)
+            .await?
+            .with_field_manager(&args.field_manager);
         check(&conn, &request, &new, &args).await
     })?;
     let report = &checked.check.report;
@@ -107,7 +109,9 @@ pub fn apply(args: ApplyArgs) -> Result<u8, Failure> {
     let new = apply_check::load(&request)?;
     let output = args.check.report.output;
     runtime()?.block_on(async {
-        let conn = connect(&args.check.kube).await?;
+        let conn = connect(&args.check.kube)
+            .await?
+            .with_field_manager(&args.check.field_manager);
         let checked = check(&conn, &request, &new, &args.check).await?;
         let report = &checked.check.report;
         if !output.is_structured() {

@@ -357,6 +357,7 @@ pub fn proposal(plan: &MigrationPlan) -> Proposal {
                 plan.context
             ),
         },
+        conflicts: None,
         second: None,
     }
 }
