@@ -366,6 +366,18 @@ pub async fn apply_check(
     let skipped: Vec<SkippedDocument> = new.skipped.iter().map(SkippedDocument::from).collect();
     let mut report = Report::new(crds, skipped, config.mode, config.fail_mode);
     report.notices = new.notices.clone();
+    if report
+        .summary
+        .grading
+        .is_some_and(|g| g.reach_no_object > 0)
+    {
+        report.notices.push(
+            "the stored objects cleared findings as they were during this check: an object \
+             created before the apply is not judged by it (serve in enforce mode with scanObjects \
+             guards that window)"
+                .to_string(),
+        );
+    }
     report.cluster = Some(ClusterInfo {
         context: conn.context.clone(),
         server: conn.server.clone(),

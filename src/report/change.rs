@@ -22,7 +22,16 @@ fn parts(f: &Finding) -> (&str, &str) {
         let (change, detail) = split(rest).unwrap_or((rest, ""));
         return (&f.message[..lead + change.len()], detail);
     }
-    let message = f.message.as_str();
+    // A graded finding leads with its grade (an admission warning is cut
+    // to its start): the change and its advice are in what follows.
+    let message = match &f.grade {
+        Some(g) => f
+            .message
+            .strip_prefix(g.reason.as_str())
+            .and_then(|rest| rest.strip_prefix(". "))
+            .unwrap_or(&f.message),
+        None => f.message.as_str(),
+    };
     let Some((head, rest)) = split(message) else {
         return (message, "");
     };

@@ -61,9 +61,17 @@ pub fn render_table(report: &Report, opts: TableOptions) -> String {
     if let Some(c) = &report.cluster {
         out.push_str(&format!("context: {}  server: {}\n\n", c.context, c.server));
     }
-    for crd in &report.crds {
-        render_crd(crd, opts, &mut out);
-        out.push('\n');
+    match &report.summary.grading {
+        // A check against the cluster's own objects: the verdict first.
+        Some(grading) if !opts.wide && report.crds.len() > 1 => {
+            render_graded(report, grading, opts, &mut out)
+        }
+        _ => {
+            for crd in &report.crds {
+                render_crd(crd, opts, &mut out);
+                out.push('\n');
+            }
+        }
     }
     if let Some(c) = report.cluster.as_ref().filter(|c| c.retries > 0) {
         out.push_str(&retries_line(c.retries));
@@ -126,6 +134,166 @@ pub fn render_table(report: &Report, opts: TableOptions) -> String {
         out.push('\n');
     }
     out
+}
+
+/// A report the stored objects graded, read in a minute: one row per CRD
+/// (its verdict, what is left, what the objects cleared), every CRD with an
+/// error in full, the other warnings once per check across the CRDs, and
+/// the cleared findings counted per check. `-o wide` and JSON list each.
+fn render_graded(
+    report: &Report,
+    grading: &crate::outcome::Grading,
+    opts: TableOptions,
+    out: &mut String,
+) {
+    let is_cleared = |f: &Finding| {
+        f.grade
+            .as_ref()
+            .is_some_and(|g| g.outcome == GradeOutcome::NoStoredObjectAffected)
+    };
+    let mut overview = Table::new();
+    overview
+        .load_style(presets::UTF8_FULL_CONDENSED)
+        .force_no_tty()
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(vec![
+            "CRD", "VERDICT", "ERRORS", "WARNINGS", "CLEARED", "OBJECTS",
+        ]);
+    for crd in &report.crds {
+        let cleared = crd.findings.iter().filter(|f| is_cleared(f)).count();
+        let warnings = crd
+            .findings
+            .iter()
+            .filter(|f| f.severity == Severity::Warning && !is_cleared(f))
+            .count();
+        let objects = crd
+            .scan
+            .as_ref()
+            .map_or("-".to_string(), |s| s.scanned.to_string());
+        overview.add_row(vec![
+            crd.name.clone(),
+            paint_status(crd.status, opts.color),
+            crd.count(Severity::Error).to_string(),
+            warnings.to_string(),
+            cleared.to_string(),
+            objects,
+        ]);
+    }
+    if opts.color {
+        overview.enforce_styling();
+    }
+    out.push_str(&overview.to_string());
+    out.push_str("\n\n");
+    // What decides the verdict, in full.
+    for crd in report.crds.iter().filter(|c| c.status == CrdStatus::Unsafe) {
+        render_crd(crd, opts, out);
+        out.push('\n');
+    }
+    // The rest, once per check across the CRDs.
+    let rest: Vec<(&CrdReport, &Finding)> = report
+        .crds
+        .iter()
+        .filter(|c| c.status != CrdStatus::Unsafe)
+        .flat_map(|c| c.findings.iter().map(move |f| (c, f)))
+        .filter(|(_, f)| f.severity == Severity::Warning && !is_cleared(f))
+        .collect();
+    let mut per_check: Vec<(crate::compare::Check, Vec<(&CrdReport, &Finding)>)> = Vec::new();
+    for (crd, f) in rest {
+        match per_check.iter_mut().find(|(c, _)| *c == f.check) {
+            Some((_, all)) => all.push((crd, f)),
+            None => per_check.push((f.check, vec![(crd, f)])),
+        }
+    }
+    if !per_check.is_empty() {
+        out.push_str("warnings that do not depend on the stored objects, once per check:\n");
+        let rows = per_check
+            .iter()
+            .map(|(check, all)| {
+                let mut crds: Vec<&str> = all.iter().map(|(c, _)| short_name(&c.name)).collect();
+                crds.dedup();
+                let (_, first) = all[0];
+                let at = match (&first.version, &first.path) {
+                    (Some(v), Some(p)) => format!(" ({v} {p})"),
+                    (Some(v), None) => format!(" ({v})"),
+                    _ => String::new(),
+                };
+                (
+                    Severity::Warning,
+                    vec![
+                        check.id().to_string(),
+                        all.len().to_string(),
+                        crds.join(", "),
+                        format!("{}{at}", change_of(first)),
+                    ],
+                )
+            })
+            .collect();
+        let columns = [
+            ("CHECK", Wrap::Never),
+            ("COUNT", Wrap::Never),
+            ("CRDS", Wrap::Words),
+            ("E.G.", Wrap::Words),
+        ];
+        out.push_str(&grid(opts, &columns, rows));
+        let firsts: Vec<&Finding> = per_check.iter().map(|(_, all)| all[0].1).collect();
+        why_and_how(&firsts, opts, out);
+        out.push('\n');
+    }
+    // What the objects cleared, outside the CRDs shown in full.
+    let cleared: Vec<&Finding> = report
+        .crds
+        .iter()
+        .filter(|c| c.status != CrdStatus::Unsafe)
+        .flat_map(|c| c.findings.iter())
+        .filter(|f| is_cleared(f))
+        .collect();
+    if !cleared.is_empty() {
+        out.push_str(&note(
+            &cleared_line(&cleared, grading.objects_scanned),
+            opts,
+        ));
+        out.push('\n');
+    }
+    let undecided = report
+        .crds
+        .iter()
+        .filter(|c| c.status != CrdStatus::Unsafe)
+        .flat_map(|c| c.findings.iter())
+        .filter(|f| {
+            f.grade
+                .as_ref()
+                .is_some_and(|g| g.outcome == GradeOutcome::Undecided)
+        })
+        .count();
+    if undecided > 0 {
+        out.push_str(&note(
+            &format!(
+                "{} the stored objects could not decide (-o wide says why for each)",
+                crate::text::plural(undecided, "finding", "findings")
+            ),
+            opts,
+        ));
+        out.push('\n');
+    }
+    if let Some(scan) = report.crds.iter().find_map(|c| c.scan.as_ref()) {
+        out.push_str(&note(
+            &format!(
+                "{} stored objects scanned on the server (Kubernetes {}, ratcheting {})",
+                grading.objects_scanned,
+                scan.server_version,
+                if scan.ratcheting { "on" } else { "off" }
+            ),
+            opts,
+        ));
+        out.push('\n');
+    }
+    out.push('\n');
+}
+
+/// A CRD's name without its group when the group is long: the overview
+/// and the grouped warnings name many of them.
+fn short_name(name: &str) -> &str {
+    name.split('.').next().unwrap_or(name)
 }
 
 fn render_crd(crd: &CrdReport, opts: TableOptions, out: &mut String) {
@@ -235,7 +403,8 @@ fn render_crd(crd: &CrdReport, opts: TableOptions, out: &mut String) {
         if !shown.is_empty() {
             out.push('\n');
         }
-        out.push_str(&note(&cleared_line(&cleared), opts));
+        let scanned = crd.grading.map_or(0, |g| g.objects_scanned);
+        out.push_str(&note(&cleared_line(&cleared, scanned), opts));
     }
     if hidden > 0 {
         out.push_str(&format!(
@@ -275,7 +444,7 @@ fn render_crd(crd: &CrdReport, opts: TableOptions, out: &mut String) {
 
 /// The findings the stored objects cleared, in one line: how many, what
 /// they rest on, and how many of each check, most first.
-fn cleared_line(cleared: &[&Finding]) -> String {
+fn cleared_line(cleared: &[&Finding], scanned: u64) -> String {
     let mut per_check: Vec<(&str, usize)> = Vec::new();
     for f in cleared {
         match per_check.iter_mut().find(|(c, _)| *c == f.check.id()) {
@@ -284,16 +453,11 @@ fn cleared_line(cleared: &[&Finding]) -> String {
         }
     }
     per_check.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
-    let scanned = cleared
-        .iter()
-        .filter_map(|f| f.grade.as_ref().and_then(|g| g.objects_scanned))
-        .max()
-        .unwrap_or(0);
     let checks: Vec<String> = per_check.iter().map(|(c, n)| format!("{c} {n}")).collect();
     let evidence = if scanned == 0 {
         "no object is stored".to_string()
     } else {
-        format!("0 of {scanned} scanned fail them")
+        format!("0 of {scanned} stored objects fail them")
     };
     format!(
         "{} reach no stored object ({evidence}), so they are warnings here; new objects must \
@@ -315,6 +479,8 @@ fn why_and_how(shown: &[&Finding], opts: TableOptions, out: &mut String) {
         }
     }
     for (check, detail) in seen {
+        // A server's message may hold line breaks; a note is one paragraph.
+        let detail = detail.split_whitespace().collect::<Vec<_>>().join(" ");
         out.push('\n');
         out.push_str(&note(&format!("{check}: {detail}"), opts));
     }

@@ -215,6 +215,19 @@ async fn upgrade_graded_on(plane: &ControlPlane, corpus: &Path) {
         "{at} {}",
         table.stdout
     );
+    // ...on about one screen: the verdicts, what is left once per check,
+    // what the objects cleared counted per check.
+    assert!(
+        table.stdout.lines().count() <= 80,
+        "{at} a report to read in a minute, not {} lines:\n{}",
+        table.stdout.lines().count(),
+        table.stdout
+    );
+    assert!(
+        table.stdout.contains("reach no stored object"),
+        "{at} {}",
+        table.stdout
+    );
     let schema_table = apply_check(&new, &kubeconfig, &[]);
     println!(
         "{at} prometheus-operator v0.76.2 -> v0.92.0: schema alone {schema_errors} errors, {} table lines, exit {}; \
