@@ -319,7 +319,54 @@ async fn upgrade_graded_on(plane: &ControlPlane, corpus: &Path) {
     );
     delete(&client, "Prometheus", "prometheuses", "mixed-case").await;
 
-    // Safe again: `apply` applies it without --force.
+    // The objects that come with the manifests are checked too: a sample
+    // the new pattern refuses, at its file and line.
+    let samples = tempfile::tempdir().expect("tempdir");
+    let sample = samples.path().join("monitor.yaml");
+    std::fs::write(
+        &sample,
+        format!(
+            "apiVersion: {GROUP}/v1\nkind: ServiceMonitor\nmetadata:\n  name: sample\n  namespace: {NS}\n\
+             spec:\n  selector: {{}}\n  endpoints:\n  - port: http\n    proxyUrl: proxy.internal:3128\n"
+        ),
+    )
+    .expect("sample written");
+    let sample = sample.display().to_string();
+    let r = run(
+        &[
+            "apply-check",
+            "-f",
+            &new,
+            "-f",
+            &sample,
+            "--kubeconfig",
+            &kubeconfig,
+            "--objects",
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 1, "{at} {}", r.stderr);
+    let report: Value = serde_json::from_str(&r.stdout).expect("json");
+    let found = errors(&report);
+    assert_eq!(
+        found,
+        [(
+            format!("servicemonitors.{GROUP}"),
+            "manifestObjects".to_string(),
+            "^.spec.endpoints[*].proxyUrl".to_string()
+        )],
+        "{at} only the sample, which no stored object is"
+    );
+    assert!(
+        r.stdout.contains(&format!("{sample}:1 {NS}/sample")),
+        "{at} {}",
+        r.stdout
+    );
+
+    // Safe again: `apply` applies it without --force, as the owner kubectl's
+    // server-side install made (no fields to take over).
     let r = run(
         &[
             "apply",
@@ -329,7 +376,8 @@ async fn upgrade_graded_on(plane: &ControlPlane, corpus: &Path) {
             &kubeconfig,
             "--objects",
             "--yes",
-            "--force-conflicts",
+            "--field-manager",
+            "kubectl",
             "-o",
             "json",
         ],
