@@ -19,12 +19,12 @@ use support::envtest::{ControlPlane, control_plane_of, matrix};
 use support::live::{admin, apply_check, ensure_namespace, install_as};
 use support::run::{Run, run};
 
-const GROUP: &str = "monitoring.graded.example";
-const OLD: &str = "prometheus-operator/kube-prometheus-v0.14.0_po-v0.76.2";
-const NEW: &str = "prometheus-operator/kube-prometheus-v0.18.0_po-v0.92.0";
+pub(crate) const GROUP: &str = "monitoring.graded.example";
+pub(crate) const OLD: &str = "prometheus-operator/kube-prometheus-v0.14.0_po-v0.76.2";
+pub(crate) const NEW: &str = "prometheus-operator/kube-prometheus-v0.18.0_po-v0.92.0";
 
 /// Every CRD of a corpus release, its group renamed to [`GROUP`].
-fn release(dir: &Path) -> Vec<Value> {
+pub(crate) fn release(dir: &Path) -> Vec<Value> {
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -60,7 +60,13 @@ fn api(client: &kube::Client, kind: &str, plural: &str, ns: &str) -> Api<Dynamic
     )
 }
 
-async fn create(client: &kube::Client, kind: &str, plural: &str, name: &str, spec: Value) {
+pub(crate) async fn create(
+    client: &kube::Client,
+    kind: &str,
+    plural: &str,
+    name: &str,
+    spec: Value,
+) {
     let object: DynamicObject = serde_json::from_value(json!({
         "apiVersion": format!("{GROUP}/v1"), "kind": kind,
         "metadata": {"name": name, "namespace": NS}, "spec": spec
@@ -79,7 +85,7 @@ async fn delete(client: &kube::Client, kind: &str, plural: &str, name: &str) {
         .unwrap_or_else(|e| panic!("{kind} {name} is deleted: {e}"));
 }
 
-const NS: &str = "graded";
+pub(crate) const NS: &str = "graded";
 
 /// The errors of a report: `(crd, check, path)`.
 fn errors(report: &Value) -> Vec<(String, String, String)> {

@@ -2319,3 +2319,57 @@ async fn serve_held_to_the_charts_memory_limit_survives_every_hostile_request() 
     );
     drop(served);
 }
+
+/// `enforce` with the scan over a real operator upgrade
+/// (prometheus-operator v0.76.2 -> v0.92.0): every tightening it brings is
+/// cleared by the cluster's ordinary objects, so `kubectl apply` goes
+/// through; one stored object the new schema refuses turns it into a
+/// denial that names the rule.
+#[tokio::test]
+async fn enforce_with_the_scan_lets_a_real_upgrade_through_until_a_stored_object_breaks_it() {
+    use crate::graded::{GROUP, NEW, NS, OLD, create, release};
+    let Some(corpus) = support::corpus::corpus_dir() else {
+        return;
+    };
+    let config = "webhook:\n  mode: enforce\n  failMode: closed\n  scanObjects: {enabled: true}\n";
+    let Some(s) = setup(config, "Fail").await else {
+        return;
+    };
+    let kc = &s.plane.admin_kubeconfig;
+    let client = admin(&s.plane).await;
+    for crd in release(&corpus.join(OLD)) {
+        support::live::install_as(&client, &crd, "kubectl").await;
+    }
+    support::live::ensure_namespace(&client, NS).await;
+    create(
+        &client,
+        "ServiceMonitor",
+        "servicemonitors",
+        "web",
+        json!({"selector": {"matchLabels": {"app": "web"}}, "endpoints": [{"port": "http"}]}),
+    )
+    .await;
+    let dir = s.dir.path().join("new");
+    std::fs::create_dir_all(&dir).expect("dir");
+    for crd in release(&corpus.join(NEW)) {
+        let name = crd["metadata"]["name"].as_str().expect("name").to_string();
+        write_manifest(&dir, &format!("{name}.json"), &crd);
+    }
+    let new = dir.display().to_string();
+    let out = kubectl(kc, &dry_run(&new));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_has(&stderr(&out), "no stored object fails it");
+    create(
+        &client,
+        "ServiceMonitor",
+        "servicemonitors",
+        "behind-proxy",
+        json!({"selector": {}, "endpoints": [{"port": "http", "proxyUrl": "proxy.internal:3128"}]}),
+    )
+    .await;
+    let out = kubectl(kc, &dry_run(&new));
+    let text = stderr(&out);
+    assert!(!out.status.success(), "{text}");
+    assert_has(&text, &format!("servicemonitors.{GROUP}"));
+    assert_has(&text, "pattern v1 ^.spec.endpoints[*].proxyUrl");
+}
