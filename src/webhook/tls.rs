@@ -76,11 +76,29 @@ impl std::fmt::Debug for ReloadingCert {
     }
 }
 
+/// A certificate, key or CA bundle is a few KiB, and a mounted Secret holds
+/// at most 1 MiB: more is refused rather than read, whatever the path
+/// links to (the files are read again on every rotation check).
+const MAX_PEM_BYTES: u64 = 1 << 20;
+
 fn read(path: &Path) -> Result<Vec<u8>, CertError> {
-    std::fs::read(path).map_err(|source| CertError::Read {
+    use std::io::Read;
+    let failed = |source| CertError::Read {
         path: path.display().to_string(),
         source,
-    })
+    };
+    let file = std::fs::File::open(path).map_err(failed)?;
+    let mut data = Vec::new();
+    file.take(MAX_PEM_BYTES + 1)
+        .read_to_end(&mut data)
+        .map_err(failed)?;
+    if data.len() as u64 > MAX_PEM_BYTES {
+        return Err(failed(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than {MAX_PEM_BYTES} bytes, which no certificate or key is"),
+        )));
+    }
+    Ok(data)
 }
 
 /// Both files' contents, as one value to compare with the last read.
@@ -186,4 +204,19 @@ pub fn server_config(
     let mut config = builder.with_cert_resolver(cert);
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pem_path_linked_to_an_endless_file_is_refused_with_the_limit() {
+        let err = read(Path::new("/dev/zero")).expect_err("refused");
+        assert!(
+            err.to_string().contains("larger than 1048576 bytes"),
+            "{err}"
+        );
+        assert!(err.to_string().starts_with("/dev/zero: "), "{err}");
+    }
 }
