@@ -49,6 +49,8 @@ pub fn judge_documents(
     // creates most of them.
     let mut tally = Tally::new(max_examples, false);
     let mut counted = BTreeMap::new();
+    // Where each reported object is, so a finding points at its first one.
+    let mut places: BTreeMap<String, crate::manifest::Location> = BTreeMap::new();
     for (version, objects) in by_version {
         let Some(new_version) = new.version(version).filter(|v| v.spec.served) else {
             let first = objects[0];
@@ -95,7 +97,13 @@ pub fn judge_documents(
             // A default the object lacks is what applying it means.
             outcome.pruned.retain(|p| p.kind != PrunedKind::Defaulted);
             outcome.not_evaluated.clear();
-            tally.add(version, &shown(r), outcome, |_| false);
+            let name = shown(r);
+            if !outcome.is_clean() {
+                places
+                    .entry(name.clone())
+                    .or_insert_with(|| r.location.clone());
+            }
+            tally.add(version, &name, outcome, |_| false);
         }
         counted.insert(version.to_string(), objects.len() as u64);
     }
@@ -118,22 +126,32 @@ pub fn judge_documents(
             ),
             Kind::Defaulted | Kind::NotEvaluated => continue,
         };
-        findings.push(
-            Finding::new(
-                Check::ManifestObjects,
-                Check::ManifestObjects.default_severity(),
-                message,
-            )
-            .in_version(key.version.clone())
-            .at(path)
-            .with_objects(ObjectsDetail {
-                rule: key.rule.clone(),
-                count: group.count,
-                scanned: counted.get(&key.version).copied().unwrap_or(0),
-                ratcheted: None,
-                examples: group.examples.clone(),
-            }),
-        );
+        let mut finding = Finding::new(
+            Check::ManifestObjects,
+            Check::ManifestObjects.default_severity(),
+            message,
+        )
+        .in_version(key.version.clone())
+        .at(path)
+        .with_objects(ObjectsDetail {
+            rule: key.rule.clone(),
+            count: group.count,
+            scanned: counted.get(&key.version).copied().unwrap_or(0),
+            ratcheted: None,
+            examples: group.examples.clone(),
+        });
+        // SARIF and GitHub annotations point at the object, not the schema.
+        finding.location =
+            group
+                .examples
+                .first()
+                .and_then(|e| places.get(e))
+                .map(|l| crate::manifest::Position {
+                    file: l.file.as_str().into(),
+                    line: l.line,
+                    column: 1,
+                });
+        findings.push(finding);
     }
     findings
 }

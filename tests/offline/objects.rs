@@ -99,3 +99,29 @@ fn an_objects_path_that_does_not_exist_is_a_clear_error() {
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("no/such/dir"), "{}", r.stderr);
 }
+
+#[test]
+fn sarif_points_at_the_object_not_at_the_schema() {
+    let r = run(
+        &["diff", OLD, NEW, "--objects", SAMPLES, "-o", "sarif"],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let sarif: Value = serde_json::from_str(&r.stdout).expect("SARIF is JSON");
+    let results = sarif["runs"][0]["results"].as_array().expect("results");
+    let ours: Vec<&Value> = results
+        .iter()
+        .filter(|x| x["ruleId"] == "manifestObjects")
+        .collect();
+    assert!(!ours.is_empty(), "{results:#?}");
+    for x in ours {
+        let place = &x["locations"][0]["physicalLocation"];
+        assert!(
+            place["artifactLocation"]["uri"]
+                .as_str()
+                .is_some_and(|u| u.ends_with("samples/widgets.yaml")),
+            "{place}"
+        );
+        assert_eq!(place["region"]["startLine"], 14, "{place}");
+    }
+}

@@ -56,6 +56,8 @@ fn an_object_old_accepts_and_new_refuses_is_an_error_at_its_file_and_line() {
     assert_eq!((o.rule.as_str(), o.count, o.scanned), ("maxLength", 1, 2));
     assert_eq!(o.examples, ["config/samples/widgets.yaml:9 demo/long"]);
     assert!(f.message.contains("applying them fails"), "{}", f.message);
+    let at = f.location.as_ref().expect("the object's place");
+    assert_eq!((&*at.file, at.line), ("config/samples/widgets.yaml", 9));
 }
 
 #[test]
