@@ -38,7 +38,11 @@ pub fn run(request: &Manifests) -> Result<Linted, Failure> {
         None => {
             let (new, verdicts) = load_new(new, sources, config)?;
             let stored = StoredVersionsArg::default();
-            let report = diff_judged(&none, &new, &verdicts, &stored, config);
+            let mut report = diff_judged(&none, &new, &verdicts, &stored, config);
+            // The custom resources that come with the CRDs (samples), as
+            // applying them to an empty cluster would judge them.
+            crate::scan::judge_resources(&none, &new, config, &mut report.crds);
+            report.recount();
             (report, new)
         }
     };

@@ -65,7 +65,7 @@ fn source_only(check: Check) -> Option<&'static str> {
         Check::ManifestObjects => {
             "Reported from the custom resources that come with NEW: the objects in its files, \
              overlays and rendered charts, and with `diff OLD NEW --objects PATH` those of PATH \
-             (a kubebuilder project's `config/samples`, a GitOps repository), in `diff`, \
+             (a kubebuilder project's `config/samples`, a GitOps repository), in `diff`, `lint`, \
              `apply-check` and `apply`. Each object of a CRD of NEW is validated against its \
              version's new schema; one OLD accepts and NEW refuses or prunes is reported at its \
              file and line. Example: `config/samples/widget.yaml` sets `spec.name: abcdef` and \

@@ -125,3 +125,23 @@ fn sarif_points_at_the_object_not_at_the_schema() {
         assert_eq!(place["region"]["startLine"], 14, "{place}");
     }
 }
+
+#[test]
+fn lint_judges_the_objects_in_its_inputs_as_an_empty_cluster_would() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let new = std::fs::read_to_string(NEW).expect("example");
+    let samples = std::fs::read_to_string(format!("{SAMPLES}/widgets.yaml")).expect("samples");
+    let bundle = dir.path().join("bundle.yaml");
+    std::fs::write(&bundle, format!("{new}\n---\n{samples}")).expect("write");
+    let r = run(&["lint", &bundle.display().to_string(), "-o", "json"], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let found = manifest_objects(&r.json());
+    assert!(
+        found.iter().any(|(rule, path, _, e)| rule == "enum"
+            && path == "^.spec.color"
+            && e.iter().any(|x| x.ends_with("demo/legacy-blue"))),
+        "{found:#?}"
+    );
+    let plain = run(&["lint", NEW, "-o", "json"], None);
+    assert!(manifest_objects(&plain.json()).is_empty());
+}
