@@ -233,14 +233,18 @@ impl<'b> Admission<'b> {
         read
     }
 
-    /// Both CRDs, for a judgment of the pair, under one reservation for
-    /// both (so a pair the whole budget cannot hold is refused at once,
-    /// not half read); the stored one through `stored`, the models kept.
-    pub async fn pair(
+    /// Both CRDs, read and handed to `work` (the judgment) in one run on a
+    /// core, under one reservation for both (so a pair the whole budget
+    /// cannot hold is refused at once, not half read); the stored one
+    /// through `stored`, the models kept. One wait for a core, not one to
+    /// read and another to judge: with many reviews at once, a second wait
+    /// held every read model's room through the whole queue.
+    pub async fn pair_judged<T: Send + 'static>(
         &self,
         judging: &Judging,
         stored: &Arc<StoredModels>,
-    ) -> Result<Pair, String> {
+        work: impl FnOnce(Arc<Crd>, Option<Arc<Crd>>) -> Result<T, String> + Send + 'static,
+    ) -> Result<(Pair, T), String> {
         let old_outline = self.request.old_object.as_ref();
         let old_raw = old_outline.map(|o| self.raw(Some(o))).transpose()?;
         let old_len = old_outline.map_or(0, |o| o.json_len());
@@ -250,25 +254,25 @@ impl<'b> Admission<'b> {
         };
         if let Some(new) = self.new.get() {
             let new = new.clone()?;
-            let Some(raw) = old_raw else {
-                return Ok(Pair {
-                    new,
-                    old: None,
-                    also: None,
-                });
+            let also = match &old_raw {
+                Some(raw) => Some(
+                    judging
+                        .reserve(judgment_cost(raw.len()))
+                        .await
+                        .map_err(unchecked)?,
+                ),
+                None => None,
             };
-            let also = judging
-                .reserve(judgment_cost(raw.len()))
-                .await
-                .map_err(unchecked)?;
-            let old = judging
-                .run(Arc::clone(&also), move || read_old(raw))
+            let crd = Arc::clone(&new.crd);
+            let held = (Arc::clone(&new.reserved), also.clone());
+            let (old, out) = judging
+                .run(held, move || {
+                    let old = old_raw.map(read_old).transpose()?;
+                    let out = work(crd, old.clone())?;
+                    Ok((old, out))
+                })
                 .await?;
-            return Ok(Pair {
-                new,
-                old: Some(old),
-                also: Some(also),
-            });
+            return Ok((Pair { new, old, also }, out));
         }
         let new_outline = self.request.object.as_ref();
         let new_raw = self.raw(new_outline)?;
@@ -278,23 +282,30 @@ impl<'b> Admission<'b> {
             .reserve(judgment_cost(size))
             .await
             .map_err(unchecked)?;
-        let (new, old) = judging
+        let (new, rest) = judging
             .run(Arc::clone(&reserved), move || {
-                let new = request::read_crd(&new_raw, new_len);
-                let old = old_raw.map(read_old).transpose();
-                Ok((new, old))
+                let new = request::read_crd(&new_raw, new_len).map(Arc::new);
+                let rest = match &new {
+                    Ok(crd) => old_raw.map(read_old).transpose().and_then(|old| {
+                        let out = work(Arc::clone(crd), old.clone())?;
+                        Ok((old, out))
+                    }),
+                    Err(e) => Err(e.clone()),
+                };
+                Ok((new, rest))
             })
             .await?;
-        let new = new.map(|crd| Read {
-            crd: Arc::new(crd),
-            reserved,
-        });
+        let new = new.map(|crd| Read { crd, reserved });
         let _ = self.new.set(new.clone());
-        Ok(Pair {
-            new: new?,
-            old: old?,
-            also: None,
-        })
+        let (old, out) = rest?;
+        Ok((
+            Pair {
+                new: new?,
+                old,
+                also: None,
+            },
+            out,
+        ))
     }
 
     /// The break-glass annotations of this request and what binds them to
@@ -503,7 +514,10 @@ mod tests {
             request::parse(&body).unwrap(),
             arrival(Config::default()),
         );
-        let pair = review.pair(&judging, &stored).await.unwrap();
+        let (pair, ()) = review
+            .pair_judged(&judging, &stored, |_, _| Ok(()))
+            .await
+            .unwrap();
         let (new_len, old_len) = (new.to_string().len(), old.to_string().len());
         let held = budget.total() - budget.available();
         assert_eq!(
@@ -540,7 +554,10 @@ mod tests {
         let first = review.new_crd(&judging).await.unwrap();
         let alone = budget.total() - budget.available();
         assert_eq!(alone.div_ceil(1024), judgment_cost(new_len).div_ceil(1024));
-        let pair = review.pair(&judging, &stored).await.unwrap();
+        let (pair, ()) = review
+            .pair_judged(&judging, &stored, |_, _| Ok(()))
+            .await
+            .unwrap();
         assert!(Arc::ptr_eq(&first.crd, &pair.new.crd));
         assert!(pair.also.is_some() && pair.old.is_some());
 
@@ -561,7 +578,11 @@ mod tests {
             request::parse(&huge).unwrap(),
             arrival(Config::default()),
         );
-        let why = review.pair(&tight, &stored).await.map(|_| ()).unwrap_err();
+        let why = review
+            .pair_judged(&tight, &stored, |_, _| Ok(()))
+            .await
+            .map(|_| ())
+            .unwrap_err();
         assert!(
             why.starts_with("crd-safety did not check this CRD: judging it needs about"),
             "{why}"

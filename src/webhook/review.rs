@@ -509,22 +509,19 @@ impl Reviewer {
         review: &Admission<'_>,
         kube: KubeVersion,
     ) -> Result<Vec<Finding>, String> {
-        let pair = review.pair(&self.judging, &self.stored_models).await?;
         let mut judged = (*review.config).clone();
         judged.kube_version = kube;
         judged.kube_version_source = KubeVersionSource::Server;
-        let new = Arc::clone(&pair.new.crd);
-        let held = (Arc::clone(&pair.new.reserved), pair.also);
-        let old = pair.old;
-        self.judging
-            .run(held, move || {
+        let (_, findings) = review
+            .pair_judged(&self.judging, &self.stored_models, move |new, old| {
                 // Info findings never reach a verdict, and the cache keeps
                 // what this returns: they are most of a large upgrade's.
                 let mut findings = findings_of(old, new, &judged);
                 findings.retain(|f| f.severity > Severity::Info);
                 Ok(findings)
             })
-            .await
+            .await?;
+        Ok(findings)
     }
 
     /// How many objects the CRD has: one `limit=1` LIST per served
