@@ -64,6 +64,9 @@ pub enum DecidedBy {
     /// validator's rule ids) at the finding's node or below it: a new
     /// constraint hurts no stored object that meets it.
     Failing(&'static [&'static str]),
+    /// Stored objects that fail any rule of [`VALUE_RULES`] or lose data
+    /// ([`DATA_LOSS`]) at the finding's node or below it: a map narrowed.
+    FailingOrLosing,
     /// Stored objects that lack the field the finding names (its `new`
     /// value) under its node: a new `required` field.
     Lacking,
@@ -103,35 +106,9 @@ pub const VALUE_RULES: &[&str] = &[
     "x-kubernetes-validations",
 ];
 
-/// [`VALUE_RULES`] and the scan's data losses: a change that can refuse
-/// stored values or drop them.
-pub const VALUE_RULES_AND_PRUNING: &[&str] = &[
-    "type",
-    "nullable",
-    "enum",
-    "minimum",
-    "maximum",
-    "multipleOf",
-    "minLength",
-    "maxLength",
-    "pattern",
-    "format",
-    "minItems",
-    "maxItems",
-    "x-kubernetes-list-type=set",
-    "x-kubernetes-list-type=map",
-    "minProperties",
-    "maxProperties",
-    "required",
-    "x-kubernetes-embedded-resource",
-    "allOf",
-    "anyOf",
-    "oneOf",
-    "not",
-    "x-kubernetes-validations",
-    "pruned",
-    "nullDropped",
-];
+/// The scan's data losses: a field the new schema does not describe, a
+/// null it no longer allows.
+pub const DATA_LOSS: &[&str] = &["pruned", "nullDropped"];
 
 /// A catalog row's `by`, or [`DecidedBy::Schema`] when it has none.
 macro_rules! decided_by {
@@ -216,7 +193,7 @@ catalog! {
     XValidations => "xValidations", Error, by DecidedBy::Failing(&["x-kubernetes-validations"]), "CEL rule (x-kubernetes-validations) added or changed; transition rules using oldSelf are never ratcheted. Info when no object valid under the old schema can fail it, and for message-only changes.";
     ListType => "listType", Error, by DecidedBy::Failing(&["x-kubernetes-list-type=set", "x-kubernetes-list-type=map"]), "x-kubernetes-list-type or list-map-keys changed: uniqueness and server-side-apply merging change (never ratcheted).";
     MapType => "mapType", Warning, "x-kubernetes-map-type changed between granular and atomic: server-side-apply merging changes.";
-    AdditionalProperties => "additionalProperties", Error, by DecidedBy::Failing(VALUE_RULES_AND_PRUNING), "additionalProperties narrowed or removed: map entries are pruned or rejected.";
+    AdditionalProperties => "additionalProperties", Error, by DecidedBy::FailingOrLosing, "additionalProperties narrowed or removed: map entries are pruned or rejected.";
     IntOrString => "intOrString", Error, by DecidedBy::Failing(&["type"]), "x-kubernetes-int-or-string removed: one of the two value types is now rejected.";
     EmbeddedResource => "embeddedResource", Error, "x-kubernetes-embedded-resource changed: apiVersion/kind/metadata handling changes.";
     OneOf => "oneOf", Error, by DecidedBy::Failing(&["oneOf"]), "oneOf added or a branch removed (error); a branch added: error if it overlaps an old one, info if disjoint, warning if undecidable; never ratcheted.";

@@ -135,6 +135,14 @@ impl Finding {
         self.objects = Some(objects);
         self
     }
+
+    /// Whether the stored objects cleared it: they decide it, and none is
+    /// hurt.
+    pub fn cleared_by_objects(&self) -> bool {
+        self.grade
+            .as_ref()
+            .is_some_and(|g| g.outcome == GradeOutcome::NoStoredObjectAffected)
+    }
 }
 
 /// The object-scan part of a finding (`--objects`).

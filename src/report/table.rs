@@ -146,11 +146,7 @@ fn render_graded(
     opts: TableOptions,
     out: &mut String,
 ) {
-    let is_cleared = |f: &Finding| {
-        f.grade
-            .as_ref()
-            .is_some_and(|g| g.outcome == GradeOutcome::NoStoredObjectAffected)
-    };
+    let is_cleared = Finding::cleared_by_objects;
     let mut overview = Table::new();
     overview
         .load_style(presets::UTF8_FULL_CONDENSED)
@@ -342,12 +338,7 @@ fn render_crd(crd: &CrdReport, opts: TableOptions, out: &mut String) {
     }
     // Object-scan findings get their own table below; findings the stored
     // objects cleared are counted per check in one line unless `-o wide`.
-    let cleared = |f: &&Finding| {
-        !opts.wide
-            && f.grade
-                .as_ref()
-                .is_some_and(|g| g.outcome == GradeOutcome::NoStoredObjectAffected)
-    };
+    let cleared = |f: &&Finding| !opts.wide && f.cleared_by_objects();
     let schema_findings: Vec<_> = crd
         .findings
         .iter()

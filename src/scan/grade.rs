@@ -12,7 +12,7 @@
 //! cannot decide (the scan was narrowed with `-n`, its version was not read,
 //! a rule was not evaluated) keeps its grade and says why.
 
-use crate::compare::catalog::DecidedBy;
+use crate::compare::catalog::{DATA_LOSS, DecidedBy, VALUE_RULES};
 use crate::compare::{Check, Finding, Grade, GradeOutcome, Severity};
 use crate::outcome::{Grading, ScanSummary};
 use crate::schema::path::Step;
@@ -138,7 +138,7 @@ struct Question<'f> {
     /// The node the objects' failures must be at or below.
     target: String,
     /// The scan rules that answer it.
-    rules: &'static [&'static str],
+    rules: Vec<&'static str>,
     /// How the finding's harm reaches objects.
     by: DecidedBy,
     /// A CEL rule: its objects may be left unevaluated.
@@ -151,12 +151,13 @@ impl<'f> Question<'f> {
     /// versions, or a transition rule that only updates can show).
     fn of(f: &'f Finding) -> Option<Question<'f>> {
         let by = f.check.decided_by();
-        let rules: &'static [&'static str] = match by {
+        let rules: Vec<&'static str> = match by {
             DecidedBy::Schema => return None,
-            DecidedBy::Failing(rules) => rules,
-            DecidedBy::Lacking => &["required"],
-            DecidedBy::Holding => &["pruned", "nullDropped"],
-            DecidedBy::Defaulting => &["defaulted"],
+            DecidedBy::Failing(rules) => rules.to_vec(),
+            DecidedBy::FailingOrLosing => VALUE_RULES.iter().chain(DATA_LOSS).copied().collect(),
+            DecidedBy::Lacking => vec!["required"],
+            DecidedBy::Holding => DATA_LOSS.to_vec(),
+            DecidedBy::Defaulting => vec!["defaulted"],
         };
         let version = f.version.as_deref()?;
         if version.contains(" -> ") || f.requirement.is_some() {
@@ -173,12 +174,13 @@ impl<'f> Question<'f> {
             }
             _ => path.to_string(),
         };
+        let cel = rules.contains(&"x-kubernetes-validations");
         Some(Question {
             version,
             target,
             rules,
             by,
-            cel: rules.contains(&"x-kubernetes-validations"),
+            cel,
         })
     }
 
@@ -243,7 +245,7 @@ impl<'f> Question<'f> {
                 "On this cluster no stored object lacks it where it now has a default ({of}), \
                  so no stored object reads a new value; new objects get the default"
             ),
-            DecidedBy::Failing(_) | DecidedBy::Schema => format!(
+            DecidedBy::Failing(_) | DecidedBy::FailingOrLosing | DecidedBy::Schema => format!(
                 "On this cluster no stored object fails it ({of}); new objects that fail it are \
                  refused from now on"
             ),

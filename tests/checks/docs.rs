@@ -14,7 +14,7 @@ use similar::{Algorithm, ChangeTag, capture_diff_slices, group_diff_ops};
 
 use crate::catalog::{LIVE_ONLY, SOURCE_ONLY, flagged, unsafe_example};
 use crate::fixtures::*;
-use crd_safety::compare::catalog::{DecidedBy, VALUE_RULES, VALUE_RULES_AND_PRUNING};
+use crd_safety::compare::catalog::{DecidedBy, VALUE_RULES};
 
 const BEGIN: &str = "<!-- BEGIN GENERATED: cargo test --test checks catalog_doc -->";
 const END: &str = "<!-- END GENERATED -->";
@@ -260,7 +260,7 @@ fn decided_by(check: Check) -> Option<String> {
              below it, else a warning"
                 .to_string(),
         ),
-        DecidedBy::Failing(r) if r == VALUE_RULES_AND_PRUNING => Some(
+        DecidedBy::FailingOrLosing => Some(
             "an error only while a stored object fails the new schema or loses data at the node \
              or below it, else a warning"
                 .to_string(),

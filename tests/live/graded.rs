@@ -111,6 +111,15 @@ fn errors(report: &Value) -> Vec<(String, String, String)> {
         .collect()
 }
 
+/// Every finding of every CRD of a report.
+fn every_finding(report: &Value) -> impl Iterator<Item = &Value> {
+    report["crds"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|c| c["findings"].as_array().into_iter().flatten())
+}
+
 fn check(new: &str, kubeconfig: &str, extra: &[&str]) -> (Run, Value) {
     let mut args = vec!["--objects", "-o", "json"];
     args.extend_from_slice(extra);
@@ -196,11 +205,7 @@ async fn upgrade_graded_on(plane: &ControlPlane, corpus: &Path) {
         "{at} nearly every error is decided by the objects: {grading} of {schema_errors}"
     );
     assert_eq!(grading["reachObjects"], 0, "{at} {grading}");
-    let lowered = report["crds"]
-        .as_array()
-        .expect("crds")
-        .iter()
-        .flat_map(|c| c["findings"].as_array().into_iter().flatten())
+    let lowered = every_finding(&report)
         .find(|f| f["check"] == "pattern" && f["path"] == "^.spec.endpoints[*].proxyUrl")
         .cloned()
         .expect("the new proxyUrl pattern is reported");
@@ -273,11 +278,7 @@ async fn upgrade_graded_on(plane: &ControlPlane, corpus: &Path) {
         )],
         "{at} one error, the schema finding that the object fails"
     );
-    let error = report["crds"]
-        .as_array()
-        .expect("crds")
-        .iter()
-        .flat_map(|c| c["findings"].as_array().into_iter().flatten())
+    let error = every_finding(&report)
         .find(|f| f["severity"] == "error")
         .cloned()
         .expect("the error");
