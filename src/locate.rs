@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::compare::{Check, Finding};
+use crate::compare::{Family, Finding, reported_crd_key, reported_keyword};
 use crate::manifest::{LoadedCrd, ManifestSet, Position};
 use crate::report::{CrdReport, Report};
 
@@ -175,7 +175,7 @@ fn node_path(f: &Finding, side: &LoadedCrd) -> NodePath {
             }
             node.push("openAPIV3Schema".into());
             node.extend(schema_segments(p));
-            keyword = schema_keyword(f.check);
+            keyword = reported_keyword(f.check);
         }
         // The API server's own field paths (invalidCrd). It names a schema
         // shared by every version `spec.validation`, as v1beta1 wrote it.
@@ -187,14 +187,14 @@ fn node_path(f: &Finding, side: &LoadedCrd) -> NodePath {
                 node.splice(0..2, ["spec", "versions", &i, "schema"].map(String::from));
             }
         }
-        None if matches!(f.check, Check::NewCrd | Check::AbsentCrd) => {}
+        None if f.check.family() == Family::Presence => {}
         None => {
             if let Some(i) = version_entry {
                 node.extend(["spec", "versions", &i.to_string()].map(String::from));
             } else {
                 node.push("spec".into());
             }
-            keyword = crd_keyword(f.check, version_entry.is_some());
+            keyword = reported_crd_key(f.check, version_entry.is_some());
         }
     }
     let mut with_keyword = node.clone();
@@ -212,58 +212,6 @@ fn version_index(manifest: &Value, name: &str) -> Option<usize> {
         .as_array()?
         .iter()
         .position(|v| v.get("name").and_then(Value::as_str) == Some(name))
-}
-
-/// The schema keyword a field-level check reports on.
-fn schema_keyword(check: Check) -> Option<&'static str> {
-    Some(match check {
-        Check::XValidations | Check::CelCostBudget => "x-kubernetes-validations",
-        Check::ListType => "x-kubernetes-list-type",
-        Check::MapType => "x-kubernetes-map-type",
-        Check::IntOrString => "x-kubernetes-int-or-string",
-        Check::EmbeddedResource => "x-kubernetes-embedded-resource",
-        Check::PreserveUnknownFields => "x-kubernetes-preserve-unknown-fields",
-        Check::Required | Check::Type | Check::Enum | Check::Default | Check::Minimum => check.id(),
-        Check::Maximum
-        | Check::MinLength
-        | Check::MaxLength
-        | Check::MinItems
-        | Check::MaxItems
-        | Check::MinProperties
-        | Check::MaxProperties
-        | Check::ExclusiveMinimum
-        | Check::ExclusiveMaximum
-        | Check::MultipleOf
-        | Check::UniqueItems
-        | Check::Pattern
-        | Check::Format
-        | Check::Nullable
-        | Check::AdditionalProperties
-        | Check::OneOf
-        | Check::AnyOf
-        | Check::AllOf
-        | Check::Not
-        | Check::Description => check.id(),
-        _ => return None,
-    })
-}
-
-/// The spec field a CRD-wide check reports on (under the version entry when
-/// the finding names a version).
-fn crd_keyword(check: Check, in_version: bool) -> Option<&'static str> {
-    match (check, in_version) {
-        (Check::Scope, false) => Some("scope"),
-        (Check::Names, false) => Some("names"),
-        (Check::Conversion, false) => Some("conversion"),
-        (Check::PreserveUnknownFields, false) => Some("preserveUnknownFields"),
-        (Check::ServedVersionRemoval, true) => Some("served"),
-        (Check::StorageVersionChange, true) => Some("storage"),
-        (Check::Subresources, true) => Some("subresources"),
-        (Check::PrinterColumns, true) => Some("additionalPrinterColumns"),
-        (Check::Deprecation, true) => Some("deprecated"),
-        (Check::SelectableFields, true) => Some("selectableFields"),
-        _ => None,
-    }
 }
 
 /// `^.spec.ports[*].name` -> `properties spec properties ports items

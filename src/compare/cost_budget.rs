@@ -21,6 +21,9 @@
 
 use serde_json::{Value, json};
 
+/// The keyword its findings point at: the rules whose cost it adds up.
+pub(super) const REPORTED_KEYWORD: &str = "x-kubernetes-validations";
+
 use crate::cel::budget::{ObjectCost, RUNTIME_BUDGET, RuleCost, worst_case};
 use crate::crd::Crd;
 use crate::kube_version::KubeVersion;

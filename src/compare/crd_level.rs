@@ -9,28 +9,122 @@ use super::{Check, Finding, Severity, StoredVersions, StoredVersionsSource};
 use crate::crd::{Crd, CrdVersion};
 use crate::json::{json_eq, show};
 
-/// Spec keys read by the checks below.
-const SPEC_KEYS: &[&str] = &[
-    "group",
-    "names",
-    "scope",
-    "versions",
-    "conversion",
-    "preserveUnknownFields",
+/// One CRD-level check, declared once: the spec and version-entry keys it
+/// reads and its code. The keys are taken off the `unknownChange`
+/// catch-all, and the first one is where its findings point (SARIF, GitHub
+/// annotations), so a check cannot claim a key without reading it or be
+/// located at one it does not read (the tests hold every claim to a
+/// finding).
+struct CrdCheck {
+    /// The catalog id its findings carry.
+    check: Check,
+    /// Keys of `spec` it compares.
+    spec: &'static [&'static str],
+    /// Keys of each version entry it compares.
+    version: &'static [&'static str],
+    /// Its code.
+    run: CrdRun,
+}
+
+/// A CRD-level check's code: over the whole CRD, or over each version the
+/// old and the new CRD both have.
+enum CrdRun {
+    Crd(fn(&Crd, &Crd, &StoredVersions, &mut Out<'_>)),
+    Version(fn(&CrdVersion, &CrdVersion, &mut Out<'_>)),
+}
+
+/// Keys the checks walk into rather than compare: the version entries (by
+/// name, each compared by the checks below) and their schemas (compared
+/// field by field, `compare/fields/`).
+const WALKED_SPEC_KEYS: &[&str] = &["versions"];
+const WALKED_VERSION_KEYS: &[&str] = &["name", "schema"];
+
+/// Every CRD-level check, in the order its findings are reported: those of
+/// the whole CRD, then those of each version.
+const CRD_CHECKS: &[CrdCheck] = &[
+    CrdCheck {
+        check: Check::Scope,
+        spec: &["scope"],
+        version: &[],
+        run: CrdRun::Crd(|o, n, _, out| scope(o, n, out)),
+    },
+    CrdCheck {
+        check: Check::StoredVersionRemoval,
+        spec: &[],
+        version: &[],
+        run: CrdRun::Crd(stored_versions),
+    },
+    CrdCheck {
+        check: Check::ServedVersionRemoval,
+        spec: &[],
+        version: &["served"],
+        run: CrdRun::Crd(|o, n, _, out| served_versions(o, n, out)),
+    },
+    CrdCheck {
+        check: Check::StorageVersionChange,
+        spec: &[],
+        version: &["storage"],
+        run: CrdRun::Crd(|o, n, _, out| storage_version(o, n, out)),
+    },
+    CrdCheck {
+        check: Check::Names,
+        spec: &["names", "group"],
+        version: &[],
+        run: CrdRun::Crd(|o, n, _, out| names(o, n, out)),
+    },
+    CrdCheck {
+        check: Check::PreserveUnknownFields,
+        spec: &["preserveUnknownFields"],
+        version: &[],
+        run: CrdRun::Crd(|o, n, _, out| preserve_unknown_fields(o, n, out)),
+    },
+    CrdCheck {
+        check: Check::Conversion,
+        spec: &["conversion"],
+        version: &[],
+        run: CrdRun::Crd(conversion),
+    },
+    CrdCheck {
+        check: Check::Subresources,
+        spec: &[],
+        version: &["subresources"],
+        run: CrdRun::Version(subresources),
+    },
+    CrdCheck {
+        check: Check::PrinterColumns,
+        spec: &[],
+        version: &["additionalPrinterColumns"],
+        run: CrdRun::Version(printer_columns),
+    },
+    CrdCheck {
+        check: Check::Deprecation,
+        spec: &[],
+        version: &["deprecated", "deprecationWarning"],
+        run: CrdRun::Version(deprecation),
+    },
+    CrdCheck {
+        check: Check::SelectableFields,
+        spec: &[],
+        version: &["selectableFields"],
+        run: CrdRun::Version(selectable_fields),
+    },
 ];
 
-/// Version keys read by the checks below (schemas are compared field by field).
-const VERSION_KEYS: &[&str] = &[
-    "name",
-    "served",
-    "storage",
-    "schema",
-    "subresources",
-    "additionalPrinterColumns",
-    "deprecated",
-    "deprecationWarning",
-    "selectableFields",
-];
+/// The key of `spec` (or, with `in_version`, of the version entry) a
+/// CRD-level check's findings point at.
+pub(super) fn reported_key(check: Check, in_version: bool) -> Option<&'static str> {
+    let c = CRD_CHECKS.iter().find(|c| c.check == check)?;
+    let keys = if in_version { c.version } else { c.spec };
+    keys.first().copied()
+}
+
+fn claimed_spec_key(key: &str) -> bool {
+    WALKED_SPEC_KEYS.contains(&key) || CRD_CHECKS.iter().any(|c| c.spec.contains(&key))
+}
+
+fn claimed_version_key(key: &str) -> bool {
+    WALKED_VERSION_KEYS.contains(&key) || CRD_CHECKS.iter().any(|c| c.version.contains(&key))
+}
 
 struct Out<'a>(&'a mut Vec<Finding>);
 
@@ -52,19 +146,18 @@ impl Out<'_> {
 
 pub(super) fn check(old: &Crd, new: &Crd, stored: &StoredVersions, out: &mut Vec<Finding>) {
     let mut out = Out(out);
-    scope(old, new, &mut out);
-    stored_versions(old, new, stored, &mut out);
-    served_versions(old, new, &mut out);
-    storage_version(old, new, &mut out);
-    names(old, new, &mut out);
-    preserve_unknown_fields(old, new, &mut out);
-    conversion(old, new, stored, &mut out);
+    for c in CRD_CHECKS {
+        if let CrdRun::Crd(run) = c.run {
+            run(old, new, stored, &mut out);
+        }
+    }
     for nv in &new.versions {
         if let Some(ov) = old.version(nv.name()) {
-            subresources(ov, nv, &mut out);
-            printer_columns(ov, nv, &mut out);
-            deprecation(ov, nv, &mut out);
-            selectable_fields(ov, nv, &mut out);
+            for c in CRD_CHECKS {
+                if let CrdRun::Version(run) = c.run {
+                    run(ov, nv, &mut out);
+                }
+            }
         }
     }
     unknown(old, new, &mut out);
@@ -675,7 +768,7 @@ fn unknown(old: &Crd, new: &Crd, out: &mut Out<'_>) {
     keys.sort();
     keys.dedup();
     for key in keys {
-        if SPEC_KEYS.contains(&key.as_str()) || opt_eq(os.get(key), ns.get(key)) {
+        if claimed_spec_key(key) || opt_eq(os.get(key), ns.get(key)) {
             continue;
         }
         out.push(
@@ -704,7 +797,7 @@ fn unknown(old: &Crd, new: &Crd, out: &mut Out<'_>) {
         keys.sort();
         keys.dedup();
         for key in keys {
-            if VERSION_KEYS.contains(&key.as_str()) || opt_eq(ov.get(key), nv.get(key)) {
+            if claimed_version_key(key) || opt_eq(ov.get(key), nv.get(key)) {
                 continue;
             }
             out.push(
@@ -733,4 +826,176 @@ fn versions_of(c: &Crd) -> Vec<&serde_json::Map<String, Value>> {
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_object).collect())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    //! The declarations hold what they promise: every key a CRD-level check
+    //! claims is one it compares, and every CRD-level check of the catalog
+    //! is declared once.
+
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::compare::Family;
+
+    fn crd(spec_extra: Value, v1_extra: Value, v2_extra: Value) -> Crd {
+        let schema = json!({"openAPIV3Schema": {"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {"a": {"type": "string"}}}}}});
+        let mut v1 = json!({"name": "v1", "served": true, "storage": true, "schema": schema});
+        let mut v2 = json!({"name": "v2", "served": true, "storage": false, "schema": schema});
+        for (entry, extra) in [(&mut v1, v1_extra), (&mut v2, v2_extra)] {
+            for (k, x) in extra.as_object().into_iter().flatten() {
+                entry[k] = x.clone();
+            }
+        }
+        let mut spec = json!({
+            "group": "example.com",
+            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
+            "scope": "Namespaced",
+            "versions": [v1, v2],
+        });
+        for (k, x) in spec_extra.as_object().into_iter().flatten() {
+            spec[k] = x.clone();
+        }
+        Crd::from_manifest(json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": spec,
+        }))
+        .expect("fixture CRD")
+    }
+
+    /// A change of `key` alone, in the direction its check flags.
+    fn change(key: &str) -> Option<(Crd, Crd)> {
+        let none = || json!({});
+        let spec = |o: Value, n: Value| {
+            (
+                crd(json!({ key: o }), none(), none()),
+                crd(json!({ key: n }), none(), none()),
+            )
+        };
+        let v2 = |o: Value, n: Value| {
+            (
+                crd(none(), none(), json!({ key: o })),
+                crd(none(), none(), json!({ key: n })),
+            )
+        };
+        Some(match key {
+            "scope" => spec(json!("Namespaced"), json!("Cluster")),
+            "group" => spec(json!("example.com"), json!("example.org")),
+            "names" => spec(
+                json!({"kind": "Widget", "plural": "widgets"}),
+                json!({"kind": "Gadget", "plural": "gadgets"}),
+            ),
+            "preserveUnknownFields" => spec(json!(true), json!(false)),
+            "conversion" => spec(
+                json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"],
+                    "clientConfig": {"url": "https://conv.example.com", "caBundle": "Y2E="}}}),
+                json!({"strategy": "None"}),
+            ),
+            "served" => v2(json!(true), json!(false)),
+            "storage" => (
+                crd(none(), none(), none()),
+                crd(none(), json!({"storage": false}), json!({"storage": true})),
+            ),
+            "subresources" => v2(json!({"status": {}}), json!({})),
+            "additionalPrinterColumns" => v2(
+                json!([{"name": "A", "type": "string", "jsonPath": ".spec.a"}]),
+                json!([{"name": "A", "type": "string", "jsonPath": ".spec.b"}]),
+            ),
+            "deprecated" => v2(json!(false), json!(true)),
+            // The warning is only shown for a deprecated version.
+            "deprecationWarning" => (
+                crd(none(), none(), json!({"deprecated": true, key: "old"})),
+                crd(none(), none(), json!({"deprecated": true, key: "new"})),
+            ),
+            "selectableFields" => v2(json!([{"jsonPath": ".spec.a"}]), json!([])),
+            _ => return None,
+        })
+    }
+
+    fn findings(old: &Crd, new: &Crd) -> Vec<Finding> {
+        let stored = StoredVersions {
+            versions: vec!["v1".into()],
+            source: StoredVersionsSource::Flag,
+        };
+        let mut out = Vec::new();
+        check(old, new, &stored, &mut out);
+        out
+    }
+
+    #[test]
+    fn every_key_a_crd_level_check_claims_is_one_it_compares() {
+        for c in CRD_CHECKS {
+            for &key in c.spec.iter().chain(c.version) {
+                let (old, new) =
+                    change(key).unwrap_or_else(|| panic!("no example change of {key}"));
+                let found = findings(&old, &new);
+                let dump: Vec<String> = found
+                    .iter()
+                    .map(|f| format!("{}: {}", f.check, f.message))
+                    .collect();
+                assert!(
+                    found.iter().any(|f| f.check == c.check),
+                    "{} claims {key}, but changing {key} yields no {} finding: {dump:#?}",
+                    c.check,
+                    c.check
+                );
+                assert!(
+                    found.iter().all(|f| f.check != Check::UnknownChange),
+                    "{key} is claimed, yet reported as unknown: {dump:#?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_key_no_check_claims_is_an_unknown_change() {
+        let (old, new) = (
+            crd(json!({"futureField": 1}), json!({}), json!({})),
+            crd(
+                json!({"futureField": 2}),
+                json!({}),
+                json!({"futureVersionField": true}),
+            ),
+        );
+        let unknown: Vec<String> = findings(&old, &new)
+            .into_iter()
+            .filter(|f| f.check == Check::UnknownChange)
+            .map(|f| f.message)
+            .collect();
+        assert_eq!(
+            unknown,
+            [
+                "spec.futureField: 1 -> 2 (no check understands this field)",
+                "versions[v2].futureVersionField: <none> -> true (no check understands this field)",
+            ]
+        );
+    }
+
+    #[test]
+    fn every_crd_level_check_of_the_catalog_is_declared_once() {
+        let mut catalog: Vec<Check> = Check::ALL
+            .iter()
+            .copied()
+            .filter(|c| c.family() == Family::Crd)
+            .collect();
+        catalog.sort();
+        let mut declared: Vec<Check> = CRD_CHECKS.iter().map(|c| c.check).collect();
+        declared.sort();
+        assert_eq!(declared, catalog);
+    }
+
+    #[test]
+    fn every_check_of_a_version_entry_declares_what_it_reaches() {
+        for c in CRD_CHECKS.iter().filter(|c| !c.version.is_empty()) {
+            assert!(
+                c.check.declared_reach().is_some(),
+                "{} compares version entries: declare `reach` in its catalog row",
+                c.check
+            );
+        }
+    }
 }

@@ -22,7 +22,7 @@ use serde_json::Value;
 
 use crate::crd::Crd;
 
-pub use catalog::{Check, Severity};
+pub use catalog::{Check, Family, Fold, Reach, Severity};
 
 /// One thing a check found.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -351,33 +351,26 @@ leaves it unset), so the API server prunes nothing and stored values are kept; o
     }
 }
 
-/// What a change to a version's schema or entry can reach.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Reach {
-    /// Only requests made through that version: validation, subresources,
-    /// printer columns, field selectors, documentation.
-    Requests,
-    /// Objects stored in that version too: the API server decodes each
-    /// object with the schema of the version it is stored in, whatever
-    /// version the client asked for, so pruning and defaulting follow that
-    /// schema (`tests/live/unserved_stored.rs`).
-    StoredObjects,
+/// The schema keyword a finding of `check` at a schema path points at,
+/// from the check's own declaration (its claimed keywords).
+pub fn reported_keyword(check: Check) -> Option<&'static str> {
+    match check {
+        Check::CelCostBudget => Some(cost_budget::REPORTED_KEYWORD),
+        _ => fields::reported_keyword(check),
+    }
 }
 
-impl Reach {
-    /// Checks not listed as request-only are taken to reach stored objects,
-    /// so a check added later is graded conservatively.
-    fn of(check: Check) -> Reach {
-        use Check::*;
-        match check {
-            Required | Enum | Minimum | Maximum | MinLength | MaxLength | MinItems | MaxItems
-            | MinProperties | MaxProperties | ExclusiveMinimum | ExclusiveMaximum | MultipleOf
-            | UniqueItems | Pattern | Format | XValidations | CelCostBudget | ListType
-            | MapType | IntOrString | OneOf | AnyOf | AllOf | Not | Description | Subresources
-            | PrinterColumns | SelectableFields | Deprecation => Reach::Requests,
-            _ => Reach::StoredObjects,
-        }
-    }
+/// The key of `spec` (with `in_version`, of the version entry) a CRD-level
+/// finding of `check` points at, from the check's declaration.
+pub fn reported_crd_key(check: Check, in_version: bool) -> Option<&'static str> {
+    crd_level::reported_key(check, in_version)
+}
+
+/// What a finding's change can reach: as its check's row declares, else
+/// stored objects, so a check without a declaration (a test holds field and
+/// version-entry checks to one) is graded on the safe side.
+fn reach_of(check: Check) -> Reach {
+    check.declared_reach().unwrap_or(Reach::StoredObjects)
 }
 
 /// Grades findings on a version the new CRD does not serve. Nobody sends
@@ -405,7 +398,7 @@ fn grade_unserved_versions(old: &Crd, new: &Crd, stored: &StoredVersions, out: &
         // A version the old CRD served: only its schema's findings are
         // graded here; taking it out of service (and what that does to
         // its clients and stored versions) is reported as it is.
-        let field_level = (Check::ExistingFieldRemoval..=Check::Description).contains(&f.check);
+        let field_level = f.check.family() == Family::Field;
         if served(old, v) && !field_level {
             continue;
         }
@@ -415,7 +408,7 @@ fn grade_unserved_versions(old: &Crd, new: &Crd, stored: &StoredVersions, out: &
         } else {
             format!("version {v} is not served in either release")
         };
-        let (severity, why) = match (Reach::of(f.check), is_stored, stored.source) {
+        let (severity, why) = match (reach_of(f.check), is_stored, stored.source) {
             (Reach::Requests, _, _) => (
                 Severity::Info,
                 format!(

@@ -264,6 +264,9 @@ struct FieldCheck {
     across_versions: bool,
     /// Its option besides `level`, if any (none has two).
     option: Option<CheckOption>,
+    /// Its findings point at the node, not at its first keyword: a removed
+    /// field is gone from `properties`, so the old node is the place.
+    at_node: bool,
     /// Its code.
     run: Run,
 }
@@ -277,7 +280,16 @@ impl FieldCheck {
             keywords,
             across_versions: true,
             option: None,
+            at_node: false,
             run,
+        }
+    }
+
+    /// Its findings point at the node (see `at_node`).
+    const fn reported_at_node(self) -> FieldCheck {
+        FieldCheck {
+            at_node: true,
+            ..self
         }
     }
 
@@ -312,7 +324,8 @@ const FIELD_CHECKS: &[FieldCheck] = &[
         &["properties", "items"],
         |n, c| n.field_removal(c),
     )
-    .old_to_new_only(),
+    .old_to_new_only()
+    .reported_at_node(),
     // `properties` is claimed by the removal check above.
     FieldCheck::of(Check::FieldAddition, &[], |n, c| n.field_addition(c)).old_to_new_only(),
     FieldCheck::of(Check::Description, docs::DOC_KEYWORDS, |n, c| {
@@ -391,6 +404,18 @@ const FIELD_CHECKS: &[FieldCheck] = &[
     FieldCheck::of(Check::OneOf, &["oneOf"], |n, c| n.combinator(c)),
     FieldCheck::of(Check::Not, &["not"], |n, c| n.not(c)),
 ];
+
+/// The schema keyword a field check's findings point at (SARIF, GitHub
+/// annotations): the first it claims, so a check cannot be located at a
+/// keyword it does not read. None for a check that is not a field check,
+/// that claims none, or that points at the node.
+pub(in crate::compare) fn reported_keyword(check: Check) -> Option<&'static str> {
+    let c = FIELD_CHECKS.iter().find(|c| c.check == check)?;
+    if c.at_node {
+        return None;
+    }
+    c.keywords.first().copied()
+}
 
 /// The options a field check accepts besides `level`.
 pub(super) fn options_of(check: Check) -> &'static [CheckOption] {

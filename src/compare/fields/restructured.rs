@@ -9,63 +9,38 @@ use serde_json::{Map, Value};
 
 use super::docs::DOC_KEYWORDS;
 use super::{Node, Severity};
-use crate::compare::Check;
+use crate::compare::{Check, Fold};
 use crate::json::json_eq;
 use crate::schema::Schema;
 
-/// How two values of one keyword combine when both apply (the node's and
-/// an `allOf` branch's): the result accepts exactly what both accept.
-#[derive(Clone, Copy)]
-enum Merge {
-    /// Values in both lists.
-    Intersect,
-    /// The higher bound.
-    Max,
-    /// The lower bound.
-    Min,
-    /// Only the same value: two different patterns or formats cannot be
-    /// written as one keyword.
-    Same,
+/// The keywords an `allOf` branch may carry and still be folded into its
+/// node, with how each combines: those of the checks whose catalog row
+/// declares a [`Fold`], at the keyword each compares.
+fn foldable() -> impl Iterator<Item = (&'static str, Fold)> {
+    Check::ALL
+        .iter()
+        .filter_map(|&c| Some((super::reported_keyword(c)?, c.folds()?)))
 }
 
-/// The keywords an `allOf` branch may carry and still be folded into its
-/// node. The exclusive flags are left out (see [`fold_all_of`]).
-const FOLDABLE: &[(&str, Merge)] = &[
-    ("enum", Merge::Intersect),
-    ("minimum", Merge::Max),
-    ("minLength", Merge::Max),
-    ("minItems", Merge::Max),
-    ("minProperties", Merge::Max),
-    ("maximum", Merge::Min),
-    ("maxLength", Merge::Min),
-    ("maxItems", Merge::Min),
-    ("maxProperties", Merge::Min),
-    ("pattern", Merge::Same),
-    ("format", Merge::Same),
-    ("multipleOf", Merge::Same),
-    ("uniqueItems", Merge::Same),
-    ("type", Merge::Same),
-];
-
-fn merge_rule(key: &str) -> Option<Merge> {
-    FOLDABLE.iter().find(|(k, _)| *k == key).map(|(_, m)| *m)
+fn merge_rule(key: &str) -> Option<Fold> {
+    foldable().find(|(k, _)| *k == key).map(|(_, m)| m)
 }
 
 /// `a` and `b` combined by `rule`, or none when one keyword cannot say both.
-fn merge(rule: Merge, a: &Value, b: &Value) -> Option<Value> {
+fn merge(rule: Fold, a: &Value, b: &Value) -> Option<Value> {
     let number = |v: &Value| v.as_f64();
     match rule {
-        Merge::Same => json_eq(a, b).then(|| a.clone()),
-        Merge::Max | Merge::Min => {
+        Fold::Same => json_eq(a, b).then(|| a.clone()),
+        Fold::Max | Fold::Min => {
             let (x, y) = (number(a)?, number(b)?);
-            let first = if matches!(rule, Merge::Max) {
+            let first = if matches!(rule, Fold::Max) {
                 x >= y
             } else {
                 x <= y
             };
             Some(if first { a.clone() } else { b.clone() })
         }
-        Merge::Intersect => {
+        Fold::Intersect => {
             let (x, y) = (a.as_array()?, b.as_array()?);
             Some(Value::Array(
                 x.iter()
@@ -176,14 +151,13 @@ impl Node<'_, '_> {
     pub(super) fn all_of_restructured(&mut self, raw_old: &Schema, raw_new: &Schema) {
         let (o, n) = (raw_old.keyword("allOf"), raw_new.keyword("allOf"));
         let same = |a: &Schema, b: &Schema| {
-            FOLDABLE
-                .iter()
-                .chain([("allOf", Merge::Same)].iter())
-                .all(|(k, _)| match (a.keyword(k), b.keyword(k)) {
+            foldable().chain([("allOf", Fold::Same)]).all(|(k, _)| {
+                match (a.keyword(k), b.keyword(k)) {
                     (None, None) => true,
                     (Some(x), Some(y)) => json_eq(x, y),
                     _ => false,
-                })
+                }
+            })
         };
         let changed = match (o, n) {
             (None, None) => false,

@@ -219,7 +219,7 @@ fn tuple_items_are_reported_as_unknown_although_items_is_claimed() {
 
 #[test]
 fn every_field_check_of_the_catalog_is_declared_once() {
-    let field_level = |c: &&Check| (Check::ExistingFieldRemoval..=Check::Description).contains(*c);
+    let field_level = |c: &&Check| c.family() == crate::compare::Family::Field;
     let mut catalog: Vec<Check> = Check::ALL.iter().filter(field_level).copied().collect();
     // Listed with the CRD-level checks: it also covers the legacy
     // spec.preserveUnknownFields.
@@ -228,6 +228,25 @@ fn every_field_check_of_the_catalog_is_declared_once() {
     let mut declared: Vec<Check> = FIELD_CHECKS.iter().map(|c| c.check).collect();
     declared.sort();
     assert_eq!(declared, catalog);
+}
+
+#[test]
+fn every_field_check_declares_what_it_reaches_and_folds_where_it_compares() {
+    for c in FIELD_CHECKS {
+        assert!(
+            c.check.declared_reach().is_some(),
+            "{}: declare `reach` in its catalog row",
+            c.check
+        );
+    }
+    for &check in Check::ALL {
+        if check.folds().is_some() {
+            assert!(
+                super::reported_keyword(check).is_some(),
+                "{check} declares a fold, but no field check of it compares a keyword"
+            );
+        }
+    }
 }
 
 #[test]
