@@ -20,6 +20,12 @@
 //! body (no copy), so reviews waiting for room hold their bodies and
 //! nothing more.
 
+mod deletion;
+mod scan;
+
+use deletion::*;
+use scan::*;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -120,61 +126,6 @@ impl Reviewer {
             scan_options: ScanOptions::default(),
             access: Mutex::default(),
         }
-    }
-
-    /// Whether the requester may list `crd`'s objects in every namespace,
-    /// as the API server's authorizer says (a `SubjectAccessReview`, kept
-    /// [`ACCESS_TTL`]): only then does an answer say which stored objects
-    /// exist or fail, and how many. `serve` reads them with its own rights,
-    /// and a requester who may change CRDs but not read their objects
-    /// could otherwise learn them (a schema whose `pattern` only some
-    /// values match names the objects that hold them). An answer that
-    /// cannot be had counts as no.
-    async fn may_see(&self, request: &Request<'_>, crd: &Crd) -> bool {
-        let key: AccessKey = (
-            request.user_info.username.clone(),
-            request.user_info.groups.kept.clone(),
-            crd.spec.group.clone(),
-            crd.spec.names.plural.clone(),
-        );
-        let now = Instant::now();
-        if let Some((allowed, at)) = self.access_kept().get(&key)
-            && now.duration_since(*at) < ACCESS_TTL
-        {
-            return *allowed;
-        }
-        let subject = Subject {
-            user: &key.0,
-            groups: &key.1,
-        };
-        let Ok(allowed) = self.conn.may_list(subject, &key.2, &key.3).await else {
-            return false;
-        };
-        let mut kept = self.access_kept();
-        if kept.len() >= ACCESS_KEPT {
-            let mut ages: Vec<Instant> = kept.values().map(|(_, at)| *at).collect();
-            ages.sort_unstable();
-            let median = ages[ages.len() / 2];
-            kept.retain(|_, (_, at)| *at > median);
-        }
-        kept.insert(key, (allowed, now));
-        allowed
-    }
-
-    /// `objects` as the requester may learn them ([`Reviewer::may_see`]).
-    async fn shown(&self, request: &Request<'_>, crd: &Crd, objects: Objects) -> Objects {
-        match objects {
-            Objects::Counted(_) if !self.may_see(request, crd).await => {
-                Objects::Hidden(not_said("how many", request, crd))
-            }
-            other => other,
-        }
-    }
-
-    fn access_kept(&self) -> std::sync::MutexGuard<'_, HashMap<AccessKey, (bool, Instant)>> {
-        self.access
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Reads the server's version ahead of the first review, so that one
@@ -390,40 +341,6 @@ impl Reviewer {
         }
     }
 
-    /// What deleting the CRD would take with it: the stored CRD and the
-    /// number of its objects, or why they could not be counted. The outer
-    /// `Err` refuses the request (it is not about the stored CRD).
-    async fn objects_at_stake(
-        &self,
-        request: &Request<'_>,
-        claims: &[&Outline<'_>],
-    ) -> Result<Result<(Crd, Objects), String>, String> {
-        let stored = match self.stored_crd(request, claims).await {
-            Ok(crd) => crd,
-            Err(Untrusted::Refused(why)) => return Err(why),
-            Err(Untrusted::Unread(why)) => {
-                return Ok(Err(format!(
-                    "cannot count the objects of {}: {why}",
-                    request.name
-                )));
-            }
-        };
-        // Nothing served, nothing to count with: the objects stay stored
-        // all the same, so the guard assumes they exist. Treating this
-        // as an unfinished check let `failMode: open` allow deleting a
-        // CRD whose versions had all been unserved first.
-        if stored.served_versions().next().is_none() {
-            return Ok(Ok((stored, Objects::Unseen)));
-        }
-        Ok(match self.count_objects(&stored).await {
-            Ok(n) => Ok((stored, Objects::Counted(n))),
-            Err(why) => Err(format!(
-                "cannot count the objects of {}: {why}",
-                stored.name
-            )),
-        })
-    }
-
     /// The CRD the API server stores under the request's name, provided
     /// each of `claims` (the request's objects) is that CRD: the same name
     /// and uid, the same group and plural. What the webhook lists with its
@@ -523,91 +440,6 @@ impl Reviewer {
             .await?;
         Ok(findings)
     }
-
-    /// How many objects the CRD has: one `limit=1` LIST per served
-    /// version, storage version first, until one answers (every version
-    /// lists the same stored objects; another may fail to convert).
-    async fn count_objects(&self, crd: &Crd) -> Result<u64, String> {
-        let storage = crd.storage_version().name().to_string();
-        let mut versions: Vec<String> = crd
-            .served_versions()
-            .map(|v| v.name().to_string())
-            .collect();
-        versions.sort_by_key(|v| *v != storage);
-        let mut last = "no version is served".to_string();
-        for version in versions {
-            match self.conn.list_page(&crd.resource(&version), 1, None).await {
-                Ok(page) => {
-                    let rest = page.metadata.remaining_item_count.unwrap_or(0).max(0);
-                    return Ok(page.items.len() as u64 + rest as u64);
-                }
-                Err(e) => last = e.to_string(),
-            }
-        }
-        Err(last)
-    }
-
-    /// Validates the objects the API server stores for `stored` against
-    /// the new schema (the request's object), within the configured deadline and
-    /// object cap.
-    async fn scan(
-        &self,
-        stored: &Crd,
-        review: &Admission<'_>,
-    ) -> Result<(Vec<Finding>, ScanSummary), String> {
-        let config = &review.config;
-        let settings = &config.webhook;
-        let limits = settings.scan_objects;
-        let not_scanned = |why: String| format!("the stored objects were not scanned: {why}");
-        // The deadline covers the count too: both are round trips to a
-        // server that may be slow, and the answer must beat the webhook's
-        // timeout.
-        let bounded = async {
-            let count = self.count_objects(stored).await.map_err(not_scanned)?;
-            if count > limits.max_objects {
-                return Err(format!(
-                    "the stored objects were not scanned: {count} objects, more than scanObjects.maxObjects ({})",
-                    limits.max_objects
-                ));
-            }
-            // The new model, as the judgment read it (or read now, on a
-            // verdict already known), and room for the pages of objects,
-            // held for the whole scan.
-            let new = review.new_crd(&self.judging).await.map_err(not_scanned)?;
-            let pages = self
-                .judging
-                .reserve(SCAN_PAGES_BYTES)
-                .await
-                .map_err(|e| not_scanned(unchecked(e)))?;
-            let minor = self.kube_version(config).await.minor;
-            let mut quiet = |_: crate::scan::Progress<'_>| {};
-            let scanned = scan_crd(
-                &self.conn,
-                stored,
-                &new.crd,
-                minor,
-                &self.scan_options,
-                &mut quiet,
-            )
-            .await
-            .map_err(|e| not_scanned(e.to_string()));
-            drop(pages);
-            scanned
-        };
-        let result = tokio::time::timeout(limits.deadline, bounded)
-            .await
-            .map_err(|_| {
-                format!(
-                    "the scan of the stored objects did not finish within scanObjects.deadline ({})",
-                    seconds(limits.deadline)
-                )
-            })??;
-        let (mut kept, _) = config.policy().apply(&stored.name, result.findings);
-        if !settings.reveals_values() {
-            kept.iter_mut().for_each(without_values);
-        }
-        Ok((kept, result.summary))
-    }
 }
 
 /// Whether `name` can be a CRD's name (`<plural>.<group>`, a DNS
@@ -621,93 +453,6 @@ fn is_crd_name(name: &str) -> bool {
         && !name.starts_with(['.', '-'])
         && !name.ends_with(['.', '-'])
         && !name.contains("..")
-}
-
-/// A scan finding as the requester may see it: the objects by
-/// `namespace/name` and the rule that fails, never the values the scan
-/// read with the webhook's rights (the sample of a validation error
-/// quotes them). `webhook.reveal: values` keeps the full message.
-fn without_values(f: &mut Finding) {
-    let Some(d) = &f.objects else { return };
-    let at = f.path.as_deref().unwrap_or("the object");
-    let of = format!("{} of {} objects", d.count, d.scanned);
-    let examples = if d.examples.is_empty() {
-        String::new()
-    } else {
-        format!(" ({})", d.examples.join(", "))
-    };
-    let hidden = "values not shown (webhook.reveal: values shows them)";
-    f.message = match f.check {
-        Check::InvalidObjects => {
-            let writes = match d.ratcheted {
-                Some(true) => {
-                    "updates that leave the field unchanged still succeed (ratcheting), creating such an object fails"
-                }
-                _ => "every write of these objects fails until they are fixed",
-            };
-            format!(
-                "{of}{examples} fail {} at {at} under the new schema; {writes}; {hidden}",
-                d.rule
-            )
-        }
-        Check::NotEvaluated => format!(
-            "rule `{}` at {at} could not be evaluated here for {of}{examples}; they are not counted as valid; {hidden}",
-            d.rule
-        ),
-        _ => return,
-    };
-}
-
-/// Why an answer does not say `what` of the stored objects (`which and
-/// how many`).
-fn not_said(what: &str, request: &Request<'_>, crd: &Crd) -> String {
-    format!(
-        "{what} is not said: {:?} may not list {}.{}",
-        request.user_info.username, crd.spec.names.plural, crd.spec.group
-    )
-}
-
-/// A scan finding as a requester who may not list the objects sees it:
-/// that stored objects fail, and the rule, not which or how many.
-fn without_objects(f: &mut Finding, why: &str) {
-    let Some(d) = &f.objects else { return };
-    let at = f.path.as_deref().unwrap_or("the object");
-    f.message = match f.check {
-        Check::NotEvaluated => format!(
-            "rule `{}` at {at} could not be evaluated here for stored objects; they are not counted as valid; {why}",
-            d.rule
-        ),
-        _ => format!(
-            "stored objects fail {} at {at} under the new schema; {why}",
-            d.rule
-        ),
-    };
-}
-
-/// A finding the stored objects graded, as a requester who may not list
-/// them sees it: the grade and the rule, not how many objects there are or
-/// which of them fail.
-fn without_counts(f: &mut Finding, why: &str) {
-    let Some(grade) = &mut f.grade else { return };
-    let said = match grade.outcome {
-        GradeOutcome::NoStoredObjectAffected => "On this cluster no stored object fails it",
-        GradeOutcome::StoredObjectsAffected => "On this cluster stored objects fail it",
-        GradeOutcome::Undecided => "Not decided by the stored objects",
-    };
-    // The message is the grade's reason, then the schema's own words.
-    let schema_part = f
-        .message
-        .strip_prefix(grade.reason.as_str())
-        .and_then(|rest| rest.strip_prefix(". "))
-        .unwrap_or(&f.message)
-        .to_string();
-    grade.reason = format!("{said}; {why}");
-    f.message = format!("{}. {schema_part}", grade.reason);
-    grade.objects_scanned = None;
-    grade.objects_affected = None;
-    if let Some(d) = &mut f.objects {
-        d.examples.clear();
-    }
 }
 
 /// What `apply-check` would report for this change, after the configured
@@ -755,120 +500,6 @@ fn crd_outline<'o, 'a>(outline: &'o Outline<'a>) -> Result<&'o Outline<'a>, Stri
             version.unwrap_or("(no apiVersion)"),
             kind.unwrap_or("(no kind)")
         )),
-    }
-}
-
-/// What the deletion guard knows of a CRD's objects.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Objects {
-    /// Counted through a served version.
-    Counted(u64),
-    /// No version is served, so none can be counted; they may exist.
-    Unseen,
-    /// Counted, but the requester may not list them, so the count is not
-    /// said: why.
-    Hidden(String),
-}
-
-impl Objects {
-    fn count(&self) -> Option<u64> {
-        match self {
-            Objects::Counted(n) => Some(*n),
-            Objects::Unseen | Objects::Hidden(_) => None,
-        }
-    }
-
-    /// `3 Widget objects still exist` (`still` is the word before
-    /// `exist`), or why some may.
-    fn exist(&self, crd: &Crd, still: &str) -> String {
-        let kind = &crd.spec.names.kind;
-        match self {
-            Objects::Hidden(why) => format!("{kind} objects {still}exist ({why})"),
-            Objects::Counted(n) => format!(
-                "{n} {kind} {} {still}exist",
-                if *n == 1 { "object" } else { "objects" }
-            ),
-            Objects::Unseen => format!(
-                "{} serves no version, so its {kind} objects cannot be counted and may exist \
-                 (status.storedVersions: {})",
-                crd.name,
-                crd.stored_versions
-                    .as_deref()
-                    .map_or_else(|| "not set".to_string(), |v| v.join(", "))
-            ),
-        }
-    }
-}
-
-/// The deletion guard's problem.
-fn objects_exist(crd: &Crd, objects: Objects) -> Problem {
-    let first = match objects {
-        Objects::Counted(_) | Objects::Hidden(_) => format!(
-            "delete them first (kubectl delete {} --all -A)",
-            crd.spec.names.plural
-        ),
-        Objects::Unseen => "serve a version again to see and delete them first".to_string(),
-    };
-    Problem {
-        id: DELETION_CHECK,
-        blocking: true,
-        by_requirement: false,
-        message: format!(
-            "{}, and deleting the CRD deletes every one of them; {first}, or accept the loss",
-            objects.exist(crd, "still ")
-        ),
-    }
-}
-
-/// Whether an update arms the deletion guard's break-glass: its accept
-/// annotation lists `crdDeletion`, and the update adds or changes the
-/// break-glass annotations.
-fn arms_deletion(
-    annotations: &BTreeMap<String, String>,
-    before: &BTreeMap<String, String>,
-) -> bool {
-    let lists_deletion = annotations
-        .get(ACCEPT_ANNOTATION)
-        .is_some_and(|list| list.split(',').any(|c| c.trim() == DELETION_CHECK));
-    lists_deletion && decision::bound(annotations, Some(before), None).is_ok()
-}
-
-/// The problem of an update that arms `crdDeletion` while objects exist:
-/// accepted only as break-glass is (with a reason; logged with the user),
-/// so arming the deletion is itself a recorded decision.
-fn armed(crd: &Crd, objects: Objects, generation: Option<i64>) -> Problem {
-    let then = match generation {
-        Some(g) => format!(
-            "; the deletion itself is accepted only while {ACCEPT_GENERATION_ANNOTATION} is \"{g}\", this CRD's metadata.generation"
-        ),
-        None => String::new(),
-    };
-    Problem {
-        id: DELETION_CHECK,
-        blocking: true,
-        by_requirement: false,
-        message: format!(
-            "this update arms {ACCEPT_ANNOTATION}: {DELETION_CHECK} while {}, \
-             and deleting the CRD deletes every one of them{then}",
-            objects.exist(crd, ""),
-        ),
-    }
-}
-
-/// The problem of a change that adds [`SKIP_LABEL`]: the chart's
-/// `objectSelector` example sends no later change of such a CRD to
-/// `serve`, so anyone who may write CRDs could switch its checks off (the
-/// deletion guard's too) by adding a label first.
-fn skip_added() -> Problem {
-    Problem {
-        id: SKIP_CHECK,
-        blocking: true,
-        by_requirement: false,
-        message: format!(
-            "this change adds the label {SKIP_LABEL}, which keeps every later change of the CRD out of review \
-             where the webhook's objectSelector leaves it out; only break-glass adds it \
-             ({ACCEPT_ANNOTATION}: {SKIP_CHECK}, with a reason, by a requester webhook.breakGlassBy admits)"
-        ),
     }
 }
 
