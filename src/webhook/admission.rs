@@ -20,8 +20,9 @@ use std::time::{Duration, Instant};
 use hyper::body::Bytes;
 use serde::Serialize;
 
-use super::budget::{Judging, Reserved, TooLarge, judgment_cost};
+use super::budget::{Judging, Reserved, judgment_cost};
 use super::decision::{self, Decision, Found, Intent, NO_ANNOTATIONS, Operation, Requester};
+use super::error::{Kind, ReviewError};
 use super::request::{self, Outline, Request};
 use super::stored_models::StoredModels;
 use crate::config::Config;
@@ -162,7 +163,7 @@ pub struct Admission<'b> {
     /// What its `userInfo` is worth.
     pub identity: &'static str,
     /// The new CRD, once read (a parse that failed stays failed).
-    new: OnceLock<Result<Read, String>>,
+    new: OnceLock<Result<Read, ReviewError>>,
 }
 
 impl<'b> Admission<'b> {
@@ -193,21 +194,23 @@ impl<'b> Admission<'b> {
     }
 
     /// `outline`'s whole object, as it lies in the body.
-    fn raw(&self, outline: Option<&Outline<'_>>) -> Result<Bytes, String> {
+    fn raw(&self, outline: Option<&Outline<'_>>) -> Result<Bytes, ReviewError> {
         outline
-            .ok_or("the request carries no object")?
+            .ok_or_else(|| ReviewError::unreadable("the request carries no object"))?
             .raw_in(self.body)
-            .ok_or_else(|| "the request's object was not found in its body".to_string())
+            .ok_or_else(|| {
+                ReviewError::unreadable("the request's object was not found in its body")
+            })
     }
 
     /// The new object's JSON as sent (a `CRDRequirement` under review).
-    pub fn object_json(&self) -> Result<Bytes, String> {
+    pub fn object_json(&self) -> Result<Bytes, ReviewError> {
         self.raw(self.request.object.as_ref())
     }
 
     /// The new CRD, read on first use, off the async threads, under room
     /// for reading it and for judging it; every later use shares it.
-    pub async fn new_crd(&self, judging: &Judging) -> Result<Read, String> {
+    pub async fn new_crd(&self, judging: &Judging) -> Result<Read, ReviewError> {
         if let Some(read) = self.new.get() {
             return read.clone();
         }
@@ -219,7 +222,7 @@ impl<'b> Admission<'b> {
         let reserved = judging
             .reserve(judgment_cost(raw.len()))
             .await
-            .map_err(unchecked)?;
+            .map_err(ReviewError::from)?;
         let read = judging
             .run(Arc::clone(&reserved), move || {
                 Ok(request::read_crd(&raw, len))
@@ -243,8 +246,8 @@ impl<'b> Admission<'b> {
         &self,
         judging: &Judging,
         stored: &Arc<StoredModels>,
-        work: impl FnOnce(Arc<Crd>, Option<Arc<Crd>>) -> Result<T, String> + Send + 'static,
-    ) -> Result<(Pair, T), String> {
+        work: impl FnOnce(Arc<Crd>, Option<Arc<Crd>>) -> Result<T, ReviewError> + Send + 'static,
+    ) -> Result<(Pair, T), ReviewError> {
         let old_outline = self.request.old_object.as_ref();
         let old_raw = old_outline.map(|o| self.raw(Some(o))).transpose()?;
         let old_len = old_outline.map_or(0, |o| o.json_len());
@@ -259,7 +262,7 @@ impl<'b> Admission<'b> {
                     judging
                         .reserve(judgment_cost(raw.len()))
                         .await
-                        .map_err(unchecked)?,
+                        .map_err(ReviewError::from)?,
                 ),
                 None => None,
             };
@@ -281,7 +284,7 @@ impl<'b> Admission<'b> {
         let reserved = judging
             .reserve(judgment_cost(size))
             .await
-            .map_err(unchecked)?;
+            .map_err(ReviewError::from)?;
         let (new, rest) = judging
             .run(Arc::clone(&reserved), move || {
                 let new = request::read_crd(&new_raw, new_len).map(Arc::new);
@@ -353,6 +356,7 @@ impl<'b> Admission<'b> {
         Reviewed {
             objects: examined.objects,
             scan: examined.scan,
+            unfinished: examined.unfinished.map(Kind::label),
             ..self.reviewed(self.request.name.clone(), decision)
         }
     }
@@ -383,15 +387,11 @@ impl<'b> Admission<'b> {
             mode: self.config.webhook.mode.as_str(),
             objects: None,
             scan: None,
+            unfinished: None,
             decision,
             duration_ms: self.started.elapsed().as_secs_f64() * 1000.0,
         }
     }
-}
-
-/// Why a review's CRDs were not read: its cost is more than the budget.
-pub fn unchecked(e: TooLarge) -> String {
-    format!("crd-safety did not check this CRD: {e}")
 }
 
 /// What the reviewer found of a CRD review, before the decision.
@@ -403,6 +403,8 @@ pub struct Examined {
     pub objects: Option<u64>,
     /// How the object scan ended.
     pub scan: Option<&'static str>,
+    /// What kept a check of it from finishing, if anything did.
+    pub unfinished: Option<Kind>,
 }
 
 /// What a review's `userInfo` is worth without client authentication.
@@ -444,6 +446,10 @@ pub struct Reviewed {
     /// `unfinished`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scan: Option<&'static str>,
+    /// What kept a check of the review from finishing (`cluster`,
+    /// `tooLarge`, `deadline`, ...: [`Kind::label`](super::error::Kind::label)), if anything did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unfinished: Option<&'static str>,
     /// The decision.
     #[serde(flatten)]
     pub decision: Decision,
@@ -583,8 +589,10 @@ mod tests {
             .await
             .map(|_| ())
             .unwrap_err();
+        assert_eq!(why.kind, Kind::TooLarge);
         assert!(
-            why.starts_with("crd-safety did not check this CRD: judging it needs about"),
+            why.to_string()
+                .starts_with("crd-safety did not check this CRD: judging it needs about"),
             "{why}"
         );
         assert!(

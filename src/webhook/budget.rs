@@ -12,6 +12,7 @@
 //! The budget is counted in KiB on a semaphore, so waiters are served in
 //! order and a large review is not starved by small ones slipping past.
 
+use super::error::{Kind, ReviewError};
 use std::sync::Arc;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -176,10 +177,14 @@ impl Judging {
     pub async fn run<T: Send + 'static>(
         &self,
         reserved: impl Send + 'static,
-        work: impl FnOnce() -> Result<T, String> + Send + 'static,
-    ) -> Result<T, String> {
-        let stopped =
-            |e: &dyn std::fmt::Display| format!("the check stopped inside crd-safety: {e}");
+        work: impl FnOnce() -> Result<T, ReviewError> + Send + 'static,
+    ) -> Result<T, ReviewError> {
+        let stopped = |e: &dyn std::fmt::Display| {
+            ReviewError::new(
+                Kind::Stopped,
+                format!("the check stopped inside crd-safety: {e}"),
+            )
+        };
         let core = Arc::clone(&self.cores)
             .acquire_owned()
             .await

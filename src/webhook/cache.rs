@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::OnceCell;
 
 use super::decision::Operation;
+use super::error::ReviewError;
 use crate::compare::Finding;
 
 /// Pairs remembered.
@@ -104,10 +105,10 @@ impl VerdictCache {
         &self,
         key: &Key<'_>,
         judge: F,
-    ) -> Result<Arc<Vec<Finding>>, String>
+    ) -> Result<Arc<Vec<Finding>>, ReviewError>
     where
         F: FnOnce() -> Fut,
-        Fut: std::future::Future<Output = Result<Vec<Finding>, String>>,
+        Fut: std::future::Future<Output = Result<Vec<Finding>, ReviewError>>,
     {
         let id = self.hasher.hash_one(key);
         let slot = {
@@ -266,7 +267,9 @@ mod tests {
     async fn a_failed_judgment_is_tried_again() {
         let cache = VerdictCache::default();
         let first = cache
-            .get_or_judge(&key("{}"), || async { Err("boom".to_string()) })
+            .get_or_judge(&key("{}"), || async {
+                Err(ReviewError::unreadable("boom"))
+            })
             .await;
         assert!(first.is_err());
         let second = cache

@@ -21,6 +21,7 @@ struct State {
     latency_sum: f64,
     latency_count: u64,
     scans: BTreeMap<String, u64>,
+    unfinished: BTreeMap<String, u64>,
     break_glass: u64,
     bad_requests: u64,
     connections_refused: u64,
@@ -68,6 +69,12 @@ impl Metrics {
     /// Counts an object scan: `completed` or `unfinished`.
     pub fn scan(&self, outcome: &str) {
         self.with(|s| *s.scans.entry(outcome.to_string()).or_default() += 1);
+    }
+
+    /// Counts a review a check of which could not finish, by what kept it
+    /// (`Kind::label`).
+    pub fn unfinished(&self, kind: &str) {
+        self.with(|s| *s.unfinished.entry(kind.to_string()).or_default() += 1);
     }
 
     /// Counts a body that was not an AdmissionReview.
@@ -142,6 +149,17 @@ impl Metrics {
             );
             for (outcome, n) in &s.scans {
                 let _ = writeln!(out, "crd_safety_scans_total{{outcome=\"{outcome}\"}} {n}");
+            }
+            let _ = writeln!(
+                out,
+                "# HELP crd_safety_reviews_unfinished_total Reviews a check of which could not finish, by what kept it.\n\
+                 # TYPE crd_safety_reviews_unfinished_total counter"
+            );
+            for (reason, n) in &s.unfinished {
+                let _ = writeln!(
+                    out,
+                    "crd_safety_reviews_unfinished_total{{reason=\"{reason}\"}} {n}"
+                );
             }
             let _ = writeln!(
                 out,
@@ -221,5 +239,16 @@ mod tests {
         assert!(text.contains("crd_safety_review_duration_seconds_bucket{le=\"0.05\"} 3\n"));
         assert!(text.contains("crd_safety_review_duration_seconds_count 3\n"));
         assert!(text.contains("crd_safety_break_glass_total 1\n"));
+    }
+
+    #[test]
+    fn unfinished_reviews_are_counted_by_what_kept_them() {
+        let m = Metrics::default();
+        m.unfinished("cluster");
+        m.unfinished("cluster");
+        m.unfinished("tooLarge");
+        let text = m.render();
+        assert!(text.contains("crd_safety_reviews_unfinished_total{reason=\"cluster\"} 2\n"));
+        assert!(text.contains("crd_safety_reviews_unfinished_total{reason=\"tooLarge\"} 1\n"));
     }
 }

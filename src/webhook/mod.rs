@@ -21,6 +21,7 @@ mod cache;
 mod connections;
 mod cpu;
 pub mod decision;
+mod error;
 mod log;
 mod metrics;
 pub mod request;

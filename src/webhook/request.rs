@@ -19,6 +19,7 @@
 //! body of 7 MiB of groups or annotations took 270-350 MiB to read,
 //! outside any budget.
 
+use super::error::ReviewError;
 use std::collections::BTreeMap;
 
 use hyper::body::Bytes;
@@ -640,15 +641,17 @@ pub fn response(uid: &str) -> AdmissionResponse {
 /// versions, and its JSON length is `json_len` (the outline's, as sent):
 /// the verdict cache ([`super::cache::Key`]) keys on those, so a judgment
 /// cannot depend on anything it does not key on.
-pub fn read_crd(raw: &[u8], json_len: usize) -> Result<Crd, String> {
+pub fn read_crd(raw: &[u8], json_len: usize) -> Result<Crd, ReviewError> {
     Crd::from_json(raw)
         .map(|crd| {
             crd.keeping_metadata(&["name", "annotations"])
                 .with_json_len(json_len)
         })
-        .map_err(|e| match e {
-            CrdError::Unreadable(e) => format!("unreadable object: {e}"),
-            e => format!("the CRD cannot be read: {e}"),
+        .map_err(|e| {
+            ReviewError::unreadable(match e {
+                CrdError::Unreadable(e) => format!("unreadable object: {e}"),
+                e => format!("the CRD cannot be read: {e}"),
+            })
         })
 }
 

@@ -34,6 +34,7 @@ use serde_json::{Value, json};
 use super::admission::{Admission, Reviewed};
 use super::budget::{Judging, judgment_cost};
 use super::decision::{DELETION_CHECK, Decision, Found, Operation, Problem};
+use super::error::{Kind, ReviewError};
 use super::log::log;
 use super::metrics::Metrics;
 use crate::cluster::{Connection, RetryPolicy};
@@ -272,7 +273,7 @@ impl Requirements {
             .collect();
         if !loaded.read {
             found.problems.push(unfinished(
-                "the cluster's CRDRequirements have not been read yet, so none was checked".into(),
+                "the cluster's CRDRequirements have not been read yet, so none was checked",
                 fail_mode,
             ));
         }
@@ -311,10 +312,13 @@ impl Requirements {
                         tokio::time::timeout_at(deadline.at.into(), self.judge(review, pinning))
                             .await
                             .unwrap_or_else(|_| {
-                                Err(format!(
-                                    "the requirements on {} were not checked within the review's deadline ({})",
-                                    request.name,
-                                    deadline.seconds()
+                                Err(ReviewError::new(
+                                    Kind::Deadline,
+                                    format!(
+                                        "the requirements on {} were not checked within the review's deadline ({})",
+                                        request.name,
+                                        deadline.seconds()
+                                    ),
                                 ))
                             });
                     match judged {
@@ -333,7 +337,7 @@ impl Requirements {
         &self,
         review: &Admission<'_>,
         pinning: Vec<Arc<Requirement>>,
-    ) -> Result<Vec<Finding>, String> {
+    ) -> Result<Vec<Finding>, ReviewError> {
         let new = review.new_crd(&self.judging).await?;
         let crd = Arc::clone(&new.crd);
         self.judging
@@ -379,7 +383,7 @@ impl Requirements {
     async fn read_requirement(&self, review: &Admission<'_>) -> Option<String> {
         let object = match review.object_json() {
             Ok(object) => object,
-            Err(why) => return Some(why),
+            Err(why) => return Some(why.to_string()),
         };
         let reserved = match self.judging.reserve(judgment_cost(object.len())).await {
             Ok(r) => r,
@@ -391,7 +395,7 @@ impl Requirements {
                 Ok(value) => in_cluster::from_object(value).err().map(|e| e.to_string()),
             })
         });
-        read.await.unwrap_or_else(Some)
+        read.await.unwrap_or_else(|e| Some(e.to_string()))
     }
 }
 
@@ -432,7 +436,7 @@ fn pinned_by(crd: &str, pinning: &[Arc<Requirement>]) -> Problem {
 
 /// A check of the requirements that could not finish: the consumers'
 /// problem, blocking when `failMode` is closed, in every mode.
-fn unfinished(why: String, fail_mode: Unfinished) -> Problem {
+fn unfinished(why: impl std::fmt::Display, fail_mode: Unfinished) -> Problem {
     Problem {
         by_requirement: true,
         ..super::review::unfinished(why, fail_mode)

@@ -566,6 +566,9 @@ async fn validate(
     if let Some(outcome) = reviewed.scan {
         state.metrics.scan(outcome);
     }
+    if let Some(kind) = reviewed.unfinished {
+        state.metrics.unfinished(kind);
+    }
     let answer = cpu_for(body.len(), || {
         log(
             "review",

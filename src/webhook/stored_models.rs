@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use hyper::body::Bytes;
 
+use super::error::ReviewError;
 use crate::crd::Crd;
 
 /// Models kept: the CRD being worked on and one more (a chart's CRDs are
@@ -35,8 +36,8 @@ impl StoredModels {
     pub fn get_or_read(
         &self,
         raw: &[u8],
-        read: impl FnOnce(&[u8]) -> Result<Crd, String>,
-    ) -> Result<Arc<Crd>, String> {
+        read: impl FnOnce(&[u8]) -> Result<Crd, ReviewError>,
+    ) -> Result<Arc<Crd>, ReviewError> {
         {
             let mut kept = self.kept();
             if let Some(at) = kept.iter().position(|(json, _)| json[..] == raw[..])
@@ -94,9 +95,10 @@ mod tests {
         .unwrap()
     }
 
-    fn read(raw: &[u8]) -> Result<Crd, String> {
-        let value = serde_json::from_slice(raw).map_err(|e| e.to_string())?;
-        Crd::from_manifest(value).map_err(|e| e.to_string())
+    fn read(raw: &[u8]) -> Result<Crd, ReviewError> {
+        let unreadable = |e: &dyn std::fmt::Display| ReviewError::unreadable(e.to_string());
+        let value = serde_json::from_slice(raw).map_err(|e| unreadable(&e))?;
+        Crd::from_manifest(value).map_err(|e| unreadable(&e))
     }
 
     #[test]

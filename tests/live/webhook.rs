@@ -405,6 +405,10 @@ async fn hostile_bodies_get_a_400_and_the_server_keeps_serving() {
         "crd_safety_reviews_total{operation=\"CREATE\",verdict=\"warn\"} 1\n",
     );
     assert_has(&metrics, "crd_safety_review_duration_seconds_count 1\n");
+    assert_has(
+        &metrics,
+        "crd_safety_reviews_unfinished_total{reason=\"unreadable\"} 1\n",
+    );
     // A forged review (the API server would refuse this CRD) whose new
     // version adds a rule 15,000 operators deep: judged and answered, and
     // the server lives on. Its parse overflowed the stack, which aborted
@@ -627,6 +631,12 @@ async fn the_object_scan_reports_stored_objects_the_new_schema_rejects_and_its_l
             .contains("Warning: crd-safety unfinished: the stored objects were not scanned"),
         "{}",
         stderr(&out)
+    );
+    // Both reviews are counted by what kept their scan from finishing.
+    let (_, metrics) = support::webhook::https(s.served.addr, &s.ca, &get("/metrics")).await;
+    assert_has(
+        &metrics,
+        "crd_safety_reviews_unfinished_total{reason=\"limit\"} 2\n",
     );
 }
 

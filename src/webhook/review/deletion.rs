@@ -12,15 +12,14 @@ impl Reviewer {
         &self,
         request: &Request<'_>,
         claims: &[&Outline<'_>],
-    ) -> Result<Result<(Crd, Objects), String>, String> {
+    ) -> Result<Result<(Crd, Objects), ReviewError>, ReviewError> {
         let stored = match self.stored_crd(request, claims).await {
             Ok(crd) => crd,
-            Err(Untrusted::Refused(why)) => return Err(why),
-            Err(Untrusted::Unread(why)) => {
-                return Ok(Err(format!(
-                    "cannot count the objects of {}: {why}",
-                    request.name
-                )));
+            Err(e) if e.kind == Kind::Refused => return Err(e),
+            Err(why) => {
+                return Ok(Err(
+                    why.within(&format!("cannot count the objects of {}", request.name))
+                ));
             }
         };
         // Nothing served, nothing to count with: the objects stay stored
@@ -32,17 +31,14 @@ impl Reviewer {
         }
         Ok(match self.count_objects(&stored).await {
             Ok(n) => Ok((stored, Objects::Counted(n))),
-            Err(why) => Err(format!(
-                "cannot count the objects of {}: {why}",
-                stored.name
-            )),
+            Err(why) => Err(why.within(&format!("cannot count the objects of {}", stored.name))),
         })
     }
 
     /// How many objects the CRD has: one `limit=1` LIST per served
     /// version, storage version first, until one answers (every version
     /// lists the same stored objects; another may fail to convert).
-    pub(super) async fn count_objects(&self, crd: &Crd) -> Result<u64, String> {
+    pub(super) async fn count_objects(&self, crd: &Crd) -> Result<u64, ReviewError> {
         let storage = crd.storage_version().name().to_string();
         let mut versions: Vec<String> = crd
             .served_versions()
@@ -59,7 +55,7 @@ impl Reviewer {
                 Err(e) => last = e.to_string(),
             }
         }
-        Err(last)
+        Err(ReviewError::cluster(last))
     }
 }
 

@@ -33,13 +33,14 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::sync::OnceCell;
 
-use super::admission::{Admission, Examined, unchecked};
+use super::admission::{Admission, Examined};
 use super::budget::{Judging, judgment_cost};
 use super::cache::{Key, VerdictCache};
 use super::decision::{
     self, ACCEPT_ANNOTATION, ACCEPT_GENERATION_ANNOTATION, DELETION_CHECK, Found, Operation,
     Problem, SKIP_CHECK, SKIP_LABEL,
 };
+use super::error::{Kind, ReviewError};
 use super::request::{Outline, Request};
 use super::stored_models::StoredModels;
 use crate::cluster::access::Subject;
@@ -105,15 +106,6 @@ const ACCESS_TTL: Duration = Duration::from_secs(10);
 /// Answers kept at most; past this the older half goes.
 const ACCESS_KEPT: usize = 1024;
 
-/// Why the CRD the API server stores does not stand behind a request.
-enum Untrusted {
-    /// The request's object is not the CRD stored under the request's name:
-    /// nothing may be read on its behalf, and nothing else is said.
-    Refused(String),
-    /// The stored CRD could not be read (the API server is slow or down).
-    Unread(String),
-}
-
 impl Reviewer {
     /// A reviewer whose CPU work runs under `judging`.
     pub fn new(conn: Connection, judging: Judging) -> Reviewer {
@@ -164,6 +156,7 @@ impl Reviewer {
         match tokio::time::timeout_at(deadline.at.into(), self.examined(review)).await {
             Ok(Ok(examined)) => examined,
             Ok(Err(why)) => Examined {
+                unfinished: Some(why.kind),
                 found: Found {
                     problems: vec![unfinished(why, fail_mode)],
                     ..Found::default()
@@ -171,6 +164,7 @@ impl Reviewer {
                 ..Examined::default()
             },
             Err(_) => Examined {
+                unfinished: Some(Kind::Deadline),
                 found: Found {
                     problems: vec![unfinished(
                         format!(
@@ -189,7 +183,7 @@ impl Reviewer {
 
     /// What one request holds to decide on; `Err` is a check that could
     /// not finish.
-    async fn examined(&self, review: &Admission<'_>) -> Result<Examined, String> {
+    async fn examined(&self, review: &Admission<'_>) -> Result<Examined, ReviewError> {
         let request = &review.request;
         let config = &review.config;
         let settings = &config.webhook;
@@ -210,15 +204,18 @@ impl Reviewer {
                         let shown = self.shown(request, &stored, objects).await;
                         (Some(objects_exist(&stored, shown)), count)
                     }
-                    Err(why) => (Some(unfinished(why, settings.fail_mode)), None),
+                    Err(why) => {
+                        examined.unfinished = Some(why.kind);
+                        (Some(unfinished(why, settings.fail_mode)), None)
+                    }
                 };
                 problems.extend(problem);
                 examined.objects = count;
                 Ok(examined)
             }
-            (Operation::Delete, None, _) => {
-                Err("the DELETE request carries no oldObject".to_string())
-            }
+            (Operation::Delete, None, _) => Err(ReviewError::unreadable(
+                "the DELETE request carries no oldObject",
+            )),
             (_, old_outline, Some(new_outline)) => {
                 let new_spec = new_outline.spec.map_or("", |s| s.get());
                 let old_spec = old_outline
@@ -247,7 +244,10 @@ impl Reviewer {
                             let shown = self.shown(request, &stored, objects).await;
                             (Some(armed(&stored, shown, new_outline.generation())), count)
                         }
-                        Err(why) => (Some(unfinished(why, settings.fail_mode)), None),
+                        Err(why) => {
+                            examined.unfinished = Some(why.kind);
+                            (Some(unfinished(why, settings.fail_mode)), None)
+                        }
                     };
                     problems.extend(problem);
                     examined.objects = count;
@@ -258,7 +258,7 @@ impl Reviewer {
                 let stored = match &old_outline {
                     Some(old_outline) if settings.scan_objects.enabled => {
                         match self.stored_crd(request, &[old_outline, new_outline]).await {
-                            Err(Untrusted::Refused(why)) => return Err(why),
+                            Err(e) if e.kind == Kind::Refused => return Err(e),
                             other => Some(other),
                         }
                     }
@@ -288,9 +288,7 @@ impl Reviewer {
                 if let Some(stored) = stored {
                     let scanned = match &stored {
                         Ok(stored) => self.scan(stored, review).await,
-                        Err(Untrusted::Unread(why) | Untrusted::Refused(why)) => {
-                            Err(format!("the stored objects were not scanned: {why}"))
-                        }
+                        Err(why) => Err(why.clone().within("the stored objects were not scanned")),
                     };
                     match scanned {
                         Ok((mut found, summary)) => {
@@ -324,6 +322,7 @@ impl Reviewer {
                             examined.scan = Some("completed");
                         }
                         Err(why) => {
+                            examined.unfinished = Some(why.kind);
                             examined
                                 .found
                                 .problems
@@ -334,10 +333,10 @@ impl Reviewer {
                 }
                 Ok(examined)
             }
-            (_, _, None) => Err(format!(
+            (_, _, None) => Err(ReviewError::unreadable(format!(
                 "the {} request carries no object",
                 operation.as_str()
-            )),
+            ))),
         }
     }
 
@@ -349,10 +348,10 @@ impl Reviewer {
         &self,
         request: &Request<'_>,
         claims: &[&Outline<'_>],
-    ) -> Result<Crd, Untrusted> {
+    ) -> Result<Crd, ReviewError> {
         let name = &request.name;
         let refused = |why: String| {
-            Untrusted::Refused(format!("crd-safety read nothing for this request: {why}"))
+            ReviewError::refused(format!("crd-safety read nothing for this request: {why}"))
         };
         // Not found and another uid say the same, so the answer tells
         // nothing about which CRDs exist.
@@ -373,7 +372,7 @@ impl Reviewer {
             Ok(Some(json)) => json,
             Ok(None) => return Err(not_stored()),
             Err(e) => {
-                return Err(Untrusted::Unread(format!(
+                return Err(ReviewError::cluster(format!(
                     "cannot read the stored CRD {name}: {e}"
                 )));
             }
@@ -385,14 +384,15 @@ impl Reviewer {
             .judging
             .reserve(judgment_cost(json.len()))
             .await
-            .map_err(|e| Untrusted::Unread(unchecked(e)))?;
+            .map_err(ReviewError::from)?;
         let stored = self
             .judging
             .run(reserved, move || {
-                Crd::from_json(&json).map_err(|e| format!("the stored CRD cannot be read: {e}"))
+                Crd::from_json(&json).map_err(|e| {
+                    ReviewError::unreadable(format!("the stored CRD cannot be read: {e}"))
+                })
             })
-            .await
-            .map_err(Untrusted::Unread)?;
+            .await?;
         let text = |pointer: &str| {
             stored
                 .manifest
@@ -405,7 +405,7 @@ impl Reviewer {
             return Err(not_stored());
         }
         for claim in claims {
-            let claimed = claim.claimed().map_err(refused)?;
+            let claimed = claim.claimed().map_err(&refused)?;
             if claimed.group != text("/spec/group")
                 || claimed.names.plural != text("/spec/names/plural")
             {
@@ -425,7 +425,7 @@ impl Reviewer {
         &self,
         review: &Admission<'_>,
         kube: KubeVersion,
-    ) -> Result<Vec<Finding>, String> {
+    ) -> Result<Vec<Finding>, ReviewError> {
         let mut judged = (*review.config).clone();
         judged.kube_version = kube;
         judged.kube_version_source = KubeVersionSource::Server;
@@ -492,19 +492,19 @@ pub fn findings_of(old: Option<Arc<Crd>>, new: Arc<Crd>, config: &Config) -> Vec
 /// The outline of a request's object, refusing anything but a v1 CRD
 /// (the webhook is registered for v1, and the API server converts what
 /// it sends to the registered version).
-fn crd_outline<'o, 'a>(outline: &'o Outline<'a>) -> Result<&'o Outline<'a>, String> {
+fn crd_outline<'o, 'a>(outline: &'o Outline<'a>) -> Result<&'o Outline<'a>, ReviewError> {
     match (outline.api_version, outline.kind) {
         (Some("apiextensions.k8s.io/v1"), Some("CustomResourceDefinition")) => Ok(outline),
-        (version, kind) => Err(format!(
+        (version, kind) => Err(ReviewError::unreadable(format!(
             "crd-safety reviews apiextensions.k8s.io/v1 CustomResourceDefinitions only, not {} {}: check the webhook's rules",
             version.unwrap_or("(no apiVersion)"),
             kind.unwrap_or("(no kind)")
-        )),
+        ))),
     }
 }
 
 /// A check that could not finish: blocking when `failMode` is closed.
-pub(super) fn unfinished(why: String, fail_mode: Unfinished) -> Problem {
+pub(super) fn unfinished(why: impl std::fmt::Display, fail_mode: Unfinished) -> Problem {
     Problem {
         id: "unfinished",
         blocking: fail_mode == Unfinished::Closed,

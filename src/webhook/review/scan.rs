@@ -74,20 +74,23 @@ impl Reviewer {
         &self,
         stored: &Crd,
         review: &Admission<'_>,
-    ) -> Result<(Vec<Finding>, ScanSummary), String> {
+    ) -> Result<(Vec<Finding>, ScanSummary), ReviewError> {
         let config = &review.config;
         let settings = &config.webhook;
         let limits = settings.scan_objects;
-        let not_scanned = |why: String| format!("the stored objects were not scanned: {why}");
+        let not_scanned = |why: ReviewError| why.within("the stored objects were not scanned");
         // The deadline covers the count too: both are round trips to a
         // server that may be slow, and the answer must beat the webhook's
         // timeout.
         let bounded = async {
             let count = self.count_objects(stored).await.map_err(not_scanned)?;
             if count > limits.max_objects {
-                return Err(format!(
-                    "the stored objects were not scanned: {count} objects, more than scanObjects.maxObjects ({})",
-                    limits.max_objects
+                return Err(ReviewError::new(
+                    Kind::Limit,
+                    format!(
+                        "the stored objects were not scanned: {count} objects, more than scanObjects.maxObjects ({})",
+                        limits.max_objects
+                    ),
                 ));
             }
             // The new model, as the judgment read it (or read now, on a
@@ -98,7 +101,7 @@ impl Reviewer {
                 .judging
                 .reserve(SCAN_PAGES_BYTES)
                 .await
-                .map_err(|e| not_scanned(unchecked(e)))?;
+                .map_err(|e| not_scanned(e.into()))?;
             let minor = self.kube_version(config).await.minor;
             let mut quiet = |_: crate::scan::Progress<'_>| {};
             let scanned = scan_crd(
@@ -110,16 +113,19 @@ impl Reviewer {
                 &mut quiet,
             )
             .await
-            .map_err(|e| not_scanned(e.to_string()));
+            .map_err(|e| not_scanned(ReviewError::cluster(e.to_string())));
             drop(pages);
             scanned
         };
         let result = tokio::time::timeout(limits.deadline, bounded)
             .await
             .map_err(|_| {
-                format!(
-                    "the scan of the stored objects did not finish within scanObjects.deadline ({})",
-                    seconds(limits.deadline)
+                ReviewError::new(
+                    Kind::Deadline,
+                    format!(
+                        "the scan of the stored objects did not finish within scanObjects.deadline ({})",
+                        seconds(limits.deadline)
+                    ),
                 )
             })??;
         let (mut kept, _) = config.policy().apply(&stored.name, result.findings);
