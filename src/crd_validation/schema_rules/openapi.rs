@@ -155,6 +155,72 @@ impl Walker<'_> {
             ..st.clone()
         };
 
+        self.map_node(&kws, path, child, along, errs, found);
+        self.properties(
+            &kws,
+            path,
+            child,
+            is_root,
+            along,
+            defaults_here,
+            found,
+            errs,
+        );
+        // Value validations: no CEL context below them.
+        let value_walker = Walker {
+            cel_here: false,
+            ..*self
+        };
+        value_walker.value_validations(&kws, path, st, errs, found);
+        self.items(&kws, path, child, along, defaults_here, errs, found);
+        if let Some(deps) = kws.obj(Kw::Dependencies) {
+            for (k, d) in deps {
+                if let Some(d) = d.as_object() {
+                    value_walker.walk_into(
+                        d,
+                        &mut path.push().child("dependencies").key(k),
+                        st,
+                        Along::OFF,
+                        errs,
+                        found,
+                    );
+                }
+            }
+        }
+        if let Some(Value::Bool(false)) = kws.get(Kw::PreserveUnknownFields) {
+            errs.push(FieldError::invalid(
+                path.child("x-kubernetes-preserve-unknown-fields"),
+                Value::Bool(false),
+                "must be true or undefined",
+            ));
+        }
+        self.map_and_list_types(&kws, path, errs);
+        if !kws.arr(Kw::Validations).is_empty() {
+            let rule_errs = cel_rules::rule_field_errors(s, path, self.structural_ok);
+            errs.extend(rule_errs);
+            if errs.len() == errs_before && self.cel_here {
+                found.cel.push(CelSite {
+                    node: s,
+                    path: path.clone(),
+                    uncorrelatable: st.uncorrelatable.clone(),
+                    is_root,
+                    cardinality: st.cardinality,
+                });
+            }
+        }
+    }
+
+    /// A map's rules (`additionalProperties` beside `properties`, the
+    /// quadratic `uniqueItems`) and the walk into its values' schema.
+    fn map_node<'s>(
+        &self,
+        kws: &Keywords<'s>,
+        path: &mut FieldPath,
+        child: &State,
+        along: Along,
+        errs: &mut Vec<FieldError>,
+        found: &mut Found<'s>,
+    ) {
         if kws.bool(Kw::UniqueItems) {
             errs.push(
                 FieldError::forbidden(
@@ -197,6 +263,23 @@ impl Walker<'_> {
                 );
             }
         }
+    }
+
+    /// The walk into each property, with what being a resource's
+    /// `metadata`, `kind` or `apiVersion`, or a field of a map that does not
+    /// correlate, changes for it.
+    #[allow(clippy::too_many_arguments)]
+    fn properties<'s>(
+        &self,
+        kws: &Keywords<'s>,
+        path: &mut FieldPath,
+        child: &State,
+        is_root: bool,
+        along: Along,
+        defaults_here: Option<(bool, bool)>,
+        found: &mut Found<'s>,
+        errs: &mut Vec<FieldError>,
+    ) {
         let embedded = kws.bool(Kw::EmbeddedResource);
         let map_type = kws.opt_str(Kw::MapType);
         for (i, (name, p)) in kws.properties().enumerate() {
@@ -236,13 +319,20 @@ impl Walker<'_> {
                 found.steps.pop();
             }
         }
-        // Value validations: no CEL context below them.
-        let value_walker = Walker {
-            cel_here: false,
-            ..*self
-        };
+    }
+
+    /// The walk into `not`, `allOf`, `oneOf`, `anyOf` and `definitions`,
+    /// by a walker with no CEL context (`self` is one).
+    fn value_validations<'s>(
+        &self,
+        kws: &Keywords<'s>,
+        path: &mut FieldPath,
+        st: &State,
+        errs: &mut Vec<FieldError>,
+        found: &mut Found<'s>,
+    ) {
         if let Some(n) = kws.obj(Kw::Not) {
-            value_walker.walk_into(
+            self.walk_into(
                 n,
                 &mut path.push().child("not"),
                 st,
@@ -258,7 +348,7 @@ impl Walker<'_> {
         ] {
             for (i, b) in kws.arr(kw).iter().enumerate() {
                 if let Some(b) = b.as_object() {
-                    value_walker.walk_into(
+                    self.walk_into(
                         b,
                         &mut path.push().child(key).index(i),
                         st,
@@ -272,7 +362,7 @@ impl Walker<'_> {
         if let Some(defs) = kws.obj(Kw::Definitions) {
             for (k, d) in defs {
                 if let Some(d) = d.as_object() {
-                    value_walker.walk_into(
+                    self.walk_into(
                         d,
                         &mut path.push().child("definitions").key(k),
                         st,
@@ -283,6 +373,21 @@ impl Walker<'_> {
                 }
             }
         }
+    }
+
+    /// The walk into `items` (one schema, or the tuple form), with
+    /// `oldSelf` forbidden below a list that does not correlate its items.
+    #[allow(clippy::too_many_arguments)]
+    fn items<'s>(
+        &self,
+        kws: &Keywords<'s>,
+        path: &mut FieldPath,
+        child: &State,
+        along: Along,
+        defaults_here: Option<(bool, bool)>,
+        errs: &mut Vec<FieldError>,
+        found: &mut Found<'s>,
+    ) {
         let list_type = kws.opt_str(Kw::ListType);
         if kws.get(Kw::Items).is_some_and(|v| !v.is_null()) {
             let sub = if list_type != Some("map") {
@@ -323,41 +428,6 @@ impl Walker<'_> {
                     }
                 }
                 _ => {}
-            }
-        }
-        if let Some(deps) = kws.obj(Kw::Dependencies) {
-            for (k, d) in deps {
-                if let Some(d) = d.as_object() {
-                    value_walker.walk_into(
-                        d,
-                        &mut path.push().child("dependencies").key(k),
-                        st,
-                        Along::OFF,
-                        errs,
-                        found,
-                    );
-                }
-            }
-        }
-        if let Some(Value::Bool(false)) = kws.get(Kw::PreserveUnknownFields) {
-            errs.push(FieldError::invalid(
-                path.child("x-kubernetes-preserve-unknown-fields"),
-                Value::Bool(false),
-                "must be true or undefined",
-            ));
-        }
-        self.map_and_list_types(&kws, path, errs);
-        if !kws.arr(Kw::Validations).is_empty() {
-            let rule_errs = cel_rules::rule_field_errors(s, path, self.structural_ok);
-            errs.extend(rule_errs);
-            if errs.len() == errs_before && self.cel_here {
-                found.cel.push(CelSite {
-                    node: s,
-                    path: path.clone(),
-                    uncorrelatable: st.uncorrelatable.clone(),
-                    is_root,
-                    cardinality: st.cardinality,
-                });
             }
         }
     }
