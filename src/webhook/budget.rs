@@ -82,6 +82,15 @@ pub struct TooLarge {
     pub budget: u64,
 }
 
+impl From<TooLarge> for ReviewError {
+    fn from(e: TooLarge) -> ReviewError {
+        ReviewError::new(
+            Kind::TooLarge,
+            format!("crd-safety did not check this CRD: {e}"),
+        )
+    }
+}
+
 fn mib(bytes: u64) -> String {
     format!("{:.1}", bytes as f64 / f64::from(1 << 20))
 }

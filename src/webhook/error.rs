@@ -6,8 +6,6 @@
 
 use std::fmt;
 
-use super::budget::TooLarge;
-
 /// What kind of thing kept a review from being judged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Kind {
@@ -89,31 +87,18 @@ impl fmt::Display for ReviewError {
 
 impl std::error::Error for ReviewError {}
 
-impl From<TooLarge> for ReviewError {
-    fn from(e: TooLarge) -> ReviewError {
-        ReviewError::new(
-            Kind::TooLarge,
-            format!("crd-safety did not check this CRD: {e}"),
-        )
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn an_error_said_of_a_step_keeps_its_kind() {
-        let e = ReviewError::from(TooLarge {
-            needed: 3 << 20,
-            budget: 1 << 20,
-        })
-        .within("the stored objects were not scanned");
-        assert_eq!(e.kind, Kind::TooLarge);
+        let e = ReviewError::cluster("the API server did not answer")
+            .within("cannot count the objects of widgets.example.com");
+        assert_eq!(e.kind, Kind::Cluster);
         assert_eq!(
             e.to_string(),
-            "the stored objects were not scanned: crd-safety did not check this CRD: judging it needs \
-             about 3.0 MiB, more than the 1.0 MiB serve may spend on judgments (--memory-budget)"
+            "cannot count the objects of widgets.example.com: the API server did not answer"
         );
     }
 }
