@@ -95,8 +95,8 @@ fn read_all(releases: &[String], opts: &SourceOptions, parse: bool, make: &dyn F
             let set = manifest::load_with(&[source], opts);
             assert!(set.is_ok(), "{release}: {:?}", set.err());
         } else {
-            let mut notices = Vec::new();
-            let texts = manifest::read_texts(&source, opts, &mut notices);
+            let (mut notices, mut charts) = (Vec::new(), Vec::new());
+            let texts = manifest::read_texts(&source, opts, &mut notices, &mut charts);
             assert!(texts.is_ok_and(|t| !t.is_empty()), "{release}");
         }
     }

@@ -38,9 +38,9 @@ fn is_chart(origin: &Origin) -> bool {
     !matches!(origin, Origin::Files)
 }
 
-/// Whether a side is read from a chart.
+/// Whether a side is read from a chart (one that renders no CRD, too).
 pub fn side_is_chart(set: &ManifestSet) -> bool {
-    set.crds.iter().any(|c| is_chart(&c.origin))
+    !set.charts.is_empty() || set.crds.iter().any(|c| is_chart(&c.origin))
 }
 
 /// The directory of the file a CRD was read from (`chart/crds`, or

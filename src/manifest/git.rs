@@ -102,7 +102,8 @@ fn shallow_hint(shallow: bool) -> &'static str {
 /// `repo_dir` (the working directory when `None`), in path order. A
 /// directory with a `Chart.yaml` is read as a Helm chart (its `crds/`, and
 /// templates that make CRDs through helm); what it cannot read is added to
-/// `notices`. The blobs read are one source of `limits`, each sized from
+/// `notices`, and a chart read whole (every CRD it makes was read) to
+/// `charts`. The blobs read are one source of `limits`, each sized from
 /// its header before it is inflated.
 pub fn read(
     spec: &GitSpec,
@@ -110,6 +111,7 @@ pub fn read(
     helm: &HelmOptions,
     limits: InputLimits,
     notices: &mut Vec<String>,
+    charts: &mut Vec<String>,
 ) -> Result<Vec<Text>, GitError> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let start = repo_dir.map_or_else(|| cwd.clone(), Path::to_path_buf);
@@ -197,7 +199,10 @@ pub fn read(
         };
         let shown = format!("git:{}:{}", spec.rev, spec.path);
         let chart = chart::at_revision(&all, &prefix, &shown, helm, &mut walk.budget)?;
-        notices.extend(chart.notice);
+        match chart.notice {
+            Some(notice) => notices.push(notice),
+            None => charts.push(shown),
+        }
         return Ok(chart.texts);
     }
     // The filter a directory on disk gets: `*.yaml`, `*.yml`, `*.json`.

@@ -332,6 +332,10 @@ pub struct ManifestSet {
     /// What could not be read but did not stop the run (templated CRDs of a
     /// chart without helm); the report shows each.
     pub notices: Vec<String>,
+    /// The charts read whole: every CRD they make was read (helm rendered
+    /// their templates, or none can make one). A side of such charts that
+    /// makes no CRD is a release that deletes the ones it rendered before.
+    pub charts: Vec<String>,
 }
 
 impl ManifestSet {
@@ -399,12 +403,9 @@ pub fn load_both_inspecting<T: Send>(
         let Ok(old_read) = crate::parallel::thread().spawn_scoped(scope, || load_with(old, opts))
         else {
             // No thread to be had: one after the other.
-            return (
-                load_with(old, opts),
-                load_with_inspecting(new, opts, inspect),
-            );
+            return (load_with(old, opts), load_side(new, opts, inspect, true));
         };
-        let new = load_with_inspecting(new, opts, inspect);
+        let new = load_side(new, opts, inspect, true);
         // A panic while reading is a bug: raised here as it would be on
         // this thread.
         let old = old_read
@@ -426,12 +427,27 @@ pub fn load_with_inspecting<T: Send>(
     opts: &SourceOptions,
     inspect: Inspect<T>,
 ) -> Result<Inspected<T>, ManifestError> {
+    load_side(sources, opts, inspect, false)
+}
+
+/// [`load_with_inspecting`]; `upgrade` says the sources are what a release
+/// upgrades to (NEW of a `diff`), where charts read whole that render no
+/// CRD are an answer, not an error: the upgrade deletes every CRD the
+/// release rendered before (a value such as cert-manager's `crds.enabled`
+/// switched them all off).
+fn load_side<T: Send>(
+    sources: &[Source],
+    opts: &SourceOptions,
+    inspect: Inspect<T>,
+    upgrade: bool,
+) -> Result<Inspected<T>, ManifestError> {
     let mut out = Inspected {
         set: ManifestSet::default(),
         results: Vec::new(),
     };
     let documents = load_all(sources, opts, inspect, &mut out)?;
-    if out.set.crds.is_empty() {
+    let all_charts = !sources.is_empty() && out.set.charts.len() == sources.len();
+    if out.set.crds.is_empty() && !(upgrade && all_charts) {
         let names: Vec<String> = sources.iter().map(ToString::to_string).collect();
         return Err(ManifestError::NoCrds {
             input: names.join(", "),
@@ -451,7 +467,7 @@ fn load_all<T: Send>(
 ) -> Result<usize, ManifestError> {
     let mut documents = 0usize;
     for source in sources {
-        let texts = read_texts(source, opts, &mut out.set.notices)?;
+        let texts = read_texts(source, opts, &mut out.set.notices, &mut out.set.charts)?;
         documents += load_texts(texts, opts.positions, out, inspect)?;
     }
     Ok(documents)
@@ -485,6 +501,7 @@ pub fn read_texts(
     source: &Source,
     opts: &SourceOptions,
     notices: &mut Vec<String>,
+    charts: &mut Vec<String>,
 ) -> Result<Vec<Text>, ManifestError> {
     match source {
         Source::Stdin => {
@@ -508,14 +525,18 @@ pub fn read_texts(
                 origin: Origin::Files,
             }])
         }
-        Source::Git(spec) => {
-            git::read(spec, opts.repo.as_deref(), &opts.helm, opts.limits, notices).map_err(|e| {
-                ManifestError::Git {
-                    input: source.to_string(),
-                    source: e,
-                }
-            })
-        }
+        Source::Git(spec) => git::read(
+            spec,
+            opts.repo.as_deref(),
+            &opts.helm,
+            opts.limits,
+            notices,
+            charts,
+        )
+        .map_err(|e| ManifestError::Git {
+            input: source.to_string(),
+            source: e,
+        }),
         Source::Kustomize(dir) => kustomize::render(dir, opts.limits)
             .map(|t| vec![t])
             .map_err(|e| ManifestError::Kustomize {
@@ -528,7 +549,10 @@ pub fn read_texts(
                     input: path.display().to_string(),
                     source: e,
                 })?;
-            notices.extend(chart.notice);
+            match chart.notice {
+                Some(notice) => notices.push(notice),
+                None => charts.push(path.display().to_string()),
+            }
             Ok(chart.texts)
         }
         Source::Path(path) => {
@@ -573,10 +597,10 @@ pub fn read_objects(
     sources: &[Source],
     opts: &SourceOptions,
 ) -> Result<Vec<Object>, ManifestError> {
-    let mut notices = Vec::new();
+    let (mut notices, mut charts) = (Vec::new(), Vec::new());
     let mut out = Vec::new();
     for source in sources {
-        for text in read_texts(source, opts, &mut notices)? {
+        for text in read_texts(source, opts, &mut notices, &mut charts)? {
             if text.is_json {
                 let (value, location) = parse_json(&text.text, &text.label)?;
                 let text = DocumentText::new(SharedText::whole(text.text), 1);

@@ -133,6 +133,71 @@ fn a_crd_disabled_by_a_value_is_deleted_by_helm_upgrade() {
     );
 }
 
+/// cert-manager's `installCRDs` -> `crds.enabled` class: NEW's values
+/// switch every CRD template off, so NEW renders no CRD at all. That is the
+/// upgrade deleting them all, not an input without CRDs.
+#[test]
+fn a_chart_whose_values_switch_every_crd_off_is_reported_as_deleting_them() {
+    let Some(helm) = helm_dir() else { return };
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let d = tmp.path();
+    let on = Layout::Switched { enabled: true };
+    let off = Layout::Switched { enabled: false };
+    chart(
+        &d.join("old"),
+        "op",
+        "1.0.0",
+        &[("widgets", &["a"], on), ("gizmos", &["a"], on)],
+    );
+    chart(
+        &d.join("new"),
+        "op",
+        "1.1.0",
+        &[("widgets", &["a"], off), ("gizmos", &["a"], off)],
+    );
+    let (code, report) = diff(d, helm);
+    assert_eq!(code, 1, "{report}");
+    assert_eq!(
+        delivery(&report),
+        [
+            finding("helmDeletesCrd", "error", "gizmos.example.com"),
+            finding("helmDeletesCrd", "error", "widgets.example.com"),
+        ]
+    );
+    assert!(
+        message_on(&report, "helmDeletesCrd", "widgets").contains("NEW does not render it"),
+        "{report}"
+    );
+}
+
+/// A directory of files without a CRD stays an error (exit 2): only a chart
+/// that helm rendered whole can answer "no CRD".
+#[test]
+fn files_without_a_crd_are_still_an_input_error() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let d = tmp.path();
+    chart(
+        &d.join("old"),
+        "op",
+        "1.0.0",
+        &[("widgets", &["a"], Layout::Crds)],
+    );
+    std::fs::create_dir_all(d.join("new")).expect("new dir");
+    std::fs::write(
+        d.join("new/cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n",
+    )
+    .expect("write");
+    let p = Plugin { dir: d, path: None };
+    let out = p.run(&["diff", "old", "new"]);
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("no CustomResourceDefinition found"),
+        "{}",
+        out.stderr
+    );
+}
+
 #[test]
 fn the_keep_policy_spares_the_crd_but_crds_changes_still_do_not_land() {
     let Some(helm) = helm_dir() else { return };
