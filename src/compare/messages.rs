@@ -16,16 +16,15 @@ pub const TIGHTENED_FIX: &str = "check the stored objects first (apply-check --o
 /// on an update only when the stored object passed them, so an object that
 /// already breaks one can be updated in any way, more duplicates included;
 /// the same on every version (its `ValidateUpdate` and status update).
-pub const LIST_TYPE_WRITES: &str = "cannot be created again (GitOps re-sync, restore), but updates of a stored \
-object that already holds them still succeed, even those that change the list (the API server checks list \
-types on an update only when the stored object passed them)";
+pub const LIST_TYPE_WRITES: &str = "cannot be created again (GitOps re-sync, restore); updates of a stored object \
+that already holds them still succeed, even those that change the list (the server checks list types on update \
+only if the stored object passed them)";
 
 /// What a CEL rule that errors on a stored value does; the error is not a
 /// `false` the server can ratchet, so no update of the object gets through
 /// (apiextensions-apiserver appends evaluation errors unconditionally).
-pub const EVALUATION_ERRORS: &str = "a stored value the rule cannot evaluate (text that is no duration, URL, \
-quantity or timestamp for such a function, a key it reads that is missing) fails every write, unchanged \
-updates included: evaluation errors are never ratcheted";
+pub const EVALUATION_ERRORS: &str = "if it cannot evaluate a stored value (an unparsable duration(), a missing \
+key), every write fails, unchanged updates included (evaluation errors are never ratcheted)";
 
 /// Why pruning is silent data loss.
 pub const PRUNED: &str = "the API server prunes fields its schema does not describe: the data disappears from \

@@ -306,7 +306,7 @@ fn claims(message: &str, c: &Construct) -> BTreeMap<Write, bool> {
     if message.contains("is rejected too") {
         out.insert(Write::Sibling, false);
     }
-    if c.evaluation_error && message.contains("fails every write, unchanged updates included") {
+    if c.evaluation_error && message.contains("every write fails, unchanged updates included") {
         out.insert(Write::Label, false);
         out.insert(Write::Other, false);
     }
