@@ -281,16 +281,16 @@ catalog! {
         Pattern => "pattern", Error, reach Requests, folds Same, by DecidedBy::Failing(&["pattern"]), "pattern added or changed (info when every value the old schema allows still matches; removal is safe, configurable).";
         Format => "format", Error, reach Requests, folds Same, by DecidedBy::Failing(&["format"]), "format added or changed (info when the API server does not validate that format).";
         Nullable => "nullable", Error, reach StoredObjects, by DecidedBy::Failing(&["nullable", "nullDropped"]), "nullable removed: stored nulls are dropped and null writes rejected (added: info).";
-        XValidations => "xValidations", Error, reach Requests, by DecidedBy::Failing(&["x-kubernetes-validations"]), "CEL rule (x-kubernetes-validations) added or changed; transition rules using oldSelf are never ratcheted. Info when no object valid under the old schema can fail it, and for message-only changes.";
-        ListType => "listType", Error, reach Requests, by DecidedBy::Failing(&["x-kubernetes-list-type=set", "x-kubernetes-list-type=map"]), "x-kubernetes-list-type or list-map-keys changed: uniqueness and server-side-apply merging change (never ratcheted).";
+        XValidations => "xValidations", Error, reach Requests, by DecidedBy::Failing(&["x-kubernetes-validations"]), "CEL rule (x-kubernetes-validations) added or changed; transition rules using oldSelf and evaluation errors (a stored value the rule cannot evaluate) are never ratcheted. Info when no object valid under the old schema can fail it, and for message-only changes.";
+        ListType => "listType", Error, reach Requests, by DecidedBy::Failing(&["x-kubernetes-list-type=set", "x-kubernetes-list-type=map"]), "x-kubernetes-list-type or list-map-keys changed: uniqueness and server-side-apply merging change; lists that break the new uniqueness cannot be created again, while updates of a stored object that already breaks it succeed.";
         MapType => "mapType", Warning, reach Requests, "x-kubernetes-map-type changed between granular and atomic: server-side-apply merging changes.";
         AdditionalProperties => "additionalProperties", Error, reach StoredObjects, by DecidedBy::FailingOrLosing, "additionalProperties narrowed or removed: map entries are pruned or rejected.";
         IntOrString => "intOrString", Error, reach Requests, by DecidedBy::Failing(&["type"]), "x-kubernetes-int-or-string removed: one of the two value types is now rejected.";
         EmbeddedResource => "embeddedResource", Error, reach StoredObjects, "x-kubernetes-embedded-resource changed: apiVersion/kind/metadata handling changes.";
-        OneOf => "oneOf", Error, reach Requests, by DecidedBy::Failing(&["oneOf"]), "oneOf added or a branch removed (error); a branch added: error if it overlaps an old one, info if disjoint, warning if undecidable; never ratcheted.";
-        AnyOf => "anyOf", Error, reach Requests, by DecidedBy::Failing(&["anyOf"]), "anyOf added or a branch removed; never ratcheted (branch added: info).";
-        AllOf => "allOf", Error, reach Requests, by DecidedBy::Failing(&["allOf"]), "allOf added or a branch added; never ratcheted (value constraints moved between allOf and the field: info).";
-        Not => "not", Error, reach Requests, by DecidedBy::Failing(&["not"]), "not added or changed; never ratcheted.";
+        OneOf => "oneOf", Error, reach Requests, by DecidedBy::Failing(&["oneOf"]), "oneOf added or a branch removed (error); a branch added: error if it overlaps an old one, info if disjoint, warning if undecidable; ratcheted like any keyword.";
+        AnyOf => "anyOf", Error, reach Requests, by DecidedBy::Failing(&["anyOf"]), "anyOf added or a branch removed; ratcheted like any keyword (branch added: info).";
+        AllOf => "allOf", Error, reach Requests, by DecidedBy::Failing(&["allOf"]), "allOf added or a branch added; ratcheted like any keyword (value constraints moved between allOf and the field: info).";
+        Not => "not", Error, reach Requests, by DecidedBy::Failing(&["not"]), "not added or changed; ratcheted like any keyword.";
         Description => "description", Info, reach Requests, "description, title, example or externalDocs changed, on a field or inside allOf/anyOf/oneOf/not: documentation only (never fails).";
     }
     // Across versions of the new CRD.

@@ -10,9 +10,21 @@ ratcheting), not before";
 /// The safe route for a tightened rule.
 pub const TIGHTENED_FIX: &str = "check the stored objects first (apply-check --objects)";
 
-/// Why a constraint under allOf/anyOf/oneOf/not is worse than a plain one.
-pub const NOT_RATCHETED: &str = "errors under allOf/anyOf/oneOf/not are never ratcheted, so every update of an \
-object that fails it is rejected, even one that leaves the field alone";
+/// What happens to stored objects that break a uniqueness rule of a list
+/// type (duplicates in a set, repeated keys in a map); reads after a subject
+/// such as "lists with duplicate entries". The API server checks list types
+/// on an update only when the stored object passed them, so an object that
+/// already breaks one can be updated in any way, more duplicates included;
+/// the same on every version (its `ValidateUpdate` and status update).
+pub const LIST_TYPE_WRITES: &str = "cannot be created again (GitOps re-sync, restore); updates of a stored object \
+that already holds them still succeed, even those that change the list (the server checks list types on update \
+only if the stored object passed them)";
+
+/// What a CEL rule that errors on a stored value does; the error is not a
+/// `false` the server can ratchet, so no update of the object gets through
+/// (apiextensions-apiserver appends evaluation errors unconditionally).
+pub const EVALUATION_ERRORS: &str = "if it cannot evaluate a stored value (an unparsable duration(), a missing \
+key), every write fails, unchanged updates included (evaluation errors are never ratcheted)";
 
 /// Why pruning is silent data loss.
 pub const PRUNED: &str = "the API server prunes fields its schema does not describe: the data disappears from \

@@ -722,8 +722,9 @@ pub(super) fn object_findings_table(findings: &[Finding], opts: TableOptions) ->
     if rows.iter().any(|(_, o)| o.ratcheted.is_some()) {
         out.push('\n');
         out.push_str(&note(
-            "ratcheted yes: updates that leave the field unchanged still succeed; creating such an \
-             object fails. no: every write of these objects fails until they are fixed.",
+            "ratcheted yes: updates that leave the field unchanged (in a list that is not listType: \
+             map, the whole list) still succeed; creating such an object fails. no: every write of \
+             these objects fails until they are fixed.",
             opts,
         ));
     }

@@ -703,7 +703,7 @@ fn ratchet_note(ratchetable: bool, server_minor: u32) -> String {
     } else if ratchetable {
         format!(
             "ratcheted on this 1.{server_minor} cluster: updates that leave the field unchanged \
-             still succeed, but creating such an object (re-applying it, restoring a backup) fails"
+             (in a list that is not listType: map, the whole list) still succeed, but creating such an object (re-applying it, restoring a backup) fails"
         )
     } else {
         "not ratcheted (this kind of rule never is): every write of these objects fails until \

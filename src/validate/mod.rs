@@ -200,26 +200,28 @@ pub struct Violation {
     /// Reads like the API server's field error, with the value and the limit.
     pub message: String,
     /// Whether an UPDATE that leaves this value unchanged still passes on
-    /// Kubernetes >= 1.30 (KEP-4008 ratcheting; 1.33+ always on).
+    /// Kubernetes >= 1.30 (KEP-4008 ratcheting; 1.33+ always on), as
+    /// `tests/live/write_outcomes.rs` holds on every matrix version.
     ///
     /// The server drops an error when the schema node it is attached to holds
     /// a value equal (DeepEqual) to the old object's; list items are only
     /// correlated by key in `x-kubernetes-list-type: map` lists, so in other
     /// lists "unchanged" means the whole list. Hence:
     /// - value keywords (type, bounds, lengths, pattern, format, items and
-    ///   properties counts, enum): `true`;
+    ///   properties counts, enum), and anything under
+    ///   `allOf`/`anyOf`/`oneOf`/`not` (validated at the node like the rest):
+    ///   `true`;
+    /// - list-type duplicates: `true`. The server checks list types on an
+    ///   update only when the stored object passed them, so any update of
+    ///   an object that already holds duplicates passes;
     /// - `required`: `false`. The error is attached to the whole object that
     ///   holds the `required` list (usually `spec`), so only updates that
-    ///   leave all of it unchanged would pass: in practice every write
-    ///   fails. Reported as not ratcheted, which is the safe side;
-    /// - list-type duplicates: `false`, for the same reason (the check is
-    ///   on the whole list) and because the product treats list-type
-    ///   changes as never ratcheted;
+    ///   leave all of it unchanged pass. Reported as not ratcheted, which is
+    ///   the safe side;
     /// - `x-kubernetes-embedded-resource`: `false` (checked the same way on
     ///   create and update);
-    /// - anything under `allOf`/`anyOf`/`oneOf`/`not`: `false` (KEP-4008 never
-    ///   ratchets these);
-    /// - CEL: `true` unless the rule references `oldSelf`.
+    /// - CEL: `true` unless the rule references `oldSelf` or its evaluation
+    ///   failed (a missing key): evaluation errors are never ratcheted.
     pub ratchetable: bool,
 }
 

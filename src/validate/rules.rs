@@ -274,10 +274,11 @@ impl<'b> Eval<'b, '_> {
                 self.not_evaluated(trail, &cr.rule.rule, reason);
             }
             Err(ExecutionError::NoSuchKey(k)) => {
+                // An evaluation error, which the server never ratchets.
                 let message = format!("no such key: {k}");
                 self.out
                     .violations
-                    .push(violation(rule, trail, message, ratchetable));
+                    .push(violation(rule, trail, message, false));
             }
             Err(ExecutionError::UndeclaredReference(name)) => {
                 let reason = format!("uses `{name}`, which kube-cel does not support");

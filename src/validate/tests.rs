@@ -273,8 +273,8 @@ fn item_counts_and_set_duplicates() {
     assert_eq!(o.violations[1].message, "Duplicate value: \"a\"");
     assert!(o.violations[0].ratchetable);
     assert!(
-        !o.violations[1].ratchetable,
-        "list-type errors are not ratcheted"
+        o.violations[1].ratchetable,
+        "updates of an object that already holds duplicates pass"
     );
 }
 
@@ -409,7 +409,7 @@ fn root_metadata_is_kept_and_only_name_rules_apply() {
 }
 
 #[test]
-fn junctors_validate_values_and_never_ratchet() {
+fn junctors_validate_values_and_ratchet_like_any_keyword() {
     let s = spec(json!({
         "one": {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
                 "oneOf": [{"required": ["a"]}, {"required": ["b"]}]},
@@ -433,7 +433,7 @@ fn junctors_validate_values_and_never_ratchet() {
             ("spec.one", "oneOf"),
         ]
     );
-    assert!(o.violations.iter().all(|v| !v.ratchetable));
+    assert!(o.violations.iter().all(|v| v.ratchetable));
     assert!(
         o.violations[0]
             .message

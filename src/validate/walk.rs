@@ -31,25 +31,15 @@ impl Sink<'_> {
             message: msg,
             ratchetable,
         };
+        let ratchetable = !matches!(rule, Rule::EmbeddedResource | Rule::Required);
         match self {
             Sink::Main(v) => {
                 let m = msg(&trail.display());
-                let ratchetable = !matches!(
-                    rule,
-                    Rule::EmbeddedResource
-                        | Rule::AllOf
-                        | Rule::AnyOf
-                        | Rule::OneOf
-                        | Rule::Not
-                        | Rule::Required
-                        | Rule::ListSet
-                        | Rule::ListMap
-                );
                 v.push(make(ratchetable, m));
             }
             Sink::Collect(v) => {
                 let m = msg(&trail.display());
-                v.push(make(false, m));
+                v.push(make(ratchetable, m));
             }
             Sink::Count(n) => *n += 1,
         }
@@ -404,7 +394,6 @@ fn junctors(
                 sink.push(Violation {
                     message: format!("allOf[{i}]: {}: {}", f.rule.id(), f.message),
                     rule: Rule::AllOf,
-                    ratchetable: false,
                     ..f
                 });
             }

@@ -715,7 +715,11 @@ fn a_list_becoming_a_set_is_unsafe_and_becoming_atomic_a_warning() {
     example_flags_foo(
         Check::ListType,
         Severity::Error,
-        &["x-kubernetes-list-type <none> -> \"set\""],
+        &[
+            "x-kubernetes-list-type <none> -> \"set\"",
+            "cannot be created again",
+            "updates of a stored object that already holds them still succeed, even those that change the list",
+        ],
     );
     flags_foo(
         &reversed(Check::ListType),
@@ -741,8 +745,47 @@ fn list_map_keys_changed_is_unsafe() {
         &compare(&map(json!(["name"])), &map(json!(["port"]))),
         Check::ListType,
         Severity::Error,
-        &["x-kubernetes-list-map-keys [\"name\"] -> [\"port\"]"],
+        &[
+            "x-kubernetes-list-map-keys [\"name\"] -> [\"port\"]",
+            "already holds them still succeed",
+        ],
     );
+}
+
+#[test]
+fn a_bound_tightened_in_a_list_that_is_not_a_map_says_a_change_to_any_item_is_rejected() {
+    let names = |max: u64, extra: Value| {
+        let mut s = json!({"type": "array", "items": {"type": "object", "required": ["name"],
+            "properties": {"name": {"type": "string"}, "value": {"type": "string", "maxLength": max}}}});
+        if let (Some(s), Value::Object(extra)) = (s.as_object_mut(), extra) {
+            s.extend(extra);
+        }
+        foo(s)
+    };
+    let path = Some("^.spec.foo[*].value");
+    let atomic = flags(
+        &compare(&names(10, json!({})), &names(3, json!({}))),
+        Check::MaxLength,
+        Severity::Error,
+        Some("v1"),
+        path,
+        &["an update that changes any item of ^.spec.foo is rejected too"],
+    );
+    assert!(
+        atomic.message.contains("not listType: map"),
+        "{}",
+        atomic.message
+    );
+    let map = json!({"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]});
+    let keyed = flags(
+        &compare(&names(10, map.clone()), &names(3, map)),
+        Check::MaxLength,
+        Severity::Error,
+        Some("v1"),
+        path,
+        &["updates that leave it unchanged still succeed"],
+    );
+    assert!(!keyed.message.contains("rejected too"), "{}", keyed.message);
 }
 
 #[test]
@@ -856,7 +899,7 @@ pub(crate) fn combined(kw: &str, required: &[&str]) -> Value {
 }
 
 #[test]
-fn a_combinator_added_is_unsafe_and_never_ratcheted() {
+fn a_combinator_added_is_unsafe_and_blocks_updates_of_the_field() {
     for check in [Check::OneOf, Check::AnyOf, Check::AllOf] {
         flags_foo(
             &flagged(check),
@@ -864,7 +907,7 @@ fn a_combinator_added_is_unsafe_and_never_ratcheted() {
             Severity::Error,
             &[
                 &format!("{} constraint added (2 branches)", check.id()),
-                "never ratcheted",
+                "rejected by updates that touch the field; updates that leave it unchanged still succeed",
             ],
         );
     }
@@ -878,7 +921,7 @@ fn a_one_of_or_any_of_branch_removed_is_unsafe() {
             &compare(&combined(kw, &["a", "b"]), &combined(kw, &["a"])),
             check,
             Severity::Error,
-            &[&format!("1 {kw} branch removed"), "never ratcheted"],
+            &[&format!("1 {kw} branch removed"), "cannot be created again"],
         );
     }
 }
@@ -960,7 +1003,10 @@ fn a_not_constraint_added_or_changed_is_unsafe_and_removed_safe() {
     example_flags_foo(
         Check::Not,
         Severity::Error,
-        &["not constraint added", "never ratcheted"],
+        &[
+            "not constraint added",
+            "updates that leave it unchanged still succeed",
+        ],
     );
     let not = |req: Value| {
         foo(edit(&object_ab(), |s| {

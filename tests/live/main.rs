@@ -40,4 +40,5 @@ mod soundness;
 mod sources;
 mod unserved_stored;
 mod webhook;
+mod write_outcomes;
 mod yaml_reading;

@@ -7,9 +7,9 @@
 //! next to an old schema that required `certificate` and had no `pattern`.
 //! Every stored object then matches the first branch and not the second,
 //! so the new `oneOf` cannot fail on it, although a value that fits no
-//! branch (or two) is rejected from now on. Errors under combinators are
-//! never ratcheted, so this is the difference between a safe release and
-//! one that blocks every update.
+//! branch (or two) is rejected from now on. This is the difference between
+//! a safe release and one whose stored objects cannot be re-applied and
+//! whose updates of the field are refused.
 //!
 //! Three answers per branch: met by every old object, by none, or unknown.
 //! Only `required`, property schemas without constraints, `type` equal to

@@ -5,7 +5,7 @@ use serde_json::Value;
 use super::{FieldCheck, Node};
 use crate::cel::partial::cannot_fail_given;
 use crate::compare::Severity;
-use crate::compare::messages::{TIGHTENED, TIGHTENED_FIX};
+use crate::compare::messages::{EVALUATION_ERRORS, TIGHTENED, TIGHTENED_FIX};
 use crate::compare::witness;
 use crate::json::json_eq;
 
@@ -74,7 +74,10 @@ re-applies keep passing; only new writes that use what is new are checked",
 fails it is rejected"
                     .to_string()
             } else {
-                format!("objects that fail it {TIGHTENED}")
+                format!(
+                    "objects that fail it {TIGHTENED}{}; {EVALUATION_ERRORS}",
+                    self.ratcheting()
+                )
             };
             let what = if pair {
                 format!(

@@ -1,6 +1,6 @@
-//! allOf, anyOf, oneOf and not: constraints over whole subschemas. Errors
-//! under them are never ratcheted, so adding one hurts more than a plain
-//! keyword would.
+//! allOf, anyOf, oneOf and not: constraints over whole subschemas. The API
+//! server ratchets their errors like any other keyword's: an update that
+//! leaves the field as it was gets through (tests/live/write_outcomes.rs).
 
 use std::collections::BTreeMap;
 
@@ -10,7 +10,7 @@ use super::branch_truth::{Branches, Truth};
 use super::docs::DOC_KEYWORDS;
 use super::restructured::without_implied_types;
 use super::{FieldCheck, Node};
-use crate::compare::messages::NOT_RATCHETED;
+use crate::compare::messages::TIGHTENED;
 use crate::compare::one_of;
 use crate::compare::{Check, Severity};
 use crate::schema::Schema;
@@ -99,6 +99,7 @@ it; new writes must fit it"
             return;
         }
         let old_types = self.old_types();
+        let kept = kept_by_ratcheting(&self.ratcheting());
         let mut emit = |sev: Severity, what: String| {
             self.emit(check, sev, what, o.as_ref(), n.as_ref());
         };
@@ -120,7 +121,7 @@ which a branch accepts as it is, so no stored object can fail it",
             emit(
                 Severity::Error,
                 format!(
-                    "{kw} constraint added ({added} {b_added}): values that fit none of it are rejected; {NOT_RATCHETED}"
+                    "{kw} constraint added ({added} {b_added}): values that fit none of it are rejected; {kept}"
                 ),
             );
             return;
@@ -137,7 +138,7 @@ which a branch accepts as it is, so no stored object can fail it",
                     emit(
                         Severity::Error,
                         format!(
-                            "{added} allOf {b_added} added: each is a new constraint every value must meet; {NOT_RATCHETED}"
+                            "{added} allOf {b_added} added: each is a new constraint every value must meet; {kept}"
                         ),
                     );
                 }
@@ -147,7 +148,7 @@ which a branch accepts as it is, so no stored object can fail it",
                     emit(
                         Severity::Error,
                         format!(
-                            "{removed} anyOf {b_removed} removed: values that only fit them are rejected; {NOT_RATCHETED}"
+                            "{removed} anyOf {b_removed} removed: values that only fit them are rejected; {kept}"
                         ),
                     );
                 }
@@ -167,7 +168,7 @@ which a branch accepts as it is, so no stored object can fail it",
                     emit(
                         Severity::Error,
                         format!(
-                            "{removed} oneOf {b_removed} removed: values that only fit them are rejected; {NOT_RATCHETED}"
+                            "{removed} oneOf {b_removed} removed: values that only fit them are rejected; {kept}"
                         ),
                     );
                 }
@@ -193,7 +194,7 @@ which a branch accepts as it is, so no stored object can fail it",
                         one_of::Overlap::Proven(w) => (
                             Severity::Error,
                             format!(
-                                "{added} oneOf {b_added} added that overlap an existing one: a value such as {w} matched one branch and now matches two, so it is rejected (oneOf means exactly one); {NOT_RATCHETED}"
+                                "{added} oneOf {b_added} added that overlap an existing one: a value such as {w} matched one branch and now matches two, so it is rejected (oneOf means exactly one); {kept}"
                             ),
                         ),
                         one_of::Overlap::Disjoint => (
@@ -205,7 +206,7 @@ which a branch accepts as it is, so no stored object can fail it",
                         one_of::Overlap::Undecided => (
                             Severity::Warning,
                             format!(
-                                "{added} oneOf {b_added} added; whether a value can now match two branches could not be decided from the schema: such values are rejected (oneOf means exactly one); {NOT_RATCHETED}"
+                                "{added} oneOf {b_added} added; whether a value can now match two branches could not be decided from the schema: such values are rejected (oneOf means exactly one); {kept}"
                             ),
                         ),
                     };
@@ -248,10 +249,11 @@ object can fail it; new writes must not match it"
             );
             return;
         }
+        let kept = kept_by_ratcheting(&self.ratcheting());
         self.emit(
             c.check,
             Severity::Error,
-            format!("not constraint {what}: values matching it are rejected; {NOT_RATCHETED}"),
+            format!("not constraint {what}: values matching it are rejected; {kept}"),
             o.as_ref(),
             n.as_ref(),
         );
@@ -344,4 +346,10 @@ fn has_type_branch(branches: Option<&Value>, t: &str) -> bool {
                 && b.keys()
                     .all(|k| k == "type" || DOC_KEYWORDS.contains(&k.as_str()))
         })
+}
+
+/// What the server does with stored objects a combinator now refuses
+/// (`ratcheting`: [`Node::ratcheting`]'s caveat for a node in a list).
+fn kept_by_ratcheting(ratcheting: &str) -> String {
+    format!("stored objects that fail it {TIGHTENED}{ratcheting}")
 }

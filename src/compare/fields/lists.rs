@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use super::{FieldCheck, Node};
 use crate::compare::Severity;
+use crate::compare::messages::LIST_TYPE_WRITES;
 use crate::json::show;
 
 impl Node<'_, '_> {
@@ -56,15 +57,16 @@ value of this field is a list (the type finding says what happens to them)",
             let (severity, why) = match nt.as_str() {
                 "set" => (
                     Severity::Error,
-                    "stored lists with duplicate entries now fail validation on every write (list-type changes are never ratcheted), and server-side apply now merges entries",
+                    format!("objects whose list has duplicate entries {LIST_TYPE_WRITES}; server-side apply now merges entries"),
                 ),
                 "map" => (
                     Severity::Error,
-                    "stored lists with duplicate keys now fail validation on every write (never ratcheted), and server-side apply now merges entries by key",
+                    format!("objects whose list repeats a key {LIST_TYPE_WRITES}; server-side apply now merges entries by key"),
                 ),
                 _ => (
                     Severity::Warning,
-                    "server-side apply now replaces the whole list, so entries owned by other field managers are dropped on their next apply",
+                    "server-side apply now replaces the whole list, so entries owned by other field managers are dropped on their next apply"
+                        .to_string(),
                 ),
             };
             self.emit(
@@ -86,8 +88,8 @@ value of this field is a list (the type finding says what happens to them)",
                 c.check,
                 Severity::Error,
                 format!(
-                    "x-kubernetes-list-map-keys {} -> {}: entries are now identified by other keys, lists \
-that repeat the new key fail validation (never ratcheted), and server-side apply ownership of entries changes",
+                    "x-kubernetes-list-map-keys {} -> {}: entries are now identified by other keys; objects \
+whose list repeats the new key {LIST_TYPE_WRITES}; server-side apply ownership of entries changes",
                     show(o.as_ref()),
                     show(n.as_ref())
                 ),

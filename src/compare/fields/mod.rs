@@ -51,7 +51,7 @@ pub(super) struct Context<'a> {
 
 /// Compares two schemas from the root.
 pub(super) fn walk(ctx: &Context<'_>, old: &Schema, new: &Schema, out: &mut Vec<Finding>) {
-    walk_at(ctx, &Trail::ROOT, old, new, out);
+    walk_at(ctx, &Trail::ROOT, None, old, new, out);
 }
 
 /// Compares one pair of nodes, children first, and returns whether the two
@@ -63,6 +63,7 @@ pub(super) fn walk(ctx: &Context<'_>, old: &Schema, new: &Schema, out: &mut Vec<
 fn walk_at(
     ctx: &Context<'_>,
     trail: &Trail<'_>,
+    list: Option<&Trail<'_>>,
     old: &Schema,
     new: &Schema,
     out: &mut Vec<Finding>,
@@ -77,19 +78,37 @@ fn walk_at(
         }
         match news.next_if(|(n, _)| *n == name) {
             Some((_, new_child)) => {
-                same &= walk_at(ctx, &trail.property(name, old), old_child, new_child, out);
+                same &= walk_at(
+                    ctx,
+                    &trail.property(name, old),
+                    list,
+                    old_child,
+                    new_child,
+                    out,
+                );
             }
             None => same = false,
         }
     }
     match (&old.items, &new.items) {
-        (Some(o), Some(n)) => same &= walk_at(ctx, &trail.down(Step::Items), o, n, out),
+        (Some(o), Some(n)) => {
+            // The API server matches the items of a stored list to the
+            // updated one only by key, in a `listType: map` (of the schema
+            // it validates with, the new one); below the outermost other
+            // list, nothing is matched and that list is what ratchets.
+            let map = new
+                .keyword("x-kubernetes-list-type")
+                .and_then(Value::as_str)
+                == Some("map");
+            let list = list.or((!map).then_some(trail));
+            same &= walk_at(ctx, &trail.down(Step::Items), list, o, n, out);
+        }
         (None, None) => {}
         _ => same = false,
     }
     match (&old.additional_properties, &new.additional_properties) {
         (Some(AdditionalProperties::Schema(o)), Some(AdditionalProperties::Schema(n))) => {
-            same &= walk_at(ctx, &trail.down(Step::MapValues), o, n, out);
+            same &= walk_at(ctx, &trail.down(Step::MapValues), list, o, n, out);
         }
         (o, n) => same &= o == n,
     }
@@ -113,6 +132,7 @@ fn walk_at(
         path: path.to_string(),
         field_path: &path,
         required_in_old: trail.required_by_holder(),
+        list_above: list.map(Trail::path),
         old: old_node,
         new: new_node,
         differing: differing(old_node, new_node),
@@ -134,6 +154,10 @@ struct Node<'a, 'o> {
     field_path: &'a FieldPath,
     /// The old schema required this field: every stored object has it.
     required_in_old: bool,
+    /// The outermost list above this node that is not `listType: map`:
+    /// its items are not matched across an update, so a change to any of
+    /// them re-checks this node in every item (see [`Node::ratcheting`]).
+    list_above: Option<FieldPath>,
     old: &'a Schema,
     new: &'a Schema,
     /// The keywords whose values differ, in name order: every check asks
@@ -172,6 +196,20 @@ impl Node<'_, '_> {
     ) {
         let path = self.path.clone();
         self.emit_at(path, check, severity, message, old, new);
+    }
+
+    /// What [`messages::TIGHTENED`](crate::compare::messages::TIGHTENED)
+    /// leaves out for a node below a list that is not `listType: map`:
+    /// the server matches no item of such a list to the stored one, so an
+    /// update that changes any item re-checks this node in all of them.
+    fn ratcheting(&self) -> String {
+        match &self.list_above {
+            Some(list) => format!(
+                "; it sits in the list {list}, which is not listType: map, so the server does not match \
+its items across an update: an update that changes any item of {list} is rejected too"
+            ),
+            None => String::new(),
+        }
     }
 
     /// Puts `witness` on the finding just emitted.

@@ -163,9 +163,12 @@ applies before validating, so objects without it are accepted and read the defau
                     format!(
                         "new required field {name} on {}: creating an object without it is rejected, and so is \
 every update that changes {} of a stored object without it (validation ratcheting, on by default from \
-Kubernetes 1.30, lets through only updates that leave {} as it was, such as status updates). Make it \
+Kubernetes 1.30, lets through only updates that leave {} as it was, such as status updates){}. Make it \
 optional with a default, or require it only in a new version",
-                        self.path, self.path, self.path
+                        self.path,
+                        self.path,
+                        self.path,
+                        self.ratcheting()
                     ),
                     None,
                     Some(&value),

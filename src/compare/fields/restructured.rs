@@ -167,23 +167,13 @@ impl Node<'_, '_> {
         if !changed || !same(self.old, self.new) {
             return;
         }
-        let folded =
-            |raw: Option<&Value>, node: &Schema| raw.is_some() && node.keyword("allOf") != raw;
-        let into = folded(n, self.new) && !folded(o, self.old);
-        let note = if into {
-            "; errors under allOf are not ratcheted, so objects that already broke these rules can no \
-longer be updated unchanged"
-        } else {
-            ""
-        };
         let (o, n) = (o.cloned(), n.cloned());
         self.emit(
             Check::AllOf,
             Severity::Info,
-            format!(
-                "restructured: value constraints moved between allOf and the field itself; the same values \
-are accepted{note}"
-            ),
+            "restructured: value constraints moved between allOf and the field itself; the same values \
+are accepted"
+                .to_string(),
             o.as_ref(),
             n.as_ref(),
         );

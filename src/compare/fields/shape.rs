@@ -184,7 +184,8 @@ rejected; {PRUNED}",
                 Severity::Error,
                 format!(
                     "x-kubernetes-int-or-string removed: the field now accepts only {t}, so objects holding the \
-other type {TIGHTENED}"
+other type {TIGHTENED}{}",
+                    self.ratcheting()
                 ),
                 Some(&Value::Bool(true)),
                 None,

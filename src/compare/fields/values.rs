@@ -21,6 +21,7 @@ impl Node<'_, '_> {
         if !self.changed("enum") {
             return;
         }
+        let ratcheting = self.ratcheting();
         let (o, n) = self.kw("enum");
         let (o, n) = (o.cloned(), n.cloned());
         let empty = Vec::new();
@@ -33,7 +34,7 @@ impl Node<'_, '_> {
                     c.check,
                     Severity::Error,
                     format!(
-                        "enum restriction added {}{}: objects with any other value {TIGHTENED}; {TIGHTENED_FIX}",
+                        "enum restriction added {}{}: objects with any other value {TIGHTENED}{ratcheting}; {TIGHTENED_FIX}",
                         list(&new_vals.iter().collect::<Vec<_>>()),
                         witness::shown(witness.as_ref())
                     ),
@@ -57,7 +58,7 @@ impl Node<'_, '_> {
                         c.check,
                         Severity::Error,
                         format!(
-                            "enum values removed {}: objects holding them {TIGHTENED}; {TIGHTENED_FIX}",
+                            "enum values removed {}: objects holding them {TIGHTENED}{ratcheting}; {TIGHTENED_FIX}",
                             list(&removed)
                         ),
                         o.as_ref(),
@@ -232,6 +233,7 @@ here (\"{kw} value must be of type {typed}\"); {before}; {TIGHTENED_FIX}",
         meets: impl Fn(&Value) -> bool,
     ) {
         let mut witness = None;
+        let ratcheting = self.ratcheting();
         let (severity, message) = match self.old_values() {
             Some(values) if values.iter().all(meets) => (
                 Severity::Info,
@@ -245,7 +247,7 @@ here (\"{kw} value must be of type {typed}\"); {before}; {TIGHTENED_FIX}",
                 (
                     Severity::Error,
                     format!(
-                        "{}: {failing} {TIGHTENED}; {TIGHTENED_FIX}",
+                        "{}: {failing} {TIGHTENED}{ratcheting}; {TIGHTENED_FIX}",
                         witness::after_change(&what, witness.as_ref())
                     ),
                 )

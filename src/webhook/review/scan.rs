@@ -154,7 +154,7 @@ pub(super) fn without_values(f: &mut Finding) {
         Check::InvalidObjects => {
             let writes = match d.ratcheted {
                 Some(true) => {
-                    "updates that leave the field unchanged still succeed (ratcheting), creating such an object fails"
+                    "updates that leave the field unchanged (in a list that is not listType: map, the whole list) still succeed (ratcheting), creating such an object fails"
                 }
                 _ => "every write of these objects fails until they are fixed",
             };
