@@ -266,7 +266,8 @@ pub struct RequirementCheck {
     pub requirement: RequirementRef,
     /// The CRD it pins.
     pub crd: String,
-    /// No error finding against it.
+    /// Nothing breaks it: no finding that is an error before a `Warn`
+    /// action makes it a warning.
     pub met: bool,
     /// Its error findings (in the CRD's entry).
     pub errors: usize,

@@ -10,6 +10,31 @@ use crate::report::{CrdReport, CrdStatus, Report, RequirementCheck};
 /// The findings `new` (`None`: the CRD is not there at all) gives against
 /// `requirement`, at the requirement's levels, each naming it.
 pub fn judge(requirement: &Requirement, new: Option<&Crd>) -> Vec<Finding> {
+    judged(requirement, new)
+        .into_iter()
+        .map(|j| j.finding)
+        .collect()
+}
+
+/// A requirement's finding, and whether it breaks the requirement (an
+/// error before `Warn` caps it).
+struct Judged {
+    finding: Finding,
+    breaks: bool,
+}
+
+/// Checks whose warning is, for a consumer that holds the version, the loss
+/// of something it uses: a version it reads (served, or its stored data) or a
+/// field selector it lists with. On a CRD at large they only may break
+/// someone; a requirement says someone is there, so under `Deny` they fail.
+fn removes_what_is_held(check: Check) -> bool {
+    matches!(
+        check,
+        Check::ServedVersionRemoval | Check::StoredVersionRemoval | Check::SelectableFields
+    )
+}
+
+fn judged(requirement: &Requirement, new: Option<&Crd>) -> Vec<Judged> {
     let pinned = &requirement.crd;
     let raw = match new {
         None => vec![Finding::new(
@@ -34,12 +59,16 @@ stop working once it is deleted. Keep the CRD, or agree its removal with the con
     let lead = reference.prefix();
     kept.into_iter()
         .map(|mut f| {
+            if f.severity == Severity::Warning && removes_what_is_held(f.check) {
+                f.severity = Severity::Error;
+            }
+            let breaks = f.severity == Severity::Error;
             if requirement.action == Action::Warn {
                 f.severity = f.severity.min(Severity::Warning);
             }
             f.message = format!("{lead}: {}", f.message);
             f.requirement = Some(reference.clone());
-            f
+            Judged { finding: f, breaks }
         })
         .collect()
 }
@@ -89,12 +118,16 @@ fn concerns(requirement: &Requirement, f: &Finding) -> bool {
 pub fn add_findings(report: &mut Report, requirements: &[Requirement], new: &ManifestSet) {
     for requirement in requirements {
         let name = &requirement.crd.name;
-        let findings = judge(requirement, new.get(name).map(|l| &*l.crd));
+        let judged = judged(requirement, new.get(name).map(|l| &*l.crd));
+        // Broken whatever the action: `Warn` changes what a break does to
+        // the run, not whether it is one.
+        let met = !judged.iter().any(|j| j.breaks);
+        let findings: Vec<Finding> = judged.into_iter().map(|j| j.finding).collect();
         let count = |s: Severity| findings.iter().filter(|f| f.severity == s).count();
         report.requirements.push(RequirementCheck {
             requirement: requirement.reference(),
             crd: name.clone(),
-            met: count(Severity::Error) == 0,
+            met,
             errors: count(Severity::Error),
             warnings: count(Severity::Warning),
         });

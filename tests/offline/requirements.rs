@@ -679,3 +679,58 @@ fn gateway_api_v1_0_route_fields_against_every_later_release() {
         ]
     );
 }
+
+/// The issue's case: an `AllServed` requirement and a NEW that stops
+/// serving one of its versions. The consumer reads that version, so the
+/// requirement is broken: `Deny` fails the run, `Warn` reports it, and both
+/// count it in the summary.
+#[test]
+fn a_held_served_version_removed_breaks_the_requirement_under_either_action() {
+    let files = Files::new();
+    let pinned = pins(&["a"], &["a"]);
+    let new = files.json(
+        "new.json",
+        &crd("pins", vec![version("v1", true, true, root(&["a"]))]),
+    );
+    let removal = |report: &Value| -> Vec<String> {
+        requirement_findings(report)
+            .into_iter()
+            .filter(|f| f["check"] == "servedVersionRemoval")
+            .map(|f| format!("{} {} {}", f["severity"], f["version"], f["message"]))
+            .collect()
+    };
+    for (action, code, severity) in [("Deny", 1, "error"), ("Warn", 0, "warning")] {
+        let req = files.write(
+            &format!("{action}.yaml"),
+            &compatibility_requirement(&pinned, "AllServed", "[]", action),
+        );
+        let (got, report) = lint(&new, &req);
+        assert_eq!(got, code, "{action}: {report:#}");
+        let found = removal(&report);
+        assert_eq!(found.len(), 1, "{action}: {report:#}");
+        assert!(
+            found[0].starts_with(&format!(
+                "\"{severity}\" \"v1beta1\" \"breaks `pins-for-console`: served version v1beta1 removed"
+            )),
+            "{action}: {found:?}"
+        );
+        assert_eq!(
+            report["requirements"][0]["met"], false,
+            "{action}: {report:#}"
+        );
+        let table = run(&["lint", &new, "--requirements", &req], None);
+        assert_has(&table.stdout, "1 requirement checked, 1 broken");
+    }
+
+    // Negative: holding only the storage version (v1, still served), the
+    // same NEW breaks nothing the requirement holds.
+    let storage = files.write(
+        "storage.yaml",
+        &compatibility_requirement(&pinned, "StorageOnly", "[]", "Deny"),
+    );
+    let (code, report) = lint(&new, &storage);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["requirements"][0]["met"], true, "{report:#}");
+    let table = run(&["lint", &new, "--requirements", &storage], None);
+    assert_has(&table.stdout, "1 requirement checked, 0 broken");
+}
