@@ -4,8 +4,9 @@
 //! reasons, except the few [`NOT_BREAKING`] lists, checked by hand, which
 //! must not be. Stored versions come from the project's history in the corpus,
 //! as PAIRS.md computes them: every version that was the storage version in
-//! a release up to the old one, or that such a release kept unserved. Each pair is read as `diff` reads it, the
-//! new CRDs judged by `invalidCrd` while they are parsed, and the report
+//! a release up to the old one, or that such a release kept unserved. Each
+//! pair is read as `diff` reads it, the new CRDs judged by `invalidCrd`
+//! while they are parsed, and the report
 //! must be the one judging them during the comparison gives.
 //!
 //! Outside CI a missing corpus skips the test with a notice; with CI=true it
