@@ -11,8 +11,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use crd_safety::manifest::{self, Source};
+use crd_safety::object_validation::Validator;
 use crd_safety::schema::{AdditionalProperties, Schema};
-use crd_safety::validate::Validator;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::{Value, json};
 

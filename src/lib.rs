@@ -4,7 +4,7 @@
 //! ([`manifest`]), the CRD and structural-schema model ([`crd`], [`schema`]), the
 //! check catalog ([`compare`]), configuration ([`config`]) and the report model
 //! with its renderers ([`report`]), the commands that change the cluster
-//! ([`change`]: `apply`, `migrate`), and one entry per command
+//! ([`cluster_write`]: `apply`, `migrate`), and one entry per command
 //! ([`command`]). Data flows one way: load → normalize →
 //! compare → report. The binary (`kubectl-crd_safety`) parses flags, calls
 //! [`command`] and maps the outcome to an exit code ([`exit`]).
@@ -17,12 +17,12 @@
 //!
 //! 1. foundations: [`text`], [`json`], [`glob`], [`parallel`], [`duration`], [`exit`], [`re2`], [`kube_version`]
 //! 2. model: [`schema`], [`crd`], [`manifest`], [`openapi`]
-//! 3. analysis, pure: [`cel`], [`validate`], [`compare`], [`crd_validation`], [`config`], [`delivery`]
+//! 3. analysis, pure: [`cel`], [`object_validation`], [`compare`], [`crd_validation`], [`config`], [`delivery`]
 //! 4. results the commands produce and the report renders: [`outcome`]
 //! 5. rendering: [`report`]
 //! 6. the comparison engine and runs over its report: [`engine`], [`locate`], [`batches`], [`baseline`], [`requirement`]
 //! 7. the API server, the only network code: [`cluster`]
-//! 8. work against the cluster: [`scan`], [`live_check`], [`change`], [`webhook`]
+//! 8. work against the cluster: [`scan`], [`live_check`], [`cluster_write`], [`webhook`]
 //! 9. commands, one entry each with typed failures: [`command`]
 //!
 //! The binary sits on top: it parses flags, calls [`command`] and talks to
@@ -34,8 +34,8 @@
 pub mod baseline;
 pub mod batches;
 pub mod cel;
-pub mod change;
 pub mod cluster;
+pub mod cluster_write;
 pub mod command;
 pub mod compare;
 pub mod config;
@@ -51,6 +51,7 @@ pub mod kube_version;
 pub mod live_check;
 pub mod locate;
 pub mod manifest;
+pub mod object_validation;
 pub mod openapi;
 pub mod outcome;
 pub mod parallel;
@@ -60,5 +61,4 @@ pub mod requirement;
 pub mod scan;
 pub mod schema;
 pub mod text;
-pub mod validate;
 pub mod webhook;

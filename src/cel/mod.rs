@@ -23,7 +23,7 @@
 //!
 //! Who calls it: the CRD validation checks rules with [`env`]; the object
 //! validator compiles rules into its schema nodes with [`rule`] and walks
-//! an object to run them (`validate::rules`); the comparison asks
+//! an object to run them (`object_validation::rules`); the comparison asks
 //! [`partial`].
 
 pub mod budget;

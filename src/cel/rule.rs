@@ -1,6 +1,6 @@
 //! One node's `x-kubernetes-validations` compiled, and the names CEL sees
 //! for declared properties: what the object validator's compiled nodes
-//! hold. Its walk (`validate::rules`) reads those nodes and evaluates the
+//! hold. Its walk (`object_validation::rules`) reads those nodes and evaluates the
 //! rules with [`super::direct`] and the `cel` crate.
 
 use foldhash::HashMap;

@@ -6,9 +6,9 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::Failure;
-use crate::change::apply::{self, ApplyOptions, RESTORE_WITHIN, Stop};
-use crate::change::{Confirm, Decided, Decision, decide};
 use crate::cluster::Connection;
+use crate::cluster_write::apply::{self, ApplyOptions, RESTORE_WITHIN, Stop};
+use crate::cluster_write::{Confirm, Decided, Decision, decide};
 use crate::live_check::LiveCheck;
 use crate::outcome::{Applied, ApplySection};
 use crate::report::Report;

@@ -6,9 +6,9 @@ use std::sync::atomic::AtomicBool;
 use serde::Serialize;
 
 use super::Failure;
-use crate::change::migrate::{self, PlanOptions, RewriteProgress, RunOptions};
-use crate::change::{Confirm, Decided, Decision, decide, decide_dry_run};
 use crate::cluster::Connection;
+use crate::cluster_write::migrate::{self, PlanOptions, RewriteProgress, RunOptions};
+use crate::cluster_write::{Confirm, Decided, Decision, decide, decide_dry_run};
 use crate::outcome::{MigrateSection, Migrated, MigrationPlan};
 use crate::scan::Progress;
 

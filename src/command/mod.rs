@@ -19,9 +19,9 @@ use std::path::PathBuf;
 use thiserror::Error;
 
 use crate::baseline::{Baseline, BaselineError};
-use crate::change::ConfirmError;
-use crate::change::migrate::MigrateError;
 use crate::cluster::ClusterError;
+use crate::cluster_write::ConfirmError;
+use crate::cluster_write::migrate::MigrateError;
 use crate::config::Config;
 use crate::config::ConfigError;
 use crate::exit;

@@ -143,7 +143,7 @@ pub enum Fold {
 }
 
 /// Every rule the object validator reports a stored object failing
-/// (`crate::validate::Rule::id`): a change that can bring any of them.
+/// (`crate::object_validation::Rule::id`): a change that can bring any of them.
 pub const VALUE_RULES: &[&str] = &[
     "type",
     "nullable",

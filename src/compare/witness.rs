@@ -31,10 +31,10 @@
 use serde_json::{Map, Number, Value, json};
 
 use crate::kube_version::KubeVersion;
+use crate::object_validation::{Rule, ValidationOutcome, Validator};
 use crate::re2::language::finite_language;
 use crate::schema::sorted_map::SortedMap;
 use crate::schema::{AdditionalProperties, Schema};
-use crate::validate::{Rule, ValidationOutcome, Validator};
 
 /// Candidates judged per search at most.
 pub(crate) const MAX_CANDIDATES: usize = 64;

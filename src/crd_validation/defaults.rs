@@ -1,7 +1,7 @@
 //! `default` values, as `structuraldefaulting.ValidateDefaults` checks them:
 //! each default must survive pruning unchanged (no unknown fields) and must
 //! pass the node's own validation, CEL rules included. Our object validator
-//! ([`crate::validate`]) does the validating, so defaults are judged by the
+//! ([`crate::object_validation`]) does the validating, so defaults are judged by the
 //! same code that judges stored objects.
 //!
 //! Like the server, only defaults reached through `properties` and `items`
@@ -14,11 +14,11 @@ use serde_json::Value;
 
 use super::SchemaOptions;
 use super::field::{FieldError, FieldPath};
+use crate::object_validation::node::CompiledNode;
+use crate::object_validation::scalar;
+use crate::object_validation::{PrunedKind, Validator, validate_at};
 use crate::openapi::props::Obj;
 use crate::schema::Schema;
-use crate::validate::node::CompiledNode;
-use crate::validate::scalar;
-use crate::validate::{PrunedKind, Validator, validate_at};
 
 /// One step on the defaults walk's path from the root: into `items`, or
 /// into the property of that name (with its place among the properties,

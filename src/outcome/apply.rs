@@ -1,5 +1,5 @@
 //! What `apply` plans and what became of each CRD: produced by
-//! [`crate::change::apply`] and [`crate::live_check`], rendered by [`crate::report`].
+//! [`crate::cluster_write::apply`] and [`crate::live_check`], rendered by [`crate::report`].
 
 use std::sync::Arc;
 

@@ -1,5 +1,5 @@
 //! What `migrate` plans and what became of each CRD: produced by
-//! [`crate::change::migrate`], rendered by [`crate::report`].
+//! [`crate::cluster_write::migrate`], rendered by [`crate::report`].
 
 use std::collections::BTreeMap;
 

@@ -22,9 +22,9 @@ use thiserror::Error;
 use crate::cluster::{ClusterError, Connection, ListError};
 use crate::compare::{Check, Finding, ObjectsDetail};
 use crate::crd::{Crd, ResourceRef};
+use crate::object_validation::{PrunedKind, Validator};
 use crate::outcome::ScanSummary;
 use crate::schema::{FieldPath, Lookup, Schema};
-use crate::validate::{PrunedKind, Validator};
 
 pub use documents::{judge_documents, judge_resources};
 pub use grade::{Graded, grade_by_objects};

@@ -5,9 +5,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::object_validation::{PrunedKind, ValidationOutcome};
 use crate::outcome::{ObjectDataLoss, ObjectReport, ObjectViolation};
 use crate::schema::FieldPath;
-use crate::validate::{PrunedKind, ValidationOutcome};
 
 /// The scan's own check kinds (each maps to a catalog check).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

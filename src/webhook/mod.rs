@@ -25,7 +25,7 @@ mod error;
 mod log;
 mod metrics;
 pub mod request;
-mod requirements;
+mod requirement_set;
 pub mod review;
 pub mod server;
 mod stored_models;

@@ -54,7 +54,7 @@ use super::cpu::cpu_for;
 use super::log::{self, log};
 use super::metrics::Metrics;
 use super::request;
-use super::requirements::Requirements;
+use super::requirement_set::Requirements;
 use super::review::Reviewer;
 use super::tls::{CertError, ReloadingCert, client_roots, server_config};
 use crate::cluster::Connection;

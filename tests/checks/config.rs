@@ -1,4 +1,4 @@
-//! Configuration (`src/config.rs`): levels, `ignore`, `failMode`, `mode`,
+//! Configuration (`src/config/`): levels, `ignore`, `failMode`, `mode`,
 //! per-check options and exceptions.
 
 use crate::catalog::unsafe_example;

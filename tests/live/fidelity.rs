@@ -9,8 +9,8 @@ use crate::support;
 
 use std::collections::BTreeMap;
 
+use crd_safety::object_validation::Validator;
 use crd_safety::schema::Schema;
-use crd_safety::validate::Validator;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::{Api, Client};
 use serde_json::{Value, json};

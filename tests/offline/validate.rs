@@ -8,8 +8,8 @@ use crate::support;
 use support::corpus::corpus_dir;
 
 use crd_safety::manifest::{self, Source};
+use crd_safety::object_validation::{PrunedKind, Rule, ValidationOutcome, Validator};
 use crd_safety::schema::Schema;
-use crd_safety::validate::{PrunedKind, Rule, ValidationOutcome, Validator};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use crd_safety::change::migrate::Engine;
+use crd_safety::cluster_write::migrate::Engine;
 use crd_safety::config::{FailMode, Mode};
 use crd_safety::crd_validation::KubeVersion;
 use crd_safety::manifest::InputLimits;

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use crd_safety::change::apply::{RESTORE_WITHIN, Stop};
 use crd_safety::cluster;
+use crd_safety::cluster_write::apply::{RESTORE_WITHIN, Stop};
 use crd_safety::command::{self, Failure, apply_check};
 use crd_safety::live_check::{CheckOptions, Step};
 use crd_safety::manifest::ManifestSet;

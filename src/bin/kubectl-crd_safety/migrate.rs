@@ -4,7 +4,7 @@ use std::cell::OnceCell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crd_safety::change::migrate;
+use crd_safety::cluster_write::migrate;
 use crd_safety::command::{self, Failure};
 use crd_safety::report::{
     TableOptions, render_migration_outcome, render_migration_plan, render_structured,

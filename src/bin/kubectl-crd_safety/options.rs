@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use crd_safety::change::migrate::{PlanOptions, RunOptions, ServerWait};
 use crd_safety::cluster::KubeFlags;
+use crd_safety::cluster_write::migrate::{PlanOptions, RunOptions, ServerWait};
 use crd_safety::command::{self, Baselines, Failure};
 use crd_safety::config::Config;
 use crd_safety::crd_validation::{KubeVersion, KubeVersionSource};

@@ -4,8 +4,8 @@
 use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
 
-use crd_safety::change::{Answer, Confirm, Question};
 use crd_safety::cluster;
+use crd_safety::cluster_write::{Answer, Confirm, Question};
 use crd_safety::command::Failure;
 use crd_safety::report::{Report, write_report};
 

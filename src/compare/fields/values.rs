@@ -9,10 +9,10 @@ use crate::compare::Severity;
 use crate::compare::messages::{TIGHTENED, TIGHTENED_FIX, list};
 use crate::compare::witness;
 use crate::json::{json_eq, short, show};
+use crate::object_validation::Rule;
 use crate::openapi::formats::{Format, NumericFormat};
 use crate::openapi::numbers::{self, GoNum};
 use crate::re2::compile_go;
-use crate::validate::Rule;
 
 use crate::re2::language as pattern_language;
 

@@ -3,7 +3,7 @@ use serde_json::json;
 use super::*;
 use crate::compare::ObjectsDetail;
 use crate::compare::catalog::{DATA_LOSS, VALUE_RULES};
-use crate::validate::Rule;
+use crate::object_validation::Rule;
 
 /// A complete scan of `scanned` objects in v1.
 fn scan(scanned: u64) -> ScanSummary {

@@ -2,7 +2,7 @@
 //! what `apply-check` would find (the same engine, the old object's real
 //! `status.storedVersions`, the rules of the server's version), count
 //! objects on DELETE, scan them on UPDATE when configured. What it finds
-//! joins the requirements' ([`super::requirements`]) for the one decision.
+//! joins the requirements' ([`super::requirement_set`]) for the one decision.
 //!
 //! Anyone who reaches the Service can post a review, so the body is not
 //! trusted about the cluster: before the webhook reads anything with its

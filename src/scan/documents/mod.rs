@@ -12,8 +12,8 @@ use crate::compare::{Check, Finding, ObjectsDetail};
 use crate::config::Config;
 use crate::crd::Crd;
 use crate::manifest::{ManifestSet, Resource};
+use crate::object_validation::{PrunedKind, Validator};
 use crate::report::CrdReport;
-use crate::validate::{PrunedKind, Validator};
 
 use super::object_name;
 use super::tally::{Kind, Tally};

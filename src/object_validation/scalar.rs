@@ -73,8 +73,8 @@ mod tests {
     use serde_json::json;
 
     use super::surely_valid;
+    use crate::object_validation::Validator;
     use crate::schema::Schema;
-    use crate::validate::Validator;
 
     /// What the validator itself finds wrong with `v` against `schema`.
     fn violations(schema: &serde_json::Value, v: &serde_json::Value) -> usize {

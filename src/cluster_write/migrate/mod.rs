@@ -1,7 +1,7 @@
 //! `migrate`: finish a storage-version migration, so that a release may drop
 //! a version `status.storedVersions` still lists (`storedVersionRemoval`).
 //!
-//! The flow is the one every change takes ([`crate::change`]):
+//! The flow is the one every change takes ([`crate::cluster_write`]):
 //! - **plan and check** ([`plan`]): per CRD the storage version, the stored
 //!   versions and the objects, each validated with the object scan as a
 //!   rewrite in the storage version would judge it;
