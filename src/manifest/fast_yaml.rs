@@ -16,9 +16,9 @@
 //! serde-saphyr where the two readings agree.
 //!
 //! This is the one event-driven reader; serde-saphyr reads what it cannot.
-//! Without it (and [`super::block_yaml`], which falls back to it), measured
-//! 2026-11-26: `diff -o json` of the corpus' five largest pairs 2.1-2.8x
-//! the wall time and 4-11 MB more peak memory, `lint` of the corpus 2.5x.
+//! Without it (and [`super::block_yaml`], which falls back to it), `diff`
+//! and `lint` take about twice the time or more, and more peak memory
+//! (figures: docs/BENCHMARKS.md, "What each speed trick buys").
 
 use std::borrow::Cow;
 
