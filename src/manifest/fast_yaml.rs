@@ -1,9 +1,9 @@
 //! The event reader: manifests as kubectl reads them, straight from
 //! granit-parser's events.
 //!
-//! serde-saphyr's deserializer reads about 2.5x slower than the event parser
-//! it is built on (`cargo bench --bench yaml`), and YAML is most of a
-//! `diff`'s time; it also reads YAML otherwise than kubectl (the key `y` is
+//! serde-saphyr's deserializer reads far slower than the event parser it is
+//! built on (figures: docs/BENCHMARKS.md, "YAML parsers"), and YAML is most
+//! of a `diff`'s time; it also reads YAML otherwise than kubectl (the key `y` is
 //! the key `true` for kubectl, whose reader is sigs.k8s.io/yaml over go-yaml
 //! v2). This module builds the `serde_json::Value` as kubectl would: keys
 //! and scalars typed by [`super::yaml11`], anchors and aliases, go-yaml v2's

@@ -23,7 +23,7 @@ pub const MIN_BYTES: u64 = 1 << 20;
 
 /// Bytes a judgment holds per byte of the CRDs it reads (old and new
 /// objects' JSON, as the request carries them): about twice what a
-/// judgment of the largest corpus CRD was measured to hold, which leaves
+/// judgment of the largest corpus CRD held at its peak, which leaves
 /// room for what the allocator keeps on top. The CRDs are now read
 /// without JSON trees and hold less; the figure is kept as the margin it
 /// now is (figures: docs/BENCHMARKS.md, "The judgments' memory per input
