@@ -2,8 +2,9 @@
 //!
 //! The binary is position-independent, as rustc links it by default: it
 //! holds cluster credentials, so its code keeps address-space layout
-//! randomisation. (Until 2026-11 it was linked `-no-pie` to save about
-//! 0.4 ms of start-up; that trade is gone.)
+//! randomisation. (It was once linked `-no-pie` to save start-up time,
+//! a trade that is gone; figures: docs/BENCHMARKS.md, "What each speed
+//! trick buys".)
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();

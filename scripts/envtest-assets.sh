@@ -236,8 +236,8 @@ if [[ ${#k8s_commands[@]} -gt 0 ]]; then
     [[ -n "$build_date" ]] || build_date="1970-01-01T00:00:00Z"
     # `-s -w` leaves the debug info out of the binary, and
     # `-gcflags=all=-dwarf=false` keeps the compiler from writing it into
-    # every package first: a cold build of 1.30 took 0.90 of the wall time
-    # and 0.91 of the CPU (2026-11-28, one build each, empty GOCACHE).
+    # every package first, which shortens a cold build (figures:
+    # docs/BENCHMARKS.md, "Building kube-apiserver without debug info").
     ldflags="-s -w"
     for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
         ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"

@@ -2,11 +2,12 @@
 //!
 //! Parsed, a CRD takes several times the memory of its text, and two
 //! releases of an operator's CRDs are tens of megabytes of text. Reading
-//! both directories whole and then comparing them held everything at once
-//! (57 MB for prometheus-operator's ten CRDs). Here the CRDs are first
-//! paired by the names an outline reads from their top-level lines; then
-//! each batch of pairs is parsed, compared, checked and placed on its lines,
-//! and let go before the next. Peak memory is that of the largest batch.
+//! both directories whole and then comparing them held everything at once.
+//! Here the CRDs are first paired by the names an outline reads from their
+//! top-level lines; then each batch of pairs is parsed, compared, checked
+//! and placed on its lines, and let go before the next. Peak memory is that
+//! of the largest batch (figures: docs/BENCHMARKS.md, "Batches of large
+//! directories").
 //!
 //! It is only a way of scheduling the same work: the report is the one
 //! [`crate::engine::diff`] makes from the whole sets. Whenever this path is
@@ -36,28 +37,13 @@ pub struct Limits {
     pub batch_bytes: usize,
 }
 
-/// Measured on the corpus' directories in one run (peak RSS and median wall
-/// time of `diff OLD_DIR NEW_DIR -o json`; prometheus-operator, read whole,
-/// in the build before):
-///
-/// | directories | read whole | batches of 1 MB | of 256 KB |
-/// | --- | --- | --- | --- |
-/// | istio 1.28 -> 1.30 (1.7 MB) | 21.4 MB, 30 ms | 16.9 MB, 37 ms | 13.6 MB, 42 ms |
-/// | cert-manager 1.6 -> 1.7 (1.4 MB) | 16.6 MB, 16 ms | 13.2 MB, 20 ms | 10.1 MB, 19 ms |
-/// | prometheus-operator (8.3 MB) | 57 MB, 82 ms | 19.7 MB, 102 ms | 18.8 MB, 96 ms |
-/// | eck 3.0 -> 3.5 (9.3 MB) | 52 MB, 66 ms | 24.4 MB, 80 ms | 24.4 MB, 87 ms |
-///
 /// Batches of 256 KB hold one large pair, or a few small ones, and a
 /// `diff` peaks at about the memory of a `diff` of its largest pair.
-/// Dropping a batch on another thread while the next one parses saved a
-/// tenth of the time but put 3-5 MB back on the peak.
-///
-/// Measured again 2026-11-26 with batches turned off (medians of 9 runs):
-/// reading whole is faster (eck 0.83x, istio 0.62x the wall time) but
-/// peaks at 53.5 MB instead of 27.7 (eck) and 25.6 instead of 17.3
-/// (istio), and `lint` of the corpus at 34.7 MB instead of 22.4: memory is
-/// what batches are for, and what keeps `diff` of a directory within a
-/// quarter of crdify's.
+/// Dropping a batch on another thread while the next one parses saved
+/// time but put memory back on the peak. Reading whole is faster, but
+/// memory is what batches are for, and what keeps `diff` of a directory
+/// within a quarter of crdify's (figures: docs/BENCHMARKS.md, "Batches of
+/// large directories").
 pub const LIMITS: Limits = Limits {
     min_total: 1 << 20,
     batch_bytes: 256 << 10,
@@ -162,9 +148,10 @@ fn run(
             );
         }
         // Let go of this batch before the next one parses: that is the
-        // point. (Freeing it on two threads took 0.92 of the time but put
-        // 3-4 MB back on the peak, as the freed memory spread over more of
-        // the allocator's arenas.)
+        // point. (Freeing it on two threads saved time but put memory back
+        // on the peak, as the freed memory spread over more of the
+        // allocator's arenas; figures: docs/BENCHMARKS.md, "Batches of
+        // large directories".)
         drop((old_set, new_set));
     }
     // Old side first, each in reading order, as a whole read lists them.

@@ -187,9 +187,9 @@ pub fn report(
 
 /// Below this many schema nodes in `new` (weighed as in [`entries`]),
 /// everything runs on the calling thread: starting threads would cost more
-/// than they save. Measured on the corpus pairs (`cargo bench --bench
-/// check_cost`, alternating builds): 60 beats 300 (the check of a mid-sized
-/// CRD then overlaps its comparison) and is no worse than 10.
+/// than they save. A low threshold lets the check of a mid-sized CRD
+/// overlap its comparison (figures: docs/BENCHMARKS.md, "What `invalidCrd`
+/// costs").
 const PARALLEL_CHECK_NODES: usize = 60;
 
 /// The two independent halves of checking one new CRD.

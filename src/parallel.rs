@@ -17,9 +17,10 @@ use std::num::NonZeroUsize;
 /// The stack of every thread that may judge CEL rules: the parser and the
 /// tree walkers recurse once per level of a rule, and a rule as deep as
 /// the API server accepts (250 operator levels, within the 96 levels of
-/// nesting the `cel` crate reads) took about 4 MiB in a debug build, more
-/// than the 2 MiB Rust and tokio give a thread (a stack overflow aborts the
-/// process). The pages are only mapped as they are touched.
+/// nesting the `cel` crate reads) took more than the 2 MiB Rust and tokio
+/// give a thread (a stack overflow aborts the process). The pages are only
+/// mapped as they are touched (figures: docs/BENCHMARKS.md, "Stack of the
+/// deepest CEL rule").
 pub const STACK_BYTES: usize = 8 << 20;
 
 /// A thread builder with [`STACK_BYTES`].

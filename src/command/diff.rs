@@ -37,9 +37,9 @@ pub struct Diffed {
     /// Both parsed sides (empty when large directories were read a few
     /// CRDs at a time). Handed back so that a process about to exit can
     /// leak them: freeing every node of two large manifests one by one
-    /// costs a `diff` of the corpus' largest pairs 12-35% of its wall time
-    /// (measured 2026-11-26, see `docs/BENCHMARKS.md`), and the OS takes
-    /// the memory back anyway.
+    /// costs a `diff` of large pairs a good share of its wall time, and the
+    /// OS takes the memory back anyway (figures: docs/BENCHMARKS.md, "What
+    /// each speed trick buys").
     pub manifests: (ManifestSet, ManifestSet),
 }
 

@@ -204,12 +204,13 @@ impl Crd {
 
     /// The same CRD without the version schemas' JSON in `manifest`: the
     /// models in [`Crd::versions`] hold them, and the JSON tree is about
-    /// as large again (4 MB for the largest corpus CRD). The webhook keeps
-    /// only this, for the time of a judgment and in its cache of stored
-    /// models. What the checks read from `manifest` besides the schemas
-    /// (the spec's other fields, a version's other keys, the metadata)
-    /// stays, and [`Crd::json_len`] still gives the whole document's
-    /// length. Not for a CRD to be applied or written out.
+    /// as large again. The webhook keeps only this, for the time of a
+    /// judgment and in its cache of stored models. What the checks read
+    /// from `manifest` besides the schemas (the spec's other fields, a
+    /// version's other keys, the metadata) stays, and [`Crd::json_len`]
+    /// still gives the whole document's length. Not for a CRD to be
+    /// applied or written out (figures: docs/BENCHMARKS.md, "A CRD's model
+    /// and JSON tree in memory").
     pub fn without_schema_json(mut self) -> Crd {
         let len = self.json_len();
         if let Some(versions) = self

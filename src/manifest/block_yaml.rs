@@ -16,11 +16,9 @@
 //! reading, [`super::yaml11`]). The tests below hold it to the fast path's
 //! values and positions on the whole corpus and on generated documents.
 //!
-//! Why it stays, measured 2026-11-26 with it turned off (every document to
-//! [`super::fast_yaml`]), medians of 9 runs of the release binary side by
-//! side: `diff -o json` of the corpus' five largest pairs 1.01-1.43x the
-//! wall time (1.33-1.57x CPU), directories 1.17-1.26x, `lint` of the
-//! corpus 1.36x.
+//! Why it stays: with every document sent to [`super::fast_yaml`] instead,
+//! `diff` of large pairs and directories and `lint` of the corpus are
+//! slower (figures: docs/BENCHMARKS.md, "What each speed trick buys").
 
 use serde_json::{Map, Value};
 

@@ -1,9 +1,9 @@
 //! The event reader: manifests as kubectl reads them, straight from
 //! granit-parser's events.
 //!
-//! serde-saphyr's deserializer reads about 2.5x slower than the event parser
-//! it is built on (`cargo bench --bench yaml`), and YAML is most of a
-//! `diff`'s time; it also reads YAML otherwise than kubectl (the key `y` is
+//! serde-saphyr's deserializer reads far slower than the event parser it is
+//! built on (figures: docs/BENCHMARKS.md, "YAML parsers"), and YAML is most
+//! of a `diff`'s time; it also reads YAML otherwise than kubectl (the key `y` is
 //! the key `true` for kubectl, whose reader is sigs.k8s.io/yaml over go-yaml
 //! v2). This module builds the `serde_json::Value` as kubectl would: keys
 //! and scalars typed by [`super::yaml11`], anchors and aliases, go-yaml v2's
@@ -16,9 +16,9 @@
 //! serde-saphyr where the two readings agree.
 //!
 //! This is the one event-driven reader; serde-saphyr reads what it cannot.
-//! Without it (and [`super::block_yaml`], which falls back to it), measured
-//! 2026-11-26: `diff -o json` of the corpus' five largest pairs 2.1-2.8x
-//! the wall time and 4-11 MB more peak memory, `lint` of the corpus 2.5x.
+//! Without it (and [`super::block_yaml`], which falls back to it), `diff`
+//! and `lint` take about twice the time or more, and more peak memory
+//! (figures: docs/BENCHMARKS.md, "What each speed trick buys").
 
 use std::borrow::Cow;
 

@@ -120,7 +120,7 @@ pub fn read(
     })?;
     // Release directories are near-copies of each other, so packs hold long
     // delta chains; without a cache of decoded bases every file decodes its
-    // chain again (10x slower than the disk on the corpus, 2-3x with it).
+    // chain again (figures: docs/BENCHMARKS.md, "Reading from git").
     repo.objects
         .set_pack_cache(|| Box::new(gix::odb::pack::cache::lru::StaticLinkedList::<64>::default()));
     let shallow = repo.is_shallow().unwrap_or(false);

@@ -56,10 +56,11 @@ static MEMORY_LIMIT: AtomicUsize = AtomicUsize::new(SIZE_LIMIT);
 
 /// Lowers what one pattern may take, for the whole process: `serve`
 /// judges patterns anyone who may write CRDs sends it, and a pattern Go
-/// compiles to a few KB (`\pL{1000}`) takes 100 MB and seconds here.
+/// compiles to a few KB (`\pL{1000}`) takes far more memory and time here.
 /// A pattern over the limit is one this process cannot match, which every
 /// caller takes as undecided (the finding it would have cleared stays),
-/// as for [`PatternError::TooLarge`] already.
+/// as for [`PatternError::TooLarge`] already (figures: docs/BENCHMARKS.md,
+/// "After the hostile-input bounds (2026-12-02)").
 pub fn limit_memory(bytes: usize) {
     MEMORY_LIMIT.store(bytes.clamp(SMALL_LIMIT, SIZE_LIMIT), Ordering::Relaxed);
 }

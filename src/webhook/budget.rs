@@ -22,14 +22,12 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 pub const MIN_BYTES: u64 = 1 << 20;
 
 /// Bytes a judgment holds per byte of the CRDs it reads (old and new
-/// objects' JSON, as the request carries them). Measured 2026-11-28 with
-/// heaptrack on one review of the largest corpus CRD (argocd-operator's
-/// `argocds` 0.13.0 -> 0.18.0, 1.9 MB of JSON): the heap peaked at 19.3
-/// MB, the body and the server itself included, about 9 bytes per byte;
-/// 16 (31 MB for it) leaves room for what the allocator keeps on top.
-/// Since 2026-11-29 the CRDs are read without JSON trees: the same
-/// judgment peaks about 9 MB above where it started, reading the stored
-/// side 2.4 MB (5.8 before); the figure is kept as the margin it now is.
+/// objects' JSON, as the request carries them): about twice what a
+/// judgment of the largest corpus CRD held at its peak, which leaves
+/// room for what the allocator keeps on top. The CRDs are now read
+/// without JSON trees and hold less; the figure is kept as the margin it
+/// now is (figures: docs/BENCHMARKS.md, "The judgments' memory per input
+/// byte").
 pub const BYTES_PER_INPUT_BYTE: u64 = 16;
 
 /// What every judgment holds whatever its size (the findings, the report,

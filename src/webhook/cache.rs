@@ -9,9 +9,9 @@
 //! the scan are decided anew every time). Requests for a pair being judged
 //! wait for that judgment instead of repeating it.
 //!
-//! Measured (`cargo bench --bench webhook`, docs/webhook.md):
-//! this is what keeps 20 concurrent reviews of the largest corpus CRD near
-//! the latency of one.
+//! This is what keeps 20 concurrent reviews of the largest corpus CRD near
+//! the latency of one (figures: docs/BENCHMARKS.md, "Admission webhook
+//! latency and memory").
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasher, Hash, RandomState};
@@ -27,11 +27,11 @@ use crate::compare::Finding;
 const CAPACITY: usize = 512;
 
 /// Findings remembered over all pairs: what bounds the cache's memory. A
-/// typical pair has a few findings; the largest corpus CRD's upgrade
-/// (argocds 0.13.0 -> 0.18.0) has 203 errors and warnings, about 700
-/// bytes each with their messages, so this keeps a few MiB. Info findings
-/// never reach a verdict and are not kept (that pair has 736 more): with
-/// them, 500 new pairs of it grew `serve` by 500 MB in the bench.
+/// typical pair has a few findings, the largest corpus CRD's upgrade a
+/// few hundred errors and warnings, so this keeps a few MiB. Info findings
+/// never reach a verdict and are not kept: with them, `serve` grew with
+/// every new pair in the bench (figures: docs/BENCHMARKS.md, "The verdict
+/// cache's findings").
 const MAX_FINDINGS: usize = 8192;
 
 /// What a verdict depends on: everything of the two objects a judgment

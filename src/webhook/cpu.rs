@@ -3,10 +3,11 @@
 //! log line and the answer. Run on an async worker as it is, it would
 //! stall every other connection that worker serves (health probes
 //! included) for as long as it takes; `block_in_place` first hands them to
-//! another worker. That hand-over wakes a thread, so work on a small body
-//! (a typical CRD's review is about 50 KiB, read in tens of microseconds)
-//! runs in place. The judgment itself, which owns its inputs, goes to the
-//! blocking pool instead ([`super::review`]).
+//! another worker. The judgment itself, which owns its inputs, goes to the
+//! blocking pool instead ([`super::review`]). The hand-over wakes a thread,
+//! so work on a small body (a typical CRD's review is about 50 KiB, read
+//! quickly) runs in place (figures: docs/BENCHMARKS.md, "Reading a review
+//! in place").
 
 use tokio::runtime::{Handle, RuntimeFlavor};
 

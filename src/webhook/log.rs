@@ -10,8 +10,8 @@
 //! dropped and counted ([`dropped`], `crd_safety_log_lines_dropped_total`),
 //! so a stalled log reader delays a review by a bounded time and never
 //! holds one past its deadline. Writing from every review in place under
-//! stdout's lock cost a typical review's p99 about half of its time with 20
-//! at once (docs/webhook.md).
+//! stdout's lock slowed a typical review's p99 with 20 at once (figures:
+//! docs/BENCHMARKS.md, "Admission webhook latency and memory").
 
 use std::io::Write;
 use std::sync::OnceLock;

@@ -16,8 +16,9 @@
 //! annotations are measured as the API server measures them (at most
 //! 256 KiB of keys and values) and only the break-glass ones are kept, and
 //! the requester's groups are kept up to a count and a size. Before, a
-//! body of 7 MiB of groups or annotations took 270-350 MiB to read,
-//! outside any budget.
+//! body of groups or annotations took many times its size to read,
+//! outside any budget (figures: docs/BENCHMARKS.md, "After the
+//! hostile-input bounds (2026-12-02)").
 
 use super::error::ReviewError;
 use std::collections::BTreeMap;
@@ -724,7 +725,9 @@ mod tests {
     /// A body's size does not decide what reading it takes: a requester's
     /// groups are kept up to a count and a size, annotations are measured
     /// as the API server limits them and only the break-glass ones kept.
-    /// Before, 7 MiB of groups or annotations took 270-350 MiB to read.
+    /// Before, groups or annotations took many times their size to read
+    /// (figures: docs/BENCHMARKS.md, "After the hostile-input bounds
+    /// (2026-12-02)").
     #[test]
     fn groups_and_annotations_are_read_within_bounds() {
         let groups: Vec<String> = (0..50_000).map(|i| format!("\"g{i}\"")).collect();

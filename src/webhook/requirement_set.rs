@@ -354,7 +354,8 @@ impl Requirements {
     /// the reason, when it does not parse. Deleting one is always allowed.
     /// The object is read off the async threads under the memory budget
     /// and within the review's deadline: a JSON tree takes many times its
-    /// text (a 7 MiB body peaked at 314 MiB read in place).
+    /// text (figures: docs/BENCHMARKS.md, "After the hostile-input bounds
+    /// (2026-12-02)").
     pub async fn review_requirement(&self, review: &Admission<'_>) -> Reviewed {
         let refusal = match review.operation() {
             Operation::Delete => None,

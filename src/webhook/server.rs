@@ -22,7 +22,7 @@
 //! room also bounds how many large reviews are worked on at once (five of
 //! ECK's with the default 8Mi), and the rest wait their turn in order: a
 //! larger room shared the cores among more of them, so each took longer
-//! (20 at once: p99 47-50 ms with 16Mi, 39-41 ms with 8Mi, the same p50).
+//! (figures: docs/BENCHMARKS.md, "Admission webhook latency and memory").
 //! A review that finds no room within its deadline is answered 503 unread
 //! (its uid is in the body), so the API server's `failurePolicy` decides.
 //! The bodies' room is not taken from the judgments' budget: a body that
@@ -103,9 +103,10 @@ pub struct ServeOptions {
 
 /// The most a connection's read buffer grows to. hyper's default (about
 /// 400 KiB) is kept by every kept-alive connection once a large body has
-/// passed through it: the API server's connections and the bench's 20
-/// held 8 MB more with the largest CRDs. 64 KiB reads a body in chunks
-/// as large as TLS records come anyway.
+/// passed through it, which added up over the API server's connections
+/// with the largest CRDs. 64 KiB reads a body in chunks as large as TLS
+/// records come anyway (figures: docs/BENCHMARKS.md, "Admission webhook
+/// latency and memory").
 const READ_BUFFER: usize = 64 << 10;
 
 /// Why `serve` could not start.
@@ -466,8 +467,9 @@ async fn validate(
     let size = declared.unwrap_or(state.max_body);
     // Room for the window first; the whole declared length only once the
     // room for it is reserved. A buffer of the declared length from the
-    // start (untouched pages cost nothing until written) measured worse:
-    // 20 large bodies at once peaked 20 MiB higher.
+    // start (untouched pages cost nothing until written) peaked higher
+    // (figures: docs/BENCHMARKS.md, "After the hostile-input bounds
+    // (2026-12-02)").
     let mut body = BodyReader::new(req.into_body(), state.max_body, size.min(BODY_WINDOW));
     // The first bytes come before any room is reserved: a client that
     // declares a large body and sends it a byte a second holds no more
@@ -586,9 +588,10 @@ async fn validate(
 
 /// What one `pattern` may take in `serve` (its program, and its matching
 /// cache): anyone who may write CRDs chooses the patterns, and a pattern
-/// Go compiles to a few KB (`\pL{1000}`) took 100 MB and seconds each
+/// Go compiles to a few KB (`\pL{1000}`) took far more memory and time
 /// within the CLI's limit. Patterns past it stay undecided, so the
-/// finding they would have cleared denies, within the deadline.
+/// finding they would have cleared denies, within the deadline (figures:
+/// docs/BENCHMARKS.md, "After the hostile-input bounds (2026-12-02)").
 const PATTERN_MEMORY: usize = 8 << 20;
 
 /// Why a body was not read whole.
@@ -647,9 +650,9 @@ fn body_refusal(
 /// A body read into one buffer as its frames arrive, each copied and
 /// dropped, refusing more than `max` bytes. Collecting the frames and
 /// joining them at the end (`Limited` and `collect`) kept every frame,
-/// and so hyper's read buffers, until the last byte came: measured on the
-/// same pair of a large CRD again and again with 20 reviews at once, this
-/// answers in 0.55-0.7 of the time.
+/// and so hyper's read buffers, until the last byte came, and answered
+/// the same large pair again more slowly (figures: docs/BENCHMARKS.md,
+/// "Admission webhook latency and memory").
 struct BodyReader {
     incoming: Incoming,
     buf: Vec<u8>,

@@ -20,8 +20,8 @@ const MODELS: usize = 2;
 
 /// The stored JSON of the models kept, in bytes, together: what bounds the
 /// cache's memory, outside the judgments' budget. A model with its JSON
-/// tree takes about seven times its JSON (the largest corpus CRD, 1 MB of
-/// JSON, about 6.5 MB), so this keeps at most about 20 MB.
+/// tree takes several times its JSON, so this keeps at most tens of MB
+/// (figures: docs/BENCHMARKS.md, "A CRD's model and JSON tree in memory").
 const MAX_JSON: usize = 3 * 1024 * 1024;
 
 /// Stored CRDs' models, most recently used first.

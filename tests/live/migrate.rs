@@ -686,8 +686,10 @@ async fn storage_migrations(client: &Client, api: &str) -> Vec<String> {
 /// write to the resource, which a quiet one never gets (seen with 1.30.14's
 /// kube-controller-manager, 2026-11): there `auto` gives up on it and
 /// rewrites the objects itself, the same as with no migrator at all. So
-/// 1.30 runs without kube-controller-manager, whose build cost a cold CI
-/// run 2.2 minutes for an outcome the test cannot tell from its absence.
+/// 1.30 runs without kube-controller-manager, whose build lengthened a
+/// cold CI run for an outcome the test cannot tell from its absence
+/// (figures: docs/BENCHMARKS.md, "kube-controller-manager in a cold CI
+/// run").
 #[tokio::test]
 async fn the_server_engine_hands_the_rewrite_to_the_clusters_migrator() {
     for version in matrix() {

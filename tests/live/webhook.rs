@@ -2164,8 +2164,9 @@ fn bomb_review(
 /// labels, a 7 MiB `CRDRequirement`, a 1.5 KB review of three costly
 /// patterns, a 7 MiB CRD), four of each at once, sent to `serve` held to
 /// the chart's memory limit (a cgroup where the test may make one; its
-/// peak RSS otherwise). Before the bounds, one such request peaked at
-/// 177-352 MiB, over the chart's 128Mi: an OOM kill of the replica.
+/// peak RSS otherwise). Before the bounds, one such request peaked over
+/// the chart's 128Mi: an OOM kill of the replica (figures:
+/// docs/BENCHMARKS.md, "After the hostile-input bounds (2026-12-02)").
 #[tokio::test]
 async fn serve_held_to_the_charts_memory_limit_survives_every_hostile_request() {
     let Some(plane) = support::envtest::control_plane() else {

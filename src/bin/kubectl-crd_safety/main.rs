@@ -56,20 +56,15 @@ fn main() -> ExitCode {
 /// Asks glibc's allocator to grow its heaps 8 MiB at a time (`M_TOP_PAD`;
 /// the default is 128 KiB). A `diff` builds its whole working set in a few
 /// milliseconds on two threads, and growing the heap in small steps costs
-/// page faults. Measured 2026-11-26 with it removed, medians of 9 runs
-/// against this build: `diff -o json` of the five largest corpus pairs
-/// 4-17% slower (argocds 1.11x, prometheuses 1.17x), a directory 5%;
-/// peak RSS about 1-2 MB higher with it. Pages of the padding are never
-/// touched unless used.
+/// page faults. Pages of the padding are never touched unless used
+/// (figures: docs/BENCHMARKS.md, "What each speed trick buys").
 ///
 /// `serve` also keeps to one arena (`M_ARENA_MAX`): its judgments run on
 /// whichever blocking-pool thread is free, glibc gives each thread an
 /// arena of its own (up to 8 per core), and each arena keeps what the
 /// judgments on it freed, so the process grew to the sum of many arenas'
-/// peaks. Measured 2026-11-28, 12 new argocds pairs one after another
-/// (the largest corpus CRD): peak RSS 96 MB with the default, 67 MB with
-/// 2 arenas, 48 MB with 1, in the same time (1.95-1.98 s). The musl build
-/// of the image has one heap anyway (44 MB, 2.47 s).
+/// peaks; one arena takes no longer (figures: docs/BENCHMARKS.md, "One
+/// malloc arena for `serve`").
 #[allow(unsafe_code)]
 fn tune_allocator(serving: bool) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
