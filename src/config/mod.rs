@@ -36,7 +36,9 @@ use crate::manifest::{InputError, InputLimits, read_text};
 
 mod webhook;
 
-pub use webhook::{BreakGlassBy, ScanSettings, Unfinished, WebhookMode, WebhookSettings};
+pub use webhook::{
+    BreakGlassBy, ScanSettings, SettingError, Unfinished, WebhookMode, WebhookSettings,
+};
 
 /// Why the configuration is unusable.
 #[derive(Debug, Error)]
@@ -51,6 +53,12 @@ pub enum ConfigError {
     /// A key or value is not understood.
     #[error("{path}: {message}")]
     Invalid { path: String, message: String },
+    /// The `webhook:` section is not understood; the error names the key.
+    #[error("{path}: {source}")]
+    Webhook {
+        path: String,
+        source: webhook::SettingError,
+    },
 }
 
 /// Whether error findings fail the run (`mode`, `--mode`).
@@ -258,7 +266,12 @@ impl Config {
                 }
                 "checks" => parse_checks(v, &mut config).map_err(bad)?,
                 "exceptions" => parse_exceptions(v, &mut config).map_err(bad)?,
-                "webhook" => config.webhook = webhook::parse(v).map_err(bad)?,
+                "webhook" => {
+                    config.webhook = webhook::parse(v).map_err(|source| ConfigError::Webhook {
+                        path: origin.to_string(),
+                        source,
+                    })?
+                }
                 "requirements" => config.requirements = parse_paths(v).map_err(bad)?,
                 "gradeByObjects" => {
                     let Some(on) = v.as_bool() else {

@@ -187,10 +187,54 @@ const KEYS: &[&str] = &[
 const SCAN_KEYS: &[&str] = &["enabled", "deadline", "maxObjects"];
 const BY_KEYS: &[&str] = &["users", "groups"];
 
+/// Why the `webhook:` section cannot be read. Each names the key, so the
+/// edge adds only the file ([`super::ConfigError::Webhook`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SettingError {
+    /// A value of the wrong kind or outside the allowed words.
+    #[error("{key}: expected {expected}, found {found}")]
+    Expected {
+        /// The key's path, `webhook.scanObjects.deadline`.
+        key: String,
+        /// What the key takes, in words.
+        expected: &'static str,
+        /// The value found, as JSON.
+        found: String,
+    },
+    /// A key the section does not have.
+    #[error("{at}: unknown key {key:?}; valid keys: {}", valid.join(", "))]
+    UnknownKey {
+        /// The map holding it, `webhook` or `webhook.scanObjects`.
+        at: String,
+        /// The key as written.
+        key: String,
+        /// The keys the map takes.
+        valid: &'static [&'static str],
+    },
+}
+
+/// A [`SettingError::Expected`] for `key`.
+fn expected(key: &str, expected: &'static str, found: &Value) -> SettingError {
+    SettingError::Expected {
+        key: key.to_string(),
+        expected,
+        found: found.to_string(),
+    }
+}
+
+/// A [`SettingError::UnknownKey`] in the map at `at`.
+fn unknown(at: &str, key: &str, valid: &'static [&'static str]) -> SettingError {
+    SettingError::UnknownKey {
+        at: at.to_string(),
+        key: key.to_string(),
+        valid,
+    }
+}
+
 /// Reads the `webhook:` value; errors name the key (`webhook.mode: ...`).
-pub(super) fn parse(v: &Value) -> Result<WebhookSettings, String> {
+pub(super) fn parse(v: &Value) -> Result<WebhookSettings, SettingError> {
     let Value::Object(map) = v else {
-        return Err("webhook: expected a map".into());
+        return Err(expected("webhook", "a map", v));
     };
     let mut out = WebhookSettings::default();
     for (key, v) in map {
@@ -201,7 +245,7 @@ pub(super) fn parse(v: &Value) -> Result<WebhookSettings, String> {
                     Some("enforce") => WebhookMode::Enforce,
                     Some("warn") => WebhookMode::Warn,
                     Some("audit") => WebhookMode::Audit,
-                    _ => return Err(format!("{ctx}: expected enforce, warn or audit, found {v}")),
+                    _ => return Err(expected(&ctx, "enforce, warn or audit", v)),
                 }
             }
             "breakGlass" => out.break_glass = boolean(v, &ctx)?,
@@ -211,43 +255,38 @@ pub(super) fn parse(v: &Value) -> Result<WebhookSettings, String> {
                 out.fail_mode = match v.as_str() {
                     Some("open") => Unfinished::Open,
                     Some("closed") => Unfinished::Closed,
-                    _ => return Err(format!("{ctx}: expected open or closed, found {v}")),
+                    _ => return Err(expected(&ctx, "open or closed", v)),
                 }
             }
             "scanObjects" => out.scan_objects = parse_scan(v, &ctx)?,
             "reviewDeadline" => {
                 out.review_deadline = duration_of(v)
                     .filter(|d| !d.is_zero())
-                    .ok_or_else(|| format!("{ctx}: expected a duration like 8s, found {v}"))?
+                    .ok_or_else(|| expected(&ctx, "a duration like 8s", v))?
             }
             "reveal" => {
                 out.reveal = match v.as_str() {
                     Some("names") => Reveal::Names,
                     Some("values") => Reveal::Values,
-                    _ => return Err(format!("{ctx}: expected names or values, found {v}")),
+                    _ => return Err(expected(&ctx, "names or values", v)),
                 }
             }
             other => {
-                return Err(format!(
-                    "webhook: unknown key {other:?}; valid keys: {}",
-                    KEYS.join(", ")
-                ));
+                return Err(unknown("webhook", other, KEYS));
             }
         }
     }
     Ok(out)
 }
 
-fn parse_by(v: &Value, ctx: &str) -> Result<BreakGlassBy, String> {
+fn parse_by(v: &Value, ctx: &str) -> Result<BreakGlassBy, SettingError> {
     let Value::Object(map) = v else {
-        return Err(format!(
-            "{ctx}: expected a map with users and groups, found {v}"
-        ));
+        return Err(expected(&ctx, "a map with users and groups", v));
     };
     let mut out = BreakGlassBy::default();
     for (key, v) in map {
         let here = format!("{ctx}.{key}");
-        let names = || -> Result<Vec<String>, String> {
+        let names = || -> Result<Vec<String>, SettingError> {
             match v {
                 Value::Null => Ok(Vec::new()),
                 Value::Array(items) => items
@@ -256,27 +295,24 @@ fn parse_by(v: &Value, ctx: &str) -> Result<BreakGlassBy, String> {
                         i.as_str()
                             .filter(|s| !s.is_empty())
                             .map(str::to_string)
-                            .ok_or_else(|| format!("{here}: expected names, found {i}"))
+                            .ok_or_else(|| expected(&here, "names", i))
                     })
                     .collect(),
-                _ => Err(format!("{here}: expected a list of names, found {v}")),
+                _ => Err(expected(&here, "a list of names", v)),
             }
         };
         match key.as_str() {
             "users" => out.users = names()?,
             "groups" => out.groups = names()?,
             other => {
-                return Err(format!(
-                    "{ctx}: unknown key {other:?}; valid keys: {}",
-                    BY_KEYS.join(", ")
-                ));
+                return Err(unknown(&ctx, other, BY_KEYS));
             }
         }
     }
     Ok(out)
 }
 
-fn parse_scan(v: &Value, ctx: &str) -> Result<ScanSettings, String> {
+fn parse_scan(v: &Value, ctx: &str) -> Result<ScanSettings, SettingError> {
     let mut out = ScanSettings::default();
     let map = match v {
         // `scanObjects: true` is the short form.
@@ -285,27 +321,23 @@ fn parse_scan(v: &Value, ctx: &str) -> Result<ScanSettings, String> {
             return Ok(out);
         }
         Value::Object(map) => map,
-        _ => return Err(format!("{ctx}: expected true, false or a map, found {v}")),
+        _ => return Err(expected(&ctx, "true, false or a map", v)),
     };
     for (key, v) in map {
         let here = format!("{ctx}.{key}");
         match key.as_str() {
             "enabled" => out.enabled = boolean(v, &here)?,
             "deadline" => {
-                out.deadline = duration_of(v).ok_or_else(|| {
-                    format!("{here}: expected a duration like 5s or 500ms, found {v}")
-                })?
+                out.deadline = duration_of(v)
+                    .ok_or_else(|| expected(&here, "a duration like 5s or 500ms", v))?
             }
             "maxObjects" => {
                 out.max_objects = v
                     .as_u64()
-                    .ok_or_else(|| format!("{here}: expected a whole number, found {v}"))?
+                    .ok_or_else(|| expected(&here, "a whole number", v))?
             }
             other => {
-                return Err(format!(
-                    "{ctx}: unknown key {other:?}; valid keys: {}",
-                    SCAN_KEYS.join(", ")
-                ));
+                return Err(unknown(&ctx, other, SCAN_KEYS));
             }
         }
     }
@@ -324,9 +356,9 @@ fn duration_of(v: &Value) -> Option<Duration> {
     }
 }
 
-fn boolean(v: &Value, ctx: &str) -> Result<bool, String> {
+fn boolean(v: &Value, ctx: &str) -> Result<bool, SettingError> {
     v.as_bool()
-        .ok_or_else(|| format!("{ctx}: expected true or false, found {v}"))
+        .ok_or_else(|| expected(&ctx, "true or false", v))
 }
 
 #[cfg(test)]
@@ -335,7 +367,7 @@ mod tests {
 
     fn parse_text(text: &str) -> Result<WebhookSettings, String> {
         let v: Value = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
-        parse(&v)
+        parse(&v).map_err(|e| e.to_string())
     }
 
     #[test]
