@@ -281,7 +281,7 @@ pub(super) fn parse(v: &Value) -> Result<WebhookSettings, SettingError> {
 
 fn parse_by(v: &Value, ctx: &str) -> Result<BreakGlassBy, SettingError> {
     let Value::Object(map) = v else {
-        return Err(expected(&ctx, "a map with users and groups", v));
+        return Err(expected(ctx, "a map with users and groups", v));
     };
     let mut out = BreakGlassBy::default();
     for (key, v) in map {
@@ -305,7 +305,7 @@ fn parse_by(v: &Value, ctx: &str) -> Result<BreakGlassBy, SettingError> {
             "users" => out.users = names()?,
             "groups" => out.groups = names()?,
             other => {
-                return Err(unknown(&ctx, other, BY_KEYS));
+                return Err(unknown(ctx, other, BY_KEYS));
             }
         }
     }
@@ -321,7 +321,7 @@ fn parse_scan(v: &Value, ctx: &str) -> Result<ScanSettings, SettingError> {
             return Ok(out);
         }
         Value::Object(map) => map,
-        _ => return Err(expected(&ctx, "true, false or a map", v)),
+        _ => return Err(expected(ctx, "true, false or a map", v)),
     };
     for (key, v) in map {
         let here = format!("{ctx}.{key}");
@@ -337,7 +337,7 @@ fn parse_scan(v: &Value, ctx: &str) -> Result<ScanSettings, SettingError> {
                     .ok_or_else(|| expected(&here, "a whole number", v))?
             }
             other => {
-                return Err(unknown(&ctx, other, SCAN_KEYS));
+                return Err(unknown(ctx, other, SCAN_KEYS));
             }
         }
     }
@@ -358,7 +358,7 @@ fn duration_of(v: &Value) -> Option<Duration> {
 
 fn boolean(v: &Value, ctx: &str) -> Result<bool, SettingError> {
     v.as_bool()
-        .ok_or_else(|| expected(&ctx, "true or false", v))
+        .ok_or_else(|| expected(ctx, "true or false", v))
 }
 
 #[cfg(test)]

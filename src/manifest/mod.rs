@@ -89,6 +89,7 @@ mod tests {
     use super::load::*;
     use super::source::*;
     use super::*;
+    use crate::crd::Crd;
 
     const CRD: &str = "apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
