@@ -357,8 +357,7 @@ fn duration_of(v: &Value) -> Option<Duration> {
 }
 
 fn boolean(v: &Value, ctx: &str) -> Result<bool, SettingError> {
-    v.as_bool()
-        .ok_or_else(|| expected(ctx, "true or false", v))
+    v.as_bool().ok_or_else(|| expected(ctx, "true or false", v))
 }
 
 #[cfg(test)]

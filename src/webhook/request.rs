@@ -549,11 +549,10 @@ impl<'a> Outline<'a> {
 
     /// The group and plural the spec claims; read only when the cluster is
     /// about to be read for this CRD (it walks the whole spec again).
-    pub fn claimed(&self) -> Result<Claimed, String> {
+    pub fn claimed(&self) -> Result<Claimed, ReviewError> {
         match self.spec {
-            Some(spec) => {
-                serde_json::from_str(spec.get()).map_err(|e| format!("unreadable spec: {e}"))
-            }
+            Some(spec) => serde_json::from_str(spec.get())
+                .map_err(|e| ReviewError::unreadable(format!("unreadable spec: {e}"))),
             None => Ok(Claimed::default()),
         }
     }
@@ -602,9 +601,9 @@ impl<'a> Outline<'a> {
 
 /// Reads a body: an `admission.k8s.io/v1` AdmissionReview with a request,
 /// or why not.
-pub fn parse(body: &[u8]) -> Result<Request<'_>, String> {
+pub fn parse(body: &[u8]) -> Result<Request<'_>, ReviewError> {
     let review: Review = serde_json::from_slice(body)
-        .map_err(|e| format!("the body is not an AdmissionReview: {e}"))?;
+        .map_err(|e| ReviewError::unreadable(format!("the body is not an AdmissionReview: {e}")))?;
     if review.kind != "AdmissionReview" || review.api_version != REVIEW_API_VERSION {
         let or = |s: &str, none: &'static str| {
             if s.is_empty() {
@@ -613,15 +612,15 @@ pub fn parse(body: &[u8]) -> Result<Request<'_>, String> {
                 s.to_string()
             }
         };
-        return Err(format!(
+        return Err(ReviewError::unreadable(format!(
             "expected an {REVIEW_API_VERSION} AdmissionReview, found {} {}",
             or(&review.api_version, "(no apiVersion)"),
             or(&review.kind, "(no kind)"),
-        ));
+        )));
     }
     review
         .request
-        .ok_or_else(|| "the AdmissionReview carries no request".to_string())
+        .ok_or_else(|| ReviewError::unreadable("the AdmissionReview carries no request"))
 }
 
 /// An allowing answer to the request `uid`, for the caller to complete.
@@ -658,6 +657,7 @@ pub fn read_crd(raw: &[u8], json_len: usize) -> Result<Crd, ReviewError> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::error::Kind;
     use super::*;
 
     #[test]
@@ -767,6 +767,8 @@ mod tests {
         let why = parse(annotations(100_000, 60).as_bytes())
             .map(|_| ())
             .unwrap_err();
+        assert_eq!(why.kind, Kind::Unreadable);
+        let why = why.to_string();
         assert!(why.contains("metadata.annotations: Too long"), "{why}");
         // A uid or a name longer than any real one is refused unread.
         let long = review_with(&format!(
@@ -774,6 +776,8 @@ mod tests {
             "u".repeat(1 << 20)
         ));
         let why = parse(long.as_bytes()).map(|_| ()).unwrap_err();
+        assert_eq!(why.kind, Kind::Unreadable);
+        let why = why.to_string();
         assert!(why.contains("where at most 128 are read"), "{why}");
     }
 
@@ -859,6 +863,8 @@ mod tests {
         let twice =
             review_with(r#"{"uid":"u","operation":"CREATE","object":{"spec":{},"spec":{"a":1}}}"#);
         let why = parse(twice.as_bytes()).map(|_| ()).unwrap_err();
+        assert_eq!(why.kind, Kind::Unreadable);
+        let why = why.to_string();
         assert!(why.contains("duplicate field `spec`"), "{why}");
     }
 
@@ -870,6 +876,8 @@ mod tests {
                 "request":{{"uid":"u","operation":"CREATE","object":{object}}}}}"#
             );
             let why = parse(body.as_bytes()).map(|_| ()).unwrap_err();
+            assert_eq!(why.kind, Kind::Unreadable);
+            let why = why.to_string();
             assert!(
                 why.starts_with("the body is not an AdmissionReview"),
                 "{why}"

@@ -529,7 +529,7 @@ async fn validate(
     let body = Bytes::from(body.into_bytes());
     let request = match cpu_for(body.len(), || request::parse(&body)) {
         Ok(r) => r,
-        Err(why) => return bad(state, StatusCode::BAD_REQUEST, why),
+        Err(why) => return bad(state, StatusCode::BAD_REQUEST, why.to_string()),
     };
     let review = Admission::new(
         &body,

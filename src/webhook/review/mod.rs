@@ -405,7 +405,7 @@ impl Reviewer {
             return Err(not_stored());
         }
         for claim in claims {
-            let claimed = claim.claimed().map_err(&refused)?;
+            let claimed = claim.claimed().map_err(|e| refused(e.to_string()))?;
             if claimed.group != text("/spec/group")
                 || claimed.names.plural != text("/spec/names/plural")
             {
