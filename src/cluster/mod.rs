@@ -167,7 +167,7 @@ pub async fn connect(flags: &KubeFlags) -> Result<Connection, ClusterError> {
     let select_err = |e: &(dyn std::error::Error + 'static)| ClusterError::Kubeconfig(one_line(e));
     let merged = kubeconfig::load(flags).map_err(|e| select_err(&e))?;
     if merged.clusters.is_empty() && flags.server.is_none() && in_cluster() {
-        return connect_in_cluster(flags);
+        return connect_in_cluster(flags).await;
     }
     let mut selected = kubeconfig::select(&merged, flags).map_err(|e| select_err(&e))?;
     let install_hint = selected
@@ -242,12 +242,87 @@ fn in_cluster() -> bool {
         .all(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()))
 }
 
+/// Where a pod's service account files are (`token`, `ca.crt`,
+/// `namespace`), as client-go reads them.
+pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/// Names another directory of service account files, for a gate whose Job
+/// mounts its token elsewhere and for the tests, which run the Job's exact
+/// command outside a pod. client-go has no such override; without it the
+/// behaviour is client-go's.
+pub const SERVICE_ACCOUNT_DIR_ENV: &str = "CRD_SAFETY_SERVICE_ACCOUNT_DIR";
+
 /// The pod's service account, as kubectl uses it when no kubeconfig file
-/// exists (`serve` in its Deployment).
-fn connect_in_cluster(flags: &KubeFlags) -> Result<Connection, ClusterError> {
-    let mut config = Config::incluster().map_err(|e| {
-        ClusterError::Kubeconfig(format!("in-cluster configuration: {}", one_line(&e)))
-    })?;
+/// exists (`serve` in its Deployment, a gate's Job). It is read as a
+/// kubeconfig of one context would be, so the token file is re-read as the
+/// kubelet rotates it and every other setting goes the usual way.
+async fn connect_in_cluster(flags: &KubeFlags) -> Result<Connection, ClusterError> {
+    use kube::config::{
+        AuthInfo, Cluster, Context, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext,
+    };
+    let fail = |why: String| ClusterError::Kubeconfig(format!("in-cluster configuration: {why}"));
+    let dir = std::env::var_os(SERVICE_ACCOUNT_DIR_ENV)
+        .filter(|d| !d.is_empty())
+        .map_or_else(
+            || std::path::PathBuf::from(SERVICE_ACCOUNT_DIR),
+            std::path::PathBuf::from,
+        );
+    let host = std::env::var("KUBERNETES_SERVICE_HOST").unwrap_or_default();
+    let port = std::env::var("KUBERNETES_SERVICE_PORT").unwrap_or_default();
+    let host = if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host
+    };
+    let token = dir.join("token");
+    let ca = dir.join("ca.crt");
+    for file in [&token, &ca] {
+        if !file.is_file() {
+            return Err(fail(format!(
+                "{} is missing (a pod without a service account token?)",
+                file.display()
+            )));
+        }
+    }
+    let namespace = std::fs::read_to_string(dir.join("namespace"))
+        .ok()
+        .map(|n| n.trim().to_string())
+        .filter(|n| !n.is_empty());
+    let name = "in-cluster".to_string();
+    let kubeconfig = Kubeconfig {
+        clusters: vec![NamedCluster {
+            name: name.clone(),
+            cluster: Some(Cluster {
+                server: Some(format!("https://{host}:{port}")),
+                certificate_authority: Some(ca.display().to_string()),
+                ..Cluster::default()
+            }),
+            other: Default::default(),
+        }],
+        auth_infos: vec![NamedAuthInfo {
+            name: name.clone(),
+            auth_info: Some(AuthInfo {
+                token_file: Some(token.display().to_string()),
+                ..AuthInfo::default()
+            }),
+            other: Default::default(),
+        }],
+        contexts: vec![NamedContext {
+            name: name.clone(),
+            context: Some(Context {
+                cluster: name.clone(),
+                user: Some(name.clone()),
+                namespace,
+                ..Context::default()
+            }),
+            other: Default::default(),
+        }],
+        current_context: Some(name.clone()),
+        ..Kubeconfig::default()
+    };
+    let mut config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .map_err(|e| fail(one_line(&e)))?;
     if let Some(t) = flags.request_timeout {
         config.connect_timeout = Some(t);
         config.read_timeout = Some(t);
@@ -262,7 +337,7 @@ fn connect_in_cluster(flags: &KubeFlags) -> Result<Connection, ClusterError> {
     let compression = !config.disable_compression;
     let client =
         client::build(config, None, None).map_err(|e| ClusterError::Kubeconfig(one_line(&e)))?;
-    let mut conn = Connection::from_client(client, "in-cluster", &server);
+    let mut conn = Connection::from_client(client, &name, &server);
     conn.compression = compression;
     conn.timeout = flags.request_timeout;
     Ok(conn)

@@ -29,6 +29,7 @@ mod crd_validation;
 mod exec;
 mod faults;
 mod fidelity;
+mod gates;
 mod graded;
 mod helm_delivery;
 mod kubeconfig;

@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 
 /// What one run printed and returned.
+#[derive(Debug)]
 pub struct Run {
     /// Exit code (-1 when killed by a signal).
     pub code: i32,
