@@ -166,6 +166,64 @@ spec:
         assert_eq!(read.set.skipped.len(), 1);
     }
 
+    /// A ConfigMap volume as the kubelet writes it: the files in a dated
+    /// hidden directory, `..data` linked to it, each name a link through
+    /// `..data`. A CRD cut into parts there reads as its whole file, and a
+    /// finding's line is the whole file's.
+    #[cfg(unix)]
+    #[test]
+    fn the_parts_of_a_file_in_a_configmap_volume_are_read_as_the_file() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        let dated = dir.path().join("..2026_12_03_11_00_00.123");
+        std::fs::create_dir(&dated).unwrap();
+        let whole = format!("{CRD}---\n{}", CRD.replace("widgets", "gadgets"));
+        let cut = whole.find("---\n").unwrap() + 4;
+        let names = [
+            ("big.yaml.part-000", &whole[..cut]),
+            ("big.yaml.part-001", &whole[cut..]),
+            ("small.yaml", &CRD.replace("widgets", "things")[..]),
+        ];
+        for (name, text) in names {
+            std::fs::write(dated.join(name), text).unwrap();
+        }
+        symlink(dated.file_name().unwrap(), dir.path().join("..data")).unwrap();
+        for (name, _) in names {
+            symlink(format!("..data/{name}"), dir.path().join(name)).unwrap();
+        }
+        let set = load(&[Source::Path(dir.path().to_path_buf())]).unwrap();
+        let read: Vec<(String, String, usize)> = set
+            .crds
+            .iter()
+            .map(|c| {
+                let file = std::path::Path::new(&c.location.file);
+                let file = file.file_name().unwrap().to_string_lossy().into_owned();
+                (c.crd.name.clone(), file, c.location.line)
+            })
+            .collect();
+        assert_eq!(
+            read,
+            [
+                ("widgets.example.com".to_string(), "big.yaml".to_string(), 1),
+                ("gadgets.example.com".to_string(), "big.yaml".to_string(), 16),
+                ("things.example.com".to_string(), "small.yaml".to_string(), 1),
+            ]
+        );
+
+        // A part gone: the file is not checked cut short.
+        std::fs::remove_file(dir.path().join("big.yaml.part-000")).unwrap();
+        let err = load(&[Source::Path(dir.path().to_path_buf())]).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.ends_with("big.yaml: its part 000 is missing (1 parts found)"),
+            "{msg}"
+        );
+        // Named on its own, a part is read as the file it is.
+        let one = dir.path().join("big.yaml.part-001");
+        let set = load(&[Source::Path(one)]).unwrap();
+        assert_eq!(set.crds[0].crd.name, "gadgets.example.com");
+    }
+
     #[test]
     fn a_list_is_unpacked() {
         let indented: String = CRD.lines().map(|l| format!("  {l}\n")).collect();

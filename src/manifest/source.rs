@@ -190,24 +190,109 @@ pub fn read_texts(
         }
         Source::Path(path) => {
             let mut budget = input::Budget::new(opts.limits);
-            collect_files(path, &mut budget)?
-                .into_iter()
-                .map(|file| {
-                    let data = budget.read_file(&file)?;
-                    let text = input::utf8(data).map_err(|source| ManifestError::Read {
-                        path: file.display().to_string(),
-                        source,
-                    })?;
-                    Ok(Text {
-                        label: file.display().to_string(),
-                        is_json: file.extension().is_some_and(|e| e == "json"),
-                        text,
-                        origin: Origin::Files,
+            let files = collect_files(path, &mut budget)?;
+            // A file named on its own is read as it is, even a part.
+            let files = if path.is_dir() {
+                join_parts(files)?
+            } else {
+                files
+                    .into_iter()
+                    .map(|f| Whole {
+                        parts: vec![f.clone()],
+                        path: f,
                     })
-                })
-                .collect()
+                    .collect()
+            };
+            let mut texts = Vec::with_capacity(files.len());
+            for file in files {
+                let mut data = Vec::new();
+                for part in &file.parts {
+                    data.extend(budget.read_file(part)?);
+                }
+                let text = input::utf8(data).map_err(|source| ManifestError::Read {
+                    path: file.path.display().to_string(),
+                    source,
+                })?;
+                texts.push(Text {
+                    label: file.path.display().to_string(),
+                    is_json: file.path.extension().is_some_and(|e| e == "json"),
+                    text,
+                    origin: Origin::Files,
+                });
+            }
+            Ok(texts)
         }
     }
+}
+
+/// What a file too large for one ConfigMap is cut into on its way to a
+/// gate's Job: `NAME.part-000`, `NAME.part-001`, ... (deploy/gates/helm
+/// cuts at line ends, so no character is split). A directory's parts are
+/// read as the one file NAME, so findings name the file and line the user
+/// wrote.
+pub const PART_SUFFIX: &str = ".part-";
+
+/// `NAME.part-NNN` -> (NAME, NNN).
+fn part_of(path: &Path) -> Option<(PathBuf, usize)> {
+    let name = path.file_name()?.to_str()?;
+    let (whole, index) = name.rsplit_once(PART_SUFFIX)?;
+    if whole.is_empty() || index.is_empty() || !index.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((path.with_file_name(whole), index.parse().ok()?))
+}
+
+/// One file to read: itself, or the parts it was cut into, in order.
+struct Whole {
+    path: PathBuf,
+    parts: Vec<PathBuf>,
+}
+
+/// Gathers each file's parts (wherever the sort put them) under its whole
+/// name; a set of parts with one missing is an error naming it, as a file
+/// cut short would silently change what is checked.
+fn join_parts(files: Vec<PathBuf>) -> Result<Vec<Whole>, ManifestError> {
+    let mut out: Vec<Whole> = Vec::with_capacity(files.len());
+    let mut parted: std::collections::BTreeMap<PathBuf, (usize, Vec<(usize, PathBuf)>)> =
+        std::collections::BTreeMap::new();
+    for file in files {
+        match part_of(&file) {
+            Some((whole, index)) => {
+                let at = out.len();
+                let entry = parted.entry(whole.clone()).or_insert_with(|| {
+                    out.push(Whole {
+                        path: whole,
+                        parts: Vec::new(),
+                    });
+                    (at, Vec::new())
+                });
+                entry.1.push((index, file));
+            }
+            None => out.push(Whole {
+                parts: vec![file.clone()],
+                path: file,
+            }),
+        }
+    }
+    for (whole, (at, mut parts)) in parted {
+        parts.sort();
+        for (expected, (index, _)) in parts.iter().enumerate() {
+            if *index != expected {
+                return Err(ManifestError::Read {
+                    path: whole.display().to_string(),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!(
+                            "its part {expected:03} is missing ({} parts found)",
+                            parts.len()
+                        ),
+                    ),
+                });
+            }
+        }
+        out[at].parts = parts.into_iter().map(|(_, p)| p).collect();
+    }
+    Ok(out)
 }
 
 /// The file names a directory is searched for: `*.yaml`, `*.yml`, `*.json`.
@@ -232,7 +317,11 @@ pub(super) fn collect_files(
     if !meta.is_dir() {
         return Ok(vec![path.to_path_buf()]);
     }
-    let mut out: Vec<PathBuf> = input::walk(path, &is_manifest, budget)?
+    // A directory on disk may hold the parts of a file (a gate's
+    // ConfigMaps); a git tree or a chart never does.
+    let is_manifest_or_part =
+        |p: &Path| is_manifest(p) || part_of(p).is_some_and(|(whole, _)| is_manifest(&whole));
+    let mut out: Vec<PathBuf> = input::walk(path, &is_manifest_or_part, budget)?
         .into_iter()
         .map(|f| f.path)
         .collect();
