@@ -205,8 +205,16 @@ spec:
             read,
             [
                 ("widgets.example.com".to_string(), "big.yaml".to_string(), 1),
-                ("gadgets.example.com".to_string(), "big.yaml".to_string(), 16),
-                ("things.example.com".to_string(), "small.yaml".to_string(), 1),
+                (
+                    "gadgets.example.com".to_string(),
+                    "big.yaml".to_string(),
+                    16
+                ),
+                (
+                    "things.example.com".to_string(),
+                    "small.yaml".to_string(),
+                    1
+                ),
             ]
         );
 
