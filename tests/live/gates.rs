@@ -1,7 +1,7 @@
 //! Gates inside a rollout: the Job's exact command, run as its
 //! ServiceAccount with in-cluster credentials (the token and CA files and
 //! the `KUBERNETES_SERVICE_*` variables, no kubeconfig), against a real API
-//! server with the RBAC `deploy/gates/rbac.yaml` ships.
+//! server with the RBAC `deploy/gates/kustomize/rbac.yaml` ships.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -23,9 +23,9 @@ const SA: &str = "crd-safety-gate";
 /// The shipped ClusterRole's rules.
 fn shipped_rules() -> Vec<Value> {
     let text = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/gates/rbac.yaml"),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/gates/kustomize/rbac.yaml"),
     )
-    .expect("deploy/gates/rbac.yaml is readable");
+    .expect("deploy/gates/kustomize/rbac.yaml is readable");
     text.split("\n---\n")
         .map(|doc| serde_saphyr::from_str::<Value>(doc).expect("each document parses"))
         .find(|d| d["kind"] == "ClusterRole")
@@ -39,7 +39,7 @@ async fn service_account(client: &Client, rules: &[Value]) -> String {
     service_account_named(client, NS, SA, rules).await
 }
 
-/// [`service_account`] under other names.
+/// [`service_account`] for the ServiceAccount `sa` of `ns`.
 async fn service_account_named(client: &Client, ns: &str, sa: &str, rules: &[Value]) -> String {
     let apply = PatchParams::apply("crd-safety-test").force();
     let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
@@ -53,18 +53,20 @@ async fn service_account_named(client: &Client, ns: &str, sa: &str, rules: &[Val
         .patch(sa, &apply, &Patch::Apply(&account))
         .await
         .expect("service account");
+    // Cluster-wide names of their own: the tests run at once on one server.
+    let cluster_name = format!("{sa}.{ns}");
     let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-        "metadata": {"name": sa}, "rules": rules});
+        "metadata": {"name": cluster_name}, "rules": rules});
     Api::<ClusterRole>::all(client.clone())
-        .patch(sa, &apply, &Patch::Apply(&role))
+        .patch(&cluster_name, &apply, &Patch::Apply(&role))
         .await
         .expect("role");
     let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-        "metadata": {"name": sa},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": sa},
+        "metadata": {"name": cluster_name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_name},
         "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": ns}]});
     Api::<ClusterRoleBinding>::all(client.clone())
-        .patch(sa, &apply, &Patch::Apply(&binding))
+        .patch(&cluster_name, &apply, &Patch::Apply(&binding))
         .await
         .expect("binding");
     let request = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
@@ -339,44 +341,18 @@ async fn the_helm_hook_cuts_large_crds_under_the_configmap_limit_and_its_job_gat
 
     // The Job's command as its ServiceAccount, with the rendered rules, on
     // the mounted parts: a first install passes.
-    let role = of_kind("ClusterRole");
-    let rules = role[0]["rules"].as_array().expect("rules").clone();
-    let sa = job["spec"]["template"]["spec"]["serviceAccountName"]
-        .as_str()
-        .expect("the Job's ServiceAccount");
-    let token = service_account_named(&client, ns, sa, &rules).await;
-    let creds = work.path().join("serviceaccount");
-    std::fs::create_dir_all(&creds).expect("sa dir");
-    std::fs::copy(
-        plane.dir.path().join("certs/apiserver.crt"),
-        creds.join("ca.crt"),
-    )
-    .expect("the CA");
-    std::fs::write(creds.join("namespace"), ns).expect("namespace");
-    std::fs::write(creds.join("token"), &token).expect("token");
-    let crds = work.path().join("crds");
-    mount(&configmaps, &crds);
-    let container = &job["spec"]["template"]["spec"]["containers"][0];
-    let mount_path = container["volumeMounts"][0]["mountPath"]
-        .as_str()
-        .expect("the mount");
-    let crds_arg = crds.to_str().expect("UTF-8");
-    let args: Vec<&str> = container["args"]
-        .as_array()
-        .expect("args")
-        .iter()
-        .map(|a| a.as_str().expect("an argument"))
-        .map(|a| if a == mount_path { crds_arg } else { a })
-        .collect();
+    let (args, creds, rules, sa) = the_job(&client, plane, &docs, ns, work.path()).await;
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let crds_arg = args[2];
     // A CRD not installed yet is dry-run as a create: without that verb
     // the gate fails and names it.
     let mut no_create = rules.clone();
     no_create[0]["verbs"] = json!(["get", "list", "patch"]);
-    service_account_named(&client, ns, sa, &no_create).await;
+    service_account_named(&client, ns, &sa, &no_create).await;
     let refused = run_as_pod(&args, &creds, &plane.server);
     assert_eq!(refused.code, 3, "without create: {refused:?}");
     assert!(refused.stderr.contains("cannot create"), "{refused:?}");
-    service_account_named(&client, ns, sa, &rules).await;
+    service_account_named(&client, ns, &sa, &rules).await;
 
     let first = run_as_pod(&args, &creds, &plane.server);
     assert_eq!(first.code, 0, "a first install passes the gate: {first:?}");
@@ -414,4 +390,348 @@ async fn the_helm_hook_cuts_large_crds_under_the_configmap_limit_and_its_job_gat
         .delete("kibanas.kibana.k8s.elastic.co", &Default::default())
         .await
         .expect("the live Kibana CRD is removed");
+}
+
+/// What a kubelet would give the Job of `docs` in `ns`: its ServiceAccount
+/// with the rendered ClusterRole's rules and a token (in a directory laid
+/// out as a pod's), its ConfigMaps mounted under `work`, and its container's
+/// arguments with the mount's path changed to where they are. Returns the
+/// arguments, the credentials' directory, the rules and the account.
+async fn the_job(
+    client: &Client,
+    plane: &support::envtest::ControlPlane,
+    docs: &[Value],
+    ns: &str,
+    work: &Path,
+) -> (Vec<String>, std::path::PathBuf, Vec<Value>, String) {
+    let of_kind =
+        |kind: &str| -> Vec<&Value> { docs.iter().filter(|d| d["kind"] == kind).collect() };
+    let job = of_kind("Job")[0];
+    let rules = of_kind("ClusterRole")[0]["rules"]
+        .as_array()
+        .expect("rules")
+        .clone();
+    let sa = job["spec"]["template"]["spec"]["serviceAccountName"]
+        .as_str()
+        .expect("the Job's ServiceAccount")
+        .to_string();
+    let token = service_account_named(client, ns, &sa, &rules).await;
+    let creds = work.join("serviceaccount");
+    std::fs::create_dir_all(&creds).expect("sa dir");
+    std::fs::copy(
+        plane.dir.path().join("certs/apiserver.crt"),
+        creds.join("ca.crt"),
+    )
+    .expect("the CA");
+    std::fs::write(creds.join("namespace"), ns).expect("namespace");
+    std::fs::write(creds.join("token"), &token).expect("token");
+    let mounted = work.join("crds");
+    let names: Vec<&str> = job["spec"]["template"]["spec"]["volumes"][0]["projected"]["sources"]
+        .as_array()
+        .expect("projected sources")
+        .iter()
+        .map(|s| s["configMap"]["name"].as_str().expect("a ConfigMap"))
+        .collect();
+    let configmaps: Vec<&Value> = of_kind("ConfigMap")
+        .into_iter()
+        .filter(|cm| names.contains(&cm["metadata"]["name"].as_str().unwrap_or_default()))
+        .collect();
+    assert_eq!(
+        configmaps.len(),
+        names.len(),
+        "every ConfigMap the Job mounts is rendered: {names:?}"
+    );
+    mount(&configmaps, &mounted);
+    let container = &job["spec"]["template"]["spec"]["containers"][0];
+    let mount_path = container["volumeMounts"][0]["mountPath"]
+        .as_str()
+        .expect("the mount");
+    let args = container["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .map(|a| a.as_str().expect("an argument"))
+        .map(|a| {
+            if a == mount_path {
+                mounted.display().to_string()
+            } else {
+                a.to_string()
+            }
+        })
+        .collect();
+    (args, creds, rules, sa)
+}
+
+/// The documents of a rendered multi-document YAML stream.
+fn documents(rendered: &str) -> Vec<Value> {
+    rendered
+        .split("\n---\n")
+        .filter(|d| d.contains("kind:"))
+        .map(|d| serde_saphyr::from_str::<Value>(d).expect("a rendered document parses"))
+        .collect()
+}
+
+/// `kubectl kustomize DIR` (the kustomize of `kubectl apply -k`, the same
+/// code Argo CD and Flux build with).
+fn kustomize(dir: &Path) -> String {
+    let out = Command::new("kubectl")
+        .args(["kustomize", dir.to_str().expect("UTF-8")])
+        .output()
+        .expect("kubectl runs");
+    assert!(
+        out.status.success(),
+        "kubectl kustomize {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `deploy/gates` copied under `root`, so an application's kustomization
+/// beside it includes it by a relative path, as one in the user's
+/// repository does.
+fn copy_gates(root: &Path) {
+    fn copy(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).expect("a directory");
+        for entry in std::fs::read_dir(from).expect("readable") {
+            let entry = entry.expect("an entry");
+            let path = entry.path();
+            if path.is_dir() {
+                copy(&path, &to.join(entry.file_name()));
+            } else {
+                std::fs::copy(&path, to.join(entry.file_name())).expect("a file");
+            }
+        }
+    }
+    copy(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/gates"),
+        &root.join("deploy/gates"),
+    );
+}
+
+/// A server-side dry run of `rendered` in the test server, which must pass.
+fn server_dry_run(plane: &support::envtest::ControlPlane, work: &Path, rendered: &str) {
+    let file = work.join("rendered.yaml");
+    std::fs::write(&file, rendered).expect("rendered.yaml");
+    let dry = support::webhook::kubectl(
+        &plane.admin_kubeconfig,
+        &[
+            "apply",
+            "--server-side",
+            "--dry-run=server",
+            "-f",
+            file.to_str().expect("UTF-8"),
+        ],
+    );
+    assert!(
+        dry.status.success(),
+        "the API server refused it: {}",
+        String::from_utf8_lossy(&dry.stderr)
+    );
+}
+
+/// The application's CRD of the kustomize gates: `argowidgets`, as OLD
+/// (objects kept in v1alpha9) or NEW (v1 only).
+fn argowidgets(old: bool) -> Value {
+    let versions: &[(&str, bool, bool)] = if old {
+        &[("v1alpha9", true, true), ("v1", true, false)]
+    } else {
+        &[("v1", true, true)]
+    };
+    crd(
+        "argowidgets",
+        versions,
+        json!({"size": {"type": "integer"}}),
+    )
+}
+
+/// An application directory as the user writes it for Argo CD: its CRD,
+/// `deploy/gates/argocd`, and the CRD file's ConfigMap generated with the
+/// hook's annotations (docs/gates.md).
+fn argocd_application(root: &Path, ns: &str) -> std::path::PathBuf {
+    copy_gates(root);
+    let app = root.join("app");
+    std::fs::create_dir_all(&app).expect("app/");
+    write_manifest(&app, "argowidgets.json", &argowidgets(false));
+    std::fs::write(
+        app.join("kustomization.yaml"),
+        format!(
+            "apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+namespace: {ns}
+resources:
+  - argowidgets.json
+  - ../deploy/gates/argocd
+configMapGenerator:
+  - name: crd-safety-gate-crds
+    files: [argowidgets.json]
+    options:
+      annotations:
+        argocd.argoproj.io/hook: PreSync
+        argocd.argoproj.io/hook-delete-policy: BeforeHookCreation
+"
+        ),
+    )
+    .expect("kustomization.yaml");
+    app
+}
+
+#[tokio::test]
+async fn the_argocd_presync_gate_builds_is_accepted_and_its_job_stops_a_breaking_sync() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    let work = tempfile::tempdir().expect("tempdir");
+    let ns = "argowidgets-operator";
+    let app = argocd_application(work.path(), ns);
+    let rendered = kustomize(&app);
+    let docs = documents(&rendered);
+    let kinds: Vec<&str> = docs.iter().filter_map(|d| d["kind"].as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "CustomResourceDefinition",
+            "ServiceAccount",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "ConfigMap",
+            "Job"
+        ]
+    );
+    for doc in &docs {
+        let hook = &doc["metadata"]["annotations"]["argocd.argoproj.io/hook"];
+        if doc["kind"] == "CustomResourceDefinition" {
+            assert!(hook.is_null(), "the CRD itself syncs as usual: {doc}");
+        } else {
+            assert_eq!(hook, "PreSync", "{}", doc["metadata"]);
+            assert_eq!(
+                doc["metadata"]["annotations"]["argocd.argoproj.io/hook-delete-policy"],
+                "BeforeHookCreation"
+            );
+        }
+    }
+    let job = docs.iter().find(|d| d["kind"] == "Job").expect("the Job");
+    let configmap = docs
+        .iter()
+        .find(|d| d["kind"] == "ConfigMap")
+        .expect("the ConfigMap");
+    assert_eq!(
+        job["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"],
+        "1"
+    );
+    assert_eq!(
+        job["spec"]["template"]["spec"]["volumes"][0]["projected"]["sources"][0]["configMap"]["name"],
+        configmap["metadata"]["name"],
+        "the Job mounts the generated ConfigMap by its hashed name"
+    );
+    let binding = docs
+        .iter()
+        .find(|d| d["kind"] == "ClusterRoleBinding")
+        .expect("binding");
+    assert_eq!(binding["subjects"][0]["namespace"], ns, "{binding}");
+
+    let created = support::webhook::kubectl(&plane.admin_kubeconfig, &["create", "namespace", ns]);
+    assert!(created.status.success(), "{created:?}");
+    server_dry_run(plane, work.path(), &rendered);
+
+    let (args, creds, _, _) = the_job(&client, plane, &docs, ns, work.path()).await;
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let first = run_as_pod(&args, &creds, &plane.server);
+    assert_eq!(first.code, 0, "the first sync passes the gate: {first:?}");
+    install(&client, &argowidgets(true)).await;
+    let breaking = run_as_pod(&args, &creds, &plane.server);
+    assert_eq!(breaking.code, 1, "the gate fails the sync: {breaking:?}");
+    assert!(
+        breaking.stdout.contains("storedVersionRemoval"),
+        "{}",
+        breaking.stdout
+    );
+}
+
+#[tokio::test]
+async fn the_flux_gate_is_accepted_waits_for_its_job_and_holds_the_release_back() {
+    let Some(corpus) = support::corpus::corpus_dir() else {
+        return;
+    };
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    let work = tempfile::tempdir().expect("tempdir");
+    let text =
+        std::fs::read_to_string(corpus.join(
+            "flux-kustomize-controller/v1.9.4/kustomize.toolkit.fluxcd.io_kustomizations.yaml",
+        ))
+        .expect("Flux's Kustomization CRD");
+    let flux: Value = serde_saphyr::from_str(&text).expect("the CRD parses");
+    install(&client, &flux).await;
+    let created = support::webhook::kubectl(
+        &plane.admin_kubeconfig,
+        &["create", "namespace", "flux-system"],
+    );
+    assert!(
+        created.status.success() || String::from_utf8_lossy(&created.stderr).contains("exists"),
+        "{created:?}"
+    );
+
+    // Flux's objects as shipped: accepted by the server with Flux's CRD.
+    let gate = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/gates/flux/gate.yaml"),
+    )
+    .expect("deploy/gates/flux/gate.yaml");
+    let docs = documents(&gate);
+    let gate_ks = docs
+        .iter()
+        .find(|d| d["metadata"]["name"] == "crd-safety-gate")
+        .expect("the gate's Kustomization");
+    assert_eq!(
+        gate_ks["spec"]["wait"], true,
+        "the gate is Ready only once its Job is"
+    );
+    assert_eq!(gate_ks["spec"]["force"], true, "a changed Job is replaced");
+    let release = docs
+        .iter()
+        .find(|d| d["metadata"]["name"] != "crd-safety-gate")
+        .expect("the operator's Kustomization");
+    assert_eq!(release["spec"]["dependsOn"][0]["name"], "crd-safety-gate");
+    server_dry_run(plane, work.path(), &gate);
+
+    // The gate's path: the kustomize base and the CRD files' ConfigMap,
+    // no hooks; its Job passes as its ServiceAccount.
+    copy_gates(work.path());
+    let path = work.path().join("operators/widgets/gate");
+    std::fs::create_dir_all(&path).expect("the gate's path");
+    let ns = "fluxwidgets-gate";
+    write_manifest(
+        &path,
+        "fluxwidgets.json",
+        &crd("fluxwidgets", &[("v1", true, true)], json!({})),
+    );
+    std::fs::write(
+        path.join("kustomization.yaml"),
+        format!(
+            "apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+namespace: {ns}
+resources:
+  - ../../../deploy/gates/kustomize
+configMapGenerator:
+  - name: crd-safety-gate-crds
+    files: [fluxwidgets.json]
+"
+        ),
+    )
+    .expect("kustomization.yaml");
+    let rendered = kustomize(&path);
+    assert!(!rendered.contains("argocd.argoproj.io"), "{rendered}");
+    let docs = documents(&rendered);
+    let created = support::webhook::kubectl(&plane.admin_kubeconfig, &["create", "namespace", ns]);
+    assert!(created.status.success(), "{created:?}");
+    server_dry_run(plane, work.path(), &rendered);
+    let (args, creds, _, _) = the_job(&client, plane, &docs, ns, work.path()).await;
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = run_as_pod(&args, &creds, &plane.server);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout.contains("fluxwidgets.example.com"),
+        "{}",
+        run.stdout
+    );
 }
