@@ -13,7 +13,8 @@
 #
 # Writes, for version X of Cargo.toml:
 #   kubectl-crd_safety-vX-TRIPLE.tar.gz (.zip for Windows): the binary, the
-#     completion helper kubectl_complete-crd_safety (not on Windows), LICENSE, README.md;
+#     completion helper kubectl_complete-crd_safety and the Helm plugin's
+#     plugin.yaml (not on Windows), LICENSE, README.md;
 #   checksums.txt (sha256 of every archive in DIR);
 #   crd-safety.yaml, the krew manifest, and crd-safety.rb, the Homebrew formula, with the
 #     sha256 of the archives present (64 zeros for platforms not built here);
@@ -64,14 +65,22 @@ for target in ${targets[@]+"${targets[@]}"}; do
     chmod 755 "$stage"
     cp "$bin" "$stage/$exe"
     cp LICENSE README.md "$stage/"
-    [[ "$target" == *windows* ]] || cp completion/kubectl_complete-crd_safety "$stage/"
+    if [[ "$target" != *windows* ]]; then
+        cp completion/kubectl_complete-crd_safety "$stage/"
+        # The Helm plugin: `helm plugin install URL-OF-THIS-ARCHIVE`.
+        sed -e "s/{{VERSION_NUMBER}}/$number/g" -e '/^# /d' \
+            plugin-manifest/helm-plugin.yaml.tmpl > "$stage/plugin.yaml"
+    fi
     name="kubectl-crd_safety-$version-$target"
     if [[ "$target" == *windows* ]]; then
         (cd "$stage" && rm -f "$out/$name.zip" && zip -q -X -r "$out/$name.zip" .)
     else
         # Same bytes for the same inputs: sorted names, no owners, fixed times.
+        # The files by name, with no `./` entry: helm's plugin installer
+        # refuses an archive whose first entry is the directory it extracts to.
+        # shellcheck disable=SC2046
         tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 \
-            -C "$stage" -cf - . | gzip -n > "$out/$name.tar.gz"
+            -C "$stage" -cf - $(cd "$stage" && ls -A) | gzip -n > "$out/$name.tar.gz"
     fi
     rm -rf "$stage"
     echo "release: wrote $out/$name.*" >&2

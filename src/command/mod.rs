@@ -9,6 +9,7 @@
 pub mod apply;
 pub mod apply_check;
 pub mod diff;
+pub mod helm_upgrade;
 pub mod lint;
 pub mod migrate;
 pub mod require;

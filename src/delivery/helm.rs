@@ -162,6 +162,33 @@ pub fn release_deletes(live: &Value, release: &str, new: &LoadedCrd) -> Option<F
     ))
 }
 
+/// The finding of a live CRD that `release` renders from its templates
+/// now and the upgrade no longer renders at all (removed, or switched off
+/// by a value): helm deletes what a release stops rendering, unless the
+/// live object carries the keep policy, which helm reads on the cluster
+/// before deleting.
+pub fn release_drops(live: &Value, release: &str) -> Option<Finding> {
+    if keeps_live(live) {
+        return None;
+    }
+    let name = live["metadata"]["name"].as_str().unwrap_or("this CRD");
+    let kind = live["spec"]["names"]["kind"]
+        .as_str()
+        .unwrap_or("object of the CRD");
+    let message = format!(
+        "helm upgrade of {release} deletes this CRD and every {kind}: the release renders it from \
+         its templates now and the upgrade does not render it (removed, or switched off by a \
+         value), so helm removes it from the release and the API server deletes every object of \
+         it. Before upgrading, mark the installed CRD to be kept (`kubectl annotate crd {name} \
+         {KEEP}=keep`), or set the value that keeps rendering it"
+    );
+    Some(Finding::new(
+        Check::HelmDeletesCrd,
+        Severity::Error,
+        message,
+    ))
+}
+
 /// One finding per chart of `new` whose templates render CRDs without the
 /// keep policy, on the first of them (`.0` is its index in `new.crds`).
 pub fn uninstall(new: &ManifestSet) -> Vec<(usize, Finding)> {

@@ -345,7 +345,7 @@ fn chart_relative(path: &str) -> Option<&str> {
 
 /// The documents `helm template` printed that can be CRDs, one text per
 /// template (`# Source:` comment), labelled `helm:CHART:TEMPLATE`.
-fn rendered_crds(rendered: &str, chart: &str) -> Vec<Text> {
+pub(super) fn rendered_crds(rendered: &str, chart: &str) -> Vec<Text> {
     let mut texts: Vec<Text> = Vec::new();
     let mut source = String::new();
     let mut section = String::new();

@@ -66,6 +66,13 @@ pub enum ManifestError {
         #[source]
         source: ChartError,
     },
+    /// helm could not say what an upgrade applies.
+    #[error("{input}: {source}")]
+    HelmUpgrade {
+        input: String,
+        #[source]
+        source: HelmUpgradeError,
+    },
     /// A kustomization that could not be rendered.
     #[error("{input}: {source}")]
     Kustomize {

@@ -85,6 +85,16 @@ pub fn load_with(sources: &[Source], opts: &SourceOptions) -> Result<ManifestSet
     load_with_inspecting::<()>(sources, opts, None).map(|i| i.set)
 }
 
+/// [`load_with`] of what a release upgrades to: sources that are all
+/// charts read whole and render no CRD are an answer, the upgrade deleting
+/// every CRD the release had, not an input error (see [`load_side`]).
+pub fn load_upgrade(
+    sources: &[Source],
+    opts: &SourceOptions,
+) -> Result<ManifestSet, ManifestError> {
+    load_side::<()>(sources, opts, None, true).map(|i| i.set)
+}
+
 /// [`load_with`], with `inspect` run on each CRD.
 pub fn load_with_inspecting<T: Send>(
     sources: &[Source],

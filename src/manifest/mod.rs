@@ -21,6 +21,7 @@ mod error;
 mod external;
 mod fast_yaml;
 mod git;
+mod helm_upgrade;
 mod input;
 mod kustomize;
 mod load;
@@ -38,11 +39,12 @@ use std::fmt;
 pub use chart::{ChartError, HelmOptions};
 pub use error::ManifestError;
 pub use git::{GitError, GitSpec};
+pub use helm_upgrade::{HelmUpgrade, HelmUpgradeError, current as helm_upgrade_current};
 pub use input::{InputError, InputLimits, LimitError, MAX_DEPTH, read_text};
 pub use kustomize::KustomizeError;
 pub use load::{
     Inspect, Inspected, Object, load, load_both, load_both_inspecting, load_resources, load_text,
-    load_with, load_with_inspecting, read_objects, read_values,
+    load_upgrade, load_with, load_with_inspecting, read_objects, read_values,
 };
 pub use normalize::normalize_to_v1;
 pub use outline::{DocRef, Head, Outline, load_documents, outline, plain_files};

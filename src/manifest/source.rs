@@ -19,6 +19,9 @@ pub enum Source {
     Git(GitSpec),
     /// `kustomize:DIR` (or `-k DIR`): a rendered kustomization.
     Kustomize(PathBuf),
+    /// What `helm upgrade` would apply to a release (the Helm plugin's
+    /// `helm crd-safety upgrade`; no spelling as an argument).
+    HelmUpgrade(HelmUpgrade),
 }
 
 impl Source {
@@ -57,6 +60,7 @@ impl fmt::Display for Source {
             Source::Stdin => f.write_str("<stdin>"),
             Source::Git(g) => write!(f, "git:{}:{}", g.rev, g.path),
             Source::Kustomize(d) => write!(f, "kustomize:{}", d.display()),
+            Source::HelmUpgrade(u) => write!(f, "helm upgrade {} {}", u.release, u.chart),
         }
     }
 }
@@ -176,6 +180,17 @@ pub fn read_texts(
                 input: source.to_string(),
                 source: e,
             }),
+        Source::HelmUpgrade(spec) => {
+            let input = || source.to_string();
+            let fail = |source| ManifestError::HelmUpgrade {
+                input: input(),
+                source,
+            };
+            let texts = helm_upgrade::read(spec, opts.limits).map_err(fail)?;
+            // Rendered whole by helm: no CRD is an answer (see load_upgrade).
+            charts.push(input());
+            Ok(texts)
+        }
         Source::Path(path) if chart::is_chart(path) => {
             let chart =
                 chart::read(path, &opts.helm, opts.limits).map_err(|e| ManifestError::Chart {

@@ -232,3 +232,151 @@ fn the_crates_io_package_holds_the_library_and_builds_with_its_docs() {
     cargo(&["publish", "--dry-run", "--allow-dirty"]);
     cargo(&["doc", "--no-deps", "--lib"]);
 }
+
+/// Serves `file` over HTTP on loopback, as a release page serves the
+/// archive (helm 3 installs a plugin archive only from an http(s) URL, and
+/// asks with HEAD first what it is). Returns the URL; the server lives as
+/// long as the test.
+fn serve_archive(file: &Path) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let port = listener.local_addr().expect("an address").port();
+    let body = std::fs::read(file).expect("the archive");
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = [0u8; 4096];
+            let n = stream.read(&mut request).unwrap_or(0);
+            let head = String::from_utf8_lossy(&request[..n]).starts_with("HEAD ");
+            let headers = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/gzip\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(headers.as_bytes());
+            if !head {
+                let _ = stream.write_all(&body);
+            }
+        }
+    });
+    let name = file.file_name().expect("a name").to_string_lossy();
+    format!("http://127.0.0.1:{port}/{name}")
+}
+
+/// helm with its homes in `home` and the test server's kubeconfig.
+fn helm_in(helm: &Path, home: &Path, kubeconfig: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(helm.join("helm"))
+        .args(args)
+        .env("HELM_CACHE_HOME", home.join("cache"))
+        .env("HELM_CONFIG_HOME", home.join("config"))
+        .env("HELM_DATA_HOME", home.join("data"))
+        .env("KUBECONFIG", kubeconfig)
+        .env_remove("HELM_BIN")
+        .output()
+        .expect("helm runs")
+}
+
+#[test]
+fn helm_installs_the_released_archive_as_a_plugin_that_checks_an_upgrade_with_helms_values() {
+    use support::charts::{Layout, chart};
+    let Some(helm) = support::helm::helm_dir() else {
+        return;
+    };
+    let Some(plane) = support::envtest::control_plane() else {
+        return;
+    };
+    let dist = tempfile::tempdir().expect("tempdir");
+    let Some(dist) = release(dist.path()) else {
+        return;
+    };
+    let version = format!("v{}", env!("CARGO_PKG_VERSION"));
+    let archive = dist.join(format!(
+        "kubectl-crd_safety-{version}-x86_64-unknown-linux-musl.tar.gz"
+    ));
+    let home = tempfile::tempdir().expect("helm's homes");
+    let kubeconfig = plane.admin_kubeconfig.as_path();
+    let text = |o: &std::process::Output| {
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    };
+    let install = helm_in(
+        helm,
+        home.path(),
+        kubeconfig,
+        &["plugin", "install", &serve_archive(&archive)],
+    );
+    assert!(install.status.success(), "{}", text(&install));
+    let list = helm_in(helm, home.path(), kubeconfig, &["plugin", "list"]);
+    assert!(
+        text(&list).contains("crd-safety") && text(&list).contains(env!("CARGO_PKG_VERSION")),
+        "{}",
+        text(&list)
+    );
+
+    // A release whose CRD is a template behind a value the chart's
+    // defaults leave off, installed with the value set.
+    let charts = tempfile::tempdir().expect("charts");
+    let (old, new) = (charts.path().join("old"), charts.path().join("new"));
+    let off = Layout::Switched { enabled: false };
+    chart(&old, "op", "1.0.0", &[("pluginwidgets", &["a"], off)]);
+    chart(&new, "op", "1.1.0", &[("pluginwidgets", &["a", "b"], off)]);
+    let installed = helm_in(
+        helm,
+        home.path(),
+        kubeconfig,
+        &[
+            "install",
+            "plugrel",
+            old.to_str().expect("UTF-8"),
+            "-n",
+            "default",
+            "--set",
+            "pluginwidgets.enabled=true",
+        ],
+    );
+    assert!(installed.status.success(), "{}", text(&installed));
+    let upgrade = |extra: &[&str]| {
+        let mut args = vec![
+            "crd-safety",
+            "upgrade",
+            "plugrel",
+            new.to_str().expect("UTF-8"),
+            "-n",
+            "default",
+        ];
+        args.extend_from_slice(extra);
+        helm_in(helm, home.path(), kubeconfig, &args)
+    };
+
+    // --reuse-values keeps the value: the CRD gains an optional field.
+    let safe = upgrade(&["--reuse-values", "-o", "json"]);
+    assert_eq!(safe.status.code(), Some(0), "{}", text(&safe));
+    let report: Value = serde_json::from_slice(&safe.stdout).expect("a JSON report");
+    let crd = &report["crds"][0];
+    assert_eq!(crd["name"], "pluginwidgets.example.com", "{report}");
+    assert!(
+        crd["newSource"]
+            .as_str()
+            .is_some_and(|s| s.contains("templates/pluginwidgets.yaml")),
+        "{report}"
+    );
+
+    // --reset-values takes the chart's defaults, which switch it off: the
+    // upgrade deletes the CRD and every object of it.
+    let breaking = upgrade(&["--reset-values"]);
+    assert_eq!(breaking.status.code(), Some(1), "{}", text(&breaking));
+    assert_has(&text(&breaking), "helmDeletesCrd");
+    assert_has(&text(&breaking), "pluginwidgets.example.com");
+
+    // Nothing was changed: the release is still at its first revision.
+    let history = helm_in(
+        helm,
+        home.path(),
+        kubeconfig,
+        &["history", "plugrel", "-n", "default", "-o", "json"],
+    );
+    let history: Value = serde_json::from_slice(&history.stdout).expect("history");
+    assert_eq!(history.as_array().map(Vec::len), Some(1), "{history}");
+}

@@ -200,6 +200,9 @@ Exit codes:
   2  usage, configuration or input error (a malformed requirement names its file and line)
   3  cluster error")]
     Requirements(RequirementsArgs),
+    /// The Helm plugin's commands (`helm crd-safety upgrade RELEASE CHART`, docs/helm-plugin.md).
+    #[command(subcommand)]
+    Helm(HelmCommand),
     /// List every check with its id, default severity and what it catches.
     Checks,
     /// Print the shell completion script of the binary (for `kubectl crd-safety`, kubectl 1.26+
@@ -216,6 +219,41 @@ Exit codes:
         #[arg(allow_hyphen_values = true, trailing_var_arg = true)]
         words: Vec<String>,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HelmCommand {
+    /// What `helm upgrade RELEASE CHART` would do to the cluster's CRDs: helm renders the upgrade
+    /// (its flags: -f/--values, --set..., --version, --reuse-values, --reset-values, ...), then the
+    /// live check of apply-check runs on the CRDs it would apply, with the chart's crds/ (which
+    /// helm upgrade never applies) and the CRDs it would delete. Every other flag is apply-check's
+    /// (--objects, -o, --config, ...). Changes nothing.
+    #[command(
+        override_usage = "helm crd-safety upgrade RELEASE CHART [HELM UPGRADE FLAGS] [APPLY-CHECK FLAGS]",
+        after_help = concat!("Examples:
+  # Before an operator upgrade: what would it do to its CRDs and their stored objects?
+  helm crd-safety upgrade my-operator my-repo/operator --version 2.0.0 -f values.yaml --objects
+  # Without helm's plugin manager
+  kubectl-crd_safety helm upgrade my-operator ./chart -n operators --reuse-values
+
+", exit_codes!())
+    )]
+    Upgrade(HelmUpgradeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HelmUpgradeArgs {
+    /// The release.
+    pub release: String,
+    /// The chart, as helm upgrade takes it (a path, repo/name, oci://...).
+    pub chart: String,
+    /// helm upgrade's flags and apply-check's, in any order.
+    #[arg(
+        allow_hyphen_values = true,
+        trailing_var_arg = true,
+        value_name = "FLAGS"
+    )]
+    pub flags: Vec<String>,
 }
 
 #[derive(Debug, Args)]

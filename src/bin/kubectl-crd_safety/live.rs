@@ -7,7 +7,7 @@ use crd_safety::cluster;
 use crd_safety::cluster_write::apply::{RESTORE_WITHIN, Stop};
 use crd_safety::command::{self, Failure, apply_check};
 use crd_safety::live_check::{CheckOptions, Step};
-use crd_safety::manifest::ManifestSet;
+use crd_safety::manifest::{HelmUpgrade, ManifestSet};
 use crd_safety::report::{render_outcomes, render_structured, retries_line};
 
 use crate::cli::{ApplyArgs, ApplyCheckArgs, KubeArgs};
@@ -48,7 +48,7 @@ pub fn apply_check(args: ApplyCheckArgs) -> Result<u8, Failure> {
         let conn = connect(&args.kube)
             .await?
             .with_field_manager(&args.field_manager);
-        check(&conn, &request, &new, &args).await
+        check(&conn, &request, &new, &args, None).await
     })?;
     let report = &checked.check.report;
     show(report, &args.report)?;
@@ -57,11 +57,12 @@ pub fn apply_check(args: ApplyCheckArgs) -> Result<u8, Failure> {
 
 /// Runs the live check, with the object scan and a progress line when
 /// asked.
-async fn check(
+pub async fn check(
     conn: &cluster::Connection,
     request: &command::Manifests,
     new: &ManifestSet,
     args: &ApplyCheckArgs,
+    helm: Option<&HelmUpgrade>,
 ) -> Result<apply_check::Checked, Failure> {
     // A progress line on a terminal: the dry runs over the bundle's CRDs,
     // then the object scans.
@@ -91,7 +92,10 @@ async fn check(
         probe_services: args.probe_conversion_service.clone(),
         progress: &progress,
     };
-    let result = apply_check::run(conn, request, new, &options).await;
+    let result = match helm {
+        Some(spec) => command::helm_upgrade::run(conn, request, spec, new, &options).await,
+        None => apply_check::run(conn, request, new, &options).await,
+    };
     if let Some(line) = &line {
         line.bar().finish_and_clear();
     }
@@ -112,7 +116,7 @@ pub fn apply(args: ApplyArgs) -> Result<u8, Failure> {
         let conn = connect(&args.check.kube)
             .await?
             .with_field_manager(&args.check.field_manager);
-        let checked = check(&conn, &request, &new, &args.check).await?;
+        let checked = check(&conn, &request, &new, &args.check, None).await?;
         let report = &checked.check.report;
         if !output.is_structured() {
             show(report, &args.check.report)?;

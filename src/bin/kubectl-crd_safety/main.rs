@@ -6,13 +6,14 @@
 //! progress lines.
 //!
 //! This file only dispatches. [`cli`] holds the flags and [`options`] turns
-//! them into the library's option types; [`offline`], [`live`],
+//! them into the library's option types; [`offline`], [`live`], [`helm`],
 //! [`migrate`], [`requirements`] and [`serve`] run one command or
 //! group each; [`terminal`] is stdout,
 //! colors, the question and progress lines; [`complete`] answers the shell.
 
 mod cli;
 mod complete;
+mod helm;
 mod live;
 mod migrate;
 mod offline;
@@ -40,6 +41,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::serve(args),
         Command::Require(args) => requirements::require(args),
         Command::Requirements(args) => requirements::requirements(args),
+        Command::Helm(cli::HelmCommand::Upgrade(args)) => helm::upgrade(args),
         Command::Checks => offline::checks(),
         Command::Completion { shell } => emit(&complete::script(shell)).map(|()| 0),
         Command::Complete { words } => emit(&complete::answer(&words)).map(|()| 0),
