@@ -14,7 +14,8 @@
 # Writes, for version X of Cargo.toml:
 #   kubectl-crd_safety-vX-TRIPLE.tar.gz (.zip for Windows): the binary, the
 #     completion helper kubectl_complete-crd_safety and the Helm plugin's
-#     plugin.yaml (not on Windows), LICENSE, README.md;
+#     plugin.yaml, Helm 3's format (not on Windows), LICENSE, README.md;
+#   helm-crd-safety-vX-TRIPLE.tgz (not for Windows): the same with Helm 4's plugin.yaml;
 #   checksums.txt (sha256 of every archive in DIR);
 #   crd-safety.yaml, the krew manifest, and crd-safety.rb, the Homebrew formula, with the
 #     sha256 of the archives present (64 zeros for platforms not built here);
@@ -82,11 +83,20 @@ for target in ${targets[@]+"${targets[@]}"}; do
         tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 \
             -C "$stage" -cf - $(cd "$stage" && ls -A) | gzip -n > "$out/$name.tar.gz"
     fi
+    if [[ "$target" != *windows* ]]; then
+        # The Helm 4 plugin: the same files, with Helm 4's plugin.yaml, in a
+        # .tgz (the suffix Helm 4 installs and verifies).
+        sed -e "s/{{VERSION_NUMBER}}/$number/g" -e '/^# /d' \
+            plugin-manifest/helm4-plugin.yaml.tmpl > "$stage/plugin.yaml"
+        # shellcheck disable=SC2046
+        tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 \
+            -C "$stage" -cf - $(cd "$stage" && ls -A) | gzip -n > "$out/helm-crd-safety-$version-$target.tgz"
+    fi
     rm -rf "$stage"
     echo "release: wrote $out/$name.*" >&2
 done
 
-(cd "$out" && sha256sum kubectl-crd_safety-*.tar.gz kubectl-crd_safety-*.zip 2>/dev/null > checksums.txt || true)
+(cd "$out" && sha256sum kubectl-crd_safety-*.tar.gz kubectl-crd_safety-*.zip helm-crd-safety-*.tgz 2>/dev/null > checksums.txt || true)
 bash scripts/render-krew.sh "$out" "$out/crd-safety.yaml"
 
 sum() { # target extension

@@ -159,3 +159,32 @@ pub struct ServerVersion {
     /// `v1.34.4`, as `kubectl version` shows it.
     pub git_version: String,
 }
+
+impl Connection {
+    /// One object of `resource` (in `resource.namespace`) by name, or
+    /// `None` when there is none (404: no such object, or its CRD is not
+    /// installed).
+    pub async fn get_object(
+        &self,
+        resource: &ResourceRef,
+        name: &str,
+    ) -> Result<Option<Value>, ClusterError> {
+        let path = format!("{}/{name}", resource.path(resource.namespace.as_deref()));
+        let request =
+            http::Request::get(path)
+                .body(Vec::new())
+                .map_err(|e| ClusterError::Other {
+                    server: self.server.clone(),
+                    detail: e.to_string(),
+                })?;
+        let what = format!(
+            "GET {}/{} {} {name}",
+            resource.group, resource.version, resource.plural
+        );
+        match self.call::<Value>(&what, request).await {
+            Ok(object) => Ok(Some(object)),
+            Err(f) if f.code() == Some(404) => Ok(None),
+            Err(f) => Err(self.classify_failed(f)),
+        }
+    }
+}

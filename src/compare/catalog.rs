@@ -323,6 +323,7 @@ catalog! {
     // From the live cluster, added later.
     Live {
         FieldManagerConflict => "fieldManagerConflict", Warning, "another field manager (helm, kubectl, an operator) owns fields the manifest changes: apply takes them over only after a yes to its question or with --force-conflicts; --field-manager applies as an owner that installed them with server-side apply.";
+        RolloutCrdPolicy => "rolloutCrdPolicy", Warning, "the engine that rolls the CRD out will not apply it as checked: a Flux HelmRelease whose upgrade.crds is Skip (the default) or Create never updates a CRD of the chart's crds/ (warning); Flux's CreateReplace and Argo CD's Replace=true replace the CRD whole, dropping the caBundle a cainjector put in its conversion webhook (error).";
         ConversionWebhookNotReady => "conversionWebhookNotReady", Error, "the new CRD converts through a webhook the API server cannot reach or trust (no Service, no such port, no ready endpoint, a caBundle that does not parse, has expired or did not sign the serving certificate), or that fails a --probe-conversion review: every read or write through a version other than the stored one fails.";
     }
     // How the manifests are delivered (`src/delivery/`).

@@ -5,6 +5,7 @@
 //! else manages a live CRD ([`owners`]). Pure: it reads what the loader
 //! recorded (or the live object) and returns findings.
 
+pub mod engines;
 pub mod helm;
 pub mod owners;
 pub mod reading;

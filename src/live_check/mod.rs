@@ -13,7 +13,7 @@ use crate::compare::{Check, Finding, Severity};
 use crate::config::Config;
 use crate::crd::Crd;
 use crate::crd_validation::{KubeVersion, KubeVersionSource};
-use crate::delivery::owners;
+use crate::delivery::{engines, owners};
 use crate::engine::{StoredVersionsArg, entries};
 use crate::manifest::{LoadedCrd, Location, ManifestSet, normalize_to_v1};
 use crate::outcome::{Action, Planned};
@@ -248,6 +248,7 @@ pub async fn apply_check(
         readiness.push(ready);
     }
     let policy = config.policy();
+    let mut engine_notices = Vec::new();
     let mut plan = Vec::with_capacity(new.crds.len());
     let checked = live_index
         .iter()
@@ -311,6 +312,20 @@ pub async fn apply_check(
         });
         let (kept, excepted) = policy.apply(&n.crd.name, found);
         entry.add(kept, excepted);
+        if let Some(l) = live_crd {
+            let changes = action != Action::Unchanged;
+            let found = engine_policies(
+                conn,
+                &owners,
+                &l.manifest,
+                &n.crd.manifest,
+                changes,
+                &mut engine_notices,
+            )
+            .await;
+            let (kept, excepted) = policy.apply(&n.crd.name, found);
+            entry.add(kept, excepted);
+        }
         entry.owners = owners.clone();
         plan.push(Planned {
             name: n.crd.name.clone(),
@@ -366,6 +381,7 @@ pub async fn apply_check(
     let skipped: Vec<SkippedDocument> = new.skipped.iter().map(SkippedDocument::from).collect();
     let mut report = Report::new(crds, skipped, config.mode, config.fail_mode);
     report.notices = new.notices.clone();
+    report.notices.extend(engine_notices);
     if report
         .summary
         .grading
@@ -394,6 +410,35 @@ pub async fn apply_check(
     }
     Ok(LiveCheck { report, plan })
 }
+/// What the engines among `owners` (a Flux HelmRelease, an Argo CD
+/// application) will do to the CRD, from their objects
+/// ([`crate::delivery::engines`]). An object that cannot be read leaves a
+/// notice, not a failure: the rest of the check stands without it.
+async fn engine_policies(
+    conn: &Connection,
+    owners: &[owners::Owner],
+    live: &Value,
+    new: &Value,
+    changes: bool,
+    notices: &mut Vec<String>,
+) -> Vec<Finding> {
+    let mut found = Vec::new();
+    for owner in owners {
+        let Some((resource, name)) = engines::object_of(owner) else {
+            continue;
+        };
+        match conn.get_object(&resource, &name).await {
+            Ok(Some(engine)) => found.extend(engines::findings(owner, &engine, live, new, changes)),
+            Ok(None) => {}
+            Err(e) => notices.push(format!(
+                "{} could not be read ({e}): what it does to the CRD is not checked",
+                owner.who()
+            )),
+        }
+    }
+    found
+}
+
 /// The other way out of a conflict with one manager that owns the fields
 /// through server-side apply (a CRD installed with `kubectl apply
 /// --server-side`): applying as that manager, which owns them with no

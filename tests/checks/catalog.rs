@@ -169,6 +169,7 @@ pub(crate) fn unsafe_example(check: Check) -> (Option<Value>, Option<Value>) {
         Check::ApiServerRejects
         | Check::FieldManagerConflict
         | Check::ConversionWebhookNotReady
+        | Check::RolloutCrdPolicy
         | Check::InvalidObjects
         | Check::PrunedFields
         | Check::DefaultedFields
@@ -191,6 +192,7 @@ pub(crate) const LIVE_ONLY: &[Check] = &[
     Check::ApiServerRejects,
     Check::FieldManagerConflict,
     Check::ConversionWebhookNotReady,
+    Check::RolloutCrdPolicy,
     Check::InvalidObjects,
     Check::PrunedFields,
     Check::DefaultedFields,

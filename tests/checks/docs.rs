@@ -47,6 +47,12 @@ fn live_source(check: Check) -> &'static str {
              webhook, in `apply-check` and `apply` (see \
              [delivery.md](delivery.md#conversion-webhook-readiness))"
         }
+        Check::RolloutCrdPolicy => {
+            "the objects of the engines that own the live CRD (a Flux HelmRelease's \
+             `upgrade.crds`, an Argo CD application's sync options), in `apply-check`, `apply` \
+             and `helm crd-safety upgrade` (see \
+             [delivery.md](delivery.md#what-the-rollout-engine-does-to-the-crd))"
+        }
         Check::InvalidObjects
         | Check::PrunedFields
         | Check::DefaultedFields

@@ -411,3 +411,216 @@ async fn a_release_installed_by_helm_is_named_with_where_the_new_chart_has_its_c
         "{crd}"
     );
 }
+
+/// `kubectl apply --server-side -f` of `objects` (JSON), as the admin.
+fn kubectl_apply(plane: &ControlPlane, name: &str, objects: &[Value]) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join(format!("{name}.json"));
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": objects});
+    std::fs::write(&file, list.to_string()).expect("write");
+    let out = support::webhook::kubectl(
+        &plane.admin_kubeconfig,
+        &[
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "-f",
+            file.to_str().expect("UTF-8"),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "kubectl apply {name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A CRD whose conversion goes through a webhook, with `ca_bundle` (as a
+/// cainjector leaves it) or none (as the chart ships it).
+fn converted(plural: &str, metadata: &Value, fields: Value, ca_bundle: Option<&str>) -> Value {
+    let mut manifest = owned_crd(plural, metadata, fields);
+    let mut client_config =
+        json!({"service": {"namespace": "default", "name": "converter", "path": "/convert"}});
+    if let Some(bundle) = ca_bundle {
+        client_config["caBundle"] = json!(bundle);
+    }
+    manifest["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {
+        "clientConfig": client_config, "conversionReviewVersions": ["v1"]}});
+    manifest
+}
+
+/// The `rolloutCrdPolicy` findings of CRD `name` in a report.
+fn policy_findings(report: &Value, name: &str) -> Vec<(String, String)> {
+    report["crds"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["name"] == name)
+        .flat_map(|c| c["findings"].as_array().cloned().unwrap_or_default())
+        .filter(|f| f["check"] == "rolloutCrdPolicy")
+        .map(|f| {
+            (
+                f["severity"].as_str().unwrap_or_default().to_string(),
+                f["message"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Plurals `enginefluxes`, `enginefluxcas`, `engineargocas` and their
+/// engine objects are this test's. Flux's HelmRelease CRD and Argo CD's
+/// Application CRD come from the engines' published CRDs (the corpus);
+/// their objects are created, no controller runs.
+#[tokio::test]
+async fn what_flux_and_argo_cd_will_do_to_the_crd_is_read_from_their_objects() {
+    let Some(corpus) = support::corpus::corpus_dir() else {
+        return;
+    };
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    for file in [
+        "flux-helm-controller/v1.6.3/helm.toolkit.fluxcd.io_helmreleases.yaml",
+        "argo-cd/argocd-operator-0.19.0/argoproj.io_applications.yaml",
+    ] {
+        let text = std::fs::read_to_string(corpus.join(file)).expect("the engine's CRD");
+        let engine: Value = serde_saphyr::from_str(&text).expect("it parses");
+        install_as(&client, &engine, "crd-safety-test").await;
+    }
+    let namespaces: Vec<Value> = ["engine-flux", "argocd"]
+        .iter()
+        .map(|ns| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
+        .collect();
+    kubectl_apply(plane, "namespaces", &namespaces);
+    let release = |name: &str, upgrade: Value| {
+        json!({"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+            "metadata": {"name": name, "namespace": "engine-flux"},
+            "spec": {"interval": "10m", "upgrade": upgrade,
+                "chart": {"spec": {"chart": "op", "sourceRef": {"kind": "HelmRepository", "name": "repo"}}}}})
+    };
+    let app = json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+        "metadata": {"name": "engineapp", "namespace": "argocd"},
+        "spec": {"project": "default",
+            "source": {"repoURL": "https://example.com/repo.git", "path": "crds"},
+            "destination": {"server": "https://kubernetes.default.svc"},
+            "syncPolicy": {"syncOptions": ["Replace=true"]}}});
+    kubectl_apply(
+        plane,
+        "engines",
+        &[
+            release("engineskip", json!({})),
+            release("enginereplace", json!({"crds": "CreateReplace"})),
+            app,
+        ],
+    );
+    let bundle = {
+        use base64::Engine;
+        let pem = std::fs::read(plane.dir.path().join("certs/apiserver.crt")).expect("a PEM");
+        base64::engine::general_purpose::STANDARD.encode(pem)
+    };
+    let flux = |name: &str| {
+        json!({"labels": {"helm.toolkit.fluxcd.io/name": name,
+            "helm.toolkit.fluxcd.io/namespace": "engine-flux"}})
+    };
+    let extra = json!({"extra": {"type": "string"}});
+
+    // Skip (the default): the change does not land through Flux.
+    installed(
+        &client,
+        dir.path(),
+        "enginefluxes",
+        flux("engineskip"),
+        "helm-controller",
+    )
+    .await;
+    // CreateReplace, over a caBundle a cainjector put there.
+    let cas = flux("enginereplace");
+    install_as(
+        &client,
+        &converted("enginefluxcas", &cas, json!({}), Some(&bundle)),
+        "cainjector",
+    )
+    .await;
+    write_manifest(
+        dir.path(),
+        "enginefluxcas.json",
+        &converted("enginefluxcas", &cas, extra.clone(), None),
+    );
+    // Argo CD's Replace=true, over the same.
+    let argo = json!({"labels": {"argocd.argoproj.io/instance": "engineapp"}});
+    install_as(
+        &client,
+        &converted("engineargocas", &argo, json!({}), Some(&bundle)),
+        "argocd-controller",
+    )
+    .await;
+    write_manifest(
+        dir.path(),
+        "engineargocas.json",
+        &converted("engineargocas", &argo, extra, None),
+    );
+
+    let kubeconfig = plane.admin_kubeconfig.display().to_string();
+    let path = dir.path().display().to_string();
+    let r = run(
+        &[
+            "apply-check",
+            "-f",
+            &path,
+            "--kubeconfig",
+            &kubeconfig,
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    let report = r.json();
+    let skip = policy_findings(&report, "enginefluxes.example.com");
+    assert_eq!(skip.len(), 1, "{report}");
+    assert_eq!(skip[0].0, "warning");
+    assert_has(
+        &skip[0].1,
+        "Flux HelmRelease engine-flux/engineskip has upgrade.crds: Skip",
+    );
+    assert_has(&skip[0].1, "does not land");
+    let replace = policy_findings(&report, "enginefluxcas.example.com");
+    assert_eq!(replace.len(), 1, "{report}");
+    assert_eq!(replace[0].0, "error");
+    assert_has(&replace[0].1, "upgrade.crds: CreateReplace");
+    assert_has(&replace[0].1, "caBundle");
+    let argo = policy_findings(&report, "engineargocas.example.com");
+    assert_eq!(argo.len(), 1, "{report}");
+    assert_eq!(argo[0].0, "error");
+    assert_has(
+        &argo[0].1,
+        "Argo CD application argocd/engineapp (sync option Replace=true)",
+    );
+    assert_eq!(r.code, 1, "{report}");
+
+    // Server-side apply keeps the caBundle: no finding for Argo CD.
+    let ssa = json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+        "metadata": {"name": "engineapp", "namespace": "argocd"},
+        "spec": {"project": "default",
+            "source": {"repoURL": "https://example.com/repo.git", "path": "crds"},
+            "destination": {"server": "https://kubernetes.default.svc"},
+            "syncPolicy": {"syncOptions": ["Replace=true", "ServerSideApply=true"]}}});
+    kubectl_apply(plane, "ssa", &[ssa]);
+    let argo_only = dir.path().join("engineargocas.json");
+    let r = run(
+        &[
+            "apply-check",
+            "-f",
+            argo_only.to_str().expect("UTF-8"),
+            "--kubeconfig",
+            &kubeconfig,
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    assert!(
+        policy_findings(&r.json(), "engineargocas.example.com").is_empty(),
+        "{}",
+        r.stdout
+    );
+}

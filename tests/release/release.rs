@@ -275,108 +275,200 @@ fn helm_in(helm: &Path, home: &Path, kubeconfig: &Path, args: &[&str]) -> std::p
         .expect("helm runs")
 }
 
-#[test]
-fn helm_installs_the_released_archive_as_a_plugin_that_checks_an_upgrade_with_helms_values() {
-    use support::charts::{Layout, chart};
-    let Some(helm) = support::helm::helm_dir() else {
-        return;
-    };
-    let Some(plane) = support::envtest::control_plane() else {
-        return;
-    };
-    let dist = tempfile::tempdir().expect("tempdir");
-    let Some(dist) = release(dist.path()) else {
-        return;
-    };
-    let version = format!("v{}", env!("CARGO_PKG_VERSION"));
-    let archive = dist.join(format!(
-        "kubectl-crd_safety-{version}-x86_64-unknown-linux-musl.tar.gz"
-    ));
-    let home = tempfile::tempdir().expect("helm's homes");
-    let kubeconfig = plane.admin_kubeconfig.as_path();
-    let text = |o: &std::process::Output| {
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        )
-    };
-    let install = helm_in(
-        helm,
-        home.path(),
-        kubeconfig,
-        &["plugin", "install", &serve_archive(&archive)],
-    );
-    assert!(install.status.success(), "{}", text(&install));
-    let list = helm_in(helm, home.path(), kubeconfig, &["plugin", "list"]);
-    assert!(
-        text(&list).contains("crd-safety") && text(&list).contains(env!("CARGO_PKG_VERSION")),
-        "{}",
-        text(&list)
-    );
+/// The release archives (built once for the tests that need them).
+fn dist() -> Option<&'static Path> {
+    static DIST: std::sync::OnceLock<Option<(tempfile::TempDir, PathBuf)>> =
+        std::sync::OnceLock::new();
+    DIST.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = release(dir.path())?;
+        Some((dir, out))
+    })
+    .as_ref()
+    .map(|(_, out)| out.as_path())
+}
 
-    // A release whose CRD is a template behind a value the chart's
-    // defaults leave off, installed with the value set.
+fn output_text(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// With the plugin installed in `home`: a release `name` whose CRD
+/// `plural` is a template behind a value the chart's defaults leave off,
+/// installed with the value set; then `helm crd-safety upgrade` to the
+/// next chart version with `--reuse-values` (the CRD gains an optional
+/// field: exit 0) and `--reset-values` (the defaults switch it off, the
+/// upgrade deletes it: exit 1, helmDeletesCrd). Nothing is changed.
+fn the_plugin_checks_an_upgrade_with_helms_values(
+    helm: &Path,
+    home: &Path,
+    kubeconfig: &Path,
+    name: &str,
+    plural: &str,
+) {
+    use support::charts::{Layout, chart};
     let charts = tempfile::tempdir().expect("charts");
     let (old, new) = (charts.path().join("old"), charts.path().join("new"));
     let off = Layout::Switched { enabled: false };
-    chart(&old, "op", "1.0.0", &[("pluginwidgets", &["a"], off)]);
-    chart(&new, "op", "1.1.0", &[("pluginwidgets", &["a", "b"], off)]);
+    chart(&old, "op", "1.0.0", &[(plural, &["a"], off)]);
+    chart(&new, "op", "1.1.0", &[(plural, &["a", "b"], off)]);
+    let set = format!("{plural}.enabled=true");
     let installed = helm_in(
         helm,
-        home.path(),
+        home,
         kubeconfig,
         &[
             "install",
-            "plugrel",
+            name,
             old.to_str().expect("UTF-8"),
             "-n",
             "default",
             "--set",
-            "pluginwidgets.enabled=true",
+            &set,
         ],
     );
-    assert!(installed.status.success(), "{}", text(&installed));
+    assert!(installed.status.success(), "{}", output_text(&installed));
     let upgrade = |extra: &[&str]| {
         let mut args = vec![
             "crd-safety",
             "upgrade",
-            "plugrel",
+            name,
             new.to_str().expect("UTF-8"),
             "-n",
             "default",
         ];
         args.extend_from_slice(extra);
-        helm_in(helm, home.path(), kubeconfig, &args)
+        helm_in(helm, home, kubeconfig, &args)
     };
+    let crd_name = format!("{plural}.example.com");
 
     // --reuse-values keeps the value: the CRD gains an optional field.
     let safe = upgrade(&["--reuse-values", "-o", "json"]);
-    assert_eq!(safe.status.code(), Some(0), "{}", text(&safe));
+    assert_eq!(safe.status.code(), Some(0), "{}", output_text(&safe));
     let report: Value = serde_json::from_slice(&safe.stdout).expect("a JSON report");
     let crd = &report["crds"][0];
-    assert_eq!(crd["name"], "pluginwidgets.example.com", "{report}");
+    assert_eq!(crd["name"], crd_name.as_str(), "{report}");
     assert!(
         crd["newSource"]
             .as_str()
-            .is_some_and(|s| s.contains("templates/pluginwidgets.yaml")),
+            .is_some_and(|s| s.contains(&format!("templates/{plural}.yaml"))),
         "{report}"
     );
 
     // --reset-values takes the chart's defaults, which switch it off: the
     // upgrade deletes the CRD and every object of it.
     let breaking = upgrade(&["--reset-values"]);
-    assert_eq!(breaking.status.code(), Some(1), "{}", text(&breaking));
-    assert_has(&text(&breaking), "helmDeletesCrd");
-    assert_has(&text(&breaking), "pluginwidgets.example.com");
+    assert_eq!(
+        breaking.status.code(),
+        Some(1),
+        "{}",
+        output_text(&breaking)
+    );
+    assert_has(&output_text(&breaking), "helmDeletesCrd");
+    assert_has(&output_text(&breaking), &crd_name);
 
     // Nothing was changed: the release is still at its first revision.
     let history = helm_in(
         helm,
-        home.path(),
+        home,
         kubeconfig,
-        &["history", "plugrel", "-n", "default", "-o", "json"],
+        &["history", name, "-n", "default", "-o", "json"],
     );
     let history: Value = serde_json::from_slice(&history.stdout).expect("history");
     assert_eq!(history.as_array().map(Vec::len), Some(1), "{history}");
+}
+
+#[test]
+fn helm_installs_the_released_archive_as_a_plugin_that_checks_an_upgrade_with_helms_values() {
+    let Some(helm) = support::helm::helm_dir() else {
+        return;
+    };
+    let Some(plane) = support::envtest::control_plane() else {
+        return;
+    };
+    let Some(dist) = dist() else { return };
+    let version = format!("v{}", env!("CARGO_PKG_VERSION"));
+    let archive = dist.join(format!(
+        "kubectl-crd_safety-{version}-x86_64-unknown-linux-musl.tar.gz"
+    ));
+    let home = tempfile::tempdir().expect("helm's homes");
+    let kubeconfig = plane.admin_kubeconfig.as_path();
+    let install = helm_in(
+        helm,
+        home.path(),
+        kubeconfig,
+        &["plugin", "install", &serve_archive(&archive)],
+    );
+    assert!(install.status.success(), "{}", output_text(&install));
+    let list = helm_in(helm, home.path(), kubeconfig, &["plugin", "list"]);
+    let listed = output_text(&list);
+    assert!(
+        listed.contains("crd-safety") && listed.contains(env!("CARGO_PKG_VERSION")),
+        "{listed}"
+    );
+    the_plugin_checks_an_upgrade_with_helms_values(
+        helm,
+        home.path(),
+        kubeconfig,
+        "plugrel",
+        "pluginwidgets",
+    );
+}
+
+/// Helm 4 verifies a plugin archive's signature by default; the release
+/// has no `.prov` yet, so the install says so and `--verify=false` is the
+/// documented way (docs/helm-plugin.md). Installed so, Helm 4 reads the
+/// archive's `apiVersion: v1` plugin.yaml and the plugin does what it does
+/// under Helm 3.
+#[test]
+fn helm4_installs_the_released_plugin_archive_with_verify_false_and_it_checks_an_upgrade() {
+    let Some(helm) = support::helm::helm4_dir() else {
+        return;
+    };
+    let Some(plane) = support::envtest::control_plane() else {
+        return;
+    };
+    let Some(dist) = dist() else { return };
+    let version = format!("v{}", env!("CARGO_PKG_VERSION"));
+    let archive = dist.join(format!(
+        "helm-crd-safety-{version}-x86_64-unknown-linux-musl.tgz"
+    ));
+    let listing = Command::new("tar")
+        .arg("tzf")
+        .arg(&archive)
+        .output()
+        .expect("tar");
+    let listing = String::from_utf8_lossy(&listing.stdout);
+    assert!(
+        listing.lines().any(|l| l == "plugin.yaml")
+            && listing.lines().any(|l| l == "kubectl-crd_safety"),
+        "{listing}"
+    );
+    let home = tempfile::tempdir().expect("helm's homes");
+    let kubeconfig = plane.admin_kubeconfig.as_path();
+    let url = serve_archive(&archive);
+    let refused = helm_in(helm, home.path(), kubeconfig, &["plugin", "install", &url]);
+    assert!(!refused.status.success(), "{}", output_text(&refused));
+    assert!(
+        output_text(&refused).contains("verif"),
+        "Helm 4 names the verification it could not do: {}",
+        output_text(&refused)
+    );
+    let install = helm_in(
+        helm,
+        home.path(),
+        kubeconfig,
+        &["plugin", "install", &url, "--verify=false"],
+    );
+    assert!(install.status.success(), "{}", output_text(&install));
+    the_plugin_checks_an_upgrade_with_helms_values(
+        helm,
+        home.path(),
+        kubeconfig,
+        "plug4rel",
+        "plugin4widgets",
+    );
 }

@@ -17,6 +17,13 @@ pub fn helm_dir() -> Option<&'static PathBuf> {
     DIR.get_or_init(|| tool_dir("helm-bin.sh")).as_ref()
 }
 
+/// The directory holding Helm 4's `helm` (`scripts/helm4-bin.sh`), as
+/// [`helm_dir`].
+pub fn helm4_dir() -> Option<&'static PathBuf> {
+    static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
+    DIR.get_or_init(|| tool_dir("helm4-bin.sh")).as_ref()
+}
+
 /// The directory holding `krew` and `validate-krew-manifest`, as
 /// [`helm_dir`].
 pub fn krew_dir() -> Option<&'static PathBuf> {
