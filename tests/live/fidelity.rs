@@ -757,8 +757,11 @@ async fn a_rule_called_harmless_never_fails_on_the_server_and_one_called_an_erro
     }
 
     // After the update, copies of the stored objects are created again (a
-    // GitOps re-sync, a restore): which rules does the server apply?
+    // GitOps re-sync, a restore): which rules does the server apply? Once
+    // the new schema is in effect (a long note is refused only by it).
     install(&client, &rules_release(true)).await;
+    let probe = json!({"kind": "A", "secretRef": {}, "note": "a long probe"});
+    until_in_effect(&api, &object("probe".to_string(), &probe), false).await;
     let mut failed = std::collections::BTreeSet::new();
     for (i, spec) in specs.iter().enumerate() {
         if let Some(message) = server_verdict(&api, &object(format!("copy-{i}"), spec))
