@@ -4,6 +4,7 @@ use super::{Failure, Manifests, finish, requirements_of};
 use crate::cluster::Connection;
 use crate::live_check::{CheckOptions, LiveCheck, apply_check};
 use crate::manifest::{self, ManifestSet};
+use crate::requirement::Requirement;
 
 /// The live check, ready to show.
 #[derive(Debug)]
@@ -30,7 +31,18 @@ pub async fn run(
     options: &CheckOptions<'_>,
 ) -> Result<Checked, Failure> {
     let requirements = requirements_of(&request.config)?;
-    let mut check = apply_check(conn, new, &request.config, options).await?;
+    let check = apply_check(conn, new, &request.config, options).await?;
+    conclude(request, new, check, &requirements)
+}
+
+/// The requirements (read before the cluster is asked), the findings'
+/// places and the baselines, on a live check whose findings are all in.
+pub(super) fn conclude(
+    request: &Manifests,
+    new: &ManifestSet,
+    mut check: LiveCheck,
+    requirements: &[Requirement],
+) -> Result<Checked, Failure> {
     // The old side is the cluster's: positions come from the manifests.
     let baseline_written = finish(
         &mut check.report,
@@ -38,7 +50,7 @@ pub async fn run(
         new,
         request.sources.positions,
         &request.baselines,
-        &requirements,
+        requirements,
     )?;
     Ok(Checked {
         check,

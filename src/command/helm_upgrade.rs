@@ -3,7 +3,7 @@
 //! [`crate::manifest::HelmUpgrade`]), and of the CRDs the release renders
 //! now that the upgrade would delete.
 
-use super::{Failure, Manifests, finish, requirements_of};
+use super::{Failure, Manifests};
 use crate::cluster::Connection;
 use crate::compare::{Check, Finding, Severity};
 use crate::delivery::helm;
@@ -30,7 +30,7 @@ pub async fn run(
     new: &ManifestSet,
     options: &CheckOptions<'_>,
 ) -> Result<Checked, Failure> {
-    let requirements = requirements_of(&request.config)?;
+    let requirements = super::requirements_of(&request.config)?;
     let mut check = apply_check(conn, new, &request.config, options).await?;
     not_upgraded(&mut check, new, &request.config);
     let current = current_crds(request, spec)?;
@@ -52,18 +52,7 @@ pub async fn run(
         check.report.crds.push(entry);
     }
     check.report.recount();
-    let baseline_written = finish(
-        &mut check.report,
-        &ManifestSet::default(),
-        new,
-        request.sources.positions,
-        &request.baselines,
-        &requirements,
-    )?;
-    Ok(Checked {
-        check,
-        baseline_written,
-    })
+    super::apply_check::conclude(request, new, check, &requirements)
 }
 
 /// `helmCrdsNotUpgraded` on each CRD of the chart's `crds/` that the

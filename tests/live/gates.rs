@@ -39,14 +39,20 @@ async fn service_account(client: &Client, rules: &[Value]) -> String {
     service_account_named(client, NS, SA, rules).await
 }
 
-/// [`service_account`] for the ServiceAccount `sa` of `ns`.
-async fn service_account_named(client: &Client, ns: &str, sa: &str, rules: &[Value]) -> String {
+/// The namespace `ns`, created unless it is there.
+async fn namespace(client: &Client, ns: &str) {
     let apply = PatchParams::apply("crd-safety-test").force();
     let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
     Api::<Namespace>::all(client.clone())
         .patch(ns, &apply, &Patch::Apply(&namespace))
         .await
         .expect("namespace");
+}
+
+/// [`service_account`] for the ServiceAccount `sa` of `ns`.
+async fn service_account_named(client: &Client, ns: &str, sa: &str, rules: &[Value]) -> String {
+    let apply = PatchParams::apply("crd-safety-test").force();
+    namespace(client, ns).await;
     let account = json!({"apiVersion": "v1", "kind": "ServiceAccount",
         "metadata": {"name": sa, "namespace": ns}});
     Api::<ServiceAccount>::namespaced(client.clone(), ns)
@@ -315,29 +321,8 @@ async fn the_helm_hook_cuts_large_crds_under_the_configmap_limit_and_its_job_gat
     assert_eq!(sources.len(), configmaps.len(), "every part is mounted");
 
     // The API server accepts everything the hook renders.
-    let kubeconfig = &plane.admin_kubeconfig;
-    let created = support::webhook::kubectl(kubeconfig, &["create", "namespace", ns]);
-    assert!(
-        created.status.success() || String::from_utf8_lossy(&created.stderr).contains("exists"),
-        "{created:?}"
-    );
-    let file = work.path().join("rendered.yaml");
-    std::fs::write(&file, &rendered).expect("rendered.yaml");
-    let dry = support::webhook::kubectl(
-        kubeconfig,
-        &[
-            "apply",
-            "--server-side",
-            "--dry-run=server",
-            "-f",
-            file.to_str().expect("UTF-8"),
-        ],
-    );
-    assert!(
-        dry.status.success(),
-        "the API server refused the hook's objects: {}",
-        String::from_utf8_lossy(&dry.stderr)
-    );
+    namespace(&client, ns).await;
+    server_dry_run(plane, work.path(), &rendered);
 
     // The Job's command as its ServiceAccount, with the rendered rules, on
     // the mounted parts: a first install passes.
@@ -629,8 +614,7 @@ async fn the_argocd_presync_gate_builds_is_accepted_and_its_job_stops_a_breaking
         .expect("binding");
     assert_eq!(binding["subjects"][0]["namespace"], ns, "{binding}");
 
-    let created = support::webhook::kubectl(&plane.admin_kubeconfig, &["create", "namespace", ns]);
-    assert!(created.status.success(), "{created:?}");
+    namespace(&client, ns).await;
     server_dry_run(plane, work.path(), &rendered);
 
     let (args, creds, _, _) = the_job(&client, plane, &docs, ns, work.path()).await;
@@ -662,14 +646,7 @@ async fn the_flux_gate_is_accepted_waits_for_its_job_and_holds_the_release_back(
         .expect("Flux's Kustomization CRD");
     let flux: Value = serde_saphyr::from_str(&text).expect("the CRD parses");
     install(&client, &flux).await;
-    let created = support::webhook::kubectl(
-        &plane.admin_kubeconfig,
-        &["create", "namespace", "flux-system"],
-    );
-    assert!(
-        created.status.success() || String::from_utf8_lossy(&created.stderr).contains("exists"),
-        "{created:?}"
-    );
+    namespace(&client, "flux-system").await;
 
     // Flux's objects as shipped: accepted by the server with Flux's CRD.
     let gate = std::fs::read_to_string(
@@ -722,8 +699,7 @@ configMapGenerator:
     let rendered = kustomize(&path);
     assert!(!rendered.contains("argocd.argoproj.io"), "{rendered}");
     let docs = documents(&rendered);
-    let created = support::webhook::kubectl(&plane.admin_kubeconfig, &["create", "namespace", ns]);
-    assert!(created.status.success(), "{created:?}");
+    namespace(&client, ns).await;
     server_dry_run(plane, work.path(), &rendered);
     let (args, creds, _, _) = the_job(&client, plane, &docs, ns, work.path()).await;
     let args: Vec<&str> = args.iter().map(String::as_str).collect();

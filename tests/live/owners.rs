@@ -562,18 +562,7 @@ async fn what_flux_and_argo_cd_will_do_to_the_crd_is_read_from_their_objects() {
 
     let kubeconfig = plane.admin_kubeconfig.display().to_string();
     let path = dir.path().display().to_string();
-    let r = run(
-        &[
-            "apply-check",
-            "-f",
-            &path,
-            "--kubeconfig",
-            &kubeconfig,
-            "-o",
-            "json",
-        ],
-        None,
-    );
+    let r = support::live::apply_check(&path, &kubeconfig, &["-o", "json"]);
     let report = r.json();
     let skip = policy_findings(&report, "enginefluxes.example.com");
     assert_eq!(skip.len(), 1, "{report}");
@@ -606,18 +595,8 @@ async fn what_flux_and_argo_cd_will_do_to_the_crd_is_read_from_their_objects() {
             "syncPolicy": {"syncOptions": ["Replace=true", "ServerSideApply=true"]}}});
     kubectl_apply(plane, "ssa", &[ssa]);
     let argo_only = dir.path().join("engineargocas.json");
-    let r = run(
-        &[
-            "apply-check",
-            "-f",
-            argo_only.to_str().expect("UTF-8"),
-            "--kubeconfig",
-            &kubeconfig,
-            "-o",
-            "json",
-        ],
-        None,
-    );
+    let argo_only = argo_only.display().to_string();
+    let r = support::live::apply_check(&argo_only, &kubeconfig, &["-o", "json"]);
     assert!(
         policy_findings(&r.json(), "engineargocas.example.com").is_empty(),
         "{}",

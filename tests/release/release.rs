@@ -83,10 +83,7 @@ fn krew_installs_the_released_archive_and_kubectl_runs_the_plugin() {
     let Some(krew) = support::helm::krew_dir() else {
         return;
     };
-    let dist = tempfile::tempdir().expect("tempdir");
-    let Some(dist) = release(dist.path()) else {
-        return;
-    };
+    let Some(dist) = dist() else { return };
     let version = format!("v{}", env!("CARGO_PKG_VERSION"));
     let name = format!("kubectl-crd_safety-{version}-x86_64-unknown-linux-musl.tar.gz");
     let archive = dist.join(&name);
@@ -379,6 +376,32 @@ fn the_plugin_checks_an_upgrade_with_helms_values(
     );
     let history: Value = serde_json::from_slice(&history.stdout).expect("history");
     assert_eq!(history.as_array().map(Vec::len), Some(1), "{history}");
+
+    // What it said is what helm does: the real upgrade deletes the CRD.
+    let real = helm_in(
+        helm,
+        home,
+        kubeconfig,
+        &[
+            "upgrade",
+            name,
+            new.to_str().expect("UTF-8"),
+            "-n",
+            "default",
+            "--reset-values",
+        ],
+    );
+    assert!(real.status.success(), "{}", output_text(&real));
+    let crd_ref = format!("crd/{crd_name}");
+    let gone = support::webhook::kubectl(
+        kubeconfig,
+        &["wait", "--for=delete", &crd_ref, "--timeout=60s"],
+    );
+    assert!(
+        gone.status.success(),
+        "helm upgrade --reset-values deletes {crd_name}: {}",
+        output_text(&gone)
+    );
 }
 
 #[test]
