@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::{Check, Finding, Severity, StoredVersions, StoredVersionsSource};
 use crate::crd::{Crd, CrdVersion};
 use crate::json::{json_eq, show};
+use crate::schema::{Schema, pruning};
 
 /// One CRD-level check, declared once: the spec and version-entry keys it
 /// reads and its code. The keys are taken off the `unknownChange`
@@ -405,6 +406,25 @@ fn names(old: &Crd, new: &Crd, out: &mut Out<'_>) {
 
 fn preserve_unknown_fields(old: &Crd, new: &Crd, out: &mut Out<'_>) {
     if old.preserve_unknown_fields() && !new.preserve_unknown_fields() {
+        let written: Vec<Option<&Schema>> = old.versions.iter().map(|v| Some(&v.schema)).collect();
+        if new
+            .versions
+            .iter()
+            .all(|v| pruning::drops_nothing(&v.schema, &written))
+        {
+            out.push(
+                Check::PreserveUnknownFields,
+                Severity::Info,
+                None,
+                "spec.preserveUnknownFields true -> false: pruning starts, but it drops nothing stored: every \
+version's schema keeps unknown fields (x-kubernetes-preserve-unknown-fields) wherever it describes an object, \
+and the scalars it describes were scalars in every old version"
+                    .to_string(),
+                Some(Value::Bool(true)),
+                Some(Value::Bool(false)),
+            );
+            return;
+        }
         out.push(
             Check::PreserveUnknownFields,
             Severity::Error,

@@ -34,14 +34,17 @@ pub(super) fn check(old: Option<&Crd>, new: &Crd, options: &CheckOptions, out: &
         for (i, a) in served.iter().enumerate() {
             for b in &served[i + 1..] {
                 let label = format!("{} -> {}", a.name(), b.name());
-                let mut found = pair_findings(&label, &a.schema, &b.schema, options);
+                let served_before = old
+                    .and_then(|o| o.version(a.name()))
+                    .is_some_and(|v| v.spec.served);
+                let mut found = pair_findings(&label, &a.schema, &b.schema, options, served_before);
                 // Grandfather what the old CRD already had for this pair.
                 if let Some(old) = old_none
                     && let (Some(oa), Some(ob)) = (old.version(a.name()), old.version(b.name()))
                     && oa.spec.served
                     && ob.spec.served
                 {
-                    let before = pair_findings(&label, &oa.schema, &ob.schema, options);
+                    let before = pair_findings(&label, &oa.schema, &ob.schema, options, true);
                     found.retain(|f| {
                         !before.iter().any(|b| {
                             b.check == f.check && b.path == f.path && b.message == f.message
@@ -146,7 +149,13 @@ fn node_at<'s>(schema: &'s Schema, path: &str) -> Option<&'s Schema> {
     Some(node)
 }
 
-fn pair_findings(label: &str, a: &Schema, b: &Schema, options: &CheckOptions) -> Vec<Finding> {
+fn pair_findings(
+    label: &str,
+    a: &Schema,
+    b: &Schema,
+    options: &CheckOptions,
+    first_served_before: bool,
+) -> Vec<Finding> {
     let ctx = Context {
         version: label.to_string(),
         options,
@@ -154,6 +163,7 @@ fn pair_findings(label: &str, a: &Schema, b: &Schema, options: &CheckOptions) ->
         // A typeless node in one version is invalidCrd's to report.
         structural: false,
         webhook_conversion: false,
+        first_served_before,
     };
     let mut found = Vec::new();
     walk(&ctx, a, b, &mut found);

@@ -315,6 +315,7 @@ pub fn compare_crds(
                 structural: !new.preserve_unknown_fields(),
                 webhook_conversion: new.conversion_strategy() == "Webhook"
                     && new.versions.len() > 1,
+                first_served_before: true,
             };
             fields::walk(&ctx, &old_version.schema, &new_version.schema, &mut out);
         }

@@ -7,6 +7,7 @@
 //! by the unknown-change catch-all instead of being dropped by a typed parser.
 
 pub mod path;
+pub mod pruning;
 pub mod read;
 pub mod sorted_map;
 pub mod version;

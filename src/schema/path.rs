@@ -28,7 +28,8 @@ pub enum Segment {
 pub struct Trail<'a> {
     up: Option<&'a Trail<'a>>,
     step: Option<Step<'a>>,
-    /// For a property: the schema of the object that holds it.
+    /// The schema of the object, list or map one step up, where the step
+    /// was taken with it ([`Trail::property`], [`Trail::element`]).
     holder: Option<&'a Schema>,
 }
 
@@ -89,6 +90,23 @@ impl<'a> Trail<'a> {
         Trail {
             holder: Some(holder),
             ..self.down(Step::Property(name))
+        }
+    }
+
+    /// Items or map values (`step`) of `holder`, the list's or map's
+    /// schema.
+    pub fn element(&'a self, step: Step<'a>, holder: &'a Schema) -> Trail<'a> {
+        Trail {
+            holder: Some(holder),
+            ..self.down(step)
+        }
+    }
+
+    /// The list or map this is an element of, when the trail knows it.
+    pub fn element_of(&self) -> Option<&'a Schema> {
+        match self.step {
+            Some(Step::Items | Step::MapValues) => self.holder,
+            _ => None,
         }
     }
 

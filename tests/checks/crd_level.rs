@@ -376,6 +376,36 @@ fn dropping_the_crd_level_preserve_unknown_fields_is_unsafe() {
 }
 
 #[test]
+fn turning_off_the_crd_level_preserve_unknown_fields_is_info_where_every_schema_keeps_everything() {
+    // Tekton v0.11 -> v0.30 and Knative v0.10 -> v0.18: a root that keeps
+    // unknown fields and describes nothing below it prunes nothing.
+    let kept = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+    let legacy = edit(&crd(vec![version("v1", true, kept.clone())]), |c| {
+        c["spec"]["preserveUnknownFields"] = json!(true)
+    });
+    let structural = crd(vec![version("v1", true, kept.clone())]);
+    flags_crd_wide(
+        &compare(&legacy, &structural),
+        Check::PreserveUnknownFields,
+        Severity::Info,
+        &["true -> false", "it drops nothing stored"],
+    );
+    // A described object below the kept root is pruned: still an error.
+    let described = crd(vec![version(
+        "v1",
+        true,
+        json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+               "properties": {"spec": {"type": "object", "properties": {"a": {"type": "string"}}}}}),
+    )]);
+    flags_crd_wide(
+        &compare(&legacy, &described),
+        Check::PreserveUnknownFields,
+        Severity::Error,
+        &["spec.preserveUnknownFields true -> false", "prunes fields"],
+    );
+}
+
+#[test]
 fn turning_on_the_crd_level_preserve_unknown_fields_is_not_flagged() {
     assert_clean(&reversed(Check::PreserveUnknownFields));
 }

@@ -71,6 +71,54 @@ fn served_versions_with_differing_schemas_are_compared_with_each_other() {
 }
 
 #[test]
+fn a_pair_whose_first_version_is_new_speaks_of_objects_written_after_the_update() {
+    // Cluster API v0.3.25 -> v1.11.3: the old CRD served neither v1beta1
+    // nor v1beta2, so no stored object came through v1beta1; the
+    // disagreement is about the objects that will.
+    let new = two_versions(
+        "v1",
+        props(json!({"foo": {"type": "integer"}})),
+        string_foo(),
+    );
+    let f = flags(
+        &compare(&widget(), &new),
+        Check::Type,
+        Severity::Error,
+        Some("v1alpha1 -> v1"),
+        Some("^.spec.foo"),
+        &[
+            "for objects written through v1alpha1 after the update",
+            "the old CRD did not serve v1alpha1",
+        ],
+    );
+    assert!(
+        f.message
+            .starts_with("between served versions v1alpha1 -> v1 (conversion None")
+    );
+    // When the old CRD served v1alpha1 already (here with a webhook, so the
+    // pair is new), stored objects may have come through it.
+    let old = with_conversion(
+        &two_versions(
+            "v1",
+            props(json!({"foo": {"type": "integer"}})),
+            string_foo(),
+        ),
+        webhook(Some("Q0E=")),
+    );
+    let f = flags(
+        &compare(&old, &new),
+        Check::Type,
+        Severity::Error,
+        Some("v1alpha1 -> v1"),
+        Some("^.spec.foo"),
+        &[
+            "between served versions v1alpha1 -> v1 (conversion None, so objects are not converted): ",
+        ],
+    );
+    assert!(!f.message.contains("after the update"), "{}", f.message);
+}
+
+#[test]
 fn cross_version_problems_the_old_crd_already_had_are_not_reported_again() {
     let differing = two_versions(
         "v1",

@@ -1406,3 +1406,78 @@ async fn rules_the_old_pattern_implies_keep_accepting_stored_hostnames_and_is_ip
         }
     }
 }
+
+/// Karpenter v0.33 -> v0.37's `kubeReserved`: int-or-string map values
+/// become strings, under a map rule that is an error on an integer value.
+fn reserved_release(new: bool) -> Value {
+    let value = if new {
+        json!({"type": "string"})
+    } else {
+        json!({"x-kubernetes-int-or-string": true,
+            "anyOf": [{"type": "integer"}, {"type": "string"}]})
+    };
+    fixtures::single(
+        "reserveds",
+        json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "probe": {"type": "string", "enum": if new { json!(["new"]) } else { json!(["old", "new"]) }},
+            "reserved": {"type": "object", "additionalProperties": value,
+                "x-kubernetes-validations": [{"rule": "self.all(x, !self[x].startsWith('-'))"}]}}}}}),
+    )
+}
+
+#[tokio::test]
+async fn int_or_string_values_the_old_rule_refused_as_integers_become_strings_safely() {
+    let Some(plane) = control_plane() else { return };
+    let client: Client = admin(plane).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = support::live::write_manifest(dir.path(), "old.json", &reserved_release(false));
+    let new = support::live::write_manifest(dir.path(), "new.json", &reserved_release(true));
+    let r = support::run::run(&["diff", &old, &new, "-o", "json", "--show-info"], None);
+    let at_values: Vec<Value> = r.json()["crds"][0]["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| f["path"] == "^.spec.reserved{*}")
+        .cloned()
+        .collect();
+    assert!(
+        !at_values.is_empty()
+            && at_values.iter().all(|f| f["severity"] == "info")
+            && at_values.iter().any(|f| f["check"] == "intOrString"),
+        "{at_values:?}"
+    );
+    // On the server, OLD refuses every integer value: the rule cannot
+    // evaluate `startsWith` on one. A string is stored.
+    install(&client, &reserved_release(false)).await;
+    let api = example_objects(client.clone(), "Reserved", "reserveds");
+    let int = example_object("Reserved", "int", &json!({"reserved": {"cpu": 1}}));
+    let refused = server_verdict(&api, &int)
+        .await
+        .expect("the server answers");
+    assert!(refused.is_some(), "OLD stored an integer value");
+    let stored = example_object("Reserved", "stored", &json!({"reserved": {"cpu": "100m"}}));
+    let obj: DynamicObject = serde_json::from_value(stored.clone()).expect("object");
+    api.create(&PostParams::default(), &obj)
+        .await
+        .expect("a string value is valid under OLD");
+    // Under NEW, the stored object is re-created and updated as it is.
+    install(&client, &reserved_release(true)).await;
+    let probe = example_object("Reserved", "probe", &json!({"probe": "old"}));
+    until_in_effect(&api, &probe, false).await;
+    let copy = example_object(
+        "Reserved",
+        "stored-copy",
+        &json!({"reserved": {"cpu": "100m"}}),
+    );
+    assert_eq!(
+        server_verdict(&api, &copy)
+            .await
+            .expect("the server answers"),
+        None
+    );
+    let mut current = api.get("stored").await.expect("stored object");
+    current.metadata.labels = Some([("touched".to_string(), "yes".to_string())].into());
+    api.replace("stored", &PostParams::default(), &current)
+        .await
+        .expect("an update of the stored object is accepted under NEW");
+}

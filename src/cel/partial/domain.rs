@@ -21,6 +21,8 @@ pub(super) enum Lit {
     UInt(u64),
     Double(f64),
     Str(String),
+    /// A type value (`string`, `int`, what `type(x)` returns).
+    Type(&'static str),
 }
 
 impl PartialEq for Lit {
@@ -31,6 +33,7 @@ impl PartialEq for Lit {
             (Lit::Null, Lit::Null) => true,
             (Lit::Bool(a), Lit::Bool(b)) => a == b,
             (Lit::Str(a), Lit::Str(b)) => a == b,
+            (Lit::Type(a), Lit::Type(b)) => a == b,
             (a, b) => a.compare(b).is_some_and(|o| o.is_eq()),
         }
     }
@@ -270,6 +273,32 @@ impl<'s> Abs<'s> {
                 out
             }
             _ => (true, true, true),
+        }
+    }
+
+    /// Whether this is certainly not a string (nor an error-free value
+    /// of unknown type): a string function called on it has no overload.
+    pub(super) fn never_string(&self) -> bool {
+        match self {
+            Abs::Int { .. } | Abs::Dbl { .. } | Abs::Object(_) | Abs::List(..) | Abs::Items(_) => {
+                true
+            }
+            Abs::Set { values, .. } => {
+                !values.is_empty() && values.iter().all(|v| !matches!(v, Lit::Str(_)))
+            }
+            Abs::Str { .. } | Abs::Any => false,
+        }
+    }
+
+    /// Whether this is certainly a string, never an error.
+    pub(super) fn always_string(&self) -> bool {
+        match self {
+            Abs::Str { .. } => true,
+            Abs::Set {
+                values,
+                error: false,
+            } => !values.is_empty() && values.iter().all(|v| matches!(v, Lit::Str(_))),
+            _ => false,
         }
     }
 

@@ -168,6 +168,123 @@ fn same_reading(old: &Schema, new: &Schema) -> bool {
 }
 
 fn judge(rule: &str, old: &Schema, new: &Schema, resource_root: bool) -> Option<CannotFail> {
+    judge_for(Goal::True, rule, old, new, resource_root)
+}
+
+/// What an evaluation must show of the rule's result on every object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Goal {
+    /// It is `true`: the rule cannot fail.
+    True,
+    /// It is `true` or `false`, never an evaluation error.
+    Evaluates,
+}
+
+impl Goal {
+    fn met(self, result: &Abs<'_>) -> bool {
+        match self {
+            Goal::True => *result == Abs::only(Lit::Bool(true)),
+            Goal::Evaluates => matches!(result, Abs::Set { values, error: false }
+                if values.iter().all(|v| matches!(v, Lit::Bool(_)))),
+        }
+    }
+}
+
+/// Whether `rule` can end in an evaluation error on an object the old
+/// schema allows (read through `new`): a missing key, an unparsable
+/// `duration()`, an overflow. The API server never ratchets such an
+/// error, so only a rule that can raise one makes an unchanged update of a
+/// stored object fail. `true` whenever the evaluation cannot show
+/// otherwise.
+pub fn can_error(rule: &str, old: &Schema, new: &Schema, resource_root: bool) -> bool {
+    judge_for(Goal::Evaluates, rule, old, new, resource_root).is_none()
+}
+
+/// Whether `rule`, declared on a map or a list of int-or-string values
+/// (schema `old`), refuses every object in which one of the values is an
+/// integer: it is `self.all(x, P)` and `P` cannot be `true` of an integer
+/// (`!self[x].startsWith('-')` is an error on one). The API server then
+/// never stored such an object, so every stored value is a string.
+pub fn refuses_int_elements(rule: &str, old: &Schema) -> bool {
+    let Ok(expr) = parse_rule(rule) else {
+        return false;
+    };
+    let Expr::Comprehension(c) = &expr.expr else {
+        return false;
+    };
+    let (Some(body), None) = (all_body(c), &c.iter_var2) else {
+        return false;
+    };
+    if !matches!(&c.iter_range.expr, Expr::Ident(n) if n == "self") {
+        return false;
+    }
+    let (element, map) = match (old.items.as_deref(), old.map_values()) {
+        (Some(items), _) => (items, false),
+        (None, Some(values)) if old.properties.is_empty() => (values, true),
+        _ => return false,
+    };
+    let root = Site {
+        old,
+        new: Some(old),
+        name: None,
+        resource_root: false,
+        unique: true,
+    };
+    let mut eval = Eval {
+        scope: Vec::new(),
+        facts: Vec::new(),
+        budget: BUDGET,
+        assumed: Vec::new(),
+        splits: Vec::new(),
+        map_keys: Vec::new(),
+        ints_at: Some(element),
+    };
+    let this = eval.value_of(root);
+    eval.scope.push(("self".to_string(), this));
+    let iterated = if map {
+        eval.map_keys.push((eval.scope.len(), root));
+        Abs::Str {
+            min: 0,
+            max: u64::MAX,
+            facts: Vec::new(),
+            skip: 0,
+        }
+    } else {
+        Abs::of_range(Range::Int(i64::MIN, i64::MAX))
+    };
+    eval.scope.push((c.iter_var.clone(), iterated));
+    let result = eval.expr(body);
+    eval.budget > 0 && !result.truth().0
+}
+
+/// The predicate of an `all` macro as the parser expands it: the
+/// accumulator starts `true` and each step is `accu && P`.
+fn all_body(c: &kube::core::cel::cel::common::ast::ComprehensionExpr) -> Option<&IdedExpr> {
+    if !matches!(&c.accu_init.expr, Expr::Literal(LiteralValue::Boolean(b)) if **b) {
+        return None;
+    }
+    let Expr::Call(step) = &c.loop_step.expr else {
+        return None;
+    };
+    match (
+        step.func_name.as_str(),
+        step.target.as_deref(),
+        step.args.as_slice(),
+    ) {
+        (operators::LOGICAL_AND, None, [accu, body]) if matches!(&accu.expr, Expr::Ident(n) if *n == c.accu_var) => {
+            Some(body)
+        }
+        _ => None,
+    }
+}
+
+fn judge_for(
+    goal: Goal,
+    rule: &str,
+    old: &Schema,
+    new: &Schema,
+    resource_root: bool,
+) -> Option<CannotFail> {
     let expr = parse_rule(rule).ok()?;
     let root = Site {
         old,
@@ -177,7 +294,63 @@ fn judge(rule: &str, old: &Schema, new: &Schema, resource_root: bool) -> Option<
         unique: true,
     };
     let mut runs = MAX_RUNS;
-    decide(&expr, root, &mut Vec::new(), &mut runs).map(|facts| CannotFail { facts })
+    if let Some(facts) = decide(goal, &expr, root, None, &mut Vec::new(), &mut runs) {
+        return Some(CannotFail { facts });
+    }
+    // A rule that reads its own value twice (`self.lowerAscii() == self`,
+    // `type(self) == int || type(self) == string`) loses that both are one
+    // value; a node of a few enum values, or an int-or-string, is decided
+    // one case at a time.
+    let (cases, fact) = self_cases(root)?;
+    let mut facts = Vec::new();
+    for case in &cases {
+        for f in decide(goal, &expr, root, Some(case), &mut Vec::new(), &mut runs)? {
+            if !facts.contains(&f) {
+                facts.push(f);
+            }
+        }
+    }
+    facts.push(fact);
+    Some(CannotFail { facts })
+}
+
+/// The cases the rule's own value splits into, with the fact that covers
+/// them: each of a few enum values, or an int and a string.
+fn self_cases<'s>(root: Site<'s>) -> Option<(Vec<Abs<'s>>, String)> {
+    let (old, new) = (root.old, root.new);
+    let int_or_string = |s: &Schema| s.flag("x-kubernetes-int-or-string") && !s.flag("nullable");
+    if int_or_string(old) && new.is_none_or(int_or_string) {
+        let any_string = Abs::Str {
+            min: 0,
+            max: u64::MAX,
+            facts: Vec::new(),
+            skip: 0,
+        };
+        return Some((
+            vec![Abs::of_range(Range::Int(i64::MIN, i64::MAX)), any_string],
+            "it holds whether `self` is an int or a string (x-kubernetes-int-or-string)"
+                .to_string(),
+        ));
+    }
+    let mut eval = Eval {
+        scope: Vec::new(),
+        facts: Vec::new(),
+        budget: BUDGET,
+        assumed: Vec::new(),
+        splits: Vec::new(),
+        map_keys: Vec::new(),
+        ints_at: None,
+    };
+    match eval.value_of(root) {
+        Abs::Set {
+            values,
+            error: false,
+        } if (2..=MAX_VALUE_CASES).contains(&values.len()) => Some((
+            values.into_iter().map(Abs::only).collect(),
+            "it holds for each value of `self`".to_string(),
+        )),
+        _ => None,
+    }
 }
 
 /// Fields split on, at most, along one path of cases.
@@ -200,8 +373,10 @@ enum Case {
 /// One evaluation under the `assumed` cases, split further where that is
 /// not conclusive; the facts of every case when all of them hold.
 fn decide<'s>(
+    goal: Goal,
     expr: &IdedExpr,
     root: Site<'s>,
+    pinned: Option<&Abs<'s>>,
     assumed: &mut Vec<(FieldKey, Case)>,
     runs: &mut usize,
 ) -> Option<Vec<String>> {
@@ -215,12 +390,17 @@ fn decide<'s>(
         budget: BUDGET,
         assumed: assumed.clone(),
         splits: Vec::new(),
+        map_keys: Vec::new(),
+        ints_at: None,
     };
-    let this = eval.value_of(root);
+    let mut this = eval.value_of(root);
+    if let Some(case) = pinned {
+        this = case.clone();
+    }
     eval.scope.push(("self".to_string(), this.clone()));
     eval.scope.push(("oldSelf".to_string(), this));
     let result = eval.expr(expr);
-    if result == Abs::only(Lit::Bool(true)) && eval.budget > 0 {
+    if goal.met(&result) && eval.budget > 0 {
         return Some(eval.facts);
     }
     if eval.budget == 0 || assumed.len() >= MAX_SPLITS {
@@ -230,7 +410,7 @@ fn decide<'s>(
     let mut facts = Vec::new();
     for case in cases.iter() {
         assumed.push((key, case.clone()));
-        let outcome = decide(expr, root, assumed, runs);
+        let outcome = decide(goal, expr, root, pinned, assumed, runs);
         assumed.pop();
         for f in outcome? {
             if !facts.contains(&f) {
@@ -288,7 +468,27 @@ struct Eval<'s> {
     /// one of a few values), in order, with their names and the cases
     /// that cover them: what a further evaluation would split on.
     splits: Vec<(FieldKey, String, Vec<Case>)>,
+    /// Comprehension variables that iterate a map's keys: the scope index
+    /// of the variable and the map.
+    map_keys: Vec<(usize, Site<'s>)>,
+    /// A node whose values are taken to be integers whatever its schema
+    /// says (see [`refuses_int_elements`]).
+    ints_at: Option<&'s Schema>,
 }
+
+/// CEL's type identifiers, as `type(x) == string` compares them.
+const TYPE_NAMES: [&str; 10] = [
+    "bool",
+    "int",
+    "uint",
+    "double",
+    "string",
+    "bytes",
+    "list",
+    "map",
+    "null_type",
+    "type",
+];
 
 /// Whether a field is in every, no, or some stored objects.
 enum Presence<'s> {
@@ -307,6 +507,9 @@ impl<'s> Eval<'s> {
     /// What a stored value at `site` can be.
     fn value_of(&mut self, site: Site<'s>) -> Abs<'s> {
         let (old, new) = (site.old, site.new);
+        if self.ints_at.is_some_and(|at| std::ptr::eq(at, old)) {
+            return Abs::of_range(Range::Int(i64::MIN, i64::MAX));
+        }
         if let Some(new) = new
             && old.type_name() != new.type_name()
         {
@@ -335,7 +538,7 @@ impl<'s> Eval<'s> {
             let Some(lits) = lits.filter(|l| !l.is_empty()) else {
                 return Abs::Any;
             };
-            if let Some(name) = site.name {
+            if let Some(name) = site.name.or(site.unique.then_some("self")) {
                 let mut shown: Vec<String> = values.iter().take(4).map(|v| show(Some(v))).collect();
                 if values.len() > 4 {
                     shown.push(format!("… {} more", values.len() - 4));
@@ -409,14 +612,45 @@ impl<'s> Eval<'s> {
                     .keyword("maximum")
                     .and_then(Value::as_f64)
                     .unwrap_or(f64::INFINITY);
+                // An exclusive bound leaves out the bound itself: the
+                // nearest double inside it is the closed bound.
+                let lo = if old.flag("exclusiveMinimum") {
+                    lo.next_up()
+                } else {
+                    lo
+                };
+                let hi = if old.flag("exclusiveMaximum") {
+                    hi.next_down()
+                } else {
+                    hi
+                };
                 if lo.is_finite() || hi.is_finite() {
-                    fact(
-                        self,
-                        format!(
-                            "the old schema bounds `{name}` to {}",
-                            shown_range(Range::Dbl(lo, hi))
-                        ),
-                    );
+                    let (open_lo, open_hi) =
+                        (old.flag("exclusiveMinimum"), old.flag("exclusiveMaximum"));
+                    let shown = if open_lo || open_hi {
+                        let end = |v: f64, open: bool, side: &str, closed: &str| {
+                            if !v.is_finite() {
+                                None
+                            } else if open {
+                                Some(format!("{side} {v}"))
+                            } else {
+                                Some(format!("{closed} {v}"))
+                            }
+                        };
+                        let lo_v = old.number("minimum").unwrap_or(f64::NEG_INFINITY);
+                        let hi_v = old.number("maximum").unwrap_or(f64::INFINITY);
+                        [
+                            end(lo_v, open_lo, "above", "at least"),
+                            end(hi_v, open_hi, "below", "at most"),
+                        ]
+                        .into_iter()
+                        .flatten()
+                        .collect::<Vec<_>>()
+                        .join(" and ")
+                    } else {
+                        shown_range(Range::Dbl(lo, hi))
+                    };
+                    fact(self, format!("the old schema bounds `{name}` to {shown}"));
                 }
                 Abs::Dbl { lo, hi }
             }
@@ -590,11 +824,44 @@ release had it and objects written then still hold it)"
     }
 
     fn lookup(&self, name: &str) -> Abs<'s> {
-        self.scope
-            .iter()
-            .rev()
-            .find(|(n, _)| n == name)
-            .map_or(Abs::Any, |(_, v)| v.clone())
+        if let Some((_, v)) = self.scope.iter().rev().find(|(n, _)| n == name) {
+            return v.clone();
+        }
+        match TYPE_NAMES.iter().find(|t| **t == name) {
+            Some(t) => Abs::only(Lit::Type(t)),
+            None => Abs::Any,
+        }
+    }
+
+    /// The value of a map entry `map[key]` where `key` is the variable of
+    /// a comprehension over that same map: a key it has, so the value is
+    /// one the map's value schema describes.
+    fn entry(&mut self, map: &IdedExpr, key: &IdedExpr) -> Option<Abs<'s>> {
+        let Expr::Ident(key) = &key.expr else {
+            return None;
+        };
+        let bound = self.scope.iter().rposition(|(n, _)| n == key)?;
+        let (depth, site) = self.map_keys.iter().rev().find(|(d, _)| *d == bound)?;
+        let (depth, site) = (*depth, *site);
+        let Abs::Object(of) = self.expr(map) else {
+            return None;
+        };
+        if depth != bound || !std::ptr::eq(of.old, site.old) {
+            return None;
+        }
+        let old = site.old.map_values()?;
+        self.fact("`self[key]` of a key the map has is one of its values, as the old schema describes them".to_string());
+        let new = match site.new {
+            Some(n) => Some(n.map_values()?),
+            None => None,
+        };
+        Some(self.value_of(Site {
+            old,
+            new,
+            name: None,
+            resource_root: false,
+            unique: false,
+        }))
     }
 
     fn expr(&mut self, e: &IdedExpr) -> Abs<'s> {
@@ -801,6 +1068,37 @@ release had it and objects written then still hold it)"
                     _ => Abs::Any,
                 }
             }
+            ("lowerAscii" | "upperAscii" | "trim", Some(t), []) => {
+                let t = self.expr(t);
+                self.map_set(t, |x| match x {
+                    Lit::Str(s) => Some(Lit::Str(match func {
+                        "lowerAscii" => s.to_ascii_lowercase(),
+                        "upperAscii" => s.to_ascii_uppercase(),
+                        // CEL trims Unicode white space, as Rust's trim.
+                        _ => s.trim().to_string(),
+                    })),
+                    _ => None,
+                })
+            }
+            ("type", None, [x]) => match self.expr(x) {
+                Abs::Int { .. } => Abs::only(Lit::Type("int")),
+                Abs::Dbl { .. } => Abs::only(Lit::Type("double")),
+                Abs::Str { .. } => Abs::only(Lit::Type("string")),
+                Abs::List(..) | Abs::Items(_) => Abs::only(Lit::Type("list")),
+                s @ Abs::Set { .. } => self.map_set(s, |x| {
+                    Some(Lit::Type(match x {
+                        Lit::Null => "null_type",
+                        Lit::Bool(_) => "bool",
+                        Lit::Int(_) => "int",
+                        Lit::UInt(_) => "uint",
+                        Lit::Double(_) => "double",
+                        Lit::Str(_) => "string",
+                        Lit::Type(_) => "type",
+                    }))
+                }),
+                _ => Abs::Any,
+            },
+            (operators::INDEX, None, [map, key]) => self.entry(map, key).unwrap_or(Abs::Any),
             ("string", None, [x]) => {
                 let x = self.expr(x);
                 match x {
@@ -869,6 +1167,9 @@ release had it and objects written then still hold it)"
             }
             ("startsWith" | "endsWith" | "contains", Some(t), [arg]) => {
                 let (t, arg) = (self.expr(t), self.expr(arg));
+                if t.never_string() {
+                    return Abs::error();
+                }
                 if let Abs::Str { facts, skip, .. } = &t
                     && let Some(Lit::Str(lit)) = arg.known()
                     && let Some(pattern) = as_pattern(func, lit)
@@ -1071,6 +1372,10 @@ release had it and objects written then still hold it)"
             });
         }
         let (Some(x), Some(y)) = (a.range(), b.range()) else {
+            // Two strings compare without error, whatever they are.
+            if a.always_string() && b.always_string() {
+                return Abs::bools(true, true, false);
+            }
             return Abs::Any;
         };
         let (always, never) = match (x, y) {
@@ -1164,7 +1469,14 @@ release had it and objects written then still hold it)"
                 accu
             }
             Abs::List(element, _) => self.fixpoint(c, init, *element),
-            // Iterating a map visits its keys.
+            // Iterating a map visits its keys; `map[key]` is then one of
+            // its values.
+            Abs::Object(site) if site.old.properties.is_empty() => {
+                self.map_keys.push((self.scope.len() + 1, site));
+                let accu = self.fixpoint(c, init, Abs::Any);
+                self.map_keys.pop();
+                accu
+            }
             Abs::Object(_) => self.fixpoint(c, init, Abs::Any),
             _ => return Abs::Any,
         };

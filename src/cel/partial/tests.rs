@@ -450,3 +450,126 @@ fn a_check_the_rule_made_narrows_only_its_own_branch() {
         assert_eq!(verdict(rule, old.clone(), old.clone()), None, "{rule}");
     }
 }
+
+/// Each synthetic class of issue 59: a one-rule change on an old schema
+/// whose own keywords already decide it for every stored object.
+fn same(rule: &str, s: Value) -> Option<CannotFail> {
+    verdict(rule, s.clone(), s)
+}
+
+#[test]
+fn a_negated_membership_of_a_value_the_enum_never_held_cannot_fail() {
+    let s = json!({"type": "string", "enum": ["a", "b"]});
+    for rule in ["!(self in ['c'])", "!(self in ['c', 'd'])"] {
+        let v = same(rule, s.clone()).expect(rule);
+        assert!(v.reason().contains("enum"), "{rule}: {}", v.reason());
+    }
+    // `a` is a value the enum allows, so the rule can fail.
+    assert_eq!(same("!(self in ['a'])", s), None);
+}
+
+#[test]
+fn a_string_function_the_enum_values_already_satisfy_cannot_fail() {
+    let lower = json!({"type": "string", "enum": ["a", "b"]});
+    assert!(same("self.lowerAscii() == self", lower.clone()).is_some());
+    assert!(same("self.upperAscii() != self", lower).is_some());
+    // `A` is not lower case: the rule fails on it.
+    let mixed = json!({"type": "string", "enum": ["A", "b"]});
+    assert_eq!(same("self == self.lowerAscii()", mixed), None);
+}
+
+#[test]
+fn type_of_an_int_or_string_is_int_or_string_unless_it_may_be_null() {
+    let s = json!({"x-kubernetes-int-or-string": true});
+    assert!(same("type(self) == string || type(self) == int", s.clone()).is_some());
+    // A stored integer fails this one.
+    assert_eq!(same("type(self) == string", s), None);
+    let nullable = json!({"x-kubernetes-int-or-string": true, "nullable": true});
+    assert_eq!(
+        same("type(self) == string || type(self) == int", nullable),
+        None
+    );
+}
+
+#[test]
+fn a_negated_exists_over_items_the_old_max_length_bounds_cannot_fail() {
+    let s = json!({"type": "array", "items": {"type": "string", "maxLength": 10}});
+    assert!(same("!self.exists(x, size(x) > 10)", s.clone()).is_some());
+    assert_eq!(same("!self.exists(x, size(x) > 9)", s), None);
+}
+
+#[test]
+fn all_over_map_values_the_old_schema_bounds_cannot_fail() {
+    let ints = json!({"type": "object", "additionalProperties": {"type": "integer", "maximum": 5}});
+    let v = same("self.all(k, self[k] <= 5)", ints.clone()).expect("bounded values");
+    assert!(v.reason().contains("one of its values"), "{}", v.reason());
+    let strings =
+        json!({"type": "object", "additionalProperties": {"type": "string", "maxLength": 5}});
+    assert!(same("self.all(k, self[k].size() <= 5)", strings).is_some());
+    // A looser bound, named properties or unknown fields all admit a 6.
+    let six = json!({"type": "object", "additionalProperties": {"type": "integer", "maximum": 6}});
+    assert_eq!(same("self.all(k, self[k] <= 5)", six), None);
+    let named = json!({"type": "object", "properties": {"k": {"type": "integer", "maximum": 6}}});
+    assert_eq!(same("self.all(k, self[k] <= 5)", named), None);
+    let open = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+    assert_eq!(same("self.all(k, self[k] <= 5)", open), None);
+}
+
+#[test]
+fn a_strict_bound_the_old_exclusive_maximum_gives_cannot_fail() {
+    let exclusive = json!({"type": "number", "maximum": 100, "exclusiveMaximum": true});
+    let v = same("self < 100.0", exclusive).expect("exclusive maximum");
+    assert!(v.reason().contains("below 100"), "{}", v.reason());
+    // Without `exclusiveMaximum`, 100 itself is stored and fails.
+    let inclusive = json!({"type": "number", "maximum": 100});
+    assert_eq!(same("self < 100.0", inclusive), None);
+}
+
+#[test]
+fn a_rule_can_error_only_where_a_stored_value_can_make_it() {
+    let errs = |rule: &str, v: Value| {
+        let s = schema(v);
+        can_error(rule, &s, &s, false)
+    };
+    let optional = json!({"type": "object", "properties": {"a": {"type": "string"}}});
+    let required =
+        json!({"type": "object", "required": ["a"], "properties": {"a": {"type": "string"}}});
+    // A missing key is an error...
+    assert!(errs("self.a != 'x'", optional.clone()));
+    // ...unless the rule asks first, either way round.
+    assert!(!errs("!has(self.a) || self.a != 'x'", optional.clone()));
+    assert!(!errs("has(self.a) && self.a != 'x'", optional));
+    assert!(!errs("self.a != 'x'", required));
+    let string = json!({"type": "string"});
+    assert!(!errs("self.size() < 5", string.clone()));
+    // Functions that parse their argument fail on what they cannot parse.
+    assert!(errs("duration(self) > duration('1s')", string.clone()));
+    // A string function of an integer has no overload.
+    assert!(errs("self.startsWith('-')", json!({"type": "integer"})));
+    assert!(!errs("self.startsWith('-')", string));
+}
+
+#[test]
+fn an_all_rule_no_integer_element_passes_refuses_integers() {
+    let map = schema(json!({"type": "object",
+        "additionalProperties": {"x-kubernetes-int-or-string": true}}));
+    assert!(refuses_int_elements(
+        "self.all(x, !self[x].startsWith('-'))",
+        &map
+    ));
+    // The keys are strings; `exists` passes with one string value.
+    assert!(!refuses_int_elements(
+        "self.all(x, !x.startsWith('-'))",
+        &map
+    ));
+    assert!(!refuses_int_elements(
+        "self.exists(x, !self[x].startsWith('-'))",
+        &map
+    ));
+    let list = schema(json!({"type": "array", "items": {"x-kubernetes-int-or-string": true}}));
+    assert!(refuses_int_elements("self.all(x, x.endsWith('%'))", &list));
+    assert!(!refuses_int_elements(
+        "self.all(x, type(x) == int || x.endsWith('%'))",
+        &list
+    ));
+}

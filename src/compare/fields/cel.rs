@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::{FieldCheck, Node};
-use crate::cel::partial::cannot_fail_given;
+use crate::cel::partial::{can_error, cannot_fail_given};
 use crate::compare::Severity;
 use crate::compare::messages::{EVALUATION_ERRORS, TIGHTENED, TIGHTENED_FIX};
 use crate::compare::witness;
@@ -74,8 +74,22 @@ re-applies keep passing; only new writes that use what is new are checked",
 fails it is rejected"
                     .to_string()
             } else {
+                // Only a rule that can raise an evaluation error on a
+                // stored value gets the clause: most rules only compare
+                // fields that every stored object has, and then an
+                // unchanged update is ratcheted like any keyword.
+                let errors = if can_error(
+                    &rule.rule,
+                    self.old,
+                    self.new,
+                    self.field_path.segments().is_empty(),
+                ) {
+                    format!("; {EVALUATION_ERRORS}")
+                } else {
+                    String::new()
+                };
                 format!(
-                    "objects that fail it {TIGHTENED}{}; {EVALUATION_ERRORS}",
+                    "objects that fail it {TIGHTENED}{}{errors}",
                     self.ratcheting()
                 )
             };

@@ -47,6 +47,11 @@ pub(super) struct Context<'a> {
     /// may return an object without a field its schema requires: the API
     /// server then defaults it on read.
     pub webhook_conversion: bool,
+    /// Between two served versions: whether the old CRD served the first
+    /// one, so stored objects may have been written through it. When it did
+    /// not, what a finding says of "stored objects" holds of the objects
+    /// written through it after the update, and the message says so.
+    pub first_served_before: bool,
 }
 
 /// Compares two schemas from the root.
@@ -101,14 +106,14 @@ fn walk_at(
                 .and_then(Value::as_str)
                 == Some("map");
             let list = list.or((!map).then_some(trail));
-            same &= walk_at(ctx, &trail.down(Step::Items), list, o, n, out);
+            same &= walk_at(ctx, &trail.element(Step::Items, old), list, o, n, out);
         }
         (None, None) => {}
         _ => same = false,
     }
     match (&old.additional_properties, &new.additional_properties) {
         (Some(AdditionalProperties::Schema(o)), Some(AdditionalProperties::Schema(n))) => {
-            same &= walk_at(ctx, &trail.down(Step::MapValues), list, o, n, out);
+            same &= walk_at(ctx, &trail.element(Step::MapValues, old), list, o, n, out);
         }
         (o, n) => same &= o == n,
     }
@@ -133,6 +138,7 @@ fn walk_at(
         field_path: &path,
         required_in_old: trail.required_by_holder(),
         list_above: list.map(Trail::path),
+        element_of_old: trail.element_of(),
         old: old_node,
         new: new_node,
         differing: differing(old_node, new_node),
@@ -158,6 +164,9 @@ struct Node<'a, 'o> {
     /// its items are not matched across an update, so a change to any of
     /// them re-checks this node in every item (see [`Node::ratcheting`]).
     list_above: Option<FieldPath>,
+    /// The old schema of the list or map this node is an element of: its
+    /// rules held for every stored element.
+    element_of_old: Option<&'a Schema>,
     old: &'a Schema,
     new: &'a Schema,
     /// The keywords whose values differ, in name order: every check asks
@@ -229,7 +238,15 @@ its items across an update: an update that changes any item of {list} is rejecte
         old: Option<&Value>,
         new: Option<&Value>,
     ) {
-        let message = if self.ctx.cross_version {
+        let message = if self.ctx.cross_version && !self.ctx.first_served_before {
+            let first = self.ctx.version.split(" -> ").next().unwrap_or_default();
+            format!(
+                "between served versions {} (conversion None, so objects are not converted), for objects \
+written through {first} after the update (the old CRD did not serve {first}, so no stored object came through \
+it): {message}",
+                self.ctx.version
+            )
+        } else if self.ctx.cross_version {
             format!(
                 "between served versions {} (conversion None, so objects are not converted): {message}",
                 self.ctx.version

@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use super::{FieldCheck, Node, summarize_schema};
+use crate::cel::partial::refuses_int_elements;
 use crate::compare::Severity;
 use crate::compare::messages::{PRUNED, TIGHTENED};
 use crate::json::{short, show};
@@ -43,6 +44,16 @@ structural, so the API server refuses the CRD (see invalidCrd). Keep `type: obje
                 o.cloned().as_ref(),
                 None,
             );
+            return;
+        }
+        // An int-or-string that becomes one of its two types is the
+        // int-or-string check's finding (which knows when no stored value
+        // has the other type).
+        if o.is_none()
+            && self.old.flag("x-kubernetes-int-or-string")
+            && !self.new.flag("x-kubernetes-int-or-string")
+            && matches!(n.and_then(Value::as_str), Some("integer" | "string"))
+        {
             return;
         }
         let (o, n) = (o.cloned(), n.cloned());
@@ -98,7 +109,28 @@ next write), and writes that send null are rejected"
         }
         if was {
             let typed_map = self.new.map_values().is_some();
-            let (severity, message) = if typed_map {
+            // The old schema checked every stored value here; a scalar
+            // it checked has no keys for pruning to drop.
+            let whole = crate::schema::pruning::drops_nothing(self.new, &[Some(self.old)]);
+            let (severity, message) = if whole {
+                (
+                    Severity::Info,
+                    format!(
+                        "x-kubernetes-preserve-unknown-fields removed, but pruning drops nothing under {}: \
+{}",
+                        self.path,
+                        match self.old.type_name() {
+                            Some(t @ ("string" | "integer" | "number" | "boolean")) => format!(
+                                "the values stored there are {t}s (the old schema checked it), which have no \
+fields to prune"
+                            ),
+                            _ => "every key a stored value can hold is one the new schema keeps (the old \
+schema checked the scalars below it)"
+                                .to_string(),
+                        }
+                    ),
+                )
+            } else if typed_map {
                 (
                     Severity::Warning,
                     "x-kubernetes-preserve-unknown-fields replaced by a typed map (additionalProperties): keys \
@@ -177,7 +209,24 @@ rejected; {PRUNED}",
         if was == is {
             return;
         }
-        if was {
+        if was && let Some(rule) = self.ints_refused_by_old_rule() {
+            let holder = if self.old_is_map_value() {
+                "map"
+            } else {
+                "list"
+            };
+            self.emit(
+                c.check,
+                Severity::Info,
+                format!(
+                    "x-kubernetes-int-or-string removed, and no stored value is an integer: the old rule `{rule}` \
+on the {holder} cannot pass with an integer in it (on an integer it is an error or false), so the API server only \
+ever stored strings here"
+                ),
+                Some(&Value::Bool(true)),
+                None,
+            );
+        } else if was {
             let t = self.new.type_name().unwrap_or("one type").to_string();
             self.emit(
                 c.check,
@@ -199,6 +248,26 @@ other type {TIGHTENED}{}",
                 Some(&Value::Bool(true)),
             );
         }
+    }
+
+    /// The old rule of the list or map this node is an element of that
+    /// refuses every integer element, when the node now takes strings only.
+    fn ints_refused_by_old_rule(&self) -> Option<String> {
+        if self.ctx.cross_version || self.new.type_name() != Some("string") {
+            return None;
+        }
+        let holder = self.element_of_old?;
+        holder
+            .keyword("x-kubernetes-validations")?
+            .as_array()?
+            .iter()
+            .filter_map(|r| r.get("rule")?.as_str())
+            .find(|r| !r.contains("oldSelf") && refuses_int_elements(r, holder))
+            .map(str::to_string)
+    }
+
+    fn old_is_map_value(&self) -> bool {
+        self.element_of_old.is_some_and(|h| h.items.is_none())
     }
 
     pub(super) fn embedded_resource(&mut self, c: &FieldCheck) {

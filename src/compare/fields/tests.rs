@@ -34,6 +34,7 @@ fn findings(old: &Value, new: &Value) -> Vec<Finding> {
         cross_version: false,
         structural: true,
         webhook_conversion: false,
+        first_served_before: true,
     };
     let mut out = Vec::new();
     walk(&ctx, &old, &new, &mut out);

@@ -128,6 +128,41 @@ fn a_cel_transition_rule_added_says_it_is_never_ratcheted() {
     );
 }
 
+/// The message of the `xValidations` error on `^.spec.foo`.
+fn rule_message(foo_schema: Value, rules: &[Value]) -> String {
+    let mut with = foo_schema.clone();
+    with["x-kubernetes-validations"] = json!(rules);
+    let findings = compare(&foo(foo_schema), &foo(with));
+    flags_foo(&findings, Check::XValidations, Severity::Error, &[]).message
+}
+
+#[test]
+fn only_a_rule_that_can_fail_to_evaluate_says_evaluation_errors_fail_every_write() {
+    let every_write = "every write fails, unchanged updates included";
+    let string = json!({"type": "string"});
+    // A size comparison always evaluates: ratcheted like a keyword.
+    let sized = rule_message(string.clone(), &[rule("self.size() < 5")]);
+    assert!(!sized.contains(every_write), "{sized}");
+    assert!(
+        sized.contains("updates that leave it unchanged still succeed"),
+        "{sized}"
+    );
+    // `duration("abc")` is an error, not a `false`.
+    let parsed = rule_message(string, &[rule("duration(self) > duration('1s')")]);
+    assert!(parsed.contains(every_write), "{parsed}");
+    // A field the stored object may lack is a missing key...
+    let optional = json!({"type": "object", "properties": {"a": {"type": "string"}}});
+    let missing = rule_message(optional.clone(), &[rule("self.a != 'x'")]);
+    assert!(missing.contains(every_write), "{missing}");
+    // ...unless the rule asks first, or the old schema requires it.
+    let guarded = rule_message(optional, &[rule("!has(self.a) || self.a != 'x'")]);
+    assert!(!guarded.contains(every_write), "{guarded}");
+    let required = json!({"type": "object", "required": ["a"],
+        "properties": {"a": {"type": "string"}}});
+    let present = rule_message(required, &[rule("self.a != 'x'")]);
+    assert!(!present.contains(every_write), "{present}");
+}
+
 #[test]
 fn optional_old_self_changed_is_unsafe() {
     let optional = json!({"rule": "self == oldSelf", "optionalOldSelf": true});

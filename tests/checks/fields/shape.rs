@@ -87,6 +87,31 @@ fn preserve_unknown_fields_removed_from_a_field_is_unsafe() {
 }
 
 #[test]
+fn preserve_unknown_fields_removed_from_a_scalar_is_info_as_nothing_there_can_be_pruned() {
+    // Knative v1.12 -> v1.23 drops the marker from `type: string` fields
+    // such as `priorityClassName`: a string has no fields to prune.
+    let kept = foo(json!({"type": "string", "x-kubernetes-preserve-unknown-fields": true}));
+    flags_foo(
+        &compare(&kept, &widget()),
+        Check::PreserveUnknownFields,
+        Severity::Info,
+        &[
+            "pruning drops nothing under ^.spec.foo",
+            "the values stored there are strings",
+        ],
+    );
+    // A string node that used to keep an untyped value is not whole: a map
+    // stored there loses its keys.
+    let untyped = foo(json!({"x-kubernetes-preserve-unknown-fields": true}));
+    flags_foo(
+        &compare(&untyped, &widget()),
+        Check::PreserveUnknownFields,
+        Severity::Error,
+        &["x-kubernetes-preserve-unknown-fields removed"],
+    );
+}
+
+#[test]
 fn additional_properties_narrowed_is_unsafe_and_widened_safe() {
     example_flags_foo(
         Check::AdditionalProperties,
@@ -119,6 +144,56 @@ fn int_or_string_removed_is_unsafe_and_added_info() {
         &["x-kubernetes-int-or-string added"],
     );
     assert_eq!(findings.len(), 1, "{}", dump(&findings));
+}
+
+/// Karpenter v0.33 -> v0.37's `kubeReserved`: int-or-string values become
+/// strings under a map rule that an integer value cannot pass.
+#[test]
+fn int_or_string_to_string_is_info_where_an_old_rule_refused_every_integer() {
+    let map = |values: Value, rule: &str| {
+        foo(json!({"type": "object", "additionalProperties": values,
+            "x-kubernetes-validations": [{"rule": rule}]}))
+    };
+    let ios = json!({"x-kubernetes-int-or-string": true, "anyOf": [{"type": "integer"}, {"type": "string"}]});
+    let string = json!({"type": "string"});
+    let refusing = "self.all(x, !self[x].startsWith('-'))";
+    let findings = compare(&map(ios.clone(), refusing), &map(string.clone(), refusing));
+    flags(
+        &findings,
+        Check::IntOrString,
+        Severity::Info,
+        Some("v1"),
+        Some("^.spec.foo{*}"),
+        &[
+            "no stored value is an integer",
+            "the old rule `self.all(x, !self[x].startsWith('-'))` on the map cannot pass with an integer",
+        ],
+    );
+    assert!(
+        !findings.iter().any(|f| f.severity == Severity::Error),
+        "{}",
+        dump(&findings)
+    );
+    // A rule on the keys alone says nothing of the values.
+    let keys = "self.all(x, x.startsWith('a'))";
+    flags(
+        &compare(&map(ios.clone(), keys), &map(string.clone(), keys)),
+        Check::IntOrString,
+        Severity::Error,
+        Some("v1"),
+        Some("^.spec.foo{*}"),
+        &["x-kubernetes-int-or-string removed"],
+    );
+    // So does `exists`: one string value is enough to pass it.
+    let some = "self.exists(x, self[x].startsWith('-'))";
+    flags(
+        &compare(&map(ios, some), &map(string, some)),
+        Check::IntOrString,
+        Severity::Error,
+        Some("v1"),
+        Some("^.spec.foo{*}"),
+        &["x-kubernetes-int-or-string removed"],
+    );
 }
 
 #[test]
