@@ -35,5 +35,6 @@ pub(crate) mod parse;
 pub mod partial;
 pub(crate) mod program;
 pub(crate) mod regex;
+pub mod rewrite;
 pub(crate) mod rule;
 pub(crate) mod value;

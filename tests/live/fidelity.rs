@@ -1481,3 +1481,96 @@ async fn int_or_string_values_the_old_rule_refused_as_integers_become_strings_sa
         .await
         .expect("an update of the stored object is accepted under NEW");
 }
+
+/// Gateway API v1.3.0 -> v1.4.1's address uniqueness: the same rule with
+/// `has(value)` guards, which the old rule needed (it could not evaluate
+/// an IPAddress entry without a value).
+fn guarded_release(new: bool) -> Value {
+    let rule = if new {
+        "self.all(a1, a1.type == 'IPAddress' && has(a1.value) ? self.exists_one(a2, a2.type == a1.type \
+&& has(a2.value) && a2.value == a1.value) : true)"
+    } else {
+        "self.all(a1, a1.type == 'IPAddress' ? self.exists_one(a2, a2.type == a1.type && a2.value == \
+a1.value) : true)"
+    };
+    fixtures::single(
+        "guardeds",
+        json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "probe": {"type": "string", "enum": if new { json!(["new"]) } else { json!(["old", "new"]) }},
+            "addresses": {"type": "array", "maxItems": 16, "items": {"type": "object",
+                "required": ["type"], "properties": {
+                    "type": {"type": "string", "maxLength": 253},
+                    "value": {"type": "string", "maxLength": 253}}},
+                "x-kubernetes-validations": [{"rule": rule, "message": "IPAddress values must be unique"}]}}}}}),
+    )
+}
+
+#[tokio::test]
+async fn a_rule_rewritten_with_guards_the_old_rule_needed_keeps_accepting_stored_objects() {
+    let Some(plane) = control_plane() else { return };
+    let client: Client = admin(plane).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = support::live::write_manifest(dir.path(), "old.json", &guarded_release(false));
+    let new = support::live::write_manifest(dir.path(), "new.json", &guarded_release(true));
+    let r = support::run::run(&["diff", &old, &new, "-o", "json", "--show-info"], None);
+    let rules: Vec<Value> = r.json()["crds"][0]["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| f["check"] == "xValidations")
+        .cloned()
+        .collect();
+    assert!(
+        !rules.is_empty() && rules.iter().all(|f| f["severity"] == "info"),
+        "{rules:?}"
+    );
+    install(&client, &guarded_release(false)).await;
+    let api = example_objects(client.clone(), "Guarded", "guardeds");
+    // The premise: OLD cannot evaluate an IPAddress entry without a value,
+    // so it stores none.
+    let bare = json!({"addresses": [{"type": "IPAddress"}]});
+    let refused = server_verdict(&api, &example_object("Guarded", "bare", &bare))
+        .await
+        .expect("the server answers");
+    assert!(refused.is_some(), "OLD stored an IPAddress without a value");
+    let stored = [
+        (
+            "ips",
+            json!({"addresses": [{"type": "IPAddress", "value": "192.0.2.1"},
+            {"type": "IPAddress", "value": "192.0.2.2"}]}),
+        ),
+        (
+            "mixed",
+            json!({"addresses": [{"type": "Hostname"}, {"type": "IPAddress", "value": "192.0.2.1"},
+            {"type": "Hostname", "value": "a.example.com"}]}),
+        ),
+        ("none", json!({"addresses": []})),
+    ];
+    for (name, spec) in &stored {
+        let obj: DynamicObject =
+            serde_json::from_value(example_object("Guarded", name, spec)).expect("object");
+        api.create(&PostParams::default(), &obj)
+            .await
+            .unwrap_or_else(|e| panic!("{name} is valid under OLD: {e}"));
+    }
+    install(&client, &guarded_release(true)).await;
+    let probe = example_object("Guarded", "probe", &json!({"probe": "old"}));
+    until_in_effect(&api, &probe, false).await;
+    for (name, spec) in &stored {
+        let copy = example_object("Guarded", &format!("{name}-copy"), spec);
+        assert_eq!(
+            server_verdict(&api, &copy)
+                .await
+                .expect("the server answers"),
+            None,
+            "{name} under NEW"
+        );
+    }
+    // A duplicate is still refused: the rule kept its meaning.
+    let dup = json!({"addresses": [{"type": "IPAddress", "value": "192.0.2.1"},
+        {"type": "IPAddress", "value": "192.0.2.1"}]});
+    let refused = server_verdict(&api, &example_object("Guarded", "dup", &dup))
+        .await
+        .expect("the server answers");
+    assert!(refused.is_some(), "NEW took a duplicate address");
+}

@@ -114,6 +114,13 @@ pub fn cannot_fail_given(
     Some(proof)
 }
 
+/// Whether a stored object reads the same through `new` as through `old`
+/// (see [`same_reading`]): what any argument from the old rules, which the
+/// object passed as `old` read it, needs.
+pub fn reads_alike(old: &Schema, new: &Schema) -> bool {
+    same_reading(old, new)
+}
+
 /// Whether a stored object reads the same through `new` as through `old`,
 /// at this node and below: nothing it holds is pruned by `new`, no default
 /// fills it in, no value changes its CEL type. Only then is an old rule,

@@ -3,7 +3,8 @@
 use serde_json::Value;
 
 use super::{FieldCheck, Node};
-use crate::cel::partial::{can_error, cannot_fail_given};
+use crate::cel::partial::{CannotFail, can_error, cannot_fail_given, reads_alike};
+use crate::cel::rewrite::{canonical, guarded_rewrite};
 use crate::compare::Severity;
 use crate::compare::messages::{EVALUATION_ERRORS, TIGHTENED, TIGHTENED_FIX};
 use crate::compare::witness;
@@ -53,7 +54,8 @@ impl Node<'_, '_> {
                 self.old,
                 self.new,
                 self.field_path.segments().is_empty(),
-            );
+            )
+            .or_else(|| self.guarded_old_rule(&rule.rule, &held));
             let severity = Severity::info_if(harmless.is_some());
             // An error names a value that shows it, when one is found. Not
             // at the root, whose rules read the object's metadata.
@@ -88,8 +90,26 @@ fails it is rejected"
                 } else {
                     String::new()
                 };
+                // A rewrite of an old rule (one with the same message)
+                // that no value shows wrong: say what would have to hold.
+                let replaced = removed
+                    .iter()
+                    .copied()
+                    .find(|r| r.message.is_some() && r.message == rule.message);
+                let undecided = match replaced {
+                    Some(r) if witness.is_none() && !r.uses_old_self() => format!(
+                        "; it rewrites the old rule{}: stored objects passed that one and keep passing this one \
+only if every object the old rule accepts passes it too, which the analysis could not decide",
+                        if pair {
+                            String::new()
+                        } else {
+                            format!(" `{}` (same message)", short_rule(&r.rule))
+                        }
+                    ),
+                    _ => String::new(),
+                };
                 format!(
-                    "objects that fail it {TIGHTENED}{}{errors}",
+                    "objects that fail it {TIGHTENED}{}{errors}{undecided}",
                     self.ratcheting()
                 )
             };
@@ -162,7 +182,7 @@ which writes it rejects",
                     c.check,
                     Severity::Info,
                     format!(
-                        "CEL rule `{}` rewritten as `{}`: the same expression (only whitespace, comments or quotes \
+                        "CEL rule `{}` rewritten as `{}`: the same expression (only whitespace, comments, quotes or parentheses \
 differ), so what it accepts is unchanged",
                         short_rule(&old_rule.rule),
                         short_rule(&new_rule.rule)
@@ -187,6 +207,30 @@ differ), so what it accepts is unchanged",
 }
 
 /// One `x-kubernetes-validations` entry.
+impl Node<'_, '_> {
+    /// A rule that is an old rule of this node with `has()` guards added
+    /// where the old rule could not evaluate without them: every stored
+    /// object passed the old one, so it passes this one
+    /// (`crate::cel::rewrite`).
+    fn guarded_old_rule(&self, rule: &str, held: &[&str]) -> Option<CannotFail> {
+        if !reads_alike(self.old, self.new) {
+            return None;
+        }
+        held.iter().find_map(|old| {
+            let guards = guarded_rewrite(rule, old)?;
+            Some(CannotFail {
+                facts: vec![format!(
+                    "it is the old rule `{}` with {} added where the old rule already failed to evaluate \
+without {}, so every object that passed it passes this one",
+                    short_rule(old),
+                    guards.join(", "),
+                    if guards.len() == 1 { "it" } else { "them" }
+                )],
+            })
+        })
+    }
+}
+
 struct Rule {
     rule: String,
     /// The rule's tokens, for matching a rule across releases: the same
@@ -231,7 +275,9 @@ fn rules(v: Option<&Value>) -> Vec<Rule> {
                     (rule, r)
                 })
                 .map(|(rule, r)| Rule {
-                    key: tokens(rule),
+                    // The expression tree where it parses: quotes, spacing
+                    // and parentheses do not make another rule.
+                    key: canonical(rule).unwrap_or_else(|| tokens(rule)),
                     rule: rule.to_string(),
                     message: r
                         .get("message")

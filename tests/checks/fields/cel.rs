@@ -163,6 +163,69 @@ fn only_a_rule_that_can_fail_to_evaluate_says_evaluation_errors_fail_every_write
     assert!(!present.contains(every_write), "{present}");
 }
 
+/// `^.spec.foo` as a list of addresses (`type`, optional `value`) with
+/// this rule (and its message) on the list.
+fn addresses(rule: &str, message: &str) -> Value {
+    foo(
+        json!({"type": "array", "items": {"type": "object", "required": ["type"], "properties": {
+        "type": {"type": "string"}, "value": {"type": "string"}}},
+        "x-kubernetes-validations": [{"rule": rule, "message": message}]}),
+    )
+}
+
+#[test]
+fn a_rule_rewritten_with_guards_the_old_rule_needed_is_info() {
+    // Gateway API v1.3.0 -> v1.4.1.
+    let old = "self.all(a1, a1.type == 'IPAddress' ? self.exists_one(a2, a2.type == a1.type && \
+a2.value == a1.value) : true)";
+    let new = "self.all(a1, a1.type == 'IPAddress' && has(a1.value) ? self.exists_one(a2, \
+a2.type == a1.type && has(a2.value) && a2.value == a1.value) : true)";
+    let m = "IPAddress values must be unique";
+    flags_foo(
+        &compare(&addresses(old, m), &addresses(new, m)),
+        Check::XValidations,
+        Severity::Info,
+        &[
+            "with `has(a1.value)`, `has(a2.value)` added where the old rule already failed to evaluate without them",
+        ],
+    );
+    // The same expression with other quotes and parentheses is the same
+    // rule.
+    let requoted = "(self.all(a1, (a1.type == \"IPAddress\") ? self.exists_one(a2, a2.type == a1.type && \
+a2.value == a1.value) : true))";
+    flags_foo(
+        &compare(&addresses(old, m), &addresses(requoted, m)),
+        Check::XValidations,
+        Severity::Info,
+        &["the same expression (only whitespace, comments, quotes or parentheses differ)"],
+    );
+}
+
+#[test]
+fn a_rewrite_the_analysis_cannot_decide_says_what_would_have_to_hold() {
+    let m = "at most one address";
+    let findings = compare(
+        &addresses("self.size() <= 1", m),
+        &addresses("self.all(a, a.type == 'IPAddress') || self.size() <= 1", m),
+    );
+    // Looser, but not shown so: the old rule is named as what stored
+    // objects passed.
+    let f = flags_foo(&findings, Check::XValidations, Severity::Error, &[]);
+    assert!(
+        f.message.contains("it rewrites the old rule: stored objects passed that one and keep passing this one only \
+if every object the old rule accepts passes it too"),
+        "{}",
+        f.message
+    );
+    // A rule with another message is not called a rewrite.
+    let other = compare(
+        &addresses("self.size() <= 1", m),
+        &addresses("self.all(a, a.type == 'IPAddress')", "addresses only"),
+    );
+    let f = flags_foo(&other, Check::XValidations, Severity::Error, &[]);
+    assert!(!f.message.contains("rewrites"), "{}", f.message);
+}
+
 #[test]
 fn optional_old_self_changed_is_unsafe() {
     let optional = json!({"rule": "self == oldSelf", "optionalOldSelf": true});
