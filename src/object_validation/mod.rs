@@ -214,15 +214,25 @@ pub struct Violation {
     /// - list-type duplicates: `true`. The server checks list types on an
     ///   update only when the stored object passed them, so any update of
     ///   an object that already holds duplicates passes;
-    /// - `required`: `false`. The error is attached to the whole object that
-    ///   holds the `required` list (usually `spec`), so only updates that
-    ///   leave all of it unchanged pass. Reported as not ratcheted, which is
-    ///   the safe side;
+    /// - `required`: `true`, but at the object that lacks the field (the
+    ///   parent of the violation's path, usually `spec`): the error is that
+    ///   object's, so updates that leave all of it unchanged pass (labels,
+    ///   status) and any change to it is refused;
     /// - `x-kubernetes-embedded-resource`: `false` (checked the same way on
     ///   create and update);
     /// - CEL: `true` unless the rule references `oldSelf` or its evaluation
     ///   failed (a missing key): evaluation errors are never ratcheted.
     pub ratchetable: bool,
+}
+
+impl Rule {
+    /// `x-kubernetes-list-type` set or map uniqueness: every server
+    /// version, before ratcheting too, checks it on an update only if the
+    /// stored object passed it, so an object that fails it can be updated
+    /// in any way.
+    pub fn is_list_type(self) -> bool {
+        matches!(self, Rule::ListSet | Rule::ListMap)
+    }
 }
 
 /// What happens to stored data on the next read or write.

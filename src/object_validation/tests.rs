@@ -368,8 +368,8 @@ fn required_is_checked_after_defaulting_and_null_dropping() {
     assert_eq!(found(&o), [("spec.a", "required")]);
     assert_eq!(one(&o).message, "Required value");
     assert!(
-        !one(&o).ratchetable,
-        "a new required field is not ratcheted"
+        one(&o).ratchetable,
+        "a missing required field is ratcheted at the object that lacks it"
     );
     let o = run(s, json!({"kind": "K"}));
     assert_eq!(found(&o), [("spec", "required")]);

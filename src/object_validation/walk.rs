@@ -31,7 +31,7 @@ impl Sink<'_> {
             message: msg,
             ratchetable,
         };
-        let ratchetable = !matches!(rule, Rule::EmbeddedResource | Rule::Required);
+        let ratchetable = rule != Rule::EmbeddedResource;
         match self {
             Sink::Main(v) => {
                 let m = msg(&trail.display());

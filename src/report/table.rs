@@ -723,8 +723,10 @@ pub(super) fn object_findings_table(findings: &[Finding], opts: TableOptions) ->
         out.push('\n');
         out.push_str(&note(
             "ratcheted yes: updates that leave the field unchanged (in a list that is not listType: \
-             map, the whole list) still succeed; creating such an object fails. no: every write of \
-             these objects fails until they are fixed.",
+             map, the whole list; for required, the object that lacks it) still succeed, and for \
+             listType duplicates every update does; \
+             creating such an object fails. no: every write of these objects fails until they are \
+             fixed.",
             opts,
         ));
     }

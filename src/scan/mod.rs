@@ -22,7 +22,7 @@ use thiserror::Error;
 use crate::cluster::{ClusterError, Connection, ListError};
 use crate::compare::{Check, Finding, ObjectsDetail};
 use crate::crd::{Crd, ResourceRef};
-use crate::object_validation::{PrunedKind, Validator};
+use crate::object_validation::{PrunedKind, Rule, Validator};
 use crate::outcome::ScanSummary;
 use crate::schema::{FieldPath, Lookup, Schema};
 
@@ -694,11 +694,26 @@ fn unscannable(version: &str, why: &str) -> Finding {
     .in_version(version)
 }
 
-fn ratchet_note(ratchetable: bool, server_minor: u32) -> String {
-    if server_minor < RATCHETING_SINCE_MINOR {
+fn ratchet_note(ratchetable: bool, rule: &str, server_minor: u32) -> String {
+    let list_type = [Rule::ListSet, Rule::ListMap]
+        .iter()
+        .any(|r| r.id() == rule);
+    if list_type {
+        // Older than ratcheting, and the same on every version.
+        "updates of these objects still succeed, even those that change the list (the API server \
+         checks list types on update only if the stored object passed them), but creating such an \
+         object (re-applying it, restoring a backup) fails"
+            .to_string()
+    } else if server_minor < RATCHETING_SINCE_MINOR {
         format!(
             "Kubernetes 1.{server_minor} does not ratchet: every write of these objects fails \
              until they are fixed, and creating such an object fails"
+        )
+    } else if ratchetable && rule == Rule::Required.id() {
+        format!(
+            "ratcheted on this 1.{server_minor} cluster at the object that lacks the field: updates \
+             that leave that object as it was (labels, status) still succeed, any change to it is \
+             refused, and creating such an object (re-applying it, restoring a backup) fails"
         )
     } else if ratchetable {
         format!(
@@ -721,6 +736,9 @@ fn finding(
 ) -> Finding {
     let path = key.path.to_string();
     let of = format!("{} of {scanned} objects", group.count);
+    let list_type = [Rule::ListSet, Rule::ListMap]
+        .iter()
+        .any(|r| r.id() == key.rule);
     let (check, message, ratcheted) = match key.kind {
         Kind::Invalid => (
             Check::InvalidObjects,
@@ -728,9 +746,9 @@ fn finding(
                 "{of} fail {} at {path} under {against} (e.g. {}); {}",
                 key.rule,
                 group.sample,
-                ratchet_note(group.ratchetable, server_minor)
+                ratchet_note(group.ratchetable, &key.rule, server_minor)
             ),
-            Some(group.ratchetable && server_minor >= RATCHETING_SINCE_MINOR),
+            Some(list_type || (group.ratchetable && server_minor >= RATCHETING_SINCE_MINOR)),
         ),
         Kind::Pruned => (
             Check::PrunedFields,
@@ -802,6 +820,44 @@ mod tests {
             small.page_limit(),
             4,
             "a chunk smaller than the floor stays"
+        );
+    }
+
+    #[test]
+    fn list_type_duplicates_never_block_updates_whatever_the_server_version() {
+        let key = |rule: Rule| GroupKey {
+            kind: Kind::Invalid,
+            version: "v1".to_string(),
+            path: FieldPath::root().property("spec").property("tags"),
+            rule: rule.id().to_string(),
+        };
+        let group = Group {
+            count: 1,
+            ratchetable: true,
+            examples: vec!["default/a".to_string()],
+            sample: "duplicate".to_string(),
+        };
+        for minor in [28, 29, 30, 34] {
+            let f = finding(&key(Rule::ListSet), &group, 3, minor, "the new schema");
+            assert!(
+                f.message.contains(
+                    "updates of these objects still succeed, even those that change the list"
+                ),
+                "1.{minor}: {}",
+                f.message
+            );
+            assert_eq!(f.objects.as_ref().and_then(|o| o.ratcheted), Some(true));
+        }
+        // Any other rule ratchets only from 1.30.
+        let before = finding(&key(Rule::MaxLength), &group, 3, 29, "the new schema");
+        assert!(
+            before.message.contains("Kubernetes 1.29 does not ratchet"),
+            "{}",
+            before.message
+        );
+        assert_eq!(
+            before.objects.as_ref().and_then(|o| o.ratcheted),
+            Some(false)
         );
     }
 }

@@ -89,7 +89,7 @@ impl Tally {
             data_loss: Vec::new(),
         };
         for v in outcome.violations {
-            let ratcheted = self.ratcheting && v.ratchetable;
+            let ratcheted = (self.ratcheting && v.ratchetable) || v.rule.is_list_type();
             let key = GroupKey {
                 kind: Kind::Invalid,
                 version: version.to_string(),

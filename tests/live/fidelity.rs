@@ -1574,3 +1574,62 @@ async fn a_rule_rewritten_with_guards_the_old_rule_needed_keeps_accepting_stored
         .expect("the server answers");
     assert!(refused.is_some(), "NEW took a duplicate address");
 }
+
+/// Knative v1.12 -> v1.23's shape: a `type: string` field loses
+/// `x-kubernetes-preserve-unknown-fields`, which kept nothing on a string.
+fn scalar_preserve_release(new: bool) -> Value {
+    let mut name = json!({"type": "string"});
+    if !new {
+        name["x-kubernetes-preserve-unknown-fields"] = json!(true);
+    }
+    fixtures::single(
+        "scalarkeeps",
+        json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "probe": {"type": "string", "enum": if new { json!(["new"]) } else { json!(["old", "new"]) }},
+            "name": name}}}}),
+    )
+}
+
+#[tokio::test]
+async fn a_preserve_marker_removed_from_a_string_prunes_nothing_on_the_server() {
+    let Some(plane) = control_plane() else { return };
+    let client: Client = admin(plane).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old =
+        support::live::write_manifest(dir.path(), "old.json", &scalar_preserve_release(false));
+    let new = support::live::write_manifest(dir.path(), "new.json", &scalar_preserve_release(true));
+    let r = support::run::run(&["diff", &old, &new, "-o", "json", "--show-info"], None);
+    let findings: Vec<Value> = r.json()["crds"][0]["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| f["path"] == "^.spec.name")
+        .cloned()
+        .collect();
+    assert!(
+        findings
+            .iter()
+            .any(|f| f["check"] == "preserveUnknownFields" && f["severity"] == "info")
+            && findings.iter().all(|f| f["severity"] == "info"),
+        "{findings:?}"
+    );
+    install(&client, &scalar_preserve_release(false)).await;
+    let api = example_objects(client.clone(), "Scalarkeep", "scalarkeeps");
+    let stored = example_object("Scalarkeep", "stored", &json!({"name": "abc"}));
+    let obj: DynamicObject = serde_json::from_value(stored).expect("object");
+    api.create(&PostParams::default(), &obj)
+        .await
+        .expect("a string is valid under OLD");
+    install(&client, &scalar_preserve_release(true)).await;
+    let probe = example_object("Scalarkeep", "probe", &json!({"probe": "old"}));
+    until_in_effect(&api, &probe, false).await;
+    // Read and written again under NEW, the value is what was stored.
+    let mut current = api.get("stored").await.expect("stored object");
+    assert_eq!(current.data["spec"]["name"], "abc");
+    current.metadata.labels = Some([("touched".to_string(), "yes".to_string())].into());
+    let written = api
+        .replace("stored", &PostParams::default(), &current)
+        .await
+        .expect("an update under NEW");
+    assert_eq!(written.data["spec"], json!({"name": "abc"}));
+}

@@ -465,3 +465,81 @@ async fn several_crds_scanned_at_once_report_as_one_after_another() {
         assert_eq!(crd["scan"]["invalid"], OBJECTS / 3, "{}", crd["scan"]);
     }
 }
+
+#[tokio::test]
+async fn objects_without_a_new_required_field_are_ratcheted_at_the_object_that_lacks_it() {
+    let Some(plane) = control_plane() else { return };
+    let lb = |required: bool| {
+        let mut o = json!({"type": "object", "properties": {
+            "mode": {"type": "string"}, "simple": {"type": "string"}}});
+        if required {
+            o["required"] = json!(["mode"]);
+        }
+        json!({"lb": o, "probe": {"type": "string"}})
+    };
+    let old = v1("requireds", lb(false));
+    let new = v1("requireds", lb(true));
+    let objects = [
+        ("lacking", json!({"lb": {"simple": "a"}})),
+        ("complete", json!({"lb": {"mode": "m"}})),
+    ];
+    let (r, report) = scan(plane, &old, &objects, &new, &[]).await;
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    // The schema finding and the objects it hurts are one finding.
+    assert_eq!(
+        scan_findings(&report),
+        [(
+            "required".to_string(),
+            "^.spec.lb".to_string(),
+            "required".to_string(),
+            1,
+            Some(true),
+            vec!["default/lacking".to_string()]
+        )],
+        "{report}"
+    );
+    let message = report["crds"][0]["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|f| f.get("objects").is_some())
+        .and_then(|f| f["message"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        message.contains("updates that leave that object as it was (labels, status) still succeed"),
+        "{message}"
+    );
+    // What the server does, under NEW: a label-only update and a change
+    // outside `lb` pass, a change inside it is refused.
+    let client = admin(plane).await;
+    install(&client, &new).await;
+    let api = support::live::objects_api(&client, "requireds", "v1", "default");
+    let params = kube::api::PostParams::default();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let mut o = api.get("lacking").await.expect("stored object");
+        o.data["spec"]["lb"]["simple"] = json!("b");
+        if api.replace("lacking", &params, &o).await.is_err() {
+            break;
+        }
+        // The old schema still judged it: put it back and try again.
+        o.data["spec"]["lb"]["simple"] = json!("a");
+        let mut back = api.get("lacking").await.expect("stored object");
+        back.data["spec"]["lb"] = json!({"simple": "a"});
+        api.replace("lacking", &params, &back)
+            .await
+            .expect("restored");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the new schema never took effect"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let mut o = api.get("lacking").await.expect("stored object");
+    o.metadata.labels = Some([("touched".to_string(), "yes".to_string())].into());
+    o.data["spec"]["probe"] = json!("changed");
+    api.replace("lacking", &params, &o)
+        .await
+        .expect("an update that leaves `lb` as it was passes");
+}

@@ -184,6 +184,18 @@ fn constructs() -> Vec<Construct> {
             evaluation_error: false,
         },
         Construct {
+            plural: "ratchetrequireds",
+            check: "required",
+            old: json!({"lb": lb(json!({}))}),
+            new: json!({"lb": lb(json!({"required": ["mode"]}))}),
+            status: None,
+            stored: json!({"lb": {"simple": "a"}}),
+            stored_status: None,
+            touch: |spec| spec["lb"]["simple"] = json!("b"),
+            sibling: None,
+            evaluation_error: false,
+        },
+        Construct {
             plural: "ratchetdurations",
             check: "xValidations",
             old: json!({"timeout": {"type": "string"}}),
@@ -283,7 +295,9 @@ impl Construct {
 /// write it says nothing about is missing, which the test reports.
 fn claims(message: &str, c: &Construct) -> BTreeMap<Write, bool> {
     let mut out = BTreeMap::new();
-    if message.contains("cannot be created again") {
+    if message.contains("cannot be created again")
+        || message.contains("creating an object without it is rejected")
+    {
         out.insert(Write::Create, false);
     }
     // listType: the server skips the uniqueness check on an update of an
@@ -302,6 +316,14 @@ fn claims(message: &str, c: &Construct) -> BTreeMap<Write, bool> {
         if c.sibling.is_some() {
             out.insert(Write::Sibling, true);
         }
+    }
+    // `required`: the error is the holder's, so only its changes count.
+    if message.contains("every update that changes") {
+        out.insert(Write::Touch, false);
+    }
+    if message.contains("lets through only updates that leave") {
+        out.insert(Write::Label, true);
+        out.insert(Write::Other, true);
     }
     if message.contains("is rejected too") {
         out.insert(Write::Sibling, false);

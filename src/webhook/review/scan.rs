@@ -152,7 +152,14 @@ pub(super) fn without_values(f: &mut Finding) {
     let hidden = "values not shown (webhook.reveal: values shows them)";
     f.message = match f.check {
         Check::InvalidObjects => {
+            let list_type = d.rule.starts_with("x-kubernetes-list-type");
             let writes = match d.ratcheted {
+                Some(true) if list_type => {
+                    "updates of these objects still succeed, even those that change the list, creating such an object fails"
+                }
+                Some(true) if d.rule == "required" => {
+                    "updates that leave the object lacking the field unchanged still succeed (labels, status), creating such an object fails"
+                }
                 Some(true) => {
                     "updates that leave the field unchanged (in a list that is not listType: map, the whole list) still succeed (ratcheting), creating such an object fails"
                 }
