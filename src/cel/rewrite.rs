@@ -143,6 +143,83 @@ fn literal(l: &LiteralValue) -> String {
     }
 }
 
+/// [`canonical`] of one expression.
+pub(crate) fn text_of(e: &IdedExpr) -> String {
+    text(e, &[])
+}
+
+/// An expression as a reader writes it, for a fact: `self.a.startsWith("x")`;
+/// a comprehension is shown as its range and macro-like form.
+pub(crate) fn display(e: &IdedExpr) -> String {
+    match &e.expr {
+        Expr::Ident(n) => n.clone(),
+        Expr::Literal(l) => match l {
+            LiteralValue::String(s) => format!("{:?}", s.to_string()),
+            other => literal(other),
+        },
+        Expr::Select(s) if s.test => format!("has({}.{})", display(&s.operand), s.field),
+        Expr::Select(s) => format!("{}.{}", display(&s.operand), s.field),
+        Expr::Call(c) if c.func_name == operators::CONDITIONAL && c.args.len() == 3 => format!(
+            "({} ? {} : {})",
+            display(&c.args[0]),
+            display(&c.args[1]),
+            display(&c.args[2])
+        ),
+        Expr::Call(c) => {
+            let args: Vec<String> = c.args.iter().map(display).collect();
+            match &c.target {
+                Some(t) => format!("{}.{}({})", display(t), c.func_name, args.join(", ")),
+                None => format!("{}({})", c.func_name, args.join(", ")),
+            }
+        }
+        Expr::Comprehension(c) => format!(
+            "{}.<{} over {}>",
+            display(&c.iter_range),
+            "macro",
+            c.iter_var
+        ),
+        _ => "…".to_string(),
+    }
+}
+
+/// Whether `self` is the only variable `e` reads from outside it: its
+/// value is then one per object, wherever it is evaluated.
+pub(crate) fn only_self(e: &IdedExpr) -> bool {
+    fn go(e: &IdedExpr, bound: &mut Vec<String>) -> bool {
+        match &e.expr {
+            Expr::Ident(n) => n == "self" || bound.contains(n),
+            Expr::Literal(_) | Expr::Unspecified => true,
+            Expr::Select(s) => go(&s.operand, bound),
+            Expr::Call(c) => {
+                c.target.as_deref().is_none_or(|t| go(t, bound))
+                    && c.args.iter().all(|a| go(a, bound))
+            }
+            Expr::List(l) => l.elements.iter().all(|x| go(x, bound)),
+            Expr::Map(m) => m.entries.iter().all(|en| match &en.expr {
+                EntryExpr::MapEntry(me) => go(&me.key, bound) && go(&me.value, bound),
+                EntryExpr::StructField(f) => go(&f.value, bound),
+            }),
+            Expr::Struct(st) => st.entries.iter().all(|en| match &en.expr {
+                EntryExpr::MapEntry(me) => go(&me.key, bound) && go(&me.value, bound),
+                EntryExpr::StructField(f) => go(&f.value, bound),
+            }),
+            Expr::Comprehension(c) => {
+                if !go(&c.iter_range, bound) || !go(&c.accu_init, bound) {
+                    return false;
+                }
+                let depth = bound.len();
+                bound.push(c.iter_var.clone());
+                bound.extend(c.iter_var2.clone());
+                bound.push(c.accu_var.clone());
+                let ok = go(&c.loop_cond, bound) && go(&c.loop_step, bound) && go(&c.result, bound);
+                bound.truncate(depth);
+                ok
+            }
+        }
+    }
+    go(e, &mut Vec::new())
+}
+
 fn text(e: &IdedExpr, alias: &[(&str, &str)]) -> String {
     let mut out = String::new();
     write(e, alias, &mut out);

@@ -1633,3 +1633,97 @@ async fn a_preserve_marker_removed_from_a_string_prunes_nothing_on_the_server() 
         .expect("an update under NEW");
     assert_eq!(written.data["spec"], json!({"name": "abc"}));
 }
+
+/// Istio 1.24 -> 1.28's ServiceEntry rules, rewritten with `has(x) ? x : d`.
+fn istio_rewrite_release(new: bool) -> Value {
+    let rules = if new {
+        json!([
+            {"rule": "(has(self.address) ? self.address : \"\").startsWith(\"unix://\") ? !has(self.ports) : true",
+             "message": "UDS may not include ports"},
+            {"rule": "((has(self.resolution) ? self.resolution : \"\") == \"DNS_ROUND_ROBIN\") ? ((has(self.endpoints) ? self.endpoints : []).size() <= 1) : true",
+             "message": "DNS_ROUND_ROBIN mode cannot have multiple endpoints"}])
+    } else {
+        json!([
+            {"rule": "(has(self.address) && self.address.startsWith('unix://')) ? !has(self.ports) : true",
+             "message": "UDS may not include ports"},
+            {"rule": "(has(self.resolution) && self.resolution == 'DNS_ROUND_ROBIN') ? (!has(self.endpoints) || size(self.endpoints) == 1) : true",
+             "message": "DNS_ROUND_ROBIN mode cannot have multiple endpoints"}])
+    };
+    fixtures::single(
+        "istiorewrites",
+        json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "probe": {"type": "string", "enum": if new { json!(["new"]) } else { json!(["old", "new"]) }},
+            "address": {"type": "string", "maxLength": 256},
+            "ports": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+            "resolution": {"type": "string", "enum": ["NONE", "STATIC", "DNS", "DNS_ROUND_ROBIN"]},
+            "endpoints": {"type": "array", "maxItems": 16, "items": {"type": "string", "maxLength": 64}}},
+            "x-kubernetes-validations": rules}}}),
+    )
+}
+
+#[tokio::test]
+async fn rules_rewritten_with_defaults_for_absent_fields_keep_accepting_stored_objects() {
+    let Some(plane) = control_plane() else { return };
+    let client: Client = admin(plane).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = support::live::write_manifest(dir.path(), "old.json", &istio_rewrite_release(false));
+    let new = support::live::write_manifest(dir.path(), "new.json", &istio_rewrite_release(true));
+    let r = support::run::run(&["diff", &old, &new, "-o", "json", "--show-info"], None);
+    let rules: Vec<Value> = r.json()["crds"][0]["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| f["check"] == "xValidations")
+        .cloned()
+        .collect();
+    assert!(
+        rules.len() == 2 && rules.iter().all(|f| f["severity"] == "info"),
+        "{rules:?}"
+    );
+    install(&client, &istio_rewrite_release(false)).await;
+    let api = example_objects(client.clone(), "Istiorewrite", "istiorewrites");
+    let stored = [
+        ("uds", json!({"address": "unix:///sock"})),
+        ("tcp", json!({"address": "10.0.0.1", "ports": {"http": 80}})),
+        ("bare", json!({"ports": {"http": 80}})),
+        (
+            "rr-one",
+            json!({"resolution": "DNS_ROUND_ROBIN", "endpoints": ["a"]}),
+        ),
+        ("rr-none", json!({"resolution": "DNS_ROUND_ROBIN"})),
+        (
+            "dns-many",
+            json!({"resolution": "DNS", "endpoints": ["a", "b"]}),
+        ),
+    ];
+    for (name, spec) in &stored {
+        let obj: DynamicObject =
+            serde_json::from_value(example_object("Istiorewrite", name, spec)).expect("object");
+        api.create(&PostParams::default(), &obj)
+            .await
+            .unwrap_or_else(|e| panic!("{name} is valid under OLD: {e}"));
+    }
+    install(&client, &istio_rewrite_release(true)).await;
+    let probe = example_object("Istiorewrite", "probe", &json!({"probe": "old"}));
+    until_in_effect(&api, &probe, false).await;
+    for (name, spec) in &stored {
+        let copy = example_object("Istiorewrite", &format!("{name}-copy"), spec);
+        assert_eq!(
+            server_verdict(&api, &copy)
+                .await
+                .expect("the server answers"),
+            None,
+            "{name} under NEW"
+        );
+    }
+    // The rules kept their meaning.
+    for refused in [
+        json!({"address": "unix:///sock", "ports": {"http": 80}}),
+        json!({"resolution": "DNS_ROUND_ROBIN", "endpoints": ["a", "b"]}),
+    ] {
+        let verdict = server_verdict(&api, &example_object("Istiorewrite", "refused", &refused))
+            .await
+            .expect("the server answers");
+        assert!(verdict.is_some(), "NEW took {refused}");
+    }
+}

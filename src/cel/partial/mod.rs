@@ -375,7 +375,16 @@ enum Case {
     Absent,
     Present,
     Is(Lit),
+    /// A boolean test of the object's own fields only (an atom, see
+    /// [`Eval::atom`]) comes out this way.
+    Atom(String, bool),
+    /// The size of a present list or map of the object (see
+    /// [`Eval::atom`]) is in `lo..=hi`.
+    Count(String, i64, i64),
 }
+
+/// The key of every atom's split: atoms are told apart by their text.
+const ATOM_KEY: FieldKey = (usize::MAX, usize::MAX);
 
 /// One evaluation under the `assumed` cases, split further where that is
 /// not conclusive; the facts of every case when all of them hold.
@@ -425,7 +434,11 @@ fn decide<'s>(
             }
         }
     }
-    facts.push(if cases.contains(&Case::Absent) {
+    facts.push(if matches!(cases.first(), Some(Case::Atom(..))) {
+        format!("it holds whichever way `{name}` comes out")
+    } else if matches!(cases.first(), Some(Case::Count(..))) {
+        format!("it holds whatever the size of `{name}`")
+    } else if cases.contains(&Case::Absent) {
         format!("it holds whether `{name}` is set or not")
     } else {
         format!("it holds for each value of `{name}`")
@@ -436,6 +449,10 @@ fn decide<'s>(
 /// A field of one object of the schema: the parent's old schema node and
 /// the field's, by address.
 type FieldKey = (usize, usize);
+
+/// Joins a comprehension's accumulator is widened by before it is
+/// called unknown.
+const MAX_FIXPOINT_STEPS: usize = 4;
 
 /// Evaluation steps allowed for one rule: a rule nests comprehensions, and
 /// each is evaluated once per element of a literal list; past this the
@@ -791,6 +808,8 @@ release had it and objects written then still hold it)"
             }
             (Some(Case::Absent), _, None) => return Presence::Absent,
             (Some(Case::Present), _, _) => self.value_of(child),
+            // Atoms are keyed apart from fields ([`ATOM_KEY`]).
+            (Some(Case::Atom(..) | Case::Count(..)), _, _) => return Presence::Maybe,
             (None, true, _) => {
                 self.fact(format!(
                     "`{name}` was required, so every stored object has it"
@@ -828,6 +847,151 @@ release had it and objects written then still hold it)"
             self.splits.push((key, old_name.clone(), cases));
         }
         Presence::Present(value)
+    }
+
+    /// Ties an undecided test of the object's own fields to one outcome
+    /// per case, so that two places that compute it agree: a rule
+    /// rewritten from `has(self.a) && self.a.startsWith('x')` into
+    /// `(has(self.a) ? self.a : '').startsWith('x')` reads the same
+    /// outcome twice. An atom is a string test with literal arguments
+    /// (`startsWith`, `endsWith`, `contains`, `matches`) or a comprehension,
+    /// over a field path from `self` that is present in this case (or
+    /// `has(P) ? P : d` of one), with no variable but `self` in it: its
+    /// value is one per object, wherever it is evaluated.
+    fn atom(&mut self, e: &IdedExpr, out: Abs<'s>) -> Abs<'s> {
+        if let Abs::Int { lo, hi } = out {
+            return self.count(e, lo, hi).unwrap_or(out);
+        }
+        let (can_true, can_false, can_err) = out.truth();
+        if !(can_true && can_false) || can_err {
+            return out;
+        }
+        let Some((text, shown)) = self.atom_text(e) else {
+            return out;
+        };
+        let pinned = self.assumed.iter().rev().find_map(|(_, c)| match c {
+            Case::Atom(t, v) if *t == text => Some(*v),
+            _ => None,
+        });
+        if let Some(v) = pinned {
+            return Abs::only(Lit::Bool(v));
+        }
+        let case = Case::Atom(text.clone(), true);
+        if !self.splits.iter().any(|(_, _, cs)| cs.contains(&case)) {
+            self.splits
+                .push((ATOM_KEY, shown, vec![case, Case::Atom(text, false)]));
+        }
+        out
+    }
+
+    /// `size()` of a present list or map of the object, split into its
+    /// smallest value, the next, and the rest, so that `size(x) == 1` and
+    /// `x.size() <= 1` agree.
+    fn count(&mut self, e: &IdedExpr, lo: i64, hi: i64) -> Option<Abs<'s>> {
+        let Expr::Call(c) = &e.expr else {
+            return None;
+        };
+        let of = match (c.func_name.as_str(), c.target.as_deref(), c.args.as_slice()) {
+            ("size", Some(t), []) | ("size", None, [t]) => t,
+            _ => return None,
+        };
+        if !crate::cel::rewrite::only_self(of) {
+            return None;
+        }
+        let (path, read) = self.present_path(of)?;
+        let text = format!("{path}|size");
+        let pinned = self.assumed.iter().rev().find_map(|(_, c)| match c {
+            Case::Count(t, a, b) if *t == text => Some((*a, *b)),
+            _ => None,
+        });
+        if let Some((a, b)) = pinned {
+            return Some(Abs::of_range(Range::Int(a.max(lo), b.min(hi))));
+        }
+        let exists = |cs: &Vec<Case>| {
+            cs.iter()
+                .any(|k| matches!(k, Case::Count(t, ..) if *t == text))
+        };
+        if !self.splits.iter().any(|(_, _, cs)| exists(cs)) {
+            let mut cases = vec![Case::Count(text.clone(), lo, lo)];
+            let next = lo.saturating_add(1);
+            if next < hi {
+                cases.push(Case::Count(text.clone(), next, next));
+                cases.push(Case::Count(text.clone(), next.saturating_add(1), hi));
+            } else {
+                cases.push(Case::Count(text.clone(), next, hi));
+            }
+            let shown = crate::cel::rewrite::display(read);
+            self.splits.push((ATOM_KEY, shown, cases));
+        }
+        None
+    }
+
+    /// The atom's identity (the present field path it reads and the
+    /// test) and how a fact names it.
+    fn atom_text(&mut self, e: &IdedExpr) -> Option<(String, String)> {
+        use crate::cel::rewrite::{display, only_self, text_of};
+        if !only_self(e) {
+            return None;
+        }
+        let (receiver, rest, test) = match &e.expr {
+            Expr::Call(c)
+                if matches!(
+                    c.func_name.as_str(),
+                    "startsWith" | "endsWith" | "contains" | "matches"
+                ) && c.args.iter().all(|a| matches!(a.expr, Expr::Literal(_))) =>
+            {
+                let args: Vec<String> = c.args.iter().map(text_of).collect();
+                let shown: Vec<String> = c.args.iter().map(display).collect();
+                (
+                    c.target.as_deref()?,
+                    format!("{}({})", c.func_name, args.join(",")),
+                    format!(".{}({})", c.func_name, shown.join(", ")),
+                )
+            }
+            Expr::Comprehension(c) => {
+                let parts: Vec<String> = [&c.accu_init, &c.loop_cond, &c.loop_step, &c.result]
+                    .into_iter()
+                    .map(text_of)
+                    .collect();
+                (
+                    &c.iter_range,
+                    format!("comp({},{})", c.iter_var, parts.join(";")),
+                    format!(".{}({}, …)", macro_name(c), c.iter_var),
+                )
+            }
+            _ => return None,
+        };
+        let (path, read) = self.present_path(receiver)?;
+        Some((format!("{path}|{rest}"), format!("{}{test}", display(read))))
+    }
+
+    /// The text of `e` when it is a field path from `self` present in this
+    /// case, or `c ? P : d` of such a path where `c` is certainly true
+    /// (`has(P) ? P : d`).
+    fn present_path<'e>(&mut self, e: &'e IdedExpr) -> Option<(String, &'e IdedExpr)> {
+        use crate::cel::rewrite::text_of;
+        // `cond ? P : d` is `P` where `cond` is certainly true.
+        let mut path = e;
+        while let Expr::Call(c) = &path.expr
+            && c.func_name == operators::CONDITIONAL
+            && c.args.len() == 3
+        {
+            if self.expr(&c.args[0]) != Abs::only(Lit::Bool(true)) {
+                return None;
+            }
+            path = &c.args[1];
+        }
+        let Expr::Select(s) = &path.expr else {
+            return None;
+        };
+        if s.test || !rooted_at_self(&s.operand) {
+            return None;
+        }
+        let operand = self.expr(&s.operand);
+        if self.select(operand, &s.field, true) != Abs::only(Lit::Bool(true)) {
+            return None;
+        }
+        Some((text_of(path), path))
     }
 
     fn lookup(&self, name: &str) -> Abs<'s> {
@@ -894,8 +1058,14 @@ release had it and objects written then still hold it)"
             Expr::List(list) if list.optional_indices.is_empty() => {
                 Abs::Items(list.elements.iter().map(|x| self.expr(x)).collect())
             }
-            Expr::Call(call) => self.call(&call.func_name, call.target.as_deref(), &call.args),
-            Expr::Comprehension(c) => self.comprehension(c),
+            Expr::Call(call) => {
+                let out = self.call(&call.func_name, call.target.as_deref(), &call.args);
+                self.atom(e, out)
+            }
+            Expr::Comprehension(c) => {
+                let out = self.comprehension(c);
+                self.atom(e, out)
+            }
             _ => Abs::Any,
         }
     }
@@ -1503,12 +1673,49 @@ release had it and objects written then still hold it)"
         init: Abs<'s>,
         element: Abs<'s>,
     ) -> Abs<'s> {
+        // The accumulator after any number of steps is one of the values
+        // of the least `A` with `init ⊔ step(A) = A`: joined until it stops
+        // growing (a boolean in two steps), or unknown.
         let depth = self.scope.len();
-        self.scope.push((c.accu_var.clone(), init.clone()));
-        self.scope.push((c.iter_var.clone(), element));
-        let next = self.expr(&c.loop_step);
-        self.scope.truncate(depth);
-        if next == init { init } else { Abs::Any }
+        let mut accu = init;
+        for _ in 0..MAX_FIXPOINT_STEPS {
+            self.scope.push((c.accu_var.clone(), accu.clone()));
+            self.scope.push((c.iter_var.clone(), element.clone()));
+            let next = self.expr(&c.loop_step);
+            self.scope.truncate(depth);
+            if matches!(next, Abs::Any) {
+                return Abs::Any;
+            }
+            let joined = accu.clone().join(next);
+            if joined == accu {
+                return accu;
+            }
+            accu = joined;
+        }
+        Abs::Any
+    }
+}
+
+/// The macro a comprehension was written as, for a fact.
+fn macro_name(c: &kube::core::cel::cel::common::ast::ComprehensionExpr) -> &'static str {
+    let step = match &c.loop_step.expr {
+        Expr::Call(step) => step.func_name.as_str(),
+        _ => "",
+    };
+    match (&c.accu_init.expr, step) {
+        (Expr::Literal(LiteralValue::Boolean(b)), operators::LOGICAL_AND) if **b => "all",
+        (Expr::Literal(LiteralValue::Boolean(b)), operators::LOGICAL_OR) if !**b => "exists",
+        (Expr::Literal(LiteralValue::Int(_)), operators::CONDITIONAL) => "exists_one",
+        _ => "map",
+    }
+}
+
+/// `self`, or fields under it.
+fn rooted_at_self(e: &IdedExpr) -> bool {
+    match &e.expr {
+        Expr::Ident(n) => n == "self",
+        Expr::Select(s) => !s.test && rooted_at_self(&s.operand),
+        _ => false,
     }
 }
 

@@ -573,3 +573,76 @@ fn an_all_rule_no_integer_element_passes_refuses_integers() {
         &list
     ));
 }
+
+#[test]
+fn a_test_read_twice_of_one_field_comes_out_the_same_both_times() {
+    // Istio 1.24 -> 1.28's "UDS may not include ports", rewritten.
+    let s = schema(json!({"type": "object", "properties": {
+        "address": {"type": "string"}, "ports": {"type": "object"}}}));
+    let old = "(has(self.address) && self.address.startsWith('unix://')) ? !has(self.ports) : true";
+    let new = "(has(self.address) ? self.address : \"\").startsWith(\"unix://\") ? !has(self.ports) : true";
+    let v = cannot_fail_given(new, &[old], &s, &s, false).expect("the same test");
+    assert!(
+        v.reason()
+            .contains("whichever way `self.address.startsWith(\"unix://\")` comes out"),
+        "{}",
+        v.reason()
+    );
+    // Two fields are two tests.
+    let other =
+        "(has(self.other) ? self.other : \"\").startsWith(\"unix://\") ? !has(self.ports) : true";
+    let s2 = schema(json!({"type": "object", "properties": {
+        "address": {"type": "string"}, "other": {"type": "string"}, "ports": {"type": "object"}}}));
+    assert_eq!(cannot_fail_given(other, &[old], &s2, &s2, false), None);
+}
+
+#[test]
+fn the_size_of_one_list_is_one_value_in_every_place_it_is_read() {
+    let s = schema(json!({"type": "object", "properties": {
+        "endpoints": {"type": "array", "maxItems": 10, "items": {"type": "string"}}}}));
+    let old = "!has(self.endpoints) || size(self.endpoints) == 1";
+    let new = "(has(self.endpoints) ? self.endpoints : []).size() <= 1";
+    let v = cannot_fail_given(new, &[old], &s, &s, false).expect("size 0 or 1");
+    assert!(
+        v.reason().contains("whatever the size of `self.endpoints`"),
+        "{}",
+        v.reason()
+    );
+    // Without the old rule, two endpoints fail it.
+    assert_eq!(cannot_fail_given(new, &[], &s, &s, false), None);
+    // A looser old rule does not imply a stricter new one.
+    assert_eq!(
+        cannot_fail_given(
+            new,
+            &["!has(self.endpoints) || size(self.endpoints) <= 2"],
+            &s,
+            &s,
+            false
+        ),
+        None
+    );
+}
+
+#[test]
+fn a_comprehension_over_one_list_is_one_outcome() {
+    let s = schema(json!({"type": "object", "properties": {
+        "addresses": {"type": "array", "maxItems": 8, "items": {"type": "string"}},
+        "resolution": {"type": "string", "enum": ["NONE", "STATIC", "DNS"]}}}));
+    let old = "!(has(self.addresses) && self.addresses.exists(k, k.contains('/')) && \
+(has(self.resolution) && self.resolution != 'STATIC' && self.resolution != 'NONE'))";
+    let new = "!((has(self.addresses) ? self.addresses : []).exists(k, k.contains(\"/\")) && \
+!((has(self.resolution) ? self.resolution : \"NONE\") in [\"STATIC\", \"NONE\"]))";
+    let v = cannot_fail_given(new, &[old], &s, &s, false).expect("equivalent");
+    assert!(
+        v.reason().contains("`self.addresses.exists(k, …)`"),
+        "{}",
+        v.reason()
+    );
+    // A test over another variable's list is not the same outcome.
+    let inner = "self.addresses.all(a, self.addresses.exists(k, k == a))";
+    assert!(crate::cel::rewrite::only_self(
+        &parse_rule(inner).expect("parses")
+    ));
+    let inner_exists = parse_rule("self.addresses.exists(k, k == a)").expect("parses");
+    assert!(!crate::cel::rewrite::only_self(&inner_exists));
+}
