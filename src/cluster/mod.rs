@@ -8,6 +8,7 @@
 
 pub mod access;
 mod client;
+pub mod conflict;
 pub mod conversion;
 pub mod kubeconfig;
 mod list;
@@ -789,11 +790,54 @@ impl Connection {
     /// Server-side-applies `manifest` with `dryRun=All`: the API server's own
     /// verdict on the update, or the object it would store, and whether a
     /// plain (unforced) apply would conflict with another field manager.
+    ///
+    /// With the `live` CRD, one forced dry run answers both: the fields it
+    /// took from other managers are the conflicts a plain apply meets, and
+    /// [`conflict::conflicts`] composes the server's refusal from them. A
+    /// plain dry run is sent too only where that answer is not certain
+    /// (`conflict`'s module says when), or for a CRD not installed yet.
     pub async fn dry_run_apply(
         &self,
         name: &str,
         manifest: &Value,
+        live: Option<&Value>,
     ) -> Result<DryRun, ClusterError> {
+        let forced = PatchParams::apply(self.field_manager()).force().dry_run();
+        if let Some(live) = live {
+            let obj = match self
+                .patch_crd("dry-run", name, &forced, manifest, None)
+                .await
+            {
+                Ok(obj) => obj,
+                Err(f) if f.code() == Some(409) || f.refused() => {
+                    return Ok(DryRun::Rejected(f.message()));
+                }
+                Err(f) => return Err(self.classify_failed(f)),
+            };
+            match conflict::conflicts(live, &obj, self.field_manager()) {
+                Some(conflict::Conflicts::None) => return Ok(DryRun::Accepted(obj)),
+                Some(conflict::Conflicts::Refused(message)) => {
+                    return Ok(DryRun::Conflict {
+                        would_store: obj,
+                        message,
+                    });
+                }
+                None => {}
+            }
+            let plain = PatchParams::apply(self.field_manager()).dry_run();
+            return match self
+                .patch_crd("dry-run", name, &plain, manifest, None)
+                .await
+            {
+                Ok(stored) => Ok(DryRun::Accepted(stored)),
+                Err(f) if f.code() == Some(409) => Ok(DryRun::Conflict {
+                    would_store: obj,
+                    message: f.message(),
+                }),
+                Err(f) if f.refused() => Ok(DryRun::Rejected(f.message())),
+                Err(f) => Err(self.classify_failed(f)),
+            };
+        }
         let plain = PatchParams::apply(self.field_manager()).dry_run();
         let conflict = match self
             .patch_crd("dry-run", name, &plain, manifest, None)
@@ -805,7 +849,6 @@ impl Connection {
             Err(f) => return Err(self.classify_failed(f)),
         };
         // Forced, to learn whether the CRD itself is valid.
-        let forced = PatchParams::apply(self.field_manager()).force().dry_run();
         match self
             .patch_crd("dry-run", name, &forced, manifest, None)
             .await

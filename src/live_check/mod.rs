@@ -182,7 +182,9 @@ pub async fn apply_check(
             .iter()
             .zip(&live_crds)
             .map(|(n, live_crd)| async move {
-                let verdict = conn.dry_run_apply(&n.crd.name, &n.crd.manifest).await?;
+                let verdict = conn
+                    .dry_run_apply(&n.crd.name, &n.crd.manifest, live_crd.map(|l| &l.manifest))
+                    .await?;
                 let done = answered.fetch_add(1, Ordering::Relaxed) + 1;
                 (options.progress)(Step::DryRun { done, total });
                 // The webhook as the CRD would be stored: a caBundle that

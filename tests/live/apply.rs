@@ -1380,3 +1380,100 @@ async fn an_interrupt_during_the_writes_restores_what_was_written() {
         assert!(live(&client, "laters.example.com").await.is_none());
     }
 }
+
+/// The plain dry-run apply the server answers for `manifest`, as this
+/// tool's field manager: its 409 message.
+async fn servers_conflict(client: &Client, manifest: &Value) -> String {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let name = manifest["metadata"]["name"].as_str().expect("name");
+    let crd: CustomResourceDefinition =
+        serde_json::from_value(manifest.clone()).expect("typed CRD");
+    let plain = kube::api::PatchParams::apply(crd_safety::cluster::FIELD_MANAGER).dry_run();
+    match crds
+        .patch(name, &plain, &kube::api::Patch::Apply(&crd))
+        .await
+    {
+        Err(kube::Error::Api(s)) if s.code == 409 => s.message,
+        other => panic!("expected a conflict from the server: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn apply_check_reports_each_conflict_in_the_servers_own_words_from_one_dry_run() {
+    // The server's wording, on every version of the matrix.
+    for version in support::envtest::matrix() {
+        let Some(plane) = support::envtest::control_plane_of(&version) else {
+            return;
+        };
+        conflicts_in_the_servers_words(plane).await;
+    }
+}
+
+async fn conflicts_in_the_servers_words(plane: &ControlPlane) {
+    let client = admin(plane).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    // One field of one applier.
+    let one = v1_crd("wordones", json!({}));
+    install_as(&client, &one, "kubectl").await;
+    let mut next_one = v1_crd("wordones", json!({"extra": {"type": "string"}}));
+    // Several fields of an applier and of an updater (`kubectl edit`).
+    let mut many = v1_crd("wordmanys", json!({}));
+    many["metadata"]["labels"] = json!({"team": "a"});
+    many["spec"]["names"]["categories"] = json!(["all"]);
+    install_as(&client, &many, "helm").await;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.patch(
+        "wordmanys.example.com",
+        &kube::api::PatchParams {
+            field_manager: Some("kubectl-edit".to_string()),
+            ..Default::default()
+        },
+        &kube::api::Patch::Merge(json!({"metadata": {"labels": {"edited": "yes"},
+            "annotations": {"note": "by hand"}}})),
+    )
+    .await
+    .expect("an edit");
+    let mut next_many = v1_crd("wordmanys", json!({"extra": {"type": "string"}}));
+    next_many["metadata"]["labels"] = json!({"team": "b", "edited": "no"});
+    next_many["metadata"]["annotations"] = json!({"note": "by the release"});
+    next_many["spec"]["names"]["categories"] = json!(["all", "more"]);
+    for (next, expect_many) in [(&mut next_one, false), (&mut next_many, true)] {
+        let name = next["metadata"]["name"].as_str().expect("name").to_string();
+        let path = write_manifest(dir.path(), &format!("{name}.json"), next);
+        let server = servers_conflict(&client, next).await;
+        assert_eq!(server.contains("conflicts:"), expect_many, "{server}");
+        // Through a proxy that counts the requests.
+        let proxy =
+            support::faults::FaultProxy::start(plane, |_: &support::faults::Incoming<'_>| {
+                support::faults::Fault::Forward
+            });
+        let kubeconfig = proxy.kubeconfig(dir.path());
+        let r = apply_check(&path, &kubeconfig, &["-o", "json"]);
+        let report = r.json();
+        let patches = proxy
+            .seen()
+            .iter()
+            .filter(|s| s.method == "PATCH" && s.target.contains(&name))
+            .count();
+        assert_eq!(
+            patches, 1,
+            "{name}: one dry run tells the conflicts: {}",
+            r.stderr
+        );
+        let message = report["crds"][0]["findings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|f| f["check"] == "fieldManagerConflict")
+            .and_then(|f| f["message"].as_str())
+            .unwrap_or_else(|| panic!("{name}: no conflict reported: {report}"))
+            .to_string();
+        // The report goes on after the server's words (who the owners are,
+        // what to do).
+        let rest = message.strip_prefix(&server);
+        assert!(
+            rest.is_some_and(|r| r.starts_with(": ") || r.starts_with(" (")),
+            "{name}: the server says\n{server}\nthe report says\n{message}"
+        );
+    }
+}

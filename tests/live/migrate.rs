@@ -447,12 +447,13 @@ async fn fields_the_storage_schema_drops_refuse_the_migration_until_accepted() {
 async fn objects_a_rewrite_would_reject_refuse_the_migration() {
     let Some(plane) = control_plane() else { return };
     let client = admin(plane).await;
-    // v1 requires spec.size, which two objects lack: a required field is
-    // never ratcheted, so writing them back fails.
+    // v1's rule reads spec.size, which two objects lack: the missing key is
+    // an evaluation error, which is never ratcheted, so writing them back
+    // fails.
     let old = two_versions("requireds", "v1alpha1");
     let mut new = two_versions("requireds", "v1");
-    new["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["properties"]["spec"]["required"] =
-        json!(["size"]);
+    new["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] =
+        json!([{"rule": "self.size >= 0"}]);
     let mut objects = numbered("default", "ok", 3);
     objects.push(("default".into(), "empty-1".into(), json!({})));
     objects.push(("default".into(), "empty-2".into(), json!({})));
@@ -485,6 +486,33 @@ async fn objects_a_rewrite_would_reject_refuse_the_migration() {
     assert_eq!(
         stored_versions(&client, "requireds.example.com").await,
         ["v1alpha1", "v1"]
+    );
+}
+
+/// A new required field is ratcheted at the object that lacks it: the
+/// migration's write leaves that object as it was, so the server takes it.
+#[tokio::test]
+async fn objects_lacking_a_new_required_field_are_migrated_as_the_server_ratchets_them() {
+    let Some(plane) = control_plane() else { return };
+    let client = admin(plane).await;
+    let old = two_versions("requiredmigs", "v1alpha1");
+    let mut new = two_versions("requiredmigs", "v1");
+    new["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["properties"]["spec"]["required"] =
+        json!(["size"]);
+    let mut objects = numbered("default", "ok", 2);
+    objects.push(("default".into(), "empty-1".into(), json!({})));
+    stored_in_alpha(&client, &old, &new, objects).await;
+    let r = migrate(
+        &plane.admin_kubeconfig,
+        &["requiredmigs.example.com", "--yes", "-o", "json"],
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let report = r.json();
+    assert_eq!(report["migrate"]["decision"], "migrated", "{report}");
+    assert_eq!(report["migrate"]["results"][0]["rewritten"], 3, "{report}");
+    assert_eq!(
+        stored_versions(&client, "requiredmigs.example.com").await,
+        ["v1"]
     );
 }
 

@@ -477,8 +477,8 @@ async fn objects_without_a_new_required_field_are_ratcheted_at_the_object_that_l
         }
         json!({"lb": o, "probe": {"type": "string"}})
     };
-    let old = v1("requireds", lb(false));
-    let new = v1("requireds", lb(true));
+    let old = v1("scanrequireds", lb(false));
+    let new = v1("scanrequireds", lb(true));
     let objects = [
         ("lacking", json!({"lb": {"simple": "a"}})),
         ("complete", json!({"lb": {"mode": "m"}})),
@@ -514,7 +514,7 @@ async fn objects_without_a_new_required_field_are_ratcheted_at_the_object_that_l
     // outside `lb` pass, a change inside it is refused.
     let client = admin(plane).await;
     install(&client, &new).await;
-    let api = support::live::objects_api(&client, "requireds", "v1", "default");
+    let api = support::live::objects_api(&client, "scanrequireds", "v1", "default");
     let params = kube::api::PostParams::default();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
