@@ -13,6 +13,9 @@
 //! round trips (default `0,20,50`); `BUNDLE_BENCH_APPLY=0` skips the apply
 //! legs. `BUNDLE_BENCH_BEFORE=PATH` times another build of the plugin (the
 //! one before a change) beside this one in the same run.
+//! `BUNDLE_BENCH_CONFLICTS=1` installs the bundle as kubectl's field
+//! manager and rewords a field it owns in every CRD's next release, so
+//! that each of this tool's dry runs meets a field-manager conflict.
 //! `BUNDLE_BENCH_OBJECTS=N` stores about N objects spread over the bundle's
 //! CRDs and adds `apply-check --objects`, beside the same LISTs made by a
 //! plain client `--concurrency` at a time. Peak memory is GNU time's
@@ -108,6 +111,20 @@ fn bundle_crd(base: &Value, i: usize, added: bool) -> Value {
     }
     if let Some(conv) = m["spec"].get_mut("conversion") {
         *conv = json!({"strategy": "None"});
+    }
+    // `BUNDLE_BENCH_CONFLICTS=1`: the new release also rewords each
+    // version's root description, a field kubectl's field manager owns,
+    // so every dry run meets a field-manager conflict.
+    if std::env::var("BUNDLE_BENCH_CONFLICTS").is_ok_and(|v| v == "1")
+        && let Some(versions) = m["spec"]["versions"].as_array_mut()
+    {
+        for v in versions {
+            v["schema"]["openAPIV3Schema"]["description"] = json!(if added {
+                "bench: reworded"
+            } else {
+                "bench: installed"
+            });
+        }
     }
     if added && let Some(versions) = m["spec"]["versions"].as_array_mut() {
         for v in versions {
@@ -353,13 +370,22 @@ fn plain_listing(kubeconfig: &str, crds: &[Value], concurrency: usize) -> f64 {
 
 /// Installs `dir` as it is, straight to the server, as crd-safety's own
 /// field manager would own it after an apply.
+/// Installs the bundle as this tool's field manager, or, with
+/// `BUNDLE_BENCH_CONFLICTS=1`, as kubectl's own (`kubectl`), as a user
+/// who ran `kubectl apply --server-side` would have.
 fn install(kubectl: &str, kubeconfig: &str, dir: &Path) {
+    let conflicts = std::env::var("BUNDLE_BENCH_CONFLICTS").is_ok_and(|v| v == "1");
+    let manager = if conflicts {
+        "--field-manager=kubectl"
+    } else {
+        "--field-manager=kubectl-crd-safety"
+    };
     let out = Command::new(kubectl)
         .args([
             "apply",
             "--server-side",
             "--force-conflicts",
-            "--field-manager=kubectl-crd-safety",
+            manager,
             "-f",
             &dir.display().to_string(),
             "--kubeconfig",
