@@ -1407,6 +1407,58 @@ async fn rules_the_old_pattern_implies_keep_accepting_stored_hostnames_and_is_ip
     }
 }
 
+/// The findings `diff OLD NEW --show-info` gives the first CRD, those
+/// `keep` selects.
+fn diff_findings(old: &Value, new: &Value, keep: impl Fn(&Value) -> bool) -> Vec<Value> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = support::live::write_manifest(dir.path(), "old.json", old);
+    let new = support::live::write_manifest(dir.path(), "new.json", new);
+    let r = support::run::run(&["diff", &old, &new, "-o", "json", "--show-info"], None);
+    r.json()["crds"][0]["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| keep(f))
+        .cloned()
+        .collect()
+}
+
+/// Creates `stored` (each valid under the CRD installed now, OLD), then
+/// installs `new` and waits until it judges: NEW's `probe` enum refuses
+/// `"old"`.
+async fn store_then_switch(
+    client: &Client,
+    api: &Api<DynamicObject>,
+    kind: &str,
+    stored: &[(&str, Value)],
+    new: &Value,
+) {
+    for (name, spec) in stored {
+        let obj: DynamicObject =
+            serde_json::from_value(example_object(kind, name, spec)).expect("object");
+        api.create(&PostParams::default(), &obj)
+            .await
+            .unwrap_or_else(|e| panic!("{name} is valid under OLD: {e}"));
+    }
+    install(client, new).await;
+    let probe = example_object(kind, "probe", &json!({"probe": "old"}));
+    until_in_effect(api, &probe, false).await;
+}
+
+/// Copies of `stored` are created under the schema in effect.
+async fn copies_accepted(api: &Api<DynamicObject>, kind: &str, stored: &[(&str, Value)]) {
+    for (name, spec) in stored {
+        let copy = example_object(kind, &format!("{name}-copy"), spec);
+        assert_eq!(
+            server_verdict(api, &copy)
+                .await
+                .expect("the server answers"),
+            None,
+            "{name} under NEW"
+        );
+    }
+}
+
 /// Karpenter v0.33 -> v0.37's `kubeReserved`: int-or-string map values
 /// become strings, under a map rule that is an error on an integer value.
 fn reserved_release(new: bool) -> Value {
@@ -1429,17 +1481,9 @@ fn reserved_release(new: bool) -> Value {
 async fn int_or_string_values_the_old_rule_refused_as_integers_become_strings_safely() {
     let Some(plane) = control_plane() else { return };
     let client: Client = admin(plane).await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let old = support::live::write_manifest(dir.path(), "old.json", &reserved_release(false));
-    let new = support::live::write_manifest(dir.path(), "new.json", &reserved_release(true));
-    let r = support::run::run(&["diff", &old, &new, "-o", "json", "--show-info"], None);
-    let at_values: Vec<Value> = r.json()["crds"][0]["findings"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|f| f["path"] == "^.spec.reserved{*}")
-        .cloned()
-        .collect();
+    let at_values = diff_findings(&reserved_release(false), &reserved_release(true), |f| {
+        f["path"] == "^.spec.reserved{*}"
+    });
     assert!(
         !at_values.is_empty()
             && at_values.iter().all(|f| f["severity"] == "info")
@@ -1455,26 +1499,10 @@ async fn int_or_string_values_the_old_rule_refused_as_integers_become_strings_sa
         .await
         .expect("the server answers");
     assert!(refused.is_some(), "OLD stored an integer value");
-    let stored = example_object("Reserved", "stored", &json!({"reserved": {"cpu": "100m"}}));
-    let obj: DynamicObject = serde_json::from_value(stored.clone()).expect("object");
-    api.create(&PostParams::default(), &obj)
-        .await
-        .expect("a string value is valid under OLD");
+    let stored = [("stored", json!({"reserved": {"cpu": "100m"}}))];
+    store_then_switch(&client, &api, "Reserved", &stored, &reserved_release(true)).await;
     // Under NEW, the stored object is re-created and updated as it is.
-    install(&client, &reserved_release(true)).await;
-    let probe = example_object("Reserved", "probe", &json!({"probe": "old"}));
-    until_in_effect(&api, &probe, false).await;
-    let copy = example_object(
-        "Reserved",
-        "stored-copy",
-        &json!({"reserved": {"cpu": "100m"}}),
-    );
-    assert_eq!(
-        server_verdict(&api, &copy)
-            .await
-            .expect("the server answers"),
-        None
-    );
+    copies_accepted(&api, "Reserved", &stored).await;
     let mut current = api.get("stored").await.expect("stored object");
     current.metadata.labels = Some([("touched".to_string(), "yes".to_string())].into());
     api.replace("stored", &PostParams::default(), &current)
@@ -1509,17 +1537,9 @@ a1.value) : true)"
 async fn a_rule_rewritten_with_guards_the_old_rule_needed_keeps_accepting_stored_objects() {
     let Some(plane) = control_plane() else { return };
     let client: Client = admin(plane).await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let old = support::live::write_manifest(dir.path(), "old.json", &guarded_release(false));
-    let new = support::live::write_manifest(dir.path(), "new.json", &guarded_release(true));
-    let r = support::run::run(&["diff", &old, &new, "-o", "json", "--show-info"], None);
-    let rules: Vec<Value> = r.json()["crds"][0]["findings"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|f| f["check"] == "xValidations")
-        .cloned()
-        .collect();
+    let rules = diff_findings(&guarded_release(false), &guarded_release(true), |f| {
+        f["check"] == "xValidations"
+    });
     assert!(
         !rules.is_empty() && rules.iter().all(|f| f["severity"] == "info"),
         "{rules:?}"
@@ -1546,26 +1566,8 @@ async fn a_rule_rewritten_with_guards_the_old_rule_needed_keeps_accepting_stored
         ),
         ("none", json!({"addresses": []})),
     ];
-    for (name, spec) in &stored {
-        let obj: DynamicObject =
-            serde_json::from_value(example_object("Guarded", name, spec)).expect("object");
-        api.create(&PostParams::default(), &obj)
-            .await
-            .unwrap_or_else(|e| panic!("{name} is valid under OLD: {e}"));
-    }
-    install(&client, &guarded_release(true)).await;
-    let probe = example_object("Guarded", "probe", &json!({"probe": "old"}));
-    until_in_effect(&api, &probe, false).await;
-    for (name, spec) in &stored {
-        let copy = example_object("Guarded", &format!("{name}-copy"), spec);
-        assert_eq!(
-            server_verdict(&api, &copy)
-                .await
-                .expect("the server answers"),
-            None,
-            "{name} under NEW"
-        );
-    }
+    store_then_switch(&client, &api, "Guarded", &stored, &guarded_release(true)).await;
+    copies_accepted(&api, "Guarded", &stored).await;
     // A duplicate is still refused: the rule kept its meaning.
     let dup = json!({"addresses": [{"type": "IPAddress", "value": "192.0.2.1"},
         {"type": "IPAddress", "value": "192.0.2.1"}]});
@@ -1594,18 +1596,11 @@ fn scalar_preserve_release(new: bool) -> Value {
 async fn a_preserve_marker_removed_from_a_string_prunes_nothing_on_the_server() {
     let Some(plane) = control_plane() else { return };
     let client: Client = admin(plane).await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let old =
-        support::live::write_manifest(dir.path(), "old.json", &scalar_preserve_release(false));
-    let new = support::live::write_manifest(dir.path(), "new.json", &scalar_preserve_release(true));
-    let r = support::run::run(&["diff", &old, &new, "-o", "json", "--show-info"], None);
-    let findings: Vec<Value> = r.json()["crds"][0]["findings"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|f| f["path"] == "^.spec.name")
-        .cloned()
-        .collect();
+    let findings = diff_findings(
+        &scalar_preserve_release(false),
+        &scalar_preserve_release(true),
+        |f| f["path"] == "^.spec.name",
+    );
     assert!(
         findings
             .iter()
@@ -1615,14 +1610,15 @@ async fn a_preserve_marker_removed_from_a_string_prunes_nothing_on_the_server() 
     );
     install(&client, &scalar_preserve_release(false)).await;
     let api = example_objects(client.clone(), "Scalarkeep", "scalarkeeps");
-    let stored = example_object("Scalarkeep", "stored", &json!({"name": "abc"}));
-    let obj: DynamicObject = serde_json::from_value(stored).expect("object");
-    api.create(&PostParams::default(), &obj)
-        .await
-        .expect("a string is valid under OLD");
-    install(&client, &scalar_preserve_release(true)).await;
-    let probe = example_object("Scalarkeep", "probe", &json!({"probe": "old"}));
-    until_in_effect(&api, &probe, false).await;
+    let stored = [("stored", json!({"name": "abc"}))];
+    store_then_switch(
+        &client,
+        &api,
+        "Scalarkeep",
+        &stored,
+        &scalar_preserve_release(true),
+    )
+    .await;
     // Read and written again under NEW, the value is what was stored.
     let mut current = api.get("stored").await.expect("stored object");
     assert_eq!(current.data["spec"]["name"], "abc");
@@ -1665,17 +1661,11 @@ fn istio_rewrite_release(new: bool) -> Value {
 async fn rules_rewritten_with_defaults_for_absent_fields_keep_accepting_stored_objects() {
     let Some(plane) = control_plane() else { return };
     let client: Client = admin(plane).await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let old = support::live::write_manifest(dir.path(), "old.json", &istio_rewrite_release(false));
-    let new = support::live::write_manifest(dir.path(), "new.json", &istio_rewrite_release(true));
-    let r = support::run::run(&["diff", &old, &new, "-o", "json", "--show-info"], None);
-    let rules: Vec<Value> = r.json()["crds"][0]["findings"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|f| f["check"] == "xValidations")
-        .cloned()
-        .collect();
+    let rules = diff_findings(
+        &istio_rewrite_release(false),
+        &istio_rewrite_release(true),
+        |f| f["check"] == "xValidations",
+    );
     assert!(
         rules.len() == 2 && rules.iter().all(|f| f["severity"] == "info"),
         "{rules:?}"
@@ -1696,26 +1686,15 @@ async fn rules_rewritten_with_defaults_for_absent_fields_keep_accepting_stored_o
             json!({"resolution": "DNS", "endpoints": ["a", "b"]}),
         ),
     ];
-    for (name, spec) in &stored {
-        let obj: DynamicObject =
-            serde_json::from_value(example_object("Istiorewrite", name, spec)).expect("object");
-        api.create(&PostParams::default(), &obj)
-            .await
-            .unwrap_or_else(|e| panic!("{name} is valid under OLD: {e}"));
-    }
-    install(&client, &istio_rewrite_release(true)).await;
-    let probe = example_object("Istiorewrite", "probe", &json!({"probe": "old"}));
-    until_in_effect(&api, &probe, false).await;
-    for (name, spec) in &stored {
-        let copy = example_object("Istiorewrite", &format!("{name}-copy"), spec);
-        assert_eq!(
-            server_verdict(&api, &copy)
-                .await
-                .expect("the server answers"),
-            None,
-            "{name} under NEW"
-        );
-    }
+    store_then_switch(
+        &client,
+        &api,
+        "Istiorewrite",
+        &stored,
+        &istio_rewrite_release(true),
+    )
+    .await;
+    copies_accepted(&api, "Istiorewrite", &stored).await;
     // The rules kept their meaning.
     for refused in [
         json!({"address": "unix:///sock", "ports": {"http": 80}}),

@@ -237,15 +237,7 @@ pub fn refuses_int_elements(rule: &str, old: &Schema) -> bool {
         resource_root: false,
         unique: true,
     };
-    let mut eval = Eval {
-        scope: Vec::new(),
-        facts: Vec::new(),
-        budget: BUDGET,
-        assumed: Vec::new(),
-        splits: Vec::new(),
-        map_keys: Vec::new(),
-        ints_at: Some(element),
-    };
+    let mut eval = Eval::new(Vec::new(), Some(element));
     let this = eval.value_of(root);
     eval.scope.push(("self".to_string(), this));
     let iterated = if map {
@@ -339,15 +331,7 @@ fn self_cases<'s>(root: Site<'s>) -> Option<(Vec<Abs<'s>>, String)> {
                 .to_string(),
         ));
     }
-    let mut eval = Eval {
-        scope: Vec::new(),
-        facts: Vec::new(),
-        budget: BUDGET,
-        assumed: Vec::new(),
-        splits: Vec::new(),
-        map_keys: Vec::new(),
-        ints_at: None,
-    };
+    let mut eval = Eval::new(Vec::new(), None);
     match eval.value_of(root) {
         Abs::Set {
             values,
@@ -400,15 +384,7 @@ fn decide<'s>(
         return None;
     }
     *runs -= 1;
-    let mut eval = Eval {
-        scope: Vec::new(),
-        facts: Vec::new(),
-        budget: BUDGET,
-        assumed: assumed.clone(),
-        splits: Vec::new(),
-        map_keys: Vec::new(),
-        ints_at: None,
-    };
+    let mut eval = Eval::new(assumed.clone(), None);
     let mut this = eval.value_of(root);
     if let Some(case) = pinned {
         this = case.clone();
@@ -522,6 +498,20 @@ enum Presence<'s> {
 }
 
 impl<'s> Eval<'s> {
+    /// An evaluation under the `assumed` cases, with the values at
+    /// `ints_at` taken to be integers.
+    fn new(assumed: Vec<(FieldKey, Case)>, ints_at: Option<&'s Schema>) -> Eval<'s> {
+        Eval {
+            scope: Vec::new(),
+            facts: Vec::new(),
+            budget: BUDGET,
+            assumed,
+            splits: Vec::new(),
+            map_keys: Vec::new(),
+            ints_at,
+        }
+    }
+
     fn fact(&mut self, fact: String) {
         if !self.facts.contains(&fact) {
             self.facts.push(fact);
